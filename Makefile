@@ -1,0 +1,38 @@
+# Every target bootstraps its own virtualenv in .venv/ from the committed lock file.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench lock clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: install
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
+
+# pytest exits 5 when it collected nothing: an empty suite must fail, not pass.
+test: install
+	@$(PY) -m pytest -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/run.py
+
+# Re-pin every dependency (run after changing pyproject.toml).
+lock:
+	$(PYTHON) -m pip install --quiet pip-tools
+	$(PYTHON) -m piptools compile --quiet --strip-extras --extra dev --allow-unsafe \
+		--generate-hashes -o requirements.lock pyproject.toml
+
+clean:
+	rm -rf $(VENV) demo-store build *.egg-info

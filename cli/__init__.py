@@ -1,0 +1,1 @@
+"""The `lineage` command line, thin over the library. Installed as `lineage.cli`."""

@@ -1,0 +1,68 @@
+"""`lineage ingest corpus` (and, later, the other kinds of record)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import output
+from .common import JsonOption, current_store
+
+app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
+
+
+@app.command("corpus")
+def corpus(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Directories of files, shards, manifests.")],
+    corpus: Annotated[str, typer.Option("--corpus", help="Name of the corpus to record.")],
+    source: Annotated[
+        str | None, typer.Option(help="Put every document in this source.")
+    ] = None,
+    license: Annotated[
+        list[str] | None,
+        typer.Option(help="SPDX licence for documents that name none; SOURCE=SPDX for one "
+                     "source. Repeatable."),
+    ] = None,
+    tokenizer: Annotated[
+        str,
+        typer.Option(help="'bytes' (1 token per UTF-8 byte), 'input' (token_count column), "
+                     "or a tokenizer.json path."),
+    ] = "bytes",
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="auto, files, jsonl, parquet or manifest."),
+    ] = "auto",
+    workers: Annotated[
+        int | None, typer.Option(help="Parallel workers [default: all cores].", min=1)
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests."""
+    from lineage.ingest import ingest_corpus
+
+    store = current_store(ctx)
+    with output.progress_bar(not json) as progress:
+        result = ingest_corpus(
+            store, list(paths), corpus=corpus, source=source, license=license,
+            tokenizer=tokenizer, fmt=fmt, workers=workers, progress=progress,
+        )
+    if json:
+        output.emit_json(result.to_dict())
+        return
+    if result.status == "unchanged":
+        output.emit_lines([
+            f"corpus {result.corpus}: unchanged, the store already holds this content "
+            f"({result.manifest_hash})"
+        ])
+        return
+    skipped = result.skipped_hidden + result.skipped_links
+    output.emit_lines([
+        f"corpus {result.corpus}: added {result.documents:,} documents, {result.tokens:,} "
+        f"tokens ({result.tokenizer}) in {len(result.sources)} sources, {result.seconds:.1f} s",
+        f"manifest {result.manifest_hash}",
+        f"dropped {result.dropped_empty:,} empty documents"
+        + (f"; skipped {skipped:,} hidden files or links" if skipped else ""),
+    ])

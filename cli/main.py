@@ -1,0 +1,111 @@
+"""The `lineage` application: global options, sub-commands, and error → exit code mapping."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from lineage import __version__
+from lineage.errors import EXIT_ERROR, EXIT_INTERRUPTED, LineageError
+
+from . import output
+
+
+class LineageGroup(TyperGroup):
+    """Maps library errors to one-line messages and grep-style exit codes.
+
+    Living in the group (not in `run`) means CliRunner tests see exactly what users see.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LineageError as exc:
+            if _debug(ctx):
+                raise
+            output.error(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            if _debug(ctx):
+                raise
+            output.error("interrupted: nothing was committed")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # a bug: still one line, with the way to the traceback
+            if _debug(ctx):
+                raise
+            output.error(f"unexpected {type(exc).__name__}: {exc} (re-run with --debug)")
+            raise typer.Exit(EXIT_ERROR) from None
+
+
+def _debug(ctx: click.Context) -> bool:
+    state = ctx.obj if isinstance(ctx.obj, dict) else {}
+    return bool(state.get("debug")) or os.environ.get("LINEAGE_DEBUG") == "1"
+
+
+app = typer.Typer(
+    cls=LineageGroup,
+    name="lineage",
+    help="Provenance and lineage of training data: what went in, in which order, with evidence.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        output.stdout.print(f"lineage {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", metavar="PATH", envvar="LINEAGE_STORE", show_envvar=True,
+            help="The store directory [default: ./lineage-store].",
+        ),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    ctx.obj = {"store": store, "debug": debug}
+
+
+def _register() -> None:
+    from . import corpus, ingest, store
+
+    app.add_typer(ingest.app, name="ingest")
+    app.add_typer(corpus.app, name="corpus")
+    app.add_typer(store.app, name="store")
+    app.command("init")(store.init)
+    app.command("sql")(store.sql)
+
+
+_register()
+
+
+def run() -> None:
+    """Console-script entry point."""
+    try:
+        app(prog_name="lineage")
+    except KeyboardInterrupt:  # raised before a command was chosen
+        output.error("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        sys.exit(EXIT_ERROR)

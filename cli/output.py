@@ -1,0 +1,82 @@
+"""The one place that writes to the terminal: data to stdout, messages to stderr.
+
+Tables are for people, `--json` for programs. Progress bars go to stderr, only when
+stderr is a terminal and the output is not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+# Piped output is read by scripts and people alike: do not fold it to 80 columns.
+stdout = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 200)
+stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def emit_json(value: Any) -> None:
+    from lineage.query import to_jsonable
+
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+
+
+def emit_table(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None
+) -> None:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else _cell(v) for v in row))
+    stdout.print(table)
+
+
+def emit_lines(lines: Sequence[str]) -> None:
+    for line in lines:
+        stdout.print(line, markup=False)
+
+
+def info(message: str) -> None:
+    stderr.print(message, markup=False)
+
+
+def error(message: str) -> None:
+    stderr.print(f"error: {message}", markup=False, style="red")
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[str, int | None, int | None], None] | None]:
+    """A progress callback for the core, drawn on stderr when it is a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=stderr, transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def report(stage: str, done: int | None, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done or 0, total=total)
+
+        yield report
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,84 @@
+"""`lineage init`, `lineage sql`, and `lineage store verify|gc|migrate`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lineage.errors import EXIT_NO
+
+from . import output
+from .common import JsonOption, current_store, store_root
+
+app = typer.Typer(help="Check and maintain the store.", no_args_is_help=True)
+
+
+def init(ctx: typer.Context, json: JsonOption = False) -> None:
+    """Create a store (or bring an existing one to the current schema)."""
+    from lineage.store import init_store
+
+    result = init_store(store_root(ctx))
+    if json:
+        output.emit_json(result.__dict__)
+        return
+    verb = "created" if result.created else "already exists at"
+    output.emit_lines([f"store {verb} {result.path} (schema v{result.schema_version})"])
+
+
+def sql(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="SELECT statements over the catalog and views.")],
+    json: JsonOption = False,
+) -> None:
+    """Run read-only SQL over the catalog; Parquet tables appear as views (documents, ...)."""
+    result = current_store(ctx).sql(query)
+    if json:
+        output.emit_json(result.records())
+    else:
+        output.emit_table(result.columns, result.rows)
+
+
+@app.command("verify")
+def verify(ctx: typer.Context, json: JsonOption = False) -> None:
+    """Re-hash every registered Parquet file against the catalog (exit 1 on a mismatch)."""
+    from lineage.integrity import verify_store
+
+    report = verify_store(current_store(ctx))
+    if json:
+        output.emit_json(report)
+    else:
+        lines = [f"{p['path']}: {p['status']}: {p['message']}" for p in report["problems"]]
+        lines += [f"{path}: unregistered (garbage; `lineage store gc` removes it)"
+                  for path in report["unregistered"]]
+        verdict = "ok" if report["ok"] else "FAILED"
+        lines.append(f"{verdict}: {report['files_checked']} files, "
+                     f"{report['bytes_checked']:,} bytes checked")
+        output.emit_lines(lines)
+    if not report["ok"]:
+        raise typer.Exit(EXIT_NO)
+
+
+@app.command("gc")
+def gc(
+    ctx: typer.Context,
+    min_age: Annotated[
+        float, typer.Option(help="Keep unregistered files younger than this many seconds.")
+    ] = 3600.0,
+    json: JsonOption = False,
+) -> None:
+    """Remove files an interrupted write left behind (never a registered file)."""
+    from lineage.integrity import gc_store
+
+    report = gc_store(current_store(ctx), min_age=min_age)
+    if json:
+        output.emit_json(report)
+    else:
+        output.emit_lines([f"removed {path}" for path in report["removed"]]
+                          + [f"{len(report['removed'])} leftovers removed"])
+
+
+@app.command("migrate")
+def migrate(ctx: typer.Context, json: JsonOption = False) -> None:
+    """Bring the store's catalog to this version's schema."""
+    init(ctx, json=json)

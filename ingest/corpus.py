@@ -1,0 +1,285 @@
+"""`ingest_corpus`: record a corpus manifest in the store.
+
+Map (hash every document of every input shard, in parallel, into staged Parquet parts),
+reduce (check all rows, sort by doc_id, hash the manifest, write the final parts under
+temporary names), then one short commit under the catalog lock: rename the parts into
+place and register them with the corpus. Nothing before the commit is visible, and a
+process killed anywhere leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from lineage import __version__, faults
+from lineage.durable import disk_full_guard, fsync_dir, remove_abandoned_temps, remove_quietly
+from lineage.errors import ConflictError, InputError, UsageError
+from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
+from lineage.store import Store
+from lineage.token_count import TokenizerSpec, parse_tokenizer
+
+from .corpus_reduce import LicensePlan, ReducedCorpus, WrittenPart, reduce_corpus
+from .inputs import DirectoryInput, ShardInput, plan_inputs
+from .readers.directory import list_directory, stage_directory
+from .readers.text_shards import TextShardTask, stage_text_shard
+from .staging import ShardSummary, new_staging_dir
+
+Progress = Any  # callable(stage: str, done: int | None, total: int | None) or None
+
+
+@dataclass
+class CorpusIngestResult:
+    corpus: str
+    status: str  # "added" | "unchanged"
+    manifest_hash: str
+    manifest_spec: str
+    documents: int
+    tokens: int
+    bytes: int
+    dropped_empty: int
+    tokenizer: str
+    sources: list[dict[str, Any]]
+    skipped_hidden: int = 0
+    skipped_links: int = 0
+    parts: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ingest_corpus(
+    store: Store,
+    paths: list[str | os.PathLike[str]],
+    *,
+    corpus: str,
+    source: str | None = None,
+    license: str | list[str] | None = None,
+    tokenizer: str | None = "bytes",
+    fmt: str = "auto",
+    workers: int | None = None,
+    progress: Progress = None,
+) -> CorpusIngestResult:
+    """Hash, check and record a corpus; re-ingesting identical input changes nothing.
+
+    `license` is an SPDX id for every document that names none, or a list of such ids
+    and `SOURCE=SPDX` entries (per source first, then the plain one).
+    """
+    started = time.monotonic()
+    started_at = time.time()
+    _check_names(corpus, source)
+    licenses = parse_licenses(license)
+    store._require_catalog()
+    spec = parse_tokenizer(tokenizer)
+    planned = plan_inputs([Path(p) for p in paths], fmt)
+    manifests = [p for p in planned if isinstance(p, ShardInput) and p.kind.startswith("manifest")]
+    raw = [p for p in planned if p not in manifests]
+    if manifests and raw:
+        raise UsageError("one ingest takes either ready manifests or raw documents, not both")
+    if manifests and spec.kind != "bytes":
+        raise UsageError("ready manifests carry their own n_tokens: drop --tokenizer")
+    tokenizer_id = "manifest" if manifests else spec.identity
+
+    staging = new_staging_dir(store.staging_dir)
+    remove_abandoned_temps(store.table_dir("documents"))
+    try:
+        with disk_full_guard(staging):
+            staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
+                                            progress)
+            faults.reach("map-done")
+            reduced = reduce_corpus(
+                corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
+                staging=staging, out_dir=store.table_dir("documents"), progress=progress,
+            )
+        reduced.dropped_empty += dropped
+        if reduced.documents == 0:
+            _discard(reduced.parts)
+            raise InputError(
+                ", ".join(str(p) for p in paths),
+                f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
+            )
+        record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at)
+        status, final = _commit(store, reduced, record)
+    finally:
+        remove_quietly(staging)
+    return CorpusIngestResult(
+        corpus=corpus, status=status, manifest_hash=reduced.manifest_hash,
+        manifest_spec=MANIFEST_SPEC, documents=reduced.documents, tokens=reduced.tokens,
+        bytes=reduced.bytes, dropped_empty=reduced.dropped_empty, tokenizer=tokenizer_id,
+        sources=reduced.sources, skipped_hidden=skipped[0], skipped_links=skipped[1],
+        parts=final, seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _check_names(corpus: str, source: str | None) -> None:
+    if not is_valid_name(corpus):
+        raise UsageError(f"--corpus {corpus!r}: {NAME_RULE}")
+    if source is not None and (not source or any(ord(c) < 32 for c in source)):
+        raise UsageError(f"--source {source!r}: must be non-empty, without control characters")
+
+
+def parse_licenses(value: str | list[str] | None) -> LicensePlan:
+    """`SPDX` and `SOURCE=SPDX` entries into a plan; at most one plain default."""
+    entries = [value] if isinstance(value, str) else list(value or [])
+    default: str | None = None
+    by_source: dict[str, str] = {}
+    for entry in entries:
+        name, sep, spdx = entry.partition("=")
+        if not sep:
+            name, spdx = "", entry
+        if not spdx.strip() or any(ord(c) < 32 for c in entry):
+            raise UsageError(f"--license {entry!r}: expected SPDX or SOURCE=SPDX")
+        if not name:
+            if default is not None:
+                raise UsageError("--license: give at most one licence without SOURCE=")
+            default = spdx.strip()
+        else:
+            by_source[name] = spdx.strip()
+    return LicensePlan(default, tuple(sorted(by_source.items())))
+
+
+def _map(
+    raw: list[DirectoryInput | ShardInput],
+    staging: Path,
+    corpus: str,
+    source: str | None,
+    spec: TokenizerSpec,
+    workers: int | None,
+    progress: Progress,
+) -> tuple[list[str], int, tuple[int, int]]:
+    """Stage every raw input; returns (staged parts, empty documents, skipped files)."""
+    summaries: list[ShardSummary] = []
+    hidden = links = 0
+    tasks: list[TextShardTask] = []
+    for item in raw:
+        if isinstance(item, DirectoryInput):
+            listing = list_directory(item.root, source=source)
+            hidden += listing.skipped_hidden
+            links += listing.skipped_links
+            summaries.append(stage_directory(
+                item.root, listing, staging, tokenizer=spec,
+                progress=progress, workers=workers,
+            ))
+        else:
+            part = staging / f"shard-{len(tasks):05d}.parquet"
+            tasks.append(TextShardTask(
+                str(item.path), item.kind, item.name, str(part), source, corpus, spec,
+            ))
+    summaries.extend(_run_shard_tasks(tasks, workers, progress))
+    parts = [s.part for s in summaries if s.part is not None]
+    return parts, sum(s.dropped_empty for s in summaries), (hidden, links)
+
+
+def _run_shard_tasks(
+    tasks: list[TextShardTask], workers: int | None, progress: Progress
+) -> list[ShardSummary]:
+    """One task per shard, on a spawn-based process pool when there is more than one."""
+    count = min(len(tasks), workers or os.cpu_count() or 1)
+    results: list[ShardSummary] = []
+    if count <= 1:
+        for done, task in enumerate(tasks, start=1):
+            results.append(stage_text_shard(task))
+            _report(progress, "reading shards", done, len(tasks))
+        return results
+    with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn")) as pool:
+        for done, summary in enumerate(pool.map(stage_text_shard, tasks), start=1):
+            results.append(summary)
+            _report(progress, "reading shards", done, len(tasks))
+    return results
+
+
+@dataclass
+class _IngestRecord:
+    corpus: str
+    tokenizer: str
+    planned: list[DirectoryInput | ShardInput]
+    source: str | None
+    licenses: LicensePlan
+    fmt: str
+    started_at: float
+
+    def inputs_json(self) -> str:
+        items = []
+        for item in self.planned:
+            if isinstance(item, DirectoryInput):
+                items.append({"kind": "files", "path": str(item.root.resolve())})
+            else:
+                items.append({"kind": item.kind, "path": str(item.path.resolve()),
+                              "bytes": item.path.stat().st_size})
+        return json.dumps(items, sort_keys=True)
+
+    def parameters_json(self) -> str:
+        license = {"default": self.licenses.default, "by_source": dict(self.licenses.by_source)}
+        return json.dumps({"source": self.source, "license": license,
+                           "tokenizer": self.tokenizer, "format": self.fmt}, sort_keys=True)
+
+
+def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tuple[str, list[str]]:
+    """Rename the parts into place and register everything in one short transaction."""
+    folder = store.table_dir("documents")
+    digest = reduced.manifest_hash.split(":", 1)[1][:16]
+    finals = [folder / f"{record.corpus}-{digest}-{i:04d}.parquet"
+              for i in range(len(reduced.parts))]
+    relative = [f.relative_to(store.root).as_posix() for f in finals]
+    with store.writer() as con:
+        faults.reach("commit-locked")
+        row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?",
+                          [record.corpus]).fetchone()
+        if row is not None:
+            _discard(reduced.parts)
+            if row[0] == reduced.manifest_hash:
+                return "unchanged", []
+            raise ConflictError(
+                f"corpus {record.corpus!r} already holds other content ({row[0]}, this input "
+                f"is {reduced.manifest_hash}); choose another --corpus name"
+            )
+        for part, final in zip(reduced.parts, finals, strict=True):
+            os.replace(part.temp, final)
+        fsync_dir(folder)
+        faults.reach("commit-renamed")
+        _register(con, reduced, record, relative)
+        faults.reach("commit-registered")
+    return "added", relative
+
+
+def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord, paths: list[str]) -> None:
+    now = "now()::TIMESTAMP"
+    for part, rel in zip(reduced.parts, paths, strict=True):
+        con.execute(
+            f"INSERT INTO parquet_files VALUES (?, 'documents', ?, ?, ?, ?, {now})",
+            [rel, record.corpus, part.rows, part.n_bytes, part.sha256],
+        )
+    con.execute(
+        f"INSERT INTO corpora VALUES (?, ?, ?, ?, ?, ?, ?, ?, {now})",
+        [record.corpus, reduced.manifest_hash, MANIFEST_SPEC, reduced.documents,
+         reduced.tokens, reduced.bytes, reduced.dropped_empty, record.tokenizer],
+    )
+    for src in reduced.sources:
+        con.execute(
+            "INSERT INTO corpus_sources VALUES (?, ?, ?, ?, ?, ?)",
+            [record.corpus, src["source"], src["documents"], src["tokens"], src["bytes"],
+             src["licenses"]],
+        )
+    con.execute(
+        f"INSERT INTO ingests VALUES (?, 'corpus', ?, ?, ?, to_timestamp(?)::TIMESTAMP, {now}, ?)",
+        [str(uuid.uuid4()), record.corpus, record.inputs_json(), record.parameters_json(),
+         record.started_at, __version__],
+    )
+
+
+def _discard(parts: list[WrittenPart]) -> None:
+    for part in parts:
+        part.temp.unlink(missing_ok=True)
+
+
+def _report(progress: Progress, stage: str, done: int | None, total: int | None) -> None:
+    if callable(progress):
+        progress(stage, done, total)

@@ -1,0 +1,296 @@
+"""The reduce of a corpus ingest: check all rows together, sort, hash, write parts.
+
+Runs in its own in-memory DuckDB session over the staged parts and the ready manifests,
+outside the catalog lock. Produces fsynced temporary Parquet parts sorted by `doc_id`
+and the manifest hash computed from the very batches that were written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lineage import faults
+from lineage.durable import TEMP_PREFIX, fsync_file, sha256_file
+from lineage.errors import InputError, UsageError
+from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
+from lineage.schemas import documents_schema
+
+from .inputs import ShardInput
+from .readers.manifests import load_manifest
+
+if TYPE_CHECKING:
+    import duckdb
+
+PART_ROWS = 4_000_000  # rows per documents part: parts stay a few hundred MB
+ROW_GROUP_ROWS = 131_072  # small enough for point lookups by doc_id via statistics
+_FETCH_ROWS = 65_536
+
+# (rule broken, SQL predicate that is true on a breaking row), checked in this order.
+ROW_RULES: tuple[tuple[str, str], ...] = (
+    ("missing doc_id", "doc_id IS NULL OR doc_id = ''"),
+    ("missing source", "source IS NULL OR source = ''"),
+    ("n_bytes missing or negative", "n_bytes IS NULL OR n_bytes < 0"),
+    ("n_tokens missing or negative", "n_tokens IS NULL OR n_tokens < 0"),
+    ("content_hash must be 64 lowercase hex digits (BLAKE3-256)",
+     f"content_hash IS NULL OR NOT regexp_full_match(content_hash, '{HEX64_REGEX[1:-1]}')"),
+    ("doc_id contains a control character",
+     f"regexp_matches(doc_id, '{CONTROL_CHARS_REGEX}')"),
+    ("source contains a control character",
+     f"regexp_matches(source, '{CONTROL_CHARS_REGEX}')"),
+    ("license contains a control character",
+     f"license IS NOT NULL AND regexp_matches(license, '{CONTROL_CHARS_REGEX}')"),
+)  # fmt: skip
+
+
+@dataclass
+class WrittenPart:
+    temp: Path
+    rows: int
+    n_bytes: int = 0
+    sha256: str = ""
+
+
+@dataclass
+class ReducedCorpus:
+    manifest_hash: str
+    documents: int
+    tokens: int
+    bytes: int
+    dropped_empty: int
+    sources: list[dict[str, Any]]
+    parts: list[WrittenPart] = field(default_factory=list)
+
+
+def reduce_corpus(
+    *,
+    corpus: str,
+    staged_parts: list[str],
+    manifests: list[ShardInput],
+    licenses: LicensePlan,
+    staging: Path,
+    out_dir: Path,
+    progress: Any = None,
+) -> ReducedCorpus:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        con.execute("SET temp_directory = ?", [str(staging / "spill")])
+        con.execute(_STAGED_TABLE)
+        if staged_parts:
+            con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)", [staged_parts])
+        for shard in manifests:
+            _report(progress, f"loading manifest {shard.name}", None, None)
+            load_manifest(con, shard, table="docs")
+        apply_licenses(con, licenses)
+        check_rows(con)
+        dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
+        check_unique_doc_ids(con)
+        reduced = ReducedCorpus(
+            manifest_hash="",
+            dropped_empty=int(dropped[0]) if dropped else 0,
+            sources=summarize_sources(con),
+            **_totals(con),
+        )
+        out_dir.mkdir(parents=True, exist_ok=True)
+        reduced.manifest_hash, reduced.parts = write_sorted_parts(
+            con, corpus=corpus, out_dir=out_dir, total=reduced.documents, progress=progress
+        )
+        return reduced
+    finally:
+        con.close()
+
+
+_STAGED_TABLE = """
+CREATE TABLE docs (
+    doc_id VARCHAR, source VARCHAR, uri VARCHAR, n_bytes BIGINT, n_tokens BIGINT,
+    content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT
+)
+"""
+
+
+@dataclass(frozen=True)
+class LicensePlan:
+    """Licences for documents that carry none: per source first, then the default."""
+
+    default: str | None = None
+    by_source: tuple[tuple[str, str], ...] = ()
+
+
+def apply_licenses(con: duckdb.DuckDBPyConnection, plan: LicensePlan) -> None:
+    for source, license in plan.by_source:
+        found = con.execute("SELECT count(*) FROM docs WHERE source = ?", [source]).fetchone()
+        if not found or not found[0]:
+            raise UsageError(f"--license {source}={license}: no document has source {source!r}")
+        con.execute(
+            "UPDATE docs SET license = ? WHERE license IS NULL AND source = ?", [license, source]
+        )
+    if plan.default is not None:
+        con.execute("UPDATE docs SET license = ? WHERE license IS NULL", [plan.default])
+
+
+def check_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Raise InputError for the first row (by input file and record) breaking a rule."""
+    flags = ", ".join(f"bool_or({predicate})" for _, predicate in ROW_RULES)
+    broken = con.execute(f"SELECT {flags} FROM docs").fetchone() or ()
+    for (rule, predicate), failed in zip(ROW_RULES, broken, strict=True):
+        if failed:
+            origin, record = con.execute(
+                f"SELECT origin, record FROM docs WHERE {predicate} "
+                "ORDER BY origin, record NULLS FIRST LIMIT 1"
+            ).fetchone() or ("?", None)
+            raise InputError(origin, rule, where=_place(origin, record))
+
+
+def check_unique_doc_ids(con: duckdb.DuckDBPyConnection) -> None:
+    row = con.execute(
+        """
+        SELECT doc_id, list(struct_pack(origin := origin, record := record)
+                            ORDER BY origin, record)[1:2]
+        FROM docs GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id LIMIT 1
+        """
+    ).fetchone()
+    if row is None:
+        return
+    doc_id, seen = row
+    first, second = seen[0], seen[1]
+    here = second["origin"]
+    raise InputError(
+        here,
+        f"duplicate doc_id {doc_id!r} (also at {first['origin']}"
+        f"{':' + _place(first['origin'], first['record']) if first['record'] else ''}); "
+        "doc_ids must be unique within a corpus",
+        where=_place(here, second["record"]),
+    )
+
+
+def summarize_sources(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    rows = con.execute(
+        """
+        SELECT source, count(*), sum(n_tokens), sum(n_bytes),
+               coalesce(list(DISTINCT license ORDER BY license)
+                        FILTER (WHERE license IS NOT NULL), [])
+        FROM docs GROUP BY source ORDER BY source
+        """
+    ).fetchall()
+    return [
+        {"source": s, "documents": d, "tokens": int(t), "bytes": int(b), "licenses": lic}
+        for s, d, t, b, lic in rows
+    ]
+
+
+def _totals(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    docs, tokens, size = con.execute(
+        "SELECT count(*), coalesce(sum(n_tokens), 0), coalesce(sum(n_bytes), 0) FROM docs"
+    ).fetchone() or (0, 0, 0)
+    return {"documents": int(docs), "tokens": int(tokens), "bytes": int(size)}
+
+
+def write_sorted_parts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    corpus: str,
+    out_dir: Path,
+    total: int,
+    progress: Any = None,
+) -> tuple[str, list[WrittenPart]]:
+    """Write the rows sorted by doc_id into temp parts; hash exactly what was written."""
+    schema = documents_schema()
+    reader = con.cursor().sql(  # a fresh cursor: no pending result in the way
+        
+        "SELECT ?::VARCHAR AS corpus, doc_id, source, uri, n_bytes, n_tokens, content_hash, "
+        "license, metadata FROM docs ORDER BY doc_id",
+        params=[corpus],
+    ).to_arrow_reader(_FETCH_ROWS)
+    hasher = ManifestHasher()
+    parts: list[WrittenPart] = []
+    try:
+        _write_batches(reader, _PartWriter(out_dir, schema, parts), hasher, total, progress)
+        faults.reach("reduce-written")
+        for part in parts:
+            fsync_file(part.temp)
+            part.n_bytes = part.temp.stat().st_size
+            part.sha256 = sha256_file(part.temp)
+    except BaseException:
+        for part in parts:
+            part.temp.unlink(missing_ok=True)
+        raise
+    return hasher.manifest_hash(), parts
+
+
+def _write_batches(
+    reader: Any, part_writer: _PartWriter, hasher: ManifestHasher, total: int, progress: Any
+) -> None:
+    import pyarrow as pa
+
+    schema = part_writer.schema
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    with part_writer as writer:
+        for batch in reader:
+            batch = pa.RecordBatch.from_arrays(
+                [batch.column(i).cast(schema.field(i).type) for i in range(len(schema))],
+                schema=schema,
+            )
+            hasher.update(batch)
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= ROW_GROUP_ROWS:
+                writer.write(pa.Table.from_batches(pending, schema))
+                pending, pending_rows = [], 0
+                _report(progress, "writing documents", hasher.rows, total)
+        if pending:
+            writer.write(pa.Table.from_batches(pending, schema))
+        _report(progress, "writing documents", hasher.rows, total)
+
+
+class _PartWriter:
+    """Rotates Parquet parts every PART_ROWS rows; temp names until commit."""
+
+    def __init__(self, out_dir: Path, schema: Any, parts: list[WrittenPart]) -> None:
+        self.out_dir, self.schema, self.parts = out_dir, schema, parts
+        self._writer: Any = None
+
+    def __enter__(self) -> _PartWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
+
+    def write(self, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        while table.num_rows:
+            if self._writer is None or self.parts[-1].rows >= PART_ROWS:
+                self._close()
+                temp = self.out_dir / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.parquet"
+                self.parts.append(WrittenPart(temp, 0))
+                self._writer = pq.ParquetWriter(
+                    temp, self.schema, compression="zstd",
+                    sorting_columns=[pq.SortingColumn(1)], write_statistics=True,
+                )
+            room = PART_ROWS - self.parts[-1].rows
+            head, table = table.slice(0, room), table.slice(room)
+            self._writer.write_table(head, row_group_size=ROW_GROUP_ROWS)
+            self.parts[-1].rows += head.num_rows
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _place(origin: str, record: int | None) -> str | None:
+    if record is None:
+        return None
+    lowered = origin.lower()
+    return f"row {record}" if lowered.endswith(".parquet") else f"record {record}"
+
+
+def _report(progress: Any, stage: str, done: int | None, total: int | None) -> None:
+    if callable(progress):
+        progress(stage, done, total)

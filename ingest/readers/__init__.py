@@ -1,0 +1,1 @@
+"""Map tasks of a corpus ingest, one module per input kind."""

@@ -1,0 +1,167 @@
+"""A directory of files as a corpus: one file is one document.
+
+`doc_id` is the path relative to the directory with '/' separators. Each immediate
+subfolder is a source unless one is forced; top-level files belong to the forced source
+or to the directory's own name. Hidden files and folders (names starting with '.') and
+symbolic links are skipped and counted. Files are hashed as bytes on all cores.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from lineage.errors import InputError
+from lineage.token_count import TokenizerSpec, count_tokens
+
+from ..staging import ShardSummary, staged_schema
+
+_BATCH_FILES = 512
+_MMAP_FROM = 1 << 22  # files this large are hashed from a memory map on all threads
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: Path
+    doc_id: str
+    source: str
+
+
+@dataclass
+class DirectoryListing:
+    files: list[FileEntry]
+    skipped_hidden: int = 0
+    skipped_links: int = 0
+
+
+def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
+    """Every regular file below `root`, in sorted doc_id order."""
+    listing = DirectoryListing(files=[])
+    top_source = source or root.resolve().name
+    for dirpath, dirnames, filenames in os.walk(root):
+        kept_dirs = []
+        for name in sorted(dirnames):
+            full = Path(dirpath) / name
+            if name.startswith("."):
+                listing.skipped_hidden += 1
+            elif full.is_symlink():
+                listing.skipped_links += 1
+            else:
+                kept_dirs.append(name)
+        dirnames[:] = kept_dirs
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            if name.startswith("."):
+                listing.skipped_hidden += 1
+                continue
+            if full.is_symlink():
+                listing.skipped_links += 1
+                continue
+            rel = full.relative_to(root).as_posix()
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(full, "file name is not valid UTF-8: rename it") from exc
+            parts = rel.split("/")
+            doc_source = source or (parts[0] if len(parts) > 1 else top_source)
+            listing.files.append(FileEntry(full, rel, doc_source))
+    listing.files.sort(key=lambda entry: entry.doc_id.encode("utf-8"))
+    return listing
+
+
+def hash_file(path: Path) -> tuple[str, int, bytes | None]:
+    """(BLAKE3 hex, size, bytes when small enough to keep for a tokenizer)."""
+    size = path.stat().st_size
+    if size >= _MMAP_FROM:
+        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        hasher.update_mmap(path)
+        return hasher.hexdigest(), size, None
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return blake3.blake3(data).hexdigest(), len(data), data
+
+
+def stage_directory(
+    root: Path,
+    listing: DirectoryListing,
+    part_dir: Path,
+    *,
+    tokenizer: TokenizerSpec,
+    progress: object = None,
+    workers: int | None = None,
+) -> ShardSummary:
+    """Hash every listed file and write one staged Parquet part for the directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tok = tokenizer.load() if tokenizer.kind == "file" else None
+    if tokenizer.kind == "input":
+        raise InputError(root, "--tokenizer input needs shards with a token_count column")
+    part = part_dir / f"dir-{len(list(part_dir.iterdir())):05d}.parquet"
+    schema = staged_schema()
+    kept = dropped = done = 0
+    batches = [
+        listing.files[i : i + _BATCH_FILES] for i in range(0, len(listing.files), _BATCH_FILES)
+    ]
+    with (
+        ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool,
+        pq.ParquetWriter(part, schema) as writer,
+    ):
+        for batch in batches:
+            results = list(pool.map(_hash_entry, batch))
+            columns = _columns_for(batch, results, tok)
+            dropped += len(batch) - len(columns["doc_id"])
+            kept += len(columns["doc_id"])
+            writer.write_table(pa.table(columns, schema=schema))
+            done += len(batch)
+            if callable(progress):
+                progress("hashing files", done, len(listing.files))
+    return ShardSummary(str(part) if kept else None, kept, dropped)
+
+
+def _hash_entry(entry: FileEntry) -> tuple[str, int, bytes | None]:
+    try:
+        return hash_file(entry.path)
+    except OSError as exc:
+        raise InputError(entry.path, f"cannot read ({exc.strerror or exc})") from exc
+
+
+def _columns_for(
+    batch: list[FileEntry],
+    results: list[tuple[str, int, bytes | None]],
+    tok: object,
+) -> dict[str, list[object]]:
+    rows = [(e, r) for e, r in zip(batch, results, strict=True) if r[1] > 0]
+    if tok is not None:
+        texts = [_decode_for_tokenizer(entry, result) for entry, result in rows]
+        n_tokens = count_tokens(tok, texts)  # type: ignore[arg-type]
+    else:
+        n_tokens = [result[1] for _, result in rows]
+    return {
+        "doc_id": [entry.doc_id for entry, _ in rows],
+        "source": [entry.source for entry, _ in rows],
+        "uri": [entry.path.resolve().as_uri() for entry, _ in rows],
+        "n_bytes": [result[1] for _, result in rows],
+        "n_tokens": n_tokens,
+        "content_hash": [result[0] for _, result in rows],
+        "license": [None] * len(rows),  # assigned in the reduce (--license)
+        "metadata": [None] * len(rows),
+        "origin": [str(entry.path) for entry, _ in rows],
+        "record": [None] * len(rows),
+    }
+
+
+def _decode_for_tokenizer(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str:
+    data = result[2] if result[2] is not None else entry.path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            entry.path,
+            f"not valid UTF-8 at byte {exc.start}: a tokenizer needs text "
+            "(use --tokenizer bytes to count bytes instead)",
+        ) from exc

@@ -1,0 +1,40 @@
+"""lineage: a provenance and lineage database for model training.
+
+    import lineage
+    store = lineage.open("lineage-store")
+    store.corpora()
+"""
+
+from __future__ import annotations
+
+from lineage.errors import (
+    ConflictError,
+    InputError,
+    LineageError,
+    NotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreFullError,
+    UsageError,
+)
+from lineage.store import Store, init_store, open_store
+
+__version__ = "0.1.0"
+
+open = open_store  # noqa: A001 - `lineage.open(path)` is the public entry point
+
+__all__ = [
+    "ConflictError",
+    "InputError",
+    "LineageError",
+    "NotFoundError",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+    "StoreFullError",
+    "UsageError",
+    "__version__",
+    "init_store",
+    "open",
+    "open_store",
+]

@@ -1,0 +1,117 @@
+"""Durable, atomic file writes: temp file in the same directory, fsync, rename, fsync dir.
+
+A crash at any point leaves either the old file or the new one, never a mix. Temporary
+names carry the writer's pid so a later run can tell abandoned ones from live ones.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lineage.errors import StoreFullError
+
+TEMP_PREFIX = ".tmp-"
+_READ_CHUNK = 1 << 20
+
+
+def temp_path_for(final: Path) -> Path:
+    """A temp name beside `final`, unique to this process and call."""
+    return final.with_name(f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{final.name}")
+
+
+def temp_owner_pid(path: Path) -> int | None:
+    """The pid encoded in a temp name, or None when the name is not a temp name."""
+    if not path.name.startswith(TEMP_PREFIX):
+        return None
+    head = path.name[len(TEMP_PREFIX) :].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_abandoned_temps(folder: Path) -> list[Path]:
+    """Delete temp files in `folder` whose writing process is gone."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for path in sorted(folder.iterdir()):
+        pid = temp_owner_pid(path)
+        if pid is not None and not pid_alive(pid):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink in `path` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(temp: Path, final: Path) -> None:
+    """fsync `temp`, rename it over `final`, fsync the directory."""
+    fsync_file(temp)
+    os.replace(temp, final)
+    fsync_dir(final.parent)
+
+
+@contextmanager
+def disk_full_guard(*cleanup: Path) -> Iterator[None]:
+    """Turn ENOSPC into StoreFullError after removing the partial files named."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        for path in cleanup:
+            remove_quietly(path)
+        raise StoreFullError(
+            f"disk full while writing {exc.filename or cleanup[0] if cleanup else 'the store'}: "
+            "nothing was committed; free space and re-run"
+        ) from exc
+
+
+def remove_quietly(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            for child in path.iterdir():
+                remove_quietly(child)
+            path.rmdir()
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

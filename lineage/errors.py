@@ -1,0 +1,79 @@
+"""Exceptions raised by lineage, and the exit code each maps to.
+
+    LineageError                  any failure lineage reports (exit 2)
+    ├── UsageError                arguments that cannot work together
+    ├── InputError                a bad input file: names the file, the place and the rule
+    ├── ConflictError             the store already holds other content under that name
+    ├── NotFoundError             a lookup answered "no" (exit 1)
+    └── StoreError                the store is missing, damaged or of an unknown schema
+        ├── StoreBusyError        another process holds the catalog for too long
+        └── StoreFullError        the disk filled up during a write (nothing was committed)
+
+The command line maps these to exit codes in one place (`lineage.cli.main`), following
+grep: 0 ok or yes, 1 a check or lookup answered no, 2 an error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NO = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class LineageError(Exception):
+    """Base class: the message is one line that says what, where, and what to do."""
+
+    exit_code = EXIT_ERROR
+
+
+class UsageError(LineageError):
+    """Arguments that cannot work together."""
+
+
+class InputError(LineageError):
+    """An input file breaks a rule; the message names the file and the place."""
+
+    def __init__(self, path: object, rule: str, *, where: str | None = None) -> None:
+        self.path = str(path)
+        self.rule = rule
+        self.where = where
+        place = f"{self.path}:{where}" if where else self.path
+        super().__init__(f"{place}: {rule}")
+
+    def __reduce__(self) -> tuple[object, ...]:  # survives a trip through a process pool
+        return (_rebuild_input_error, (self.path, self.rule, self.where))
+
+
+def _rebuild_input_error(path: str, rule: str, where: str | None) -> InputError:
+    return InputError(path, rule, where=where)
+
+
+class ConflictError(LineageError):
+    """The store already holds different content under the requested name."""
+
+
+class NotFoundError(LineageError):
+    """A lookup found nothing."""
+
+    exit_code = EXIT_NO
+
+
+class StoreError(LineageError):
+    """The store is missing, damaged, or written by an unknown schema version."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the catalog longer than the wait budget."""
+
+    def __init__(self, path: object, pid: int | None, waited: float) -> None:
+        self.pid = pid
+        holder = f"pid {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"store busy ({holder}): {path} stayed locked for {waited:.1f} s; "
+            "retry when that process finishes, or raise LINEAGE_BUSY_TIMEOUT"
+        )
+
+
+class StoreFullError(StoreError):
+    """The disk filled up; the partial write was removed and nothing was committed."""

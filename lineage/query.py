@@ -1,0 +1,80 @@
+"""`lineage sql`: read-only SQL over the catalog and the Parquet-backed views.
+
+The catalog is attached read-only, and only statements that read (SELECT, EXPLAIN,
+DESCRIBE, SHOW, PRAGMA) run, so COPY ... TO, ATTACH or INSTALL from a query string are
+refused before anything executes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from lineage.errors import UsageError
+from lineage.store import Store
+
+_READING = {"SELECT", "EXPLAIN", "PRAGMA", "DESCRIBE", "SHOW", "SUMMARIZE"}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as JSON-ready objects (dates ISO 8601, blobs base64, decimals as strings)."""
+        return [
+            {name: to_jsonable(value) for name, value in zip(self.columns, row, strict=True)}
+            for row in self.rows
+        ]
+
+
+def run_sql(store: Store, sql: str) -> QueryResult:
+    import duckdb
+
+    with store.reader() as con:
+        try:
+            statements = con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL does not parse: {_first_line(exc)}") from exc
+        if not statements:
+            raise UsageError("no SQL statement given")
+        for statement in statements:
+            kind = statement.type.name
+            if kind not in _READING:
+                raise UsageError(f"read-only: {kind} statements are not allowed here")
+        try:
+            for statement in statements[:-1]:
+                con.execute(statement.query)
+            cursor = con.execute(statements[-1].query)
+            columns = [d[0] for d in cursor.description or []]
+            return QueryResult(columns, cursor.fetchall())
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL failed: {_first_line(exc)}") from exc
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

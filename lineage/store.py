@@ -1,0 +1,319 @@
+"""The store: a directory holding `catalog.duckdb` and the Parquet files it lists.
+
+DuckDB lets one process hold a database file read-write and then refuses every other
+open, read-only ones included. So writers open the catalog only for the short final
+commit, and both readers and writers retry a held lock with bounded backoff before
+reporting "store busy (pid ...)". Readers open the catalog read-only, attached to an
+in-memory database that exposes each Parquet table as a view over exactly the files
+the catalog lists, so a reader never sees a half-finished ingest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lineage.errors import StoreBusyError, StoreError
+from lineage.schemas import DOCUMENTS_COLUMNS, SCHEMA_VERSION, catalog_ddl, migrations
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from lineage.query import QueryResult
+
+STORE_ENV = "LINEAGE_STORE"
+DEFAULT_STORE = "lineage-store"
+BUSY_TIMEOUT_ENV = "LINEAGE_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT = 10.0
+CATALOG_NAME = "catalog.duckdb"
+
+# The Parquet-backed views, their columns and DuckDB types (for empty views).
+BULK_TABLES: dict[str, dict[str, str]] = {
+    "documents": {
+        "corpus": "VARCHAR",
+        "doc_id": "VARCHAR",
+        "source": "VARCHAR",
+        "uri": "VARCHAR",
+        "n_bytes": "BIGINT",
+        "n_tokens": "BIGINT",
+        "content_hash": "VARCHAR",
+        "license": "VARCHAR",
+        "metadata": "VARCHAR",
+    },
+}
+assert tuple(BULK_TABLES["documents"]) == DOCUMENTS_COLUMNS
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+_SAFE_RELPATH = re.compile(r"^[A-Za-z0-9._=/-]+$")
+T = TypeVar("T")
+
+
+def resolve_store_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The store a command means: the argument, else $LINEAGE_STORE, else ./lineage-store."""
+    if path is not None and str(path) != "":
+        return Path(path)
+    return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE)
+
+
+def busy_timeout() -> float:
+    raw = os.environ.get(BUSY_TIMEOUT_ENV)
+    try:
+        return float(raw) if raw else DEFAULT_BUSY_TIMEOUT
+    except ValueError:
+        return DEFAULT_BUSY_TIMEOUT
+
+
+@dataclass(frozen=True)
+class InitResult:
+    path: str
+    created: bool
+    schema_version: int
+
+
+class Store:
+    """A lineage store on disk. Open with `lineage.open(path)` or `init_store(path)`."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / CATALOG_NAME
+
+    @property
+    def tables_dir(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / "staging"
+
+    def table_dir(self, table: str) -> Path:
+        return self.tables_dir / table
+
+    # -- questions (the Python API; the CLI calls the same functions) ------------------
+
+    def corpora(self) -> list[dict[str, Any]]:
+        from lineage.corpora import list_corpora
+
+        return list_corpora(self)
+
+    def corpus(self, name: str) -> dict[str, Any]:
+        from lineage.corpora import get_corpus
+
+        return get_corpus(self, name)
+
+    def sql(self, query: str) -> QueryResult:
+        from lineage.query import run_sql
+
+        return run_sql(self, query)
+
+    def verify(self) -> dict[str, Any]:
+        from lineage.integrity import verify_store
+
+        return verify_store(self)
+
+    # -- connections -----------------------------------------------------------------
+
+    @contextmanager
+    def writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The catalog opened read-write inside one transaction; commit on clean exit.
+
+        Hold it for milliseconds: do reading, hashing and Parquet writing before.
+        """
+        con = _retry_locked(self.catalog_path, lambda: _connect(self.catalog_path, False))
+        try:
+            con.execute("BEGIN TRANSACTION")
+            _ensure_schema(con, self.catalog_path, migrate=True)
+            yield con
+            con.execute("COMMIT")
+        except BaseException:
+            _rollback_quietly(con)
+            raise
+        finally:
+            con.close()
+
+    @contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """An in-memory connection with the catalog attached read-only and bulk views."""
+        import duckdb
+
+        self._require_catalog()
+        con = duckdb.connect(":memory:")
+        try:
+            _retry_locked(self.catalog_path, lambda: _attach_read_only(con, self.catalog_path))
+            con.execute("SET search_path = 'memory.main,catalog.main'")
+            _ensure_schema(con, self.catalog_path, migrate=False, schema="catalog.main")
+            self._create_bulk_views(con)
+            yield con
+        finally:
+            con.close()
+
+    def registered_files(self, con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+        rows = con.execute(
+            "SELECT path FROM parquet_files WHERE table_name = ? ORDER BY path", [table]
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def _create_bulk_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        for table, columns in BULK_TABLES.items():
+            files = self.registered_files(con, table)
+            if files:
+                listed = ", ".join(_sql_path_literal(self.root, rel) for rel in files)
+                body = f"SELECT * FROM read_parquet([{listed}])"
+            else:
+                cols = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
+                body = f"SELECT {cols} WHERE false"
+            con.execute(f"CREATE VIEW memory.main.{table} AS {body}")
+
+    def _require_catalog(self) -> None:
+        if not self.catalog_path.is_file():
+            raise StoreError(
+                f"no lineage store at {self.root} (missing {CATALOG_NAME}): "
+                "run `lineage init` or pass --store"
+            )
+
+
+def init_store(path: str | os.PathLike[str]) -> InitResult:
+    """Create a store (idempotent): the directory, its folders and an empty catalog."""
+    store = Store(path)
+    if store.root.exists() and not store.root.is_dir():
+        raise StoreError(f"{store.root}: exists and is not a directory")
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.tables_dir.mkdir(exist_ok=True)
+    store.staging_dir.mkdir(exist_ok=True)
+    if store.catalog_path.exists():
+        with store.writer():
+            pass  # checks the schema version and applies pending migrations
+        return InitResult(str(store.root), created=False, schema_version=SCHEMA_VERSION)
+    temp = store.root / f".tmp-{os.getpid()}-{CATALOG_NAME}"
+    for leftover in (temp, temp.with_name(temp.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    con = _connect(temp, False)
+    try:
+        con.execute(catalog_ddl())
+        con.execute(
+            "INSERT INTO schema_info VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+        )
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    from lineage.durable import publish
+
+    publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
+    return InitResult(str(store.root), created=True, schema_version=SCHEMA_VERSION)
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    """Open an existing store (see `resolve_store_path` for the default)."""
+    store = Store(resolve_store_path(path))
+    store._require_catalog()
+    return store
+
+
+# -- internals ---------------------------------------------------------------------------
+
+
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    return duckdb.connect(str(path), read_only=read_only)
+
+
+def _attach_read_only(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    con.execute("ATTACH ? AS catalog (READ_ONLY)", [str(path)])
+
+
+def _retry_locked(path: Path, action: Callable[[], T]) -> T:
+    """Run `action`, retrying while another process holds the catalog's file lock."""
+    import duckdb
+
+    deadline = time.monotonic() + busy_timeout()
+    started = time.monotonic()
+    delay = 0.01
+    while True:
+        try:
+            return action()
+        except duckdb.IOException as exc:
+            message = str(exc)
+            if "Could not set lock" not in message:
+                raise _open_error(path, exc) from exc
+            if time.monotonic() >= deadline:
+                match = _LOCK_PID.search(message)
+                pid = int(match.group(1)) if match else None
+                raise StoreBusyError(path, pid, time.monotonic() - started) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        except duckdb.Error as exc:
+            raise _open_error(path, exc) from exc
+
+
+def _open_error(path: Path, exc: Exception) -> StoreError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    wal = path.with_name(path.name + ".wal")
+    hint = (
+        f"; keep {wal.name} (it may hold committed data) and restore the store from a copy"
+        if wal.exists()
+        else ""
+    )
+    return StoreError(f"{path}: catalog cannot be opened: {first}{hint}")
+
+
+def _ensure_schema(
+    con: duckdb.DuckDBPyConnection, path: Path, *, migrate: bool, schema: str = "main"
+) -> None:
+    try:
+        row = con.execute(
+            f"SELECT value FROM {schema}.schema_info WHERE key = 'schema_version'"
+        ).fetchone()
+    except Exception as exc:  # duckdb.CatalogException: not a lineage catalog
+        raise StoreError(f"{path}: not a lineage catalog (no schema_info table)") from exc
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: store schema v{version} is newer than this lineage (v{SCHEMA_VERSION}); "
+            "upgrade lineage"
+        )
+    if version < SCHEMA_VERSION:
+        if not migrate:
+            raise StoreError(
+                f"{path}: store schema v{version} is older than v{SCHEMA_VERSION}; "
+                "run `lineage store migrate`"
+            )
+        apply_migrations(con, version)
+
+
+def apply_migrations(con: duckdb.DuckDBPyConnection, version: int) -> int:
+    """Apply migrations above `version` inside the caller's transaction."""
+    for target, script in migrations().items():
+        if target > version:
+            con.execute(script)
+            version = target
+    con.execute(
+        "UPDATE schema_info SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)]
+    )
+    return version
+
+
+def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except Exception:
+        pass  # the transaction may never have started, or is already gone
+
+
+def _sql_path_literal(root: Path, relative: str) -> str:
+    """A quoted absolute path for read_parquet; catalog paths are checked to be plain."""
+    if not _SAFE_RELPATH.match(relative) or ".." in relative.split("/"):
+        raise StoreError(f"{root / CATALOG_NAME}: unexpected Parquet path {relative!r}")
+    absolute = str((root / relative).resolve())
+    return "'" + absolute.replace("'", "''") + "'"

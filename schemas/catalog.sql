@@ -1,0 +1,53 @@
+-- lineage catalog, schema version 1.
+-- Small tables live here; bulk rows live in Parquet files listed in parquet_files.
+-- A Parquet file that is not listed here is garbage, never data.
+
+CREATE TABLE schema_info (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR NOT NULL
+);
+
+-- Every Parquet file that holds data, with what it takes to re-check it.
+CREATE TABLE parquet_files (
+    path        VARCHAR PRIMARY KEY,   -- relative to the store root, '/' separators
+    table_name  VARCHAR NOT NULL,      -- the view it belongs to, e.g. 'documents'
+    owner       VARCHAR NOT NULL,      -- the record it belongs to, e.g. the corpus name
+    n_rows      BIGINT  NOT NULL,
+    n_bytes     BIGINT  NOT NULL,
+    sha256      VARCHAR NOT NULL,      -- 64 lowercase hex of the file's bytes
+    created_at  TIMESTAMP NOT NULL
+);
+
+CREATE TABLE corpora (
+    name           VARCHAR PRIMARY KEY,
+    manifest_hash  VARCHAR NOT NULL,   -- 'blake3:<hex>' under manifest_spec
+    manifest_spec  VARCHAR NOT NULL,   -- e.g. 'lineage-manifest/1'
+    documents      BIGINT  NOT NULL,
+    tokens         BIGINT  NOT NULL,
+    bytes          BIGINT  NOT NULL,
+    dropped_empty  BIGINT  NOT NULL,   -- empty documents seen in the input and not kept
+    tokenizer      VARCHAR NOT NULL,   -- 'bytes', 'manifest', 'input:token_count' or 'tokenizer.json:blake3:<hex>'
+    created_at     TIMESTAMP NOT NULL
+);
+
+CREATE TABLE corpus_sources (
+    corpus     VARCHAR NOT NULL,
+    source     VARCHAR NOT NULL,
+    documents  BIGINT  NOT NULL,
+    tokens     BIGINT  NOT NULL,
+    bytes      BIGINT  NOT NULL,
+    licenses   VARCHAR[] NOT NULL,     -- distinct licences, sorted; NULL licences left out
+    PRIMARY KEY (corpus, source)
+);
+
+-- One row per ingest that changed the store: what was read and what it produced.
+CREATE TABLE ingests (
+    id           VARCHAR PRIMARY KEY,
+    kind         VARCHAR NOT NULL,     -- 'corpus', ...
+    target       VARCHAR NOT NULL,     -- the corpus (or run, stream) name
+    inputs       VARCHAR NOT NULL,     -- JSON: the input files with sizes and kinds
+    parameters   VARCHAR NOT NULL,     -- JSON: options that shaped the result
+    started_at   TIMESTAMP NOT NULL,
+    finished_at  TIMESTAMP NOT NULL,
+    lineage_version VARCHAR NOT NULL
+);
