@@ -6,9 +6,9 @@ import os
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
 from lineage import __version__
 from lineage.errors import EXIT_ERROR, EXIT_INTERRUPTED, LineageError
@@ -22,29 +22,30 @@ class LineageGroup(TyperGroup):
     Living in the group (not in `run`) means CliRunner tests see exactly what users see.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except LineageError as exc:
             if _debug(ctx):
                 raise
-            output.error(str(exc))
+            output.error((str(exc).strip().splitlines() or [type(exc).__name__])[0])
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             if _debug(ctx):
                 raise
             output.error("interrupted: nothing was committed")
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        except (typer.Exit, typer.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, TyperException):  # usage errors: Typer reports them
             raise
         except Exception as exc:  # a bug: still one line, with the way to the traceback
             if _debug(ctx):
                 raise
-            output.error(f"unexpected {type(exc).__name__}: {exc} (re-run with --debug)")
+            first = (str(exc).strip().splitlines() or [""])[0]
+            output.error(f"unexpected {type(exc).__name__}: {first} (re-run with --debug)")
             raise typer.Exit(EXIT_ERROR) from None
 
 
-def _debug(ctx: click.Context) -> bool:
+def _debug(ctx: typer.Context) -> bool:
     state = ctx.obj if isinstance(ctx.obj, dict) else {}
     return bool(state.get("debug")) or os.environ.get("LINEAGE_DEBUG") == "1"
 

@@ -107,7 +107,8 @@ def ingest_corpus(
                 f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
             )
         record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at)
-        status, final = _commit(store, reduced, record)
+        with disk_full_guard():
+            status, final = _commit(store, reduced, record)
     finally:
         remove_quietly(staging)
     return CorpusIngestResult(
@@ -241,12 +242,18 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                 f"corpus {record.corpus!r} already holds other content ({row[0]}, this input "
                 f"is {reduced.manifest_hash}); choose another --corpus name"
             )
-        for part, final in zip(reduced.parts, finals, strict=True):
-            os.replace(part.temp, final)
-        fsync_dir(folder)
-        faults.reach("commit-renamed")
-        _register(con, reduced, record, relative)
-        faults.reach("commit-registered")
+        try:
+            for part, final in zip(reduced.parts, finals, strict=True):
+                os.replace(part.temp, final)
+            fsync_dir(folder)
+            faults.reach("commit-renamed")
+            _register(con, reduced, record, relative)
+            faults.reach("commit-registered")
+        except BaseException:
+            _discard(reduced.parts)
+            for final in finals:  # renamed but never registered: not data, remove now
+                final.unlink(missing_ok=True)
+            raise
     return "added", relative
 
 

@@ -82,18 +82,31 @@ def publish(temp: Path, final: Path) -> None:
 
 @contextmanager
 def disk_full_guard(*cleanup: Path) -> Iterator[None]:
-    """Turn ENOSPC into StoreFullError after removing the partial files named."""
+    """Turn a full disk into StoreFullError after removing the partial files named.
+
+    Python reports ENOSPC as OSError; pyarrow and DuckDB report it as their own errors
+    that only carry the system's message, so both forms are recognised.
+    """
     try:
         yield
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+    except StoreFullError:
+        raise
+    except Exception as exc:
+        if not is_disk_full(exc):
             raise
         for path in cleanup:
             remove_quietly(path)
+        where = getattr(exc, "filename", None) or (cleanup[0] if cleanup else "the store")
         raise StoreFullError(
-            f"disk full while writing {exc.filename or cleanup[0] if cleanup else 'the store'}: "
-            "nothing was committed; free space and re-run"
+            f"disk full while writing {where}: nothing was committed; free space and re-run"
         ) from exc
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text
 
 
 def remove_quietly(path: Path) -> None:

@@ -22,7 +22,7 @@ GC_MIN_AGE_SECONDS = 3600.0  # an unregistered file younger than this may be mid
 
 def verify_store(store: Store, *, workers: int | None = None) -> dict[str, Any]:
     """Check every registered Parquet file; `ok` is False when any differs or is missing."""
-    with store.reader() as con:
+    with store.reader(views=False) as con:
         rows = con.execute(
             "SELECT path, table_name, n_bytes, sha256 FROM parquet_files ORDER BY path"
         ).fetchall()

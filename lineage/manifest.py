@@ -56,7 +56,7 @@ class ManifestHasher:
             pc.cast(batch.column("n_bytes"), "string"),
             pc.cast(batch.column("n_tokens"), "string"),
             batch.column("content_hash"),
-            pc.fill_null(batch.column("license"), ""),
+            pc.fill_null(batch.column("license").cast("string"), ""),
         ]
         lines = pc.binary_join_element_wise(*parts, "\t")
         lines = pc.binary_join_element_wise(lines, "", "\n")

@@ -143,7 +143,7 @@ class Store:
             con.close()
 
     @contextmanager
-    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory connection with the catalog attached read-only and bulk views."""
         import duckdb
 
@@ -153,7 +153,8 @@ class Store:
             _retry_locked(self.catalog_path, lambda: _attach_read_only(con, self.catalog_path))
             con.execute("SET search_path = 'memory.main,catalog.main'")
             _ensure_schema(con, self.catalog_path, migrate=False, schema="catalog.main")
-            self._create_bulk_views(con)
+            if views:
+                self._create_bulk_views(con)
             yield con
         finally:
             con.close()
@@ -165,6 +166,8 @@ class Store:
         return [row[0] for row in rows]
 
     def _create_bulk_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        import duckdb
+
         for table, columns in BULK_TABLES.items():
             files = self.registered_files(con, table)
             if files:
@@ -173,7 +176,14 @@ class Store:
             else:
                 cols = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
                 body = f"SELECT {cols} WHERE false"
-            con.execute(f"CREATE VIEW memory.main.{table} AS {body}")
+            try:
+                con.execute(f"CREATE VIEW memory.main.{table} AS {body}")
+            except duckdb.Error as exc:
+                first = str(exc).strip().splitlines()[0]
+                raise StoreError(
+                    f"{self.root}: the {table} table cannot be read ({first}); "
+                    "run `lineage store verify`"
+                ) from exc
 
     def _require_catalog(self) -> None:
         if not self.catalog_path.is_file():

@@ -1,0 +1,5 @@
+"""`python -m lineage.cli` runs the command line."""
+
+from lineage.cli.main import run
+
+run()

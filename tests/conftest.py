@@ -1,0 +1,126 @@
+"""Shared fixtures: stores, real example inputs, and factories that use the real writers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from typer.testing import CliRunner
+
+from lineage.cli.main import app
+from lineage.store import Store, init_store, open_store
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    init_store(tmp_path / "store")
+    return open_store(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def example_corpus() -> Path:
+    return EXAMPLES / "corpus"
+
+
+@pytest.fixture(scope="session")
+def example_shards() -> Path:
+    return EXAMPLES / "shards"
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
+    """JSON lines, plain, .gz or .zst by the name; strings are written as raw lines."""
+    lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    data = lines.encode("utf-8")
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    elif path.name.endswith(".zst"):
+        data = zstandard.ZstdCompressor().compress(data)
+    path.write_bytes(data)
+    return path
+
+
+def write_parquet(path: Path, columns: dict[str, list[Any]]) -> Path:
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+@pytest.fixture
+def make_jsonl() -> Callable[..., Path]:
+    return write_jsonl
+
+
+@pytest.fixture
+def make_parquet() -> Callable[..., Path]:
+    return write_parquet
+
+
+class Cli:
+    """Runs the Typer app in process against one store; parses --json output."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.store_path = store_path
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, code: int | None = 0) -> Any:
+        result = self.runner.invoke(app, ["--store", str(self.store_path), *args])
+        if code is not None:
+            assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str, code: int | None = 0) -> Any:
+        result = self(*args, "--json", code=code)
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(store: Store) -> Cli:
+    return Cli(store.root)
+
+
+def run_lineage(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real console script in a separate process (for crashes and concurrency)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "lineage.cli", *args],
+        capture_output=True, text=True, env=full_env, timeout=timeout,
+    )
+
+
+def spawn_lineage(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lineage.cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
+    )
+
+
+
+
+@pytest.fixture(scope="session")
+def tokenizer_json(tmp_path_factory: pytest.TempPathFactory, example_corpus: Path) -> Path:
+    """A real BPE tokenizer.json, trained and written by the `tokenizers` library."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["[UNK]"], show_progress=False)
+    texts = sorted((example_corpus / "shakespeare").glob("*.txt"))[:3]
+    tokenizer.train([str(p) for p in texts], trainer)
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    tokenizer.save(str(path))
+    return path

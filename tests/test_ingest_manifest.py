@@ -1,0 +1,124 @@
+"""Ready manifests: loaded as they are, checked row by row, never re-hashed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage.errors import InputError
+from lineage.ingest import ingest_corpus
+from lineage.manifest import manifest_hash_of_rows
+from lineage.store import Store
+
+
+def _rows(n: int, *, prefix: str = "doc") -> list[dict[str, Any]]:
+    return [
+        {"doc_id": f"{prefix}-{i:04d}", "source": "web" if i % 3 else "code",
+         "uri": f"s3://bucket/{prefix}/{i}", "n_bytes": 100 + i, "n_tokens": 25 + i,
+         "content_hash": f"{i:064x}", "license": "CC-BY-4.0" if i % 2 else None}
+        for i in range(n)
+    ]
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {key: [row[key] for row in rows] for key in rows[0]}
+
+
+def test_jsonl_and_parquet_manifests_give_one_hash(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path],
+    make_parquet: Callable[..., Path],
+) -> None:
+    rows = _rows(300)
+    make_jsonl(tmp_path / "m.jsonl.gz", rows)
+    make_parquet(tmp_path / "m.parquet", _columns(rows))
+    from_jsonl = ingest_corpus(store, [tmp_path / "m.jsonl.gz"], corpus="j")
+    from_parquet = ingest_corpus(store, [tmp_path / "m.parquet"], corpus="p")
+    assert from_jsonl.manifest_hash == from_parquet.manifest_hash == manifest_hash_of_rows(rows)
+    assert from_jsonl.tokenizer == "manifest"
+    assert from_jsonl.documents == 300
+    assert from_jsonl.tokens == sum(r["n_tokens"] for r in rows)
+    stored = store.sql("SELECT uri, license FROM documents WHERE corpus = 'j' AND doc_id = 'doc-0007'").rows
+    assert stored == [("s3://bucket/doc/7", "CC-BY-4.0")]
+
+
+def test_default_licence_fills_only_rows_without_one(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    make_parquet(tmp_path / "m.parquet", _columns(_rows(4)))
+    ingest_corpus(store, [tmp_path / "m.parquet"], corpus="c", license="MIT")
+    licences = dict(store.sql("SELECT doc_id, license FROM documents").rows)
+    assert licences == {"doc-0000": "MIT", "doc-0001": "CC-BY-4.0", "doc-0002": "MIT",
+                        "doc-0003": "CC-BY-4.0"}
+
+
+def test_empty_documents_are_dropped_and_counted(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    rows = _rows(5)
+    rows[2] |= {"n_bytes": 0, "n_tokens": 0}
+    make_jsonl(tmp_path / "m.jsonl", rows)
+    result = ingest_corpus(store, [tmp_path / "m.jsonl"], corpus="c")
+    assert (result.documents, result.dropped_empty) == (4, 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [
+        ({"content_hash": "ABC"}, "content_hash must be 64 lowercase hex digits (BLAKE3-256)"),
+        ({"content_hash": "F" * 64}, "content_hash must be 64 lowercase hex digits (BLAKE3-256)"),
+        ({"n_tokens": -1}, "n_tokens missing or negative"),
+        ({"n_bytes": None}, "n_bytes missing or negative"),
+        ({"doc_id": None}, "missing doc_id"),
+        ({"source": ""}, "missing source"),
+        ({"doc_id": "bad\nid"}, "doc_id contains a control character"),
+    ],
+)
+def test_bad_rows_name_file_record_and_rule(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path], change: dict[str, Any],
+    rule: str,
+) -> None:
+    rows = _rows(6)
+    rows[4] |= change
+    make_jsonl(tmp_path / "m.jsonl", rows)
+    with pytest.raises(InputError) as caught:
+        ingest_corpus(store, [tmp_path / "m.jsonl"], corpus="c")
+    assert str(caught.value) == f"{tmp_path / 'm.jsonl'}:record 5: {rule}"
+    assert store.corpora() == []
+
+
+def test_parquet_manifest_rows_are_numbered_from_one(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    rows = _rows(3)
+    rows[0]["content_hash"] = "nothex"
+    make_parquet(tmp_path / "m.parquet", _columns(rows))
+    with pytest.raises(InputError, match=r"m\.parquet:row 1: content_hash"):
+        ingest_corpus(store, [tmp_path / "m.parquet"], corpus="c")
+
+
+def test_missing_column_and_wrong_types(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path],
+    make_jsonl: Callable[..., Path],
+) -> None:
+    columns = _columns(_rows(3))
+    del columns["n_tokens"]
+    make_parquet(tmp_path / "m.parquet", columns)
+    with pytest.raises(InputError, match="manifest lacks column"):
+        ingest_corpus(store, [tmp_path / "m.parquet"], corpus="c", fmt="manifest")
+    rows = _rows(3)
+    rows[1]["n_bytes"] = "lots"
+    make_jsonl(tmp_path / "t.jsonl", rows)
+    with pytest.raises(InputError, match=r"t\.jsonl: cannot be read as a ready manifest"):
+        ingest_corpus(store, [tmp_path / "t.jsonl"], corpus="c")
+
+
+def test_duplicates_across_manifest_shards(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    make_parquet(tmp_path / "a.parquet", _columns(_rows(3)))
+    make_parquet(tmp_path / "b.parquet", _columns(_rows(3)[1:2]))
+    with pytest.raises(InputError, match="duplicate doc_id 'doc-0001'"):
+        ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "b.parquet"], corpus="c")

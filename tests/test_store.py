@@ -1,0 +1,108 @@
+"""The store itself: creation, schema versions and migrations, read-only SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lineage import schemas
+from lineage.errors import StoreError, UsageError
+from lineage.ingest import ingest_corpus
+from lineage.store import Store, init_store, open_store, resolve_store_path
+
+
+def test_init_is_idempotent_and_lays_out_the_store(tmp_path: Path) -> None:
+    first = init_store(tmp_path / "s")
+    again = init_store(tmp_path / "s")
+    assert (first.created, again.created) == (True, False)
+    assert (tmp_path / "s" / "catalog.duckdb").is_file()
+    assert (tmp_path / "s" / "tables").is_dir() and (tmp_path / "s" / "staging").is_dir()
+    assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_store_path_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LINEAGE_STORE", raising=False)
+    assert resolve_store_path(None) == Path("lineage-store")
+    monkeypatch.setenv("LINEAGE_STORE", "/data/ls")
+    assert resolve_store_path(None) == Path("/data/ls")
+    assert resolve_store_path("explicit") == Path("explicit")
+
+
+def test_opening_a_missing_store_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no lineage store at .* run `lineage init`"):
+        open_store(tmp_path / "nothing")
+
+
+def test_a_newer_schema_is_refused(store: Store) -> None:
+    con = duckdb.connect(str(store.catalog_path))
+    con.execute("UPDATE schema_info SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreError, match="schema v99 is newer"):
+        store.corpora()
+
+
+def test_an_older_schema_is_migrated_by_the_next_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = duckdb.connect(str(store.catalog_path))
+    con.execute("UPDATE schema_info SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreError, match="run `lineage store migrate`"):
+        store.corpora()  # readers never migrate
+    monkeypatch.setattr(
+        "lineage.store.migrations", lambda: {1: "CREATE TABLE migrated_marker (x INTEGER)"}
+    )
+    init_store(store.root)
+    assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
+    assert store.sql("SELECT count(*) FROM migrated_marker").rows == [(0,)]
+
+
+def test_a_failed_migration_leaves_the_old_version(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = duckdb.connect(str(store.catalog_path))
+    con.execute("UPDATE schema_info SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    monkeypatch.setattr("lineage.store.migrations", lambda: {1: "THIS IS NOT SQL"})
+    with pytest.raises(duckdb.Error):
+        init_store(store.root)
+    con = duckdb.connect(str(store.catalog_path), read_only=True)
+    assert con.execute("SELECT value FROM schema_info").fetchall() == [("0",)]
+    con.close()
+
+
+def test_documents_view_has_the_promised_columns(store: Store, example_shards: Path) -> None:
+    empty = store.sql("SELECT * FROM documents")
+    ingest_corpus(store, [example_shards / "poems.parquet"], corpus="poems")
+    full = store.sql("SELECT * FROM documents")
+    for columns in (empty.columns, full.columns):
+        assert columns[:8] == ["corpus", "doc_id", "source", "uri", "n_bytes", "n_tokens",
+                               "content_hash", "license"]
+    assert empty.rows == [] and len(full.rows) == 18
+    hashes = [row[6] for row in full.rows]
+    assert all(len(h) == 64 and h == h.lower() for h in hashes)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["COPY (SELECT 1) TO 'x.csv'", "CREATE TABLE t (x INT)", "INSERT INTO corpora VALUES (1)",
+     "ATTACH 'other.db'", "SELECT 1; DROP TABLE corpora", "INSTALL httpfs"],
+)
+def test_sql_is_read_only(store: Store, statement: str) -> None:
+    with pytest.raises(UsageError, match="read-only|does not parse"):
+        store.sql(statement)
+    assert store.sql("SELECT count(*) FROM corpora").rows == [(0,)]
+
+
+def test_sql_errors_are_usage_errors(store: Store) -> None:
+    with pytest.raises(UsageError, match="SQL failed"):
+        store.sql("SELECT no_such_column FROM corpora")
+    with pytest.raises(UsageError, match="no SQL statement"):
+        store.sql("  ")
+
+
+def test_packaged_ddl_matches_the_schema_version() -> None:
+    assert "CREATE TABLE corpora" in schemas.catalog_ddl()
+    assert all(version <= schemas.SCHEMA_VERSION for version in schemas.migrations())
