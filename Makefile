@@ -19,6 +19,7 @@ demo: install
 
 # pytest exits 5 when it collected nothing: an empty suite must fail, not pass.
 test: install
+	$(VENV)/bin/ruff check .
 	@$(PY) -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-
-from . import output
-from .common import JsonOption, current_store
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store
 
 app = typer.Typer(help="Recorded corpora.", no_args_is_help=True)
 

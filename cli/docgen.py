@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from lineage.cli.main import app
 from typer.core import TyperArgument, TyperOption
-
-from .main import app
 
 
 def iter_commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -48,7 +47,8 @@ def render() -> str:
                 help_text = " ".join((param.help or "").split())
                 lines.append(f"- {names}: {help_text}".rstrip())
             elif isinstance(param, TyperArgument):
-                lines.append(f"- `{(param.name or '').upper()}`: {' '.join((param.help or '').split())}")
+                help_text = " ".join((param.help or "").split())
+                lines.append(f"- `{(param.name or '').upper()}`: {help_text}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from . import output
-from .common import JsonOption, current_store
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store
 
 app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
 

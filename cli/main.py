@@ -7,13 +7,12 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from lineage.cli import output
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from lineage import __version__
 from lineage.errors import EXIT_ERROR, EXIT_INTERRUPTED, LineageError
-
-from . import output
 
 
 class LineageGroup(TyperGroup):
@@ -89,7 +88,7 @@ def main(
 
 
 def _register() -> None:
-    from . import corpus, ingest, store
+    from lineage.cli import corpus, ingest, store
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store, store_root
 
 from lineage.errors import EXIT_NO
-
-from . import output
-from .common import JsonOption, current_store, store_root
 
 app = typer.Typer(help="Check and maintain the store.", no_args_is_help=True)
 

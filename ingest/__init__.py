@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .corpus import CorpusIngestResult, ingest_corpus
+from lineage.ingest.corpus import CorpusIngestResult, ingest_corpus
 
 __all__ = ["CorpusIngestResult", "ingest_corpus"]

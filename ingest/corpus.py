@@ -19,18 +19,18 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, WrittenPart, reduce_corpus
+from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
+from lineage.ingest.readers.directory import list_directory, stage_directory
+from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
+from lineage.ingest.staging import ShardSummary, new_staging_dir
+
 from lineage import __version__, faults
 from lineage.durable import disk_full_guard, fsync_dir, remove_abandoned_temps, remove_quietly
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
 from lineage.store import Store
 from lineage.token_count import TokenizerSpec, parse_tokenizer
-
-from .corpus_reduce import LicensePlan, ReducedCorpus, WrittenPart, reduce_corpus
-from .inputs import DirectoryInput, ShardInput, plan_inputs
-from .readers.directory import list_directory, stage_directory
-from .readers.text_shards import TextShardTask, stage_text_shard
-from .staging import ShardSummary, new_staging_dir
 
 Progress = Any  # callable(stage: str, done: int | None, total: int | None) or None
 
@@ -107,8 +107,12 @@ def ingest_corpus(
                 f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
             )
         record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at)
-        with disk_full_guard():
-            status, final = _commit(store, reduced, record)
+        try:
+            with disk_full_guard():
+                status, final = _commit(store, reduced, record)
+        except BaseException:
+            _discard(reduced.parts)  # e.g. store busy: the temp parts are nobody's
+            raise
     finally:
         remove_quietly(staging)
     return CorpusIngestResult(

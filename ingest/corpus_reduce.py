@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.ingest.inputs import ShardInput
+from lineage.ingest.readers.manifests import load_manifest
+from lineage.schemas import documents_schema
+
 from lineage import faults
 from lineage.durable import TEMP_PREFIX, fsync_file, sha256_file
 from lineage.errors import InputError, UsageError
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
-from lineage.schemas import documents_schema
-
-from .inputs import ShardInput
-from .readers.manifests import load_manifest
 
 if TYPE_CHECKING:
     import duckdb
@@ -201,7 +201,7 @@ def write_sorted_parts(
     """Write the rows sorted by doc_id into temp parts; hash exactly what was written."""
     schema = documents_schema()
     reader = con.cursor().sql(  # a fresh cursor: no pending result in the way
-        
+
         "SELECT ?::VARCHAR AS corpus, doc_id, source, uri, n_bytes, n_tokens, content_hash, "
         "license, metadata FROM docs ORDER BY doc_id",
         params=[corpus],

@@ -55,7 +55,8 @@ def gc_store(store: Store, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, 
                 path.unlink(missing_ok=True)
                 removed.append(rel)
         for folder in sorted(p for p in store.tables_dir.glob("*") if p.is_dir()):
-            removed += [p.relative_to(store.root).as_posix() for p in remove_abandoned_temps(folder)]
+            gone = remove_abandoned_temps(folder)
+            removed += [p.relative_to(store.root).as_posix() for p in gone]
         if store.staging_dir.is_dir():
             for folder in sorted(store.staging_dir.iterdir()):
                 head = folder.name.split("-", 1)[0]

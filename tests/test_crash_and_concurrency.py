@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from lineage.ingest import ingest_corpus
 
 from lineage.errors import StoreFullError
-from lineage.ingest import ingest_corpus
 from lineage.store import Store, init_store, open_store
 
 from .conftest import run_lineage, spawn_lineage
@@ -231,3 +231,23 @@ def test_verify_catches_a_flipped_byte_and_a_truncated_file(
     part.unlink()
     missing = store.verify()
     assert missing["problems"][0]["status"] == "missing"
+
+
+def test_a_second_writer_waits_then_reports_busy(
+    store: Store, example_corpus: Path, example_shards: Path, tmp_path: Path
+) -> None:
+    proc = _park_at("commit-registered", store, tmp_path / "ready", str(example_corpus),
+                    "--corpus", "c")
+    try:
+        second = run_lineage("--store", str(store.root), "ingest", "corpus",
+                             str(example_shards / "poems.parquet"), "--corpus", "p",
+                             env={"LINEAGE_BUSY_TIMEOUT": "1"})
+        assert second.returncode == 2
+        assert f"error: store busy (pid {proc.pid})" in second.stderr
+    finally:
+        proc.kill()
+        proc.communicate()
+    # Only the killed writer's renamed parts remain (garbage for gc); the busy one left none.
+    leftovers = store.verify()["unregistered"]
+    assert store.corpora() == []
+    assert leftovers and all(p.startswith("tables/documents/c-") for p in leftovers)

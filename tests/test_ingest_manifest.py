@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lineage.ingest import ingest_corpus
 
 from lineage.errors import InputError
-from lineage.ingest import ingest_corpus
 from lineage.manifest import manifest_hash_of_rows
 from lineage.store import Store
 
@@ -40,7 +40,9 @@ def test_jsonl_and_parquet_manifests_give_one_hash(
     assert from_jsonl.tokenizer == "manifest"
     assert from_jsonl.documents == 300
     assert from_jsonl.tokens == sum(r["n_tokens"] for r in rows)
-    stored = store.sql("SELECT uri, license FROM documents WHERE corpus = 'j' AND doc_id = 'doc-0007'").rows
+    stored = store.sql(
+        "SELECT uri, license FROM documents WHERE corpus = 'j' AND doc_id = 'doc-0007'"
+    ).rows
     assert stored == [("s3://bucket/doc/7", "CC-BY-4.0")]
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import blake3
 import pyarrow.parquet as pq
 import pytest
+from lineage.ingest import ingest_corpus
 
 from lineage.errors import InputError, UsageError
-from lineage.ingest import ingest_corpus
 from lineage.store import Store
 
 
@@ -158,3 +158,19 @@ def test_mixing_manifests_and_raw_text_is_refused(
                                        "n_tokens": 1, "content_hash": "0" * 64}])
     with pytest.raises(UsageError, match="not both"):
         ingest_corpus(store, [tmp_path / "raw.jsonl", tmp_path / "m.jsonl"], corpus="c")
+
+
+def test_real_tokenizer_on_jsonl_in_worker_processes(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path], tokenizer_json: Path,
+    example_shards: Path,
+) -> None:
+    import tokenizers
+
+    records = _sonnets(example_shards)
+    shards = [make_jsonl(tmp_path / f"s{i}.jsonl", records[i::3]) for i in range(3)]
+    result = ingest_corpus(store, shards, corpus="c", tokenizer=str(tokenizer_json), workers=2)
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    expected = sum(len(tok.encode(str(r["text"]), add_special_tokens=False).ids)
+                   for r in records)
+    assert result.tokens == expected and result.documents == 154
+    assert result.tokenizer.startswith("tokenizer.json:blake3:")

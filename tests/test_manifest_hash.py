@@ -3,7 +3,6 @@ depends on the documents only, not on how they were split into shards or ordered
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -11,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from lineage.ingest import ingest_corpus
+
 from lineage.manifest import ManifestHasher, manifest_hash_of_rows
 from lineage.store import init_store, open_store
 
@@ -47,7 +46,8 @@ def test_fast_hash_matches_reference_for_any_batching(rows: list[dict[str, Any]]
     assert hasher.manifest_hash() == manifest_hash_of_rows(rows)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_rows, data=st.data())
 def test_ingest_hash_ignores_sharding_and_order(
     tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]], data: st.DataObject

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import blake3
+from lineage.ingest.staging import ShardSummary, staged_schema
 
 from lineage.errors import InputError
 from lineage.token_count import TokenizerSpec, count_tokens
-
-from ..staging import ShardSummary, staged_schema
 
 _BATCH_FILES = 512
 _MMAP_FROM = 1 << 22  # files this large are hashed from a memory map on all threads

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lineage.errors import InputError
+from lineage.ingest.inputs import ShardInput
 
-from ..inputs import ShardInput
+from lineage.errors import InputError
 
 if TYPE_CHECKING:
     import duckdb

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import blake3
+from lineage.ingest.inputs import open_text_stream
+from lineage.ingest.staging import ShardSummary, staged_schema
 
 from lineage.errors import InputError
 from lineage.token_count import TokenizerSpec, count_tokens
-
-from ..inputs import open_text_stream
-from ..staging import ShardSummary, staged_schema
 
 if TYPE_CHECKING:
     import duckdb
