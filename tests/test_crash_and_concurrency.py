@@ -251,3 +251,17 @@ def test_a_second_writer_waits_then_reports_busy(
     leftovers = store.verify()["unregistered"]
     assert store.corpora() == []
     assert leftovers and all(p.startswith("tables/documents/c-") for p in leftovers)
+
+
+@pytest.mark.parametrize("point", ["map-done", "reduce-written", "commit-renamed"])
+def test_ctrl_c_exits_130_and_cleans_up(
+    store: Store, example_corpus: Path, tmp_path: Path, point: str
+) -> None:
+    proc = _park_at(point, store, tmp_path / "ready", str(example_corpus), "--corpus", "c")
+    os.kill(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert stderr == "error: interrupted: nothing was committed\n"
+    report = store.verify()
+    assert store.corpora() == [] and report["unregistered"] == []
+    assert not list((store.root / "staging").iterdir())
