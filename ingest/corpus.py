@@ -19,16 +19,17 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, WrittenPart, reduce_corpus
+from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary, new_staging_dir
 
 from lineage import __version__, faults
-from lineage.durable import disk_full_guard, fsync_dir, remove_abandoned_temps, remove_quietly
+from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
+from lineage.parts import discard_parts, publish_parts, unpublish
 from lineage.store import Store
 from lineage.token_count import TokenizerSpec, parse_tokenizer
 
@@ -101,7 +102,7 @@ def ingest_corpus(
             )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:
-            _discard(reduced.parts)
+            discard_parts(reduced.parts)
             raise InputError(
                 ", ".join(str(p) for p in paths),
                 f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
@@ -111,7 +112,7 @@ def ingest_corpus(
             with disk_full_guard():
                 status, final = _commit(store, reduced, record)
         except BaseException:
-            _discard(reduced.parts)  # e.g. store busy: the temp parts are nobody's
+            discard_parts(reduced.parts)  # e.g. store busy: the temp parts are nobody's
             raise
     finally:
         remove_quietly(staging)
@@ -229,45 +230,34 @@ class _IngestRecord:
 
 def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tuple[str, list[str]]:
     """Rename the parts into place and register everything in one short transaction."""
-    folder = store.table_dir("documents")
     digest = reduced.manifest_hash.split(":", 1)[1][:16]
-    finals = [folder / f"{record.corpus}-{digest}-{i:04d}.parquet"
-              for i in range(len(reduced.parts))]
-    relative = [f.relative_to(store.root).as_posix() for f in finals]
-    with store.writer() as con:
-        faults.reach("commit-locked")
-        row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?",
-                          [record.corpus]).fetchone()
-        if row is not None:
-            _discard(reduced.parts)
-            if row[0] == reduced.manifest_hash:
-                return "unchanged", []
-            raise ConflictError(
-                f"corpus {record.corpus!r} already holds other content ({row[0]}, this input "
-                f"is {reduced.manifest_hash}); choose another --corpus name"
-            )
-        try:
-            for part, final in zip(reduced.parts, finals, strict=True):
-                os.replace(part.temp, final)
-            fsync_dir(folder)
+    relative: list[str] = []
+    try:
+        with store.writer() as con:
+            faults.reach("commit-locked")
+            row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?",
+                              [record.corpus]).fetchone()
+            if row is not None:
+                discard_parts(reduced.parts)
+                if row[0] == reduced.manifest_hash:
+                    return "unchanged", []
+                raise ConflictError(
+                    f"corpus {record.corpus!r} already holds other content ({row[0]}, this "
+                    f"input is {reduced.manifest_hash}); choose another --corpus name"
+                )
+            relative = publish_parts(con, store, table="documents", owner=record.corpus,
+                                     name=f"{record.corpus}-{digest}", parts=reduced.parts)
             faults.reach("commit-renamed")
-            _register(con, reduced, record, relative)
+            _register(con, reduced, record)
             faults.reach("commit-registered")
-        except BaseException:
-            _discard(reduced.parts)
-            for final in finals:  # renamed but never registered: not data, remove now
-                final.unlink(missing_ok=True)
-            raise
+    except BaseException:
+        unpublish(store, relative)  # the transaction did not commit: these are not data
+        raise
     return "added", relative
 
 
-def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord, paths: list[str]) -> None:
+def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord) -> None:
     now = "now()::TIMESTAMP"
-    for part, rel in zip(reduced.parts, paths, strict=True):
-        con.execute(
-            f"INSERT INTO parquet_files VALUES (?, 'documents', ?, ?, ?, ?, {now})",
-            [rel, record.corpus, part.rows, part.n_bytes, part.sha256],
-        )
     con.execute(
         f"INSERT INTO corpora VALUES (?, ?, ?, ?, ?, ?, ?, ?, {now})",
         [record.corpus, reduced.manifest_hash, MANIFEST_SPEC, reduced.documents,
@@ -284,11 +274,6 @@ def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord, paths: li
         [str(uuid.uuid4()), record.corpus, record.inputs_json(), record.parameters_json(),
          record.started_at, __version__],
     )
-
-
-def _discard(parts: list[WrittenPart]) -> None:
-    for part in parts:
-        part.temp.unlink(missing_ok=True)
 
 
 def _report(progress: Progress, stage: str, done: int | None, total: int | None) -> None:

@@ -7,7 +7,6 @@ and the manifest hash computed from the very batches that were written.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,15 +16,13 @@ from lineage.ingest.readers.manifests import load_manifest
 from lineage.schemas import documents_schema
 
 from lineage import faults
-from lineage.durable import TEMP_PREFIX, fsync_file, sha256_file
 from lineage.errors import InputError, UsageError
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
+from lineage.parts import WrittenPart, discard_parts, write_parts
 
 if TYPE_CHECKING:
     import duckdb
 
-PART_ROWS = 4_000_000  # rows per documents part: parts stay a few hundred MB
-ROW_GROUP_ROWS = 131_072  # small enough for point lookups by doc_id via statistics
 _FETCH_ROWS = 65_536
 
 # (rule broken, SQL predicate that is true on a breaking row), checked in this order.
@@ -43,14 +40,6 @@ ROW_RULES: tuple[tuple[str, str], ...] = (
     ("license contains a control character",
      f"license IS NOT NULL AND regexp_matches(license, '{CONTROL_CHARS_REGEX}')"),
 )  # fmt: skip
-
-
-@dataclass
-class WrittenPart:
-    temp: Path
-    rows: int
-    n_bytes: int = 0
-    sha256: str = ""
 
 
 @dataclass
@@ -108,7 +97,8 @@ def reduce_corpus(
 _STAGED_TABLE = """
 CREATE TABLE docs (
     doc_id VARCHAR, source VARCHAR, uri VARCHAR, n_bytes BIGINT, n_tokens BIGINT,
-    content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT
+    content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT,
+    has_text BOOLEAN
 )
 """
 
@@ -199,89 +189,23 @@ def write_sorted_parts(
     progress: Any = None,
 ) -> tuple[str, list[WrittenPart]]:
     """Write the rows sorted by doc_id into temp parts; hash exactly what was written."""
-    schema = documents_schema()
     reader = con.cursor().sql(  # a fresh cursor: no pending result in the way
-
-        "SELECT ?::VARCHAR AS corpus, doc_id, source, uri, n_bytes, n_tokens, content_hash, "
-        "license, metadata FROM docs ORDER BY doc_id",
+        "SELECT ?::VARCHAR AS corpus, * EXCLUDE (origin, record, has_text), "
+        "CASE WHEN has_text THEN origin END AS origin, "
+        "CASE WHEN has_text THEN record END AS record FROM docs ORDER BY doc_id",
         params=[corpus],
     ).to_arrow_reader(_FETCH_ROWS)
     hasher = ManifestHasher()
-    parts: list[WrittenPart] = []
+    parts = write_parts(
+        reader, schema=documents_schema(), out_dir=out_dir, sorted_by=["doc_id"],
+        digests=[hasher], progress=progress, stage="writing documents", total=total,
+    )
     try:
-        _write_batches(reader, _PartWriter(out_dir, schema, parts), hasher, total, progress)
         faults.reach("reduce-written")
-        for part in parts:
-            fsync_file(part.temp)
-            part.n_bytes = part.temp.stat().st_size
-            part.sha256 = sha256_file(part.temp)
     except BaseException:
-        for part in parts:
-            part.temp.unlink(missing_ok=True)
+        discard_parts(parts)
         raise
     return hasher.manifest_hash(), parts
-
-
-def _write_batches(
-    reader: Any, part_writer: _PartWriter, hasher: ManifestHasher, total: int, progress: Any
-) -> None:
-    import pyarrow as pa
-
-    schema = part_writer.schema
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    with part_writer as writer:
-        for batch in reader:
-            batch = pa.RecordBatch.from_arrays(
-                [batch.column(i).cast(schema.field(i).type) for i in range(len(schema))],
-                schema=schema,
-            )
-            hasher.update(batch)
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            if pending_rows >= ROW_GROUP_ROWS:
-                writer.write(pa.Table.from_batches(pending, schema))
-                pending, pending_rows = [], 0
-                _report(progress, "writing documents", hasher.rows, total)
-        if pending:
-            writer.write(pa.Table.from_batches(pending, schema))
-        _report(progress, "writing documents", hasher.rows, total)
-
-
-class _PartWriter:
-    """Rotates Parquet parts every PART_ROWS rows; temp names until commit."""
-
-    def __init__(self, out_dir: Path, schema: Any, parts: list[WrittenPart]) -> None:
-        self.out_dir, self.schema, self.parts = out_dir, schema, parts
-        self._writer: Any = None
-
-    def __enter__(self) -> _PartWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._close()
-
-    def write(self, table: Any) -> None:
-        import pyarrow.parquet as pq
-
-        while table.num_rows:
-            if self._writer is None or self.parts[-1].rows >= PART_ROWS:
-                self._close()
-                temp = self.out_dir / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.parquet"
-                self.parts.append(WrittenPart(temp, 0))
-                self._writer = pq.ParquetWriter(
-                    temp, self.schema, compression="zstd",
-                    sorting_columns=[pq.SortingColumn(1)], write_statistics=True,
-                )
-            room = PART_ROWS - self.parts[-1].rows
-            head, table = table.slice(0, room), table.slice(room)
-            self._writer.write_table(head, row_group_size=ROW_GROUP_ROWS)
-            self.parts[-1].rows += head.num_rows
-
-    def _close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
 
 
 def _place(origin: str, record: int | None) -> str | None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 STAGED_COLUMNS = (
     "doc_id", "source", "uri", "n_bytes", "n_tokens", "content_hash", "license", "metadata",
-    "origin", "record",
+    "origin", "record", "has_text",
 )  # fmt: skip
 
 
@@ -40,6 +40,7 @@ def staged_schema() -> pa.Schema:
             ("metadata", pa.string()),
             ("origin", pa.string()),  # the input file, for error messages only
             ("record", pa.int64()),  # 1-based record or row inside `origin`, or null
+            ("has_text", pa.bool_()),  # false for ready manifests: `origin` holds no text
         ]
     )
 

@@ -17,12 +17,8 @@ Names and licences may not contain control characters, which keeps lines unambig
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-import blake3
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from lineage.digest import LineHasher, lines_digest
 
 MANIFEST_SPEC = "lineage-manifest/1"
 HASH_COLUMNS = ("doc_id", "source", "n_bytes", "n_tokens", "content_hash", "license")
@@ -38,56 +34,17 @@ def is_valid_name(name: str) -> bool:
     return bool(_NAME.match(name))
 
 
-class ManifestHasher:
-    """Feeds sorted document batches into the manifest hash, batch by batch."""
+class ManifestHasher(LineHasher):
+    """Feeds documents, already sorted by doc_id, into the manifest hash batch by batch."""
 
     def __init__(self) -> None:
-        self._hasher = blake3.blake3(f"{MANIFEST_SPEC}\n".encode())
-        self.rows = 0
-
-    def update(self, batch: pa.RecordBatch | pa.Table) -> None:
-        import pyarrow.compute as pc
-
-        if batch.num_rows == 0:
-            return
-        parts = [
-            batch.column("doc_id"),
-            batch.column("source"),
-            pc.cast(batch.column("n_bytes"), "string"),
-            pc.cast(batch.column("n_tokens"), "string"),
-            batch.column("content_hash"),
-            pc.fill_null(batch.column("license").cast("string"), ""),
-        ]
-        lines = pc.binary_join_element_wise(*parts, "\t")
-        lines = pc.binary_join_element_wise(lines, "", "\n")
-        for chunk in getattr(lines, "chunks", [lines]):
-            self._hasher.update(_string_values(chunk))
-        self.rows += batch.num_rows
-
-    def hexdigest(self) -> str:
-        return self._hasher.hexdigest()
+        super().__init__(MANIFEST_SPEC, HASH_COLUMNS)
 
     def manifest_hash(self) -> str:
-        return f"blake3:{self.hexdigest()}"
+        return self.prefixed()
 
 
 def manifest_hash_of_rows(rows: list[dict[str, object]]) -> str:
     """The manifest hash computed row by row: the reference the fast path is tested on."""
-    hasher = blake3.blake3(f"{MANIFEST_SPEC}\n".encode())
-    for row in sorted(rows, key=lambda r: str(r["doc_id"]).encode("utf-8")):
-        fields = [row[c] if row[c] is not None else "" for c in HASH_COLUMNS]
-        hasher.update(("\t".join(str(f) for f in fields) + "\n").encode("utf-8"))
-    return f"blake3:{hasher.hexdigest()}"
-
-
-def _string_values(array: pa.Array) -> memoryview:
-    """The concatenated UTF-8 bytes of a string array's values, without copying."""
-    import pyarrow as pa
-
-    if array.type == pa.string_view() or array.type == pa.binary_view():
-        array = array.cast(pa.large_string())
-    offsets_buf, data_buf = array.buffers()[1], array.buffers()[2]
-    fmt = "q" if array.type in (pa.large_string(), pa.large_binary()) else "i"
-    offsets = memoryview(offsets_buf).cast(fmt)
-    start, end = offsets[array.offset], offsets[array.offset + len(array)]
-    return memoryview(data_buf)[start:end]
+    ordered = sorted(rows, key=lambda r: str(r["doc_id"]).encode("utf-8"))
+    return lines_digest(MANIFEST_SPEC, [[row[c] for c in HASH_COLUMNS] for row in ordered])

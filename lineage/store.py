@@ -45,6 +45,8 @@ BULK_TABLES: dict[str, dict[str, str]] = {
         "content_hash": "VARCHAR",
         "license": "VARCHAR",
         "metadata": "VARCHAR",
+        "origin": "VARCHAR",
+        "record": "BIGINT",
     },
 }
 assert tuple(BULK_TABLES["documents"]) == DOCUMENTS_COLUMNS

@@ -26,6 +26,8 @@ DOCUMENTS_COLUMNS = (
     "content_hash",
     "license",
     "metadata",
+    "origin",
+    "record",
 )
 
 
@@ -59,5 +61,7 @@ def documents_schema() -> pa.Schema:
             pa.field("content_hash", pa.string(), nullable=False),
             pa.field("license", pa.string()),
             pa.field("metadata", pa.string()),
+            pa.field("origin", pa.string()),  # the file the bytes were read from
+            pa.field("record", pa.int64()),  # 1-based record or row in `origin`; NULL: whole file
         ]
     )

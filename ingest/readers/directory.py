@@ -149,8 +149,9 @@ def _columns_for(
         "content_hash": [result[0] for _, result in rows],
         "license": [None] * len(rows),  # assigned in the reduce (--license)
         "metadata": [None] * len(rows),
-        "origin": [str(entry.path) for entry, _ in rows],
+        "origin": [str(entry.path.resolve()) for entry, _ in rows],
         "record": [None] * len(rows),
+        "has_text": [True] * len(rows),
     }
 
 

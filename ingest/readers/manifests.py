@@ -49,7 +49,7 @@ def load_manifest(
         SELECT CAST(doc_id AS VARCHAR), CAST(source AS VARCHAR), CAST(uri AS VARCHAR),
                CAST(n_bytes AS BIGINT), CAST(n_tokens AS BIGINT),
                CAST(content_hash AS VARCHAR), {license_expr}, NULL,
-               ?, {record}
+               ?, {record}, false
         FROM {source}
     """
     try:

@@ -126,8 +126,9 @@ def _stage_batch(
         "content_hash": [hashes[i] for i in keep],
         "license": [None] * len(keep),  # assigned in the reduce (--license)
         "metadata": _pick(batch.column("metadata").to_pylist(), keep),
-        "origin": [task.path] * len(keep),
+        "origin": [str(Path(task.path).resolve())] * len(keep),
         "record": [first_record + i + 1 for i in keep],
+        "has_text": [True] * len(keep),
     }
     return pa.table(rows, schema=staged_schema()), len(sizes) - len(keep)
 

@@ -1,0 +1,179 @@
+"""Bulk tables as Parquet parts: written under temp names, published in one commit.
+
+Writers stream sorted Arrow batches into parts of at most `part_rows` rows (row groups of
+`row_group_rows`, zstd, statistics on, so range and point lookups prune row groups),
+feeding each batch to the digests that describe the table. Parts are fsynced and their
+size and SHA-256 recorded before any lock is taken; `publish_parts` then renames them into
+place and registers them inside the caller's catalog transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lineage.durable import TEMP_PREFIX, fsync_dir, fsync_file, sha256_file
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from lineage.digest import LineHasher
+    from lineage.store import Store
+
+PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
+ROW_GROUP_ROWS = 131_072  # small enough for point lookups through statistics
+
+Progress = Callable[[str, int | None, int | None], None] | None
+
+
+@dataclass
+class WrittenPart:
+    temp: Path
+    rows: int = 0
+    n_bytes: int = 0
+    sha256: str = ""
+
+
+def write_parts(
+    batches: Iterable[pa.RecordBatch],
+    *,
+    schema: pa.Schema,
+    out_dir: Path,
+    sorted_by: Sequence[str],
+    digests: Sequence[LineHasher] = (),
+    part_rows: int = PART_ROWS,
+    row_group_rows: int = ROW_GROUP_ROWS,
+    progress: Progress = None,
+    stage: str = "writing",
+    total: int | None = None,
+) -> list[WrittenPart]:
+    """Write `batches` (already in table order) into fsynced temp parts; remove them on error."""
+    import pyarrow as pa
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    parts: list[WrittenPart] = []
+    writer = _RotatingWriter(out_dir, schema, parts, sorted_by, part_rows, row_group_rows)
+    pending: list[pa.RecordBatch] = []
+    pending_rows = written = 0
+    try:
+        with writer:
+            for batch in batches:
+                batch = conform(batch, schema)
+                for digest in digests:
+                    digest.update(batch)
+                pending.append(batch)
+                pending_rows += batch.num_rows
+                if pending_rows >= row_group_rows:
+                    writer.write(pa.Table.from_batches(pending, schema))
+                    written += pending_rows
+                    pending, pending_rows = [], 0
+                    if progress:
+                        progress(stage, written, total)
+            if pending:
+                writer.write(pa.Table.from_batches(pending, schema))
+                written += pending_rows
+        if progress:
+            progress(stage, written, total)
+        for part in parts:
+            fsync_file(part.temp)
+            part.n_bytes = part.temp.stat().st_size
+            part.sha256 = sha256_file(part.temp)
+    except BaseException:
+        discard_parts(parts)
+        raise
+    return parts
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The batch with exactly the schema's columns, in order and types."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [batch.column(field.name).cast(field.type) for field in schema], schema=schema
+    )
+
+
+def publish_parts(
+    con: duckdb.DuckDBPyConnection,
+    store: Store,
+    *,
+    table: str,
+    owner: str,
+    name: str,
+    parts: Sequence[WrittenPart],
+) -> list[str]:
+    """Rename parts to `tables/<table>/<name>-NNNN.parquet` and register them.
+
+    Call inside `store.writer()`. Renamed files that end up unregistered (the transaction
+    fails) are removed here, or left as garbage for `store gc` if the process dies.
+    """
+    folder = store.table_dir(table)
+    finals = [folder / f"{name}-{i:04d}.parquet" for i in range(len(parts))]
+    relative = [final.relative_to(store.root).as_posix() for final in finals]
+    try:
+        for part, final in zip(parts, finals, strict=True):
+            os.replace(part.temp, final)
+        fsync_dir(folder)
+        for part, rel in zip(parts, relative, strict=True):
+            con.execute(
+                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
+                [rel, table, owner, part.rows, part.n_bytes, part.sha256],
+            )
+    except BaseException:
+        for final in finals:
+            final.unlink(missing_ok=True)
+        raise
+    return relative
+
+
+def unpublish(store: Store, relative: Iterable[str]) -> None:
+    """Remove published files whose registering transaction did not commit."""
+    for rel in relative:
+        (store.root / rel).unlink(missing_ok=True)
+
+
+def discard_parts(parts: Iterable[WrittenPart]) -> None:
+    for part in parts:
+        part.temp.unlink(missing_ok=True)
+
+
+class _RotatingWriter:
+    """Starts a new part every `part_rows` rows; temp names until publish."""
+
+    def __init__(
+        self, out_dir: Path, schema: Any, parts: list[WrittenPart], sorted_by: Sequence[str],
+        part_rows: int, row_group_rows: int,
+    ) -> None:
+        self.out_dir, self.schema, self.parts = out_dir, schema, parts
+        self.sorting = [schema.get_field_index(name) for name in sorted_by]
+        self.part_rows, self.row_group_rows = part_rows, row_group_rows
+        self._writer: Any = None
+
+    def __enter__(self) -> _RotatingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def write(self, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        while table.num_rows:
+            if self._writer is None or self.parts[-1].rows >= self.part_rows:
+                self.__exit__()
+                temp = self.out_dir / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.parquet"
+                self.parts.append(WrittenPart(temp))
+                self._writer = pq.ParquetWriter(
+                    temp, self.schema, compression="zstd", write_statistics=True,
+                    sorting_columns=[pq.SortingColumn(i) for i in self.sorting],
+                )
+            room = self.part_rows - self.parts[-1].rows
+            head, table = table.slice(0, room), table.slice(room)
+            self._writer.write_table(head, row_group_size=self.row_group_rows)
+            self.parts[-1].rows += head.num_rows
