@@ -90,7 +90,8 @@ def ingest_corpus(
     tokenizer_id = "manifest" if manifests else spec.identity
 
     staging = new_staging_dir(store.staging_dir)
-    remove_abandoned_temps(store.table_dir("documents"))
+    for table in ("documents", "document_hashes"):
+        remove_abandoned_temps(store.table_dir(table))
     try:
         with disk_full_guard(staging):
             staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
@@ -98,11 +99,11 @@ def ingest_corpus(
             faults.reach("map-done")
             reduced = reduce_corpus(
                 corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
-                staging=staging, out_dir=store.table_dir("documents"), progress=progress,
+                staging=staging, out_dir=store.tables_dir, progress=progress,
             )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:
-            discard_parts(reduced.parts)
+            discard_parts(reduced.all_parts())
             raise InputError(
                 ", ".join(str(p) for p in paths),
                 f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
@@ -112,7 +113,7 @@ def ingest_corpus(
             with disk_full_guard():
                 status, final = _commit(store, reduced, record)
         except BaseException:
-            discard_parts(reduced.parts)  # e.g. store busy: the temp parts are nobody's
+            discard_parts(reduced.all_parts())  # e.g. store busy: the temp parts are nobody's
             raise
     finally:
         remove_quietly(staging)
@@ -238,15 +239,18 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
             row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?",
                               [record.corpus]).fetchone()
             if row is not None:
-                discard_parts(reduced.parts)
+                discard_parts(reduced.all_parts())
                 if row[0] == reduced.manifest_hash:
                     return "unchanged", []
                 raise ConflictError(
                     f"corpus {record.corpus!r} already holds other content ({row[0]}, this "
                     f"input is {reduced.manifest_hash}); choose another --corpus name"
                 )
+            name = f"{record.corpus}-{digest}"
             relative = publish_parts(con, store, table="documents", owner=record.corpus,
-                                     name=f"{record.corpus}-{digest}", parts=reduced.parts)
+                                     name=name, parts=reduced.parts)
+            relative += publish_parts(con, store, table="document_hashes",
+                                      owner=record.corpus, name=name, parts=reduced.hash_parts)
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifest
-from lineage.schemas import documents_schema
+from lineage.schemas import document_hashes_schema, documents_schema
 
 from lineage import faults
 from lineage.errors import InputError, UsageError
@@ -50,7 +50,11 @@ class ReducedCorpus:
     bytes: int
     dropped_empty: int
     sources: list[dict[str, Any]]
-    parts: list[WrittenPart] = field(default_factory=list)
+    parts: list[WrittenPart] = field(default_factory=list)  # documents, by doc_id
+    hash_parts: list[WrittenPart] = field(default_factory=list)  # document_hashes
+
+    def all_parts(self) -> list[WrittenPart]:
+        return [*self.parts, *self.hash_parts]
 
 
 def reduce_corpus(
@@ -87,8 +91,18 @@ def reduce_corpus(
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         reduced.manifest_hash, reduced.parts = write_sorted_parts(
-            con, corpus=corpus, out_dir=out_dir, total=reduced.documents, progress=progress
+            con, corpus=corpus, out_dir=out_dir / "documents", total=reduced.documents,
+            progress=progress,
         )
+        try:
+            reduced.hash_parts = write_hash_index(
+                con, corpus=corpus, out_dir=out_dir / "document_hashes", total=reduced.documents,
+                progress=progress,
+            )
+            faults.reach("reduce-written")
+        except BaseException:
+            discard_parts(reduced.all_parts())
+            raise
         return reduced
     finally:
         con.close()
@@ -200,12 +214,23 @@ def write_sorted_parts(
         reader, schema=documents_schema(), out_dir=out_dir, sorted_by=["doc_id"],
         digests=[hasher], progress=progress, stage="writing documents", total=total,
     )
-    try:
-        faults.reach("reduce-written")
-    except BaseException:
-        discard_parts(parts)
-        raise
     return hasher.manifest_hash(), parts
+
+
+def write_hash_index(
+    con: duckdb.DuckDBPyConnection, *, corpus: str, out_dir: Path, total: int,
+    progress: Any = None,
+) -> list[WrittenPart]:
+    """The same documents sorted by content hash, for "was this file in the corpus?"."""
+    reader = con.cursor().sql(
+        "SELECT ?::VARCHAR AS corpus, content_hash, doc_id, source FROM docs "
+        "ORDER BY content_hash, doc_id",
+        params=[corpus],
+    ).to_arrow_reader(_FETCH_ROWS)
+    return write_parts(
+        reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
+        progress=progress, stage="indexing content hashes", total=total,
+    )
 
 
 def _place(origin: str, record: int | None) -> str | None:

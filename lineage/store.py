@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lineage.errors import StoreBusyError, StoreError
-from lineage.schemas import DOCUMENTS_COLUMNS, SCHEMA_VERSION, catalog_ddl, migrations
+from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
 
 if TYPE_CHECKING:
     import duckdb
@@ -32,24 +32,6 @@ DEFAULT_STORE = "lineage-store"
 BUSY_TIMEOUT_ENV = "LINEAGE_BUSY_TIMEOUT"
 DEFAULT_BUSY_TIMEOUT = 10.0
 CATALOG_NAME = "catalog.duckdb"
-
-# The Parquet-backed views, their columns and DuckDB types (for empty views).
-BULK_TABLES: dict[str, dict[str, str]] = {
-    "documents": {
-        "corpus": "VARCHAR",
-        "doc_id": "VARCHAR",
-        "source": "VARCHAR",
-        "uri": "VARCHAR",
-        "n_bytes": "BIGINT",
-        "n_tokens": "BIGINT",
-        "content_hash": "VARCHAR",
-        "license": "VARCHAR",
-        "metadata": "VARCHAR",
-        "origin": "VARCHAR",
-        "record": "BIGINT",
-    },
-}
-assert tuple(BULK_TABLES["documents"]) == DOCUMENTS_COLUMNS
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 _SAFE_RELPATH = re.compile(r"^[A-Za-z0-9._=/-]+$")

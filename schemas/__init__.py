@@ -15,20 +15,25 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
-# Parquet-backed views: name -> the columns every file of that table carries.
-DOCUMENTS_COLUMNS = (
-    "corpus",
-    "doc_id",
-    "source",
-    "uri",
-    "n_bytes",
-    "n_tokens",
-    "content_hash",
-    "license",
-    "metadata",
-    "origin",
-    "record",
-)
+_V, _I = "VARCHAR", "BIGINT"
+# Parquet-backed views and their columns with DuckDB types (used for views of tables that
+# have no files yet); tests check them against the Arrow schemas below.
+BULK_TABLES: dict[str, dict[str, str]] = {
+    "documents": {
+        "corpus": _V, "doc_id": _V, "source": _V, "uri": _V, "n_bytes": _I, "n_tokens": _I,
+        "content_hash": _V, "license": _V, "metadata": _V, "origin": _V, "record": _I,
+    },
+    "document_hashes": {"corpus": _V, "content_hash": _V, "doc_id": _V, "source": _V},
+    "occurrences": {
+        "stream": _V, "ordinal": _I, "corpus": _V, "doc_id": _V, "source": _V, "epoch": _I,
+        "stream_start": _I, "stream_end": _I, "doc_offset": _I, "content_hash": _V, "uri": _V,
+    },
+    "occurrence_hashes": {
+        "stream": _V, "content_hash": _V, "corpus": _V, "doc_id": _V, "source": _V,
+        "ordinal": _I, "epoch": _I, "stream_start": _I, "stream_end": _I, "doc_offset": _I,
+    },
+}  # fmt: skip
+DOCUMENTS_COLUMNS = tuple(BULK_TABLES["documents"])
 
 
 def catalog_ddl() -> str:
@@ -65,3 +70,64 @@ def documents_schema() -> pa.Schema:
             pa.field("record", pa.int64()),  # 1-based record or row in `origin`; NULL: whole file
         ]
     )
+
+
+def document_hashes_schema() -> pa.Schema:
+    """Content hash -> document, sorted by content_hash: "was this file in a corpus?"."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+        ]
+    )
+
+
+def occurrences_schema() -> pa.Schema:
+    """One row per document occurrence (or recorded segment), sorted by ordinal."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("stream", pa.string(), nullable=False),
+            pa.field("ordinal", pa.int64(), nullable=False),
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("epoch", pa.int64(), nullable=False),
+            pa.field("stream_start", pa.int64(), nullable=False),  # first token, global
+            pa.field("stream_end", pa.int64(), nullable=False),  # one past the last token
+            pa.field("doc_offset", pa.int64(), nullable=False),  # document tokens before start
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("uri", pa.string()),
+        ]
+    )
+
+
+def occurrence_hashes_schema() -> pa.Schema:
+    """The occurrences again, sorted by content_hash: "where in the stream is this file?"."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("stream", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("ordinal", pa.int64(), nullable=False),
+            pa.field("epoch", pa.int64(), nullable=False),
+            pa.field("stream_start", pa.int64(), nullable=False),
+            pa.field("stream_end", pa.int64(), nullable=False),
+            pa.field("doc_offset", pa.int64(), nullable=False),
+        ]
+    )
+
+
+def duckdb_columns(schema: pa.Schema) -> dict[str, str]:
+    """Column name -> DuckDB type, for empty views of tables with no files yet."""
+    kinds = {"string": "VARCHAR", "int64": "BIGINT", "bool": "BOOLEAN"}
+    return {field.name: kinds[str(field.type)] for field in schema}

@@ -51,3 +51,24 @@ CREATE TABLE ingests (
     finished_at  TIMESTAMP NOT NULL,
     lineage_version VARCHAR NOT NULL
 );
+
+-- Streams: a canonical order (spec 'lineage-stream/1') or a recorded one ('recorded').
+CREATE TABLE streams (
+    name                VARCHAR PRIMARY KEY,
+    spec                VARCHAR NOT NULL,
+    spec_hash           VARCHAR NOT NULL,  -- 'blake3:<hex>' of the canonical parameters
+    parameters          VARCHAR NOT NULL,  -- the canonical parameter JSON that spec_hash hashes
+    corpus              VARCHAR NOT NULL,
+    manifest_hash       VARCHAR NOT NULL,
+    seed                UBIGINT,           -- NULL for recorded streams
+    seq_len             BIGINT  NOT NULL,
+    batch               BIGINT  NOT NULL,  -- windows per step
+    separator_tokens    BIGINT  NOT NULL,
+    token_budget        BIGINT,
+    tokens              BIGINT  NOT NULL,  -- tokens consumed: steps * batch * seq_len
+    windows             BIGINT  NOT NULL,
+    steps               BIGINT  NOT NULL,
+    occurrences         BIGINT  NOT NULL,  -- rows of the occurrence table
+    occurrences_digest  VARCHAR NOT NULL,  -- 'blake3:<hex>' under lineage-occurrences/1
+    created_at          TIMESTAMP NOT NULL
+);

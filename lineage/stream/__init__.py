@@ -1,0 +1,1 @@
+"""The canonical data stream (`lineage-stream/1`): build, query, and read it back."""

@@ -1,0 +1,92 @@
+"""The parameters of a `lineage-stream/1` stream and their hash (docs/stream-spec.md §1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation, localcontext
+
+import blake3
+
+from lineage.errors import UsageError
+
+STREAM_SPEC = "lineage-stream/1"
+RECORDED_SPEC = "recorded"
+OCCURRENCES_SPEC = "lineage-occurrences/1"
+OCCURRENCE_DIGEST_COLUMNS = ("ordinal", "source", "doc_id", "epoch", "stream_start",
+                             "stream_end")
+MAX_SEED = 2**64 - 1
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    manifest_hash: str
+    seed: int
+    seq_len: int
+    batch: int
+    separator_tokens: int = 1
+    epochs: dict[str, str] = field(default_factory=dict)  # source -> normal decimal string
+    token_budget: int | None = None
+    spec: str = STREAM_SPEC
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.seed <= MAX_SEED:
+            raise UsageError(f"--seed must be in [0, 2^64), not {self.seed}")
+        if self.seq_len < 1 or self.batch < 1:
+            raise UsageError("--seq-len and --batch must be at least 1")
+        if self.separator_tokens < 0:
+            raise UsageError("--separator-tokens must be 0 or more")
+        if self.token_budget is not None and self.token_budget < 1:
+            raise UsageError("--token-budget must be at least 1")
+
+    def canonical_json(self) -> str:
+        return json.dumps(
+            {
+                "batch": self.batch,
+                "epochs": dict(sorted(self.epochs.items())),
+                "manifest_hash": self.manifest_hash,
+                "seed": self.seed,
+                "separator_tokens": self.separator_tokens,
+                "seq_len": self.seq_len,
+                "spec": self.spec,
+                "token_budget": self.token_budget,
+            },
+            sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        )
+
+    @property
+    def spec_hash(self) -> str:
+        return "blake3:" + blake3.blake3(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def normal_decimal(value: str | int | float | Decimal) -> str:
+    """A positive decimal in normal form: '1', '0.89', '2.5' (no exponent, no trailing 0)."""
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation as exc:
+        raise UsageError(f"not a decimal number: {value!r}") from exc
+    if not number.is_finite() or number <= 0:
+        raise UsageError(f"epochs must be a positive number, not {value!r}")
+    text = format(number.normalize(), "f")
+    return text
+
+
+def parse_epochs(entries: list[str] | dict[str, str] | None, sources: list[str]) -> dict[str, str]:
+    """`SOURCE=X` entries (or a mapping) completed with 1 for every other source."""
+    given: dict[str, str] = {}
+    items = entries.items() if isinstance(entries, dict) else (
+        tuple(entry.partition("=")[::2]) for entry in entries or []
+    )
+    for source, value in items:
+        if source not in sources:
+            known = ", ".join(sources)
+            raise UsageError(f"--epochs {source}={value}: no source {source!r} (sources: {known})")
+        given[source] = normal_decimal(value)
+    return {source: given.get(source, "1") for source in sorted(sources)}
+
+
+def source_budget(epochs: str, source_tokens: int) -> int:
+    """U_s = floor(E_s * T_s), exactly (enough digits that nothing is rounded)."""
+    with localcontext() as ctx:
+        ctx.prec = 200
+        return int(Decimal(epochs) * source_tokens)  # int() truncates: floor for >= 0
