@@ -88,13 +88,16 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import corpus, ingest, store
+    from lineage.cli import corpus, ingest, query, store, stream
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
+    app.add_typer(stream.app, name="stream")
     app.add_typer(store.app, name="store")
     app.command("init")(store.init)
     app.command("sql")(store.sql)
+    app.command("docs")(query.docs)
+    app.command("trained-on")(query.trained_on)
 
 
 _register()

@@ -7,14 +7,8 @@ can remove what a killed one left behind.
 
 from __future__ import annotations
 
-import os
-import secrets
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from lineage.durable import pid_alive, remove_quietly
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,25 +46,3 @@ class ShardSummary:
     part: str | None  # path of the staged Parquet part, None when nothing was kept
     documents: int
     dropped_empty: int
-
-
-def new_staging_dir(staging_root: Path) -> Path:
-    """A fresh folder for one ingest; also clears folders of ingests that died."""
-    staging_root.mkdir(parents=True, exist_ok=True)
-    clear_abandoned(staging_root)
-    folder = staging_root / f"{os.getpid()}-{int(time.time())}-{secrets.token_hex(4)}"
-    folder.mkdir()
-    return folder
-
-
-def clear_abandoned(staging_root: Path) -> list[Path]:
-    """Remove staging folders whose owning process is gone."""
-    removed: list[Path] = []
-    if not staging_root.is_dir():
-        return removed
-    for folder in sorted(staging_root.iterdir()):
-        head = folder.name.split("-", 1)[0]
-        if head.isdigit() and not pid_alive(int(head)):
-            remove_quietly(folder)
-            removed.append(folder)
-    return removed

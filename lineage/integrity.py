@@ -43,7 +43,8 @@ def verify_store(store: Store, *, workers: int | None = None) -> dict[str, Any]:
 
 def gc_store(store: Store, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
     """Remove unregistered files under tables/ older than `min_age` seconds, and dead staging."""
-    from lineage.durable import remove_abandoned_temps, remove_quietly
+    from lineage.durable import remove_abandoned_temps
+    from lineage.scratch import clear_abandoned
 
     removed: list[str] = []
     with store.writer() as con:  # holding the lock: no commit can register a file meanwhile
@@ -57,14 +58,8 @@ def gc_store(store: Store, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, 
         for folder in sorted(p for p in store.tables_dir.glob("*") if p.is_dir()):
             gone = remove_abandoned_temps(folder)
             removed += [p.relative_to(store.root).as_posix() for p in gone]
-        if store.staging_dir.is_dir():
-            for folder in sorted(store.staging_dir.iterdir()):
-                head = folder.name.split("-", 1)[0]
-                from lineage.durable import pid_alive
-
-                if head.isdigit() and not pid_alive(int(head)):
-                    remove_quietly(folder)
-                    removed.append(folder.relative_to(store.root).as_posix())
+        removed += [p.relative_to(store.root).as_posix()
+                    for p in clear_abandoned(store.staging_dir)]
     return {"store": str(store.root), "removed": sorted(set(removed))}
 
 

@@ -101,6 +101,27 @@ class Store:
 
         return run_sql(self, query)
 
+    def streams(self) -> list[dict[str, Any]]:
+        from lineage.stream.query import list_streams
+
+        return list_streams(self)
+
+    def stream(self, name: str | None = None) -> dict[str, Any]:
+        from lineage.stream.query import get_stream
+
+        return get_stream(self, name)
+
+    def docs_in_step(self, step: int, **options: Any) -> dict[str, Any]:
+        """`lineage docs --step`: options stream, rank, world_size, window."""
+        from lineage.stream.query import docs_in_step
+
+        return docs_in_step(self, step, **options)
+
+    def trained_on(self, files: list[str], *, stream: str | None = None) -> dict[str, Any]:
+        from lineage.trained_on import trained_on
+
+        return trained_on(self, files, stream=stream)  # type: ignore[arg-type]
+
     def verify(self) -> dict[str, Any]:
         from lineage.integrity import verify_store
 

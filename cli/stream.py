@@ -1,0 +1,93 @@
+"""`lineage stream build|list|show`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store
+
+app = typer.Typer(help="Canonical data streams (lineage-stream/1).", no_args_is_help=True)
+
+SHOW_KEYS = ("name", "spec", "spec_hash", "corpus", "manifest_hash", "seed", "seq_len",
+             "batch", "separator_tokens", "epochs", "token_budget", "tokens", "windows",
+             "steps", "occurrences", "occurrences_digest")
+
+
+@app.command("build")
+def build(
+    ctx: typer.Context,
+    corpus: Annotated[str, typer.Option(help="The corpus to order.")],
+    name: Annotated[str, typer.Option(help="Name of the stream to record.")],
+    seed: Annotated[int, typer.Option(help="Training seed, 0 to 2^64-1.", min=0)],
+    seq_len: Annotated[int, typer.Option(help="Tokens per window (L).", min=1)],
+    batch: Annotated[int, typer.Option(help="Windows per step (B).", min=1)],
+    separator_tokens: Annotated[
+        int, typer.Option(help="Tokens between documents (K).", min=0)
+    ] = 1,
+    epochs: Annotated[
+        list[str] | None,
+        typer.Option(help="SOURCE=X epochs of one source (default 1; fractions truncate). "
+                     "Repeatable."),
+    ] = None,
+    token_budget: Annotated[
+        int | None, typer.Option(help="Stop the stream after this many tokens.", min=1)
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Compute the canonical order of a corpus and record its occurrence table."""
+    from lineage.stream.build import build_stream
+
+    store = current_store(ctx)
+    with output.progress_bar(not json) as progress:
+        result = build_stream(
+            store, corpus=corpus, name=name, seed=seed, seq_len=seq_len, batch=batch,
+            separator_tokens=separator_tokens, epochs=epochs, token_budget=token_budget,
+            progress=progress,
+        )
+    if json:
+        output.emit_json(result.to_dict())
+        return
+    verb = "unchanged (already built)" if result.status == "unchanged" else "built"
+    output.emit_lines([
+        f"stream {result.name}: {verb}: {result.steps:,} steps of {result.batch} x "
+        f"{result.seq_len} tokens, {result.occurrences:,} occurrences, {result.seconds:.1f} s",
+        f"spec {result.spec} {result.spec_hash}",
+        f"occurrences {result.occurrences_digest}",
+    ])
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json: JsonOption = False) -> None:
+    """Every stream with its corpus, shape and digest."""
+    rows = current_store(ctx).streams()
+    if json:
+        output.emit_json([{k: row[k] for k in SHOW_KEYS} for row in rows])
+        return
+    columns = ("name", "corpus", "spec", "steps", "seq_len", "batch", "occurrences_digest")
+    output.emit_table(columns, [[row[c] for c in columns] for row in rows])
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The stream name.")],
+    json: JsonOption = False,
+) -> None:
+    """One stream's parameters, spec hash, size and occurrence digest."""
+    info = current_store(ctx).stream(name)
+    shown = {k: info[k] for k in SHOW_KEYS}
+    if json:
+        output.emit_json(shown)
+        return
+    width = max(len(k) for k in SHOW_KEYS)
+    output.emit_lines([f"{k.ljust(width)}  {_text(v)}" for k, v in shown.items()])
+
+
+def _text(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return "-" if value is None else str(value)

@@ -1,0 +1,158 @@
+"""Questions about streams: which streams exist, and which documents a step holds.
+
+`docs_in_step` reads only the stream's own occurrence files and asks for the rows whose
+[stream_start, stream_end) meets the step's token range. Both columns grow with the
+ordinal, so the two conditions prune every Parquet row group but the one or two that
+hold the step: a binary search on disk, whatever the corpus size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lineage.errors import NotFoundError, UsageError
+from lineage.store import Store
+
+if TYPE_CHECKING:
+    import duckdb
+
+STREAM_COLUMNS = (
+    "name", "spec", "spec_hash", "corpus", "manifest_hash", "seed", "seq_len", "batch",
+    "separator_tokens", "token_budget", "tokens", "windows", "steps", "occurrences",
+    "occurrences_digest", "parameters",
+)  # fmt: skip
+
+
+def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any] | None:
+    import json
+
+    row = con.execute(
+        f"SELECT {', '.join(STREAM_COLUMNS)} FROM streams WHERE name = ?", [name]
+    ).fetchone()
+    if row is None:
+        return None
+    found = dict(zip(STREAM_COLUMNS, row, strict=True))
+    parameters = json.loads(found.pop("parameters"))
+    found["epochs"] = parameters.get("epochs", {})
+    return found
+
+
+def list_streams(store: Store) -> list[dict[str, Any]]:
+    with store.reader(views=False) as con:
+        names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]
+        return [row for name in names if (row := stream_row(con, name)) is not None]
+
+
+def get_stream(store: Store, name: str | None = None) -> dict[str, Any]:
+    """One stream by name; without a name, the only stream of the store."""
+    with store.reader(views=False) as con:
+        return _resolve(con, name)
+
+
+def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
+    names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]
+    if name is None:
+        if len(names) != 1:
+            listed = ", ".join(names) if names else "none yet: `lineage stream build`"
+            raise UsageError(f"say which stream with --stream (streams: {listed})")
+        name = names[0]
+    row = stream_row(con, name)
+    if row is None:
+        listed = ", ".join(names) if names else "none yet"
+        raise NotFoundError(f"no stream named {name!r} (streams: {listed})")
+    return row
+
+
+@dataclass(frozen=True)
+class StepRange:
+    """Windows [first_window, last_window] of one step, or of one rank or window in it."""
+
+    step: int
+    first_window: int
+    last_window: int
+    world_size: int | None
+
+
+def step_range(
+    stream: dict[str, Any], step: int, *, rank: int | None = None,
+    world_size: int | None = None, window: int | None = None,
+) -> StepRange:
+    """The windows a query covers, checked against the stream's shape."""
+    batch, steps = int(stream["batch"]), int(stream["steps"])
+    if not 0 <= step < steps:
+        raise NotFoundError(f"stream {stream['name']!r} has steps 0..{steps - 1}, not {step}")
+    first, last = step * batch, (step + 1) * batch - 1
+    if (rank is None) != (world_size is None):
+        raise UsageError("--rank and --world-size go together")
+    if world_size is not None and rank is not None:
+        if world_size < 1 or batch % world_size:
+            raise UsageError(f"--world-size {world_size} must divide the batch ({batch})")
+        if not 0 <= rank < world_size:
+            raise UsageError(f"--rank must be in 0..{world_size - 1}")
+        per_rank = batch // world_size
+        first, last = first + rank * per_rank, first + (rank + 1) * per_rank - 1
+    if window is not None:
+        if not first <= window <= last:
+            raise UsageError(f"window {window} is not in step {step} (windows {first}..{last})")
+        first = last = window
+    return StepRange(step, first, last, world_size)
+
+
+def occurrence_files(con: duckdb.DuckDBPyConnection, store: Store, table: str,
+                     stream: str) -> list[str]:
+    rows = con.execute(
+        "SELECT path FROM parquet_files WHERE table_name = ? AND owner = ? ORDER BY path",
+        [table, stream],
+    ).fetchall()
+    return [str(store.root / r[0]) for r in rows]
+
+
+def docs_in_step(
+    store: Store,
+    step: int,
+    *,
+    stream: str | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    window: int | None = None,
+) -> dict[str, Any]:
+    """Every segment of every document in a step (or one rank's or one window's part)."""
+    with store.reader(views=False) as con:
+        info = _resolve(con, stream)
+        span = step_range(info, step, rank=rank, world_size=world_size, window=window)
+        seq_len = int(info["seq_len"])
+        start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
+        rows = con.execute(
+            """
+            SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end,
+                   doc_offset, ordinal
+            FROM read_parquet(?) WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal
+            """,
+            [occurrence_files(con, store, "occurrences", info["name"]), start, end],
+        ).fetchall()
+    documents = list(_segments(rows, info, span))
+    return {
+        "stream": info["name"], "spec": info["spec"], "spec_hash": info["spec_hash"],
+        "manifest_hash": info["manifest_hash"], "step": step,
+        "windows": [span.first_window, span.last_window], "documents": documents,
+    }
+
+
+def _segments(rows: list[tuple[Any, ...]], info: dict[str, Any], span: StepRange):  # type: ignore[no-untyped-def]
+    seq_len, batch = int(info["seq_len"]), int(info["batch"])
+    for doc_id, source, uri, content_hash, epoch, a, b, offset, _ in rows:
+        first = max(a // seq_len, span.first_window)
+        last = min((b - 1) // seq_len, span.last_window)
+        for w in range(first, last + 1):
+            lo, hi = max(a, w * seq_len), min(b, (w + 1) * seq_len)
+            if lo >= hi:
+                continue
+            rank = None
+            if span.world_size:
+                rank = (w - span.step * batch) // (batch // span.world_size)
+            yield {
+                "doc_id": doc_id, "source": source, "uri": uri, "content_hash": content_hash,
+                "epoch": epoch, "window": w, "rank": rank,
+                "token_start": offset + lo - a, "token_end": offset + hi - a,
+            }

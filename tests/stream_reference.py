@@ -1,0 +1,70 @@
+"""A second, deliberately plain implementation of docs/stream-spec.md, row by row in Python.
+
+The fast builder runs in DuckDB; this one follows the spec text line by line so the two
+can be compared on any manifest. It also generates the golden vectors in tests/golden/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal, localcontext
+from typing import Any
+
+SPEC = "lineage-stream/1"
+
+
+def reference_stream(
+    documents: list[dict[str, Any]], *, seed: int, seq_len: int, batch: int,
+    separator_tokens: int = 1, epochs: dict[str, str] | None = None,
+    token_budget: int | None = None,
+) -> dict[str, Any]:
+    epochs = epochs or {}
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for doc in documents:
+        by_source.setdefault(doc["source"], []).append(doc)
+    occurrences = []
+    for source, docs in by_source.items():
+        src = hashlib.sha256(source.encode("utf-8")).hexdigest()
+        total = sum(d["n_tokens"] for d in docs)
+        with localcontext() as ctx:
+            ctx.prec = 200
+            budget = int(Decimal(epochs.get(source, "1")) * total)
+        n_epochs = max(-(-budget // total) if total else 1, 1)
+        sequence = []
+        for epoch in range(n_epochs):
+            def key(d: dict[str, Any], epoch: int = epoch, src: str = src) -> tuple[str, bytes]:
+                message = f"{SPEC}\n{seed}\n{src}\n{epoch}\n{d['doc_id']}"
+                return hashlib.sha256(message.encode("utf-8")).hexdigest(), \
+                    d["doc_id"].encode("utf-8")
+            sequence += [(epoch, d) for d in sorted(docs, key=key)]
+        kept, running = [], 0
+        for epoch, doc in sequence:
+            if running + doc["n_tokens"] > budget:
+                break
+            kept.append((epoch, doc, running))
+            running += doc["n_tokens"]
+        s_total = running
+        for q, (epoch, doc, c_before) in enumerate(kept):
+            m = (2 * c_before + doc["n_tokens"]) * 2**64 // max(2 * s_total, 1)
+            occurrences.append(((m, src, q), epoch, doc))
+    occurrences.sort(key=lambda item: item[0])
+    packed = sum(doc["n_tokens"] + separator_tokens for _, _, doc in occurrences)
+    consumed = min(packed, token_budget) if token_budget else packed
+    steps = consumed // seq_len // batch
+    tokens = steps * batch * seq_len
+    rows, position = [], 0
+    for ordinal, (_, epoch, doc) in enumerate(occurrences):
+        if position >= tokens:
+            break
+        rows.append({"ordinal": ordinal, "source": doc["source"], "doc_id": doc["doc_id"],
+                     "epoch": epoch, "stream_start": position,
+                     "stream_end": position + doc["n_tokens"]})
+        position += doc["n_tokens"] + separator_tokens
+    return {"steps": steps, "windows": steps * batch, "tokens": tokens, "occurrences": rows}
+
+
+def occurrences_digest(rows: list[dict[str, Any]]) -> str:
+    from lineage.digest import lines_digest
+
+    columns = ("ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end")
+    return lines_digest("lineage-occurrences/1", [[r[c] for c in columns] for r in rows])

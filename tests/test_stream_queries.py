@@ -1,0 +1,144 @@
+"""`docs --step` and `trained-on` on the real example corpus, through the API and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lineage.ingest import ingest_corpus
+
+from lineage.errors import NotFoundError, UsageError
+from lineage.store import Store
+from lineage.stream.build import build_stream
+
+from .conftest import Cli
+
+
+@pytest.fixture
+def streamed(store: Store, example_corpus: Path) -> Store:
+    ingest_corpus(store, [example_corpus], corpus="example")
+    build_stream(store, corpus="example", name="s0", seed=42, seq_len=512, batch=8,
+                 separator_tokens=0)
+    build_stream(store, corpus="example", name="s1", seed=42, seq_len=512, batch=8,
+                 separator_tokens=1, token_budget=400_000)
+    return store
+
+
+def _covered(answer: dict) -> int:
+    return sum(d["token_end"] - d["token_start"] for d in answer["documents"])
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(step=st.integers(0, 700))
+def test_without_separators_a_step_tiles_exactly(streamed: Store, step: int) -> None:
+    info = streamed.stream("s0")
+    step = step % info["steps"]
+    answer = streamed.docs_in_step(step, stream="s0")
+    assert _covered(answer) == 8 * 512
+    for window in range(step * 8, step * 8 + 8):
+        segments = [d for d in answer["documents"] if d["window"] == window]
+        assert sum(d["token_end"] - d["token_start"] for d in segments) == 512
+
+
+def test_segments_agree_with_the_occurrence_table(streamed: Store) -> None:
+    answer = streamed.docs_in_step(5, stream="s1")
+    rows = streamed.sql(
+        "SELECT doc_id, stream_start, stream_end FROM occurrences WHERE stream = 's1'").rows
+    where = {doc_id: (a, b) for doc_id, a, b in rows}
+    for d in answer["documents"]:
+        a, b = where[d["doc_id"]]
+        w = d["window"]
+        assert a + d["token_start"] == max(a, w * 512)
+        assert a + d["token_end"] == min(b, (w + 1) * 512)
+        assert d["content_hash"] and d["uri"].startswith("file://")
+    assert answer["spec_hash"] == streamed.stream("s1")["spec_hash"]
+
+
+def test_ranks_split_a_step_and_windows_narrow_it(streamed: Store) -> None:
+    whole = streamed.docs_in_step(3, stream="s0")
+    parts = [streamed.docs_in_step(3, stream="s0", rank=r, world_size=4) for r in range(4)]
+    assert sum(_covered(p) for p in parts) == _covered(whole)
+    assert [p["windows"] for p in parts] == [[24, 25], [26, 27], [28, 29], [30, 31]]
+    assert {d["rank"] for d in parts[2]["documents"]} == {2}
+    one = streamed.docs_in_step(3, stream="s0", window=29)
+    assert _covered(one) == 512 and {d["window"] for d in one["documents"]} == {29}
+    with pytest.raises(UsageError, match="must divide the batch"):
+        streamed.docs_in_step(3, stream="s0", rank=0, world_size=3)
+    with pytest.raises(UsageError, match="go together"):
+        streamed.docs_in_step(3, stream="s0", rank=1)
+    with pytest.raises(NotFoundError, match="has steps 0.."):
+        streamed.docs_in_step(10**9, stream="s0")
+    with pytest.raises(UsageError, match="say which stream"):
+        streamed.docs_in_step(0)
+
+
+def test_trained_on_verdicts(streamed: Store, example_corpus: Path, tmp_path: Path) -> None:
+    rows = streamed.sql("SELECT doc_id, max(stream_start) FROM occurrences "
+                        "WHERE stream = 's1' GROUP BY doc_id").rows
+    in_budget = {doc_id for doc_id, _ in rows}
+    all_docs = {r[0] for r in streamed.sql("SELECT doc_id FROM documents").rows}
+    outside = sorted(all_docs - in_budget)[0]
+    inside = sorted(in_budget)[0]
+    stranger = tmp_path / "stranger.txt"
+    stranger.write_text("words nobody put in this corpus")
+    answer = streamed.trained_on(
+        [str(example_corpus / inside), str(example_corpus / outside), str(stranger)],
+        stream="s1",
+    )
+    verdicts = [r["verdict"] for r in answer["results"]]
+    assert verdicts == ["in-stream", "in-corpus-only", "not-found"]
+    match = answer["results"][0]["matches"][0]
+    assert match["doc_id"] == inside and match["stream"] == "s1"
+    assert match["manifest_hash"] == streamed.corpus("example")["manifest_hash"]
+    assert match["steps"] == sorted({w // 8 for w in match["windows"]})
+    # the steps answer, asked the other way round, contains the document
+    step_docs = streamed.docs_in_step(match["steps"][0], stream="s1")["documents"]
+    assert inside in {d["doc_id"] for d in step_docs}
+
+
+def test_identical_files_in_two_places_are_both_reported(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "c"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    for folder in ("a", "b"):
+        (root / folder / "same.txt").write_text("the very same bytes " * 40)
+    (root / "a" / "other.txt").write_text("filler " * 200)
+    ingest_corpus(store, [root], corpus="c")
+    build_stream(store, corpus="c", name="s", seed=3, seq_len=64, batch=1)
+    answer = store.trained_on([str(root / "a" / "same.txt")])
+    docs = sorted(m["doc_id"] for m in answer["results"][0]["matches"])
+    assert docs == ["a/same.txt", "b/same.txt"]
+
+
+def test_cli_docs_and_trained_on(cli: Cli, example_corpus: Path, tmp_path: Path) -> None:
+    cli("ingest", "corpus", str(example_corpus), "--corpus", "example")
+    built = cli.json("stream", "build", "--corpus", "example", "--name", "main", "--seed", "42",
+                     "--seq-len", "2048", "--batch", "8")
+    shown = cli.json("stream", "show", "main")
+    assert set(shown) >= {"name", "spec", "spec_hash", "corpus", "manifest_hash", "seed",
+                          "seq_len", "batch", "tokens", "windows", "steps",
+                          "occurrences_digest"}
+    assert shown["occurrences_digest"] == built["occurrences_digest"]
+    assert [s["name"] for s in cli.json("stream", "list")] == ["main"]
+    answer = cli.json("docs", "--step", "7", "--rank", "1", "--world-size", "2")
+    assert answer["step"] == 7 and answer["stream"] == "main"
+    for d in answer["documents"]:
+        assert set(d) == {"doc_id", "source", "uri", "content_hash", "epoch", "window", "rank",
+                          "token_start", "token_end"}
+        assert d["rank"] == 1 and 60 <= d["window"] <= 63
+    macbeth = example_corpus / "shakespeare" / "macbeth.txt"
+    yes = cli.json("trained-on", str(macbeth))
+    assert yes["results"][0]["verdict"] == "in-stream"
+    stranger = tmp_path / "x.txt"
+    stranger.write_text("not in the corpus")
+    no = cli("trained-on", str(macbeth), str(stranger), code=1)
+    assert "x.txt: not-found" in no.stdout and "macbeth.txt: in-stream" in no.stdout
+    missing = cli("trained-on", str(tmp_path / "nope.txt"), code=2)
+    assert "nope.txt: no such file" in missing.stderr
+    human = cli("docs", "--step", "0").stdout
+    assert "step 0: windows 0..7" in human
