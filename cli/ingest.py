@@ -65,3 +65,34 @@ def corpus(
         f"dropped {result.dropped_empty:,} empty documents"
         + (f"; skipped {skipped:,} hidden files or links" if skipped else ""),
     ])
+
+
+@app.command("windows")
+def windows(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="Parquet or JSONL log: step, rank, window, "
+                                         "doc_id, token_start, token_end.")],
+    stream: Annotated[str, typer.Option(help="Name of the recorded stream.")],
+    corpus: Annotated[str, typer.Option(help="The corpus the doc_ids belong to.")],
+    seq_len: Annotated[int, typer.Option(help="Tokens per window.", min=1)],
+    batch: Annotated[int, typer.Option(help="Windows per step.", min=1)],
+    separator_tokens: Annotated[
+        int, typer.Option(help="Tokens after each document's end.", min=0)
+    ] = 0,
+    json: JsonOption = False,
+) -> None:
+    """Record the windows a run logged, so every stream query works on that run too."""
+    from lineage.ingest.windows import ingest_windows
+
+    result = ingest_windows(
+        current_store(ctx), path, stream=stream, corpus=corpus, seq_len=seq_len, batch=batch,
+        separator_tokens=separator_tokens,
+    )
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_lines([
+        f"stream {result['name']}: {result['status']}: {result['windows']:,} recorded windows, "
+        f"{result['occurrences']:,} segments",
+        f"occurrences {result['occurrences_digest']}",
+    ])

@@ -33,6 +33,7 @@ from lineage.stream.spec import (
     OCCURRENCE_DIGEST_COLUMNS,
     OCCURRENCES_SPEC,
     STREAM_SPEC,
+    RecordedSpec,
     StreamSpec,
     parse_epochs,
     source_budget,
@@ -105,7 +106,7 @@ def build_stream(
     try:
         built = _build(store, spec, corpus, name, sources, files, staging, memory_limit,
                        progress)
-        status = _commit(store, name, corpus, spec, built)
+        status = commit_stream(store, name, corpus, spec, built)
     finally:
         remove_quietly(staging)
     return StreamBuildResult(
@@ -119,7 +120,7 @@ def build_stream(
 
 
 @dataclass
-class _Built:
+class Built:
     tokens: int
     windows: int
     steps: int
@@ -153,7 +154,7 @@ def _existing(store: Store, name: str) -> dict[str, Any] | None:
 def _build(
     store: Store, spec: StreamSpec, corpus: str, name: str, sources: dict[str, int],
     files: list[str], staging: Any, memory_limit: str, progress: Progress,
-) -> _Built:
+) -> Built:
     import duckdb
 
     con = duckdb.connect(":memory:")
@@ -176,20 +177,9 @@ def _build(
             )
         tokens = steps * spec.batch * spec.seq_len
         con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
-        occurrences = int((con.execute("SELECT count(*) FROM ordered").fetchone() or (0,))[0])
-        digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
-        parts = _write(con, store, name, corpus, "ordinal", occurrences_schema(), [digest],
-                       occurrences, progress, "writing occurrences")
-        try:
-            hash_parts = _write(con, store, name, corpus, "content_hash, ordinal",
-                                occurrence_hashes_schema(), [], occurrences, progress,
-                                "indexing occurrences")
-            faults.reach("stream-written")
-        except BaseException:
-            discard_parts(parts)
-            raise
-        return _Built(tokens, steps * spec.batch, steps, occurrences, digest.prefixed(),
-                      parts, hash_parts)
+        parts, hash_parts, digest, occurrences = write_occurrences(
+            con, store, name, corpus, progress)
+        return Built(tokens, steps * spec.batch, steps, occurrences, digest, parts, hash_parts)
     finally:
         con.close()
 
@@ -242,7 +232,7 @@ def _order(
                         // greatest(2 * t.s_total, 1)::HUGEINT AS m
             FROM kept k JOIN totals t USING (source)
         )
-        SELECT doc_id, source, epoch, n_tokens, content_hash, uri,
+        SELECT doc_id, source, epoch, n_tokens, content_hash, uri, 0::BIGINT AS doc_offset,
                row_number() OVER o - 1 AS ordinal,
                sum(n_tokens + ?) OVER o - (n_tokens + ?) AS stream_start
         FROM merged
@@ -253,6 +243,25 @@ def _order(
     con.execute("DROP TABLE kept")
 
 
+def write_occurrences(
+    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, progress: Progress
+) -> tuple[list[WrittenPart], list[WrittenPart], str, int]:
+    """Write table `ordered` as the stream's occurrences and its content-hash index."""
+    occurrences = int((con.execute("SELECT count(*) FROM ordered").fetchone() or (0,))[0])
+    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    parts = _write(con, store, name, corpus, "ordinal", occurrences_schema(), [digest],
+                   occurrences, progress, "writing occurrences")
+    try:
+        hash_parts = _write(con, store, name, corpus, "content_hash, ordinal",
+                            occurrence_hashes_schema(), [], occurrences, progress,
+                            "indexing occurrences")
+        faults.reach("stream-written")
+    except BaseException:
+        discard_parts(parts)
+        raise
+    return parts, hash_parts, digest.prefixed(), occurrences
+
+
 def _write(
     con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, order: str,
     schema: Any, digests: list[LineHasher], total: int, progress: Progress, stage: str,
@@ -261,7 +270,7 @@ def _write(
     reader = con.cursor().sql(
         f"""
         SELECT ?::VARCHAR AS stream, ordinal, ?::VARCHAR AS corpus, doc_id, source, epoch,
-               stream_start, stream_start + n_tokens AS stream_end, 0::BIGINT AS doc_offset,
+               stream_start, stream_start + n_tokens AS stream_end, doc_offset,
                content_hash, uri
         FROM ordered ORDER BY {order}
         """,
@@ -273,7 +282,10 @@ def _write(
                        total=total)
 
 
-def _commit(store: Store, name: str, corpus: str, spec: StreamSpec, built: _Built) -> str:
+def commit_stream(
+    store: Store, name: str, corpus: str, spec: StreamSpec | RecordedSpec, built: Built
+) -> str:
+    """Publish the parts and record the stream in one transaction: "added" or "unchanged"."""
     relative: list[str] = []
     digest16 = built.digest.split(":", 1)[1][:16]
     try:

@@ -121,27 +121,32 @@ def docs_in_step(
     with store.reader(views=False) as con:
         info = _resolve(con, stream)
         span = step_range(info, step, rank=rank, world_size=world_size, window=window)
-        seq_len = int(info["seq_len"])
-        start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-        rows = con.execute(
-            """
-            SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end,
-                   doc_offset, ordinal
-            FROM read_parquet(?) WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal
-            """,
-            [occurrence_files(con, store, "occurrences", info["name"]), start, end],
-        ).fetchall()
-    documents = list(_segments(rows, info, span))
+        segments = step_segments(con, store, info, span)
+    for segment in segments:
+        del segment["position"]
     return {
         "stream": info["name"], "spec": info["spec"], "spec_hash": info["spec_hash"],
         "manifest_hash": info["manifest_hash"], "step": step,
-        "windows": [span.first_window, span.last_window], "documents": documents,
+        "windows": [span.first_window, span.last_window], "documents": segments,
     }
 
 
-def _segments(rows: list[tuple[Any, ...]], info: dict[str, Any], span: StepRange):  # type: ignore[no-untyped-def]
-    seq_len, batch = int(info["seq_len"]), int(info["batch"])
-    for doc_id, source, uri, content_hash, epoch, a, b, offset, _ in rows:
+def step_segments(
+    con: duckdb.DuckDBPyConnection, store: Store, info: dict[str, Any], span: StepRange
+) -> list[dict[str, Any]]:
+    """Segments in stream order; `position` is the segment's first token in the stream."""
+    seq_len = int(info["seq_len"])
+    start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
+    rows = con.execute(
+        """
+        SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end, doc_offset
+        FROM read_parquet(?) WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal
+        """,
+        [occurrence_files(con, store, "occurrences", info["name"]), start, end],
+    ).fetchall()
+    batch = int(info["batch"])
+    segments = []
+    for doc_id, source, uri, content_hash, epoch, a, b, offset in rows:
         first = max(a // seq_len, span.first_window)
         last = min((b - 1) // seq_len, span.last_window)
         for w in range(first, last + 1):
@@ -151,8 +156,10 @@ def _segments(rows: list[tuple[Any, ...]], info: dict[str, Any], span: StepRange
             rank = None
             if span.world_size:
                 rank = (w - span.step * batch) // (batch // span.world_size)
-            yield {
+            segments.append({
                 "doc_id": doc_id, "source": source, "uri": uri, "content_hash": content_hash,
                 "epoch": epoch, "window": w, "rank": rank,
-                "token_start": offset + lo - a, "token_end": offset + hi - a,
-            }
+                "token_start": offset + lo - a, "token_end": offset + hi - a, "position": lo,
+            })
+    segments.sort(key=lambda s: (s["window"], s["position"]))
+    return segments

@@ -59,6 +59,33 @@ class StreamSpec:
         return "blake3:" + blake3.blake3(self.canonical_json().encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class RecordedSpec:
+    """A stream a run recorded itself (`lineage ingest windows`): its log is the order."""
+
+    manifest_hash: str
+    seq_len: int
+    batch: int
+    separator_tokens: int
+    log_hash: str  # 'blake3:<hex>' of the windows file as ingested
+    spec: str = RECORDED_SPEC
+    seed: None = None
+    token_budget: None = None
+    epochs: dict[str, str] = field(default_factory=dict)
+
+    def canonical_json(self) -> str:
+        return json.dumps(
+            {"batch": self.batch, "log_hash": self.log_hash,
+             "manifest_hash": self.manifest_hash, "separator_tokens": self.separator_tokens,
+             "seq_len": self.seq_len, "spec": self.spec},
+            sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        )
+
+    @property
+    def spec_hash(self) -> str:
+        return "blake3:" + blake3.blake3(self.canonical_json().encode("utf-8")).hexdigest()
+
+
 def normal_decimal(value: str | int | float | Decimal) -> str:
     """A positive decimal in normal form: '1', '0.89', '2.5' (no exponent, no trailing 0)."""
     try:

@@ -1,0 +1,237 @@
+"""`lineage ingest windows`: a stream a run recorded itself, in the occurrence shape.
+
+Runs that did not use the canonical order log which document segments each window
+held: rows of `step, rank, window, doc_id, token_start, token_end` (Parquet or JSONL),
+`window` counted over the whole run and `token_start/token_end` offsets inside the
+document. Within a window, segments follow the file's order, packed back to back with
+K separator tokens after each segment that ends its document (separators that do not
+fit spill into the next window). Unknown doc_ids, impossible offsets, overfull windows,
+missing windows and a document that does not continue where it stopped are reported
+(the first few, with their rows), and nothing is stored. Every query then works on the
+recorded stream as on a canonical one.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from lineage.durable import remove_quietly
+from lineage.errors import ConflictError, InputError, NotFoundError, UsageError
+from lineage.manifest import NAME_RULE, is_valid_name
+from lineage.parts import Progress
+from lineage.scratch import new_staging_dir
+from lineage.store import Store
+from lineage.stream.build import Built, commit_stream, write_occurrences
+from lineage.stream.query import stream_row
+from lineage.stream.spec import RecordedSpec
+
+REQUIRED = ("step", "rank", "window", "doc_id", "token_start", "token_end")
+_SHOW = 3  # problems named per rule
+
+
+def ingest_windows(
+    store: Store,
+    path: str | Path,
+    *,
+    stream: str,
+    corpus: str,
+    seq_len: int,
+    batch: int,
+    separator_tokens: int = 0,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """Check a recorded window log against the corpus and store it as stream `stream`."""
+    started = time.monotonic()
+    path = Path(path)
+    if not is_valid_name(stream):
+        raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
+    if seq_len < 1 or batch < 1 or separator_tokens < 0:
+        raise UsageError("--seq-len and --batch must be at least 1, --separator-tokens >= 0")
+    if not path.is_file():
+        raise InputError(path, "no such file")
+    log_hash = "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no corpus named {corpus!r}")
+        documents = [str(store.root / r[0]) for r in con.execute(
+            "SELECT path FROM parquet_files WHERE table_name = 'documents' AND owner = ?",
+            [corpus]).fetchall()]
+        existing = stream_row(con, stream)
+    spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash)
+    if existing is not None:
+        if existing["spec_hash"] != spec.spec_hash:
+            raise ConflictError(f"stream {stream!r} exists with other content; choose another")
+        return {**existing, "status": "unchanged"}
+    staging = new_staging_dir(store.staging_dir)
+    try:
+        built = _build(store, path, stream, corpus, documents, spec, staging, progress)
+        status = commit_stream(store, stream, corpus, spec, built)
+    finally:
+        remove_quietly(staging)
+    return {"name": stream, "status": status, "spec": spec.spec, "spec_hash": spec.spec_hash,
+            "corpus": corpus, "manifest_hash": spec.manifest_hash, "log_hash": log_hash,
+            "windows": built.windows, "steps": built.steps, "tokens": built.tokens,
+            "occurrences": built.occurrences, "occurrences_digest": built.digest,
+            "seconds": round(time.monotonic() - started, 3)}
+
+
+def _build(store: Store, path: Path, stream: str, corpus: str, documents: list[str],
+           spec: RecordedSpec, staging: Path, progress: Progress) -> Built:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET temp_directory = ?", [str(staging / "spill")])
+        _load(con, path)
+        con.execute("CREATE TABLE docs AS SELECT doc_id, source, n_tokens, content_hash, uri "
+                    "FROM read_parquet(?)", [documents])
+        _place(con, spec.seq_len, spec.separator_tokens)
+        _check(con, path, spec)
+        _carry_separators(con, spec.seq_len)
+        problems = _layout_problems(con, spec)
+        if problems:
+            raise InputError(path, "; ".join(problems) + " (nothing stored)")
+        windows = int((con.execute("SELECT max(win) + 1 FROM placed").fetchone() or (0,))[0])
+        con.execute(
+            """
+            CREATE TABLE ordered AS
+            SELECT doc_id, source, epoch, token_end - token_start AS n_tokens, content_hash,
+                   uri, token_start AS doc_offset, stream_start,
+                   row_number() OVER (ORDER BY stream_start) - 1 AS ordinal
+            FROM placed
+            """
+        )
+        parts, hash_parts, digest, occurrences = write_occurrences(
+            con, store, stream, corpus, progress)
+        steps = -(-windows // spec.batch)
+        return Built(windows * spec.seq_len, windows, steps, occurrences, digest, parts,
+                     hash_parts)
+    finally:
+        con.close()
+
+
+def _load(con: Any, path: Path) -> None:
+    import duckdb
+
+    lowered = path.name.lower()
+    if lowered.endswith(".parquet"):
+        source = "read_parquet(?, file_row_number = true)"
+        row = "file_row_number + 1"
+    elif lowered.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson")):
+        columns = ("{step: 'BIGINT', rank: 'BIGINT', \"window\": 'BIGINT', "
+                   "doc_id: 'VARCHAR', token_start: 'BIGINT', token_end: 'BIGINT'}")
+        source = f"read_json(?, format = 'newline_delimited', columns = {columns})"
+        row = "row_number() OVER ()"
+    else:
+        raise InputError(path, "expected a .parquet or .jsonl window log")
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}",
+                                             [str(path)]).fetchall()}
+        missing = [c for c in REQUIRED if c not in present]
+        if missing:
+            raise InputError(path, f"window log lacks column(s): {', '.join(missing)}")
+        # `window` is an SQL keyword: it is called `win` from here on.
+        con.execute(
+            "CREATE TABLE log AS SELECT CAST(step AS BIGINT) AS step, "
+            'CAST(rank AS BIGINT) AS rank, CAST("window" AS BIGINT) AS win, '
+            "CAST(doc_id AS VARCHAR) AS doc_id, CAST(token_start AS BIGINT) AS token_start, "
+            f"CAST(token_end AS BIGINT) AS token_end, {row} AS row FROM {source}",
+            [str(path)],
+        )
+    except duckdb.Error as exc:
+        raise InputError(path, f"cannot be read ({str(exc).splitlines()[0]})") from exc
+
+
+def _place(con: Any, seq_len: int, separator: int) -> None:
+    """Segment positions: packed in file order inside each window, K after a document end."""
+    con.execute(
+        f"""
+        CREATE TABLE placed AS
+        WITH joined AS (
+            SELECT l.*, d.source, d.n_tokens, d.content_hash, d.uri,
+                   (l.token_end - l.token_start)
+                   + CASE WHEN l.token_end = d.n_tokens THEN {separator} ELSE 0 END AS width
+            FROM log l LEFT JOIN docs d USING (doc_id)
+        )
+        SELECT *, win * {seq_len} + coalesce(sum(width) OVER (
+                   PARTITION BY win ORDER BY row
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS stream_start,
+               sum(CASE WHEN token_start = 0 THEN 1 ELSE 0 END) OVER (
+                   PARTITION BY doc_id ORDER BY win, row) - 1 AS epoch
+        FROM joined
+        """
+    )
+
+
+def _carry_separators(con: Any, seq_len: int) -> None:
+    """Separators after a document that ends a window spill into the next window."""
+    widths = con.execute(
+        "SELECT win, sum(width) FROM placed GROUP BY win ORDER BY win").fetchall()
+    carries, carry = [], 0
+    for window, width in widths:
+        carries.append((window, carry))
+        carry = max(0, carry + int(width) - seq_len)
+    con.execute("CREATE TABLE carry (win BIGINT, carry BIGINT)")
+    con.executemany("INSERT INTO carry VALUES (?, ?)", carries)
+    con.execute("UPDATE placed SET stream_start = stream_start + carry.carry FROM carry "
+                "WHERE placed.win = carry.win")
+
+
+_RULES: tuple[tuple[str, str], ...] = (
+    ("doc_id is not in the corpus", "n_tokens IS NULL"),
+    ("missing step, rank, window or offsets",
+     "step IS NULL OR rank IS NULL OR win IS NULL OR token_start IS NULL "
+     "OR token_end IS NULL"),
+    ("offsets must satisfy 0 <= token_start < token_end <= the document's n_tokens",
+     "token_start < 0 OR token_end <= token_start OR token_end > n_tokens"),
+    ("step must be window // batch", "step != win // $batch"),
+    ("negative rank or window", "rank < 0 OR win < 0"),
+)
+
+
+def _check(con: Any, path: Path, spec: RecordedSpec) -> None:
+    problems: list[str] = []
+    for rule, predicate in _RULES:
+        rows = con.execute(
+            f"SELECT row FROM placed WHERE {predicate.replace('$batch', str(spec.batch))} "
+            f"ORDER BY row LIMIT {_SHOW}").fetchall()
+        if rows:
+            problems.append(f"rows {', '.join(str(r[0]) for r in rows)}: {rule}")
+    if problems:
+        raise InputError(path, "; ".join(problems) + " (nothing stored)")
+
+
+def _layout_problems(con: Any, spec: RecordedSpec) -> list[str]:
+    problems = []
+    over = con.execute(
+        "SELECT win FROM placed GROUP BY win "
+        f"HAVING max(stream_start + token_end - token_start) > (win + 1) * {spec.seq_len} "
+        f"ORDER BY win LIMIT {_SHOW}").fetchall()
+    if over:
+        problems.append(f"windows {', '.join(str(r[0]) for r in over)}: more than "
+                        f"{spec.seq_len} tokens (overfull)")
+    gaps = con.execute(
+        "SELECT w FROM range((SELECT max(win) + 1 FROM placed)) t(w) "
+        f"WHERE w NOT IN (SELECT win FROM placed) ORDER BY w LIMIT {_SHOW}").fetchall()
+    if gaps:
+        problems.append(f"windows {', '.join(str(r[0]) for r in gaps)}: missing (gap)")
+    broken = con.execute(
+        f"""
+        SELECT row, doc_id, token_start, prev_end FROM (
+            SELECT row, doc_id, token_start,
+                   lag(token_end) OVER (PARTITION BY doc_id ORDER BY win, row) AS prev_end
+            FROM placed)
+        WHERE prev_end IS NOT NULL AND token_start != 0 AND token_start != prev_end
+        ORDER BY row LIMIT {_SHOW}
+        """).fetchall()
+    for row, doc_id, start, prev_end in broken:
+        kind = "overlaps" if start < prev_end else "leaves a gap after"
+        problems.append(f"row {row}: {doc_id!r} restarts at token {start}, which {kind} "
+                        f"the previous segment's end {prev_end}")
+    return problems
