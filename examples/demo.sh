@@ -21,4 +21,12 @@ step lineage sql "SELECT corpus, doc_id, n_tokens, left(content_hash, 16) AS con
 step lineage ingest corpus examples/corpus --corpus example \
     --license shakespeare=LicenseRef-PublicDomain --license python-stdlib=PSF-2.0 \
     --license debian-copyright=NOASSERTION
+step lineage stream build --corpus example --name main --seed 42 --seq-len 1024 --batch 4
+step lineage stream show main
+step lineage docs --step 2 --stream main
+step lineage docs --step 2 --stream main --rank 1 --world-size 2
+step lineage trained-on examples/corpus/shakespeare/macbeth.txt examples/corpus/python-stdlib/chunk.py
+# A file that is not in the corpus: the answer is "not-found" and the exit code 1.
+printf '\n\033[1m$ %s\033[0m\n' "lineage trained-on examples/README.md; echo exit=\$?"
+lineage trained-on examples/README.md || echo "exit=$?"
 step lineage store verify
