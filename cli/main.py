@@ -62,7 +62,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        output.stdout.print(f"lineage {__version__}", markup=False)
+        output.emit_lines([f"lineage {__version__}"])
         raise typer.Exit()
 
 

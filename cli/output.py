@@ -10,14 +10,23 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from functools import cache
 
-# Piped output is read by scripts and people alike: do not fold it to 80 columns.
-stdout = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 200)
-stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@cache
+def _console(to_stderr: bool) -> Console:
+    """Rich consoles are made on first use: JSON output never pays for importing rich."""
+    from rich.console import Console
+
+    if to_stderr:
+        return Console(stderr=True, soft_wrap=True, highlight=False)
+    # Piped output is read by scripts and people alike: do not fold it to 80 columns.
+    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def emit_json(value: Any) -> None:
@@ -29,25 +38,27 @@ def emit_json(value: Any) -> None:
 def emit_table(
     columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None
 ) -> None:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for name in columns:
         table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(*("" if v is None else _cell(v) for v in row))
-    stdout.print(table)
+    _console(False).print(table)
 
 
 def emit_lines(lines: Sequence[str]) -> None:
     for line in lines:
-        stdout.print(line, markup=False)
+        _console(False).print(line, markup=False)
 
 
 def info(message: str) -> None:
-    stderr.print(message, markup=False)
+    _console(True).print(message, markup=False)
 
 
 def error(message: str) -> None:
-    stderr.print(f"error: {message}", markup=False, style="red")
+    _console(True).print(f"error: {message}", markup=False, style="red")
 
 
 @contextmanager
@@ -60,7 +71,7 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[str, int | None, int | Non
 
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=stderr, transient=True,
+        console=_console(True), transient=True,
     ) as bar:
         tasks: dict[str, Any] = {}
 
