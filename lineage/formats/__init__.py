@@ -1,0 +1,1 @@
+"""Readers of model and checksum file formats. Read only: nothing here executes an artifact."""
