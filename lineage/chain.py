@@ -1,0 +1,243 @@
+"""`lineage-chain/1` (docs/chain-spec.md): hashing, and the helper a training loop calls.
+
+    writer = ChainWriter("steps.jsonl", config=cfg, stream=store.stream("main"),
+                         world_size=4)
+    for step in ...:
+        ... train ...
+        writer.append(step, weights=params, optimizer=moments, gradients=clipped,
+                      batch_digests=[batch_digest(reader.segments(step, rank=r,
+                                      world_size=4)) for r in range(4)],
+                      loss=loss, grad_norm=norm, lr=lr, clipped=c, skipped=s,
+                      rng={"seed": seed, "counter": counter}, cursor=(step + 1) * batch)
+
+Tensors are anything exposing the buffer protocol (NumPy arrays included); torch tensors
+work when torch is installed, and torch is never required.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+CHAIN_SPEC = "lineage-chain/1"
+ALGORITHM = "blake3"
+GENESIS_TAG = f"{CHAIN_SPEC} genesis\n".encode()
+STEP_TAG = f"{CHAIN_SPEC} step\n".encode()
+TENSORS_TAG = b"lineage-tensors/1\n"
+BATCH_TAG = b"lineage-batch/1\n"
+
+# NumPy dtype names (and buffer-protocol format characters) -> safetensors dtype names.
+_NUMPY_DTYPES = {
+    "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16",
+    "float16": "F16", "bfloat16": "BF16", "int32": "I32", "uint32": "U32", "float32": "F32",
+    "int64": "I64", "uint64": "U64", "float64": "F64",
+    "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+}  # fmt: skip
+_BUFFER_FORMATS = {
+    "?": "BOOL", "B": "U8", "b": "I8", "h": "I16", "H": "U16", "e": "F16", "i": "I32",
+    "I": "U32", "f": "F32", "q": "I64", "l": "I64", "Q": "U64", "L": "U64", "d": "F64",
+}  # fmt: skip
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, shortest floats; non-finite floats as strings."""
+    return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def blake3_hex(data: bytes) -> str:
+    return "blake3:" + blake3.blake3(data).hexdigest()
+
+
+def genesis_hash(
+    *, config: Mapping[str, Any], stream_spec_hash: str, manifest_hash: str, world_size: int
+) -> str:
+    body = {"config": dict(config), "manifest_hash": manifest_hash,
+            "stream_spec_hash": stream_spec_hash, "world_size": world_size}
+    return blake3_hex(GENESIS_TAG + canonical_json(body).encode("utf-8"))
+
+
+def step_hash(record: Mapping[str, Any]) -> str:
+    """The state hash of a step record (the record's own `state_hash` left out)."""
+    body = {k: v for k, v in record.items() if k != "state_hash"}
+    return blake3_hex(STEP_TAG + canonical_json(body).encode("utf-8"))
+
+
+# -- tensors ---------------------------------------------------------------------------
+
+
+class TensorDigest:
+    """Incremental `lineage-tensors/1` digest; tensors must arrive sorted by name."""
+
+    def __init__(self) -> None:
+        self._hasher = blake3.blake3(TENSORS_TAG)
+        self._last: bytes | None = None
+
+    def add(self, name: str, dtype: str, shape: Iterable[int], data: bytes | memoryview) -> None:
+        encoded = name.encode("utf-8")
+        if self._last is not None and encoded <= self._last:
+            raise ValueError(f"tensors must be added in name order: {name!r}")
+        self._last = encoded
+        dims = list(shape)
+        head = struct.pack("<I", len(encoded)) + encoded
+        head += struct.pack("<B", len(dtype)) + dtype.encode("ascii")
+        head += struct.pack("<B", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+        head += struct.pack("<Q", len(data))
+        self._hasher.update(head)
+        self._hasher.update(data)
+
+    def hexdigest(self) -> str:
+        return "blake3:" + self._hasher.hexdigest()
+
+
+def tensor_digest(tensors: Mapping[str, Any]) -> str:
+    """Digest of named tensors (NumPy arrays, buffer-protocol objects, torch tensors)."""
+    digest = TensorDigest()
+    for name in sorted(tensors, key=lambda n: n.encode("utf-8")):
+        dtype, shape, data = tensor_bytes(tensors[name])
+        digest.add(name, dtype, shape, data)
+    return digest.hexdigest()
+
+
+def tensor_bytes(value: Any) -> tuple[str, tuple[int, ...], memoryview]:
+    """(safetensors dtype, shape, little-endian C-order bytes) of one tensor."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        return _torch_bytes(value)
+    if hasattr(value, "dtype") and hasattr(value, "tobytes") and hasattr(value, "shape"):
+        name = str(value.dtype)
+        if name not in _NUMPY_DTYPES:
+            raise TypeError(f"unsupported tensor dtype {name}")
+        if getattr(value.dtype, "byteorder", "=") == ">":
+            value = value.byteswap().view(value.dtype.newbyteorder("<"))
+        contiguous = value if value.flags["C_CONTIGUOUS"] else value.copy(order="C")
+        return _NUMPY_DTYPES[name], tuple(int(d) for d in value.shape), \
+            memoryview(contiguous).cast("B")
+    view = memoryview(value)
+    fmt = view.format.lstrip("<=@")
+    if fmt not in _BUFFER_FORMATS:
+        raise TypeError(f"unsupported buffer format {view.format!r}")
+    return _BUFFER_FORMATS[fmt], tuple(view.shape or ()), view.cast("B")
+
+
+def _torch_bytes(tensor: Any) -> tuple[str, tuple[int, ...], memoryview]:
+    import torch  # present: the caller passed a torch tensor
+
+    flat = tensor.detach().cpu().contiguous()
+    if flat.dtype == torch.bfloat16:  # NumPy has no bfloat16: digest the raw bits
+        raw = flat.view(torch.int16).numpy()
+        return "BF16", tuple(int(d) for d in flat.shape), memoryview(raw).cast("B")
+    return tensor_bytes(flat.numpy())
+
+
+# -- batches ---------------------------------------------------------------------------
+
+
+def batch_digest(segments: Iterable[Any]) -> str:
+    """Digest of one rank's segments (StreamReader.segments or `docs --step` rows)."""
+    hasher = blake3.blake3(BATCH_TAG)
+    for s in segments:
+        get = s.get if isinstance(s, dict) else lambda k, s=s: getattr(s, k)
+        line = f"{get('window')}\t{get('doc_id')}\t{get('token_start')}\t{get('token_end')}\n"
+        hasher.update(line.encode("utf-8"))
+    return "blake3:" + hasher.hexdigest()
+
+
+# -- the trainer's writer ---------------------------------------------------------------
+
+
+class ChainWriter:
+    """Appends canonical step records to a JSONL step log, folding each into the next."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        config: Mapping[str, Any],
+        stream: Mapping[str, Any],
+        world_size: int,
+        durable: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.durable = durable
+        self.header = {
+            "algorithm": ALGORITHM, "chain": CHAIN_SPEC, "config": dict(config),
+            "manifest_hash": stream["manifest_hash"], "stream_spec_hash": stream["spec_hash"],
+            "world_size": world_size,
+        }
+        self.header["genesis"] = genesis_hash(
+            config=config, stream_spec_hash=stream["spec_hash"],
+            manifest_hash=stream["manifest_hash"], world_size=world_size,
+        )
+        self.prev_hash = self.header["genesis"]
+        self.last_step: int | None = None
+        if self.path.exists() and self.path.stat().st_size:
+            self._resume()
+        else:
+            self._write_line(self.header)
+
+    def append(
+        self,
+        step: int,
+        *,
+        weights: Mapping[str, Any],
+        batch_digests: list[str],
+        loss: float,
+        grad_norm: float,
+        lr: float,
+        clipped: bool,
+        skipped: bool,
+        rng: Mapping[str, Any],
+        cursor: int,
+        optimizer: Mapping[str, Any] | None = None,
+        gradients: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Hash this step's state and append its record; returns the record."""
+        if self.last_step is not None and step != self.last_step + 1:
+            raise ValueError(f"step {step} does not follow step {self.last_step}")
+        state = {f"weights/{k}": v for k, v in weights.items()}
+        state |= {f"optimizer/{k}": v for k, v in (optimizer or {}).items()}
+        state |= {f"gradients/{k}": v for k, v in (gradients or {}).items()}
+        record: dict[str, Any] = {
+            "batch_digests": list(batch_digests), "clipped": bool(clipped), "cursor": cursor,
+            "grad_norm": float(grad_norm), "loss": float(loss), "lr": float(lr),
+            "prev_hash": self.prev_hash, "rng": dict(rng), "skipped": bool(skipped),
+            "state_digest": tensor_digest(state), "step": step,
+            "weights_digest": tensor_digest(weights),
+        }
+        record["state_hash"] = step_hash(record)
+        self._write_line(record)
+        self.prev_hash, self.last_step = record["state_hash"], step
+        return record
+
+    def _write_line(self, value: Mapping[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(canonical_json(value) + "\n")
+            if self.durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def _resume(self) -> None:
+        """Continue an existing log (a restart): the header must match this run."""
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        if json.loads(lines[0]) != self.header:
+            raise ValueError(f"{self.path}: the log belongs to another run configuration")
+        if len(lines) > 1:
+            last = json.loads(lines[-1])
+            self.prev_hash, self.last_step = last["state_hash"], last["step"]
