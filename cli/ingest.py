@@ -96,3 +96,25 @@ def windows(
         f"{result['occurrences']:,} segments",
         f"occurrences {result['occurrences_digest']}",
     ])
+
+
+@app.command("steps")
+def steps(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="The run's step log (JSONL, header first).")],
+    run: Annotated[str, typer.Option(help="The run name.")],
+    stream: Annotated[str, typer.Option(help="The stream the run read.")],
+    world_size: Annotated[int, typer.Option(help="Ranks in the run.", min=1)],
+    json: JsonOption = False,
+) -> None:
+    """Record a step log (or a restart segment of one) as logged, byte for byte."""
+    from lineage.ingest.steps import ingest_steps
+
+    result = ingest_steps(current_store(ctx), path, run=run, stream=stream,
+                          world_size=world_size)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_lines([f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
+                       f"steps of {result['records']:,} records (steps {result['first_step']}"
+                       f"..{result['last_step']})"])

@@ -88,11 +88,13 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import corpus, ingest, query, store, stream
+    from lineage.cli import corpus, ingest, query, run, store, stream
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(stream.app, name="stream")
+    app.add_typer(run.app, name="run")
+    app.add_typer(run.chain_app, name="chain")
     app.add_typer(store.app, name="store")
     app.command("init")(store.init)
     app.command("sql")(store.sql)

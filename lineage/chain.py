@@ -121,7 +121,7 @@ def tensor_bytes(value: Any) -> tuple[str, tuple[int, ...], memoryview]:
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
         return _torch_bytes(value)
     if hasattr(value, "dtype") and hasattr(value, "tobytes") and hasattr(value, "shape"):
-        name = str(value.dtype)
+        name = value.dtype.name
         if name not in _NUMPY_DTYPES:
             raise TypeError(f"unsupported tensor dtype {name}")
         if getattr(value.dtype, "byteorder", "=") == ">":

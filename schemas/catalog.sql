@@ -72,3 +72,60 @@ CREATE TABLE streams (
     occurrences_digest  VARCHAR NOT NULL,  -- 'blake3:<hex>' under lineage-occurrences/1
     created_at          TIMESTAMP NOT NULL
 );
+
+-- Runs: a training run bound to a stream, with its step hash chain.
+CREATE TABLE runs (
+    name        VARCHAR PRIMARY KEY,
+    stream      VARCHAR NOT NULL,
+    world_size  BIGINT  NOT NULL,
+    chain       VARCHAR NOT NULL,     -- 'lineage-chain/1' or a foreign chain's name
+    algorithm   VARCHAR NOT NULL,     -- 'blake3' (fully checked) or e.g. 'blake2b' (continuity)
+    genesis     VARCHAR NOT NULL,
+    header      VARCHAR NOT NULL,     -- the step log's first line, as logged
+    created_at  TIMESTAMP NOT NULL
+);
+
+-- One row per step record, kept byte for byte as logged (the bytes that were hashed).
+CREATE TABLE steps (
+    run             VARCHAR NOT NULL,
+    step            BIGINT  NOT NULL,
+    segment         BIGINT  NOT NULL,  -- the first log (restart segment) that recorded it
+    state_hash      VARCHAR,
+    prev_hash       VARCHAR,
+    loss            DOUBLE,
+    grad_norm       DOUBLE,
+    lr              DOUBLE,
+    clipped         BOOLEAN,
+    skipped         BOOLEAN,
+    weights_digest  VARCHAR,
+    record          VARCHAR NOT NULL,
+    PRIMARY KEY (run, step)
+);
+
+CREATE TABLE run_segments (
+    run          VARCHAR NOT NULL,
+    segment      BIGINT  NOT NULL,
+    log_path     VARCHAR NOT NULL,
+    log_hash     VARCHAR NOT NULL,    -- 'blake3:<hex>' of the log file as ingested
+    first_step   BIGINT  NOT NULL,
+    last_step    BIGINT  NOT NULL,
+    records      BIGINT  NOT NULL,
+    new_steps    BIGINT  NOT NULL,
+    ingested_at  TIMESTAMP NOT NULL,
+    PRIMARY KEY (run, segment)
+);
+
+CREATE TABLE checkpoints (
+    run                   VARCHAR NOT NULL,
+    step                  BIGINT  NOT NULL,
+    path                  VARCHAR NOT NULL,
+    files                 VARCHAR NOT NULL,  -- JSON: path, size, sha256, blake3, format
+    structure_ok          BOOLEAN NOT NULL,
+    checksums_ok          BOOLEAN,           -- NULL when no checksum list was given
+    weights_digest        VARCHAR,           -- computed from the checkpoint's tensors
+    chain_weights_digest  VARCHAR,           -- what the chain recorded for that step
+    matches_chain         BOOLEAN,           -- NULL when the chain has no record to compare
+    verdicts              VARCHAR NOT NULL,  -- JSON: the `lineage verify` report
+    created_at            TIMESTAMP NOT NULL,
+    PRIMARY KEY (run, step)
+);

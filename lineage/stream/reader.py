@@ -77,6 +77,17 @@ class StreamReader:
             out[s.window - first][offset:offset + len(chunk)] = array("H", list(chunk))
         return out
 
+    def batch_digests(self, step: int, world_size: int) -> list[str]:
+        """Per rank, the digest of its segments (lineage-batch/1), from one query."""
+        from lineage.chain import batch_digest
+
+        per_rank = int(self.info["batch"]) // world_size
+        by_rank: list[list[Segment]] = [[] for _ in range(world_size)]
+        first = step * int(self.info["batch"])
+        for segment in self.segments(step):
+            by_rank[(segment.window - first) // per_rank].append(segment)
+        return [batch_digest(segments) for segments in by_rank]
+
     def iter_windows(self) -> Iterator[tuple[int, list[array[int]]]]:
         for step in range(int(self.info["steps"])):
             yield step, self.windows(step)

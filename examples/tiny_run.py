@@ -1,0 +1,114 @@
+"""A tiny, real training run over the canonical stream, with its step hash chain.
+
+A byte-level bigram model (embedding 257 x 16, output 16 x 257) in NumPy, trained with
+Adam on the windows `StreamReader` gives it, step by step, as a world of 2 ranks would
+read them. Gradients are clipped to a norm of CLIP; a pre-clip norm above SKIP skips the
+step and the next four, as the auditable run of DOMAIN.md §4 did. Each step is appended
+to a lineage-chain/1 step log (tensors digested, batch digests from the reader), and the
+weights are saved as safetensors every CHECKPOINT_EVERY steps.
+
+    python examples/tiny_run.py --store demo-store --stream main --steps 200 --out run-out
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+
+import lineage
+from lineage.chain import ChainWriter
+from lineage.stream.reader import SEPARATOR, StreamReader
+
+VOCAB = SEPARATOR + 1
+DIM = 16
+WORLD_SIZE = 2
+LR = 0.05
+CLIP = 0.3
+SKIP = 0.55
+SKIP_AFTER = 4
+CHECKPOINT_EVERY = 50
+SEED = 42
+
+
+def init_weights() -> dict[str, np.ndarray]:
+    rng = np.random.Generator(np.random.Philox(SEED))  # counter-based: same on every machine
+    return {"embed": (rng.standard_normal((VOCAB, DIM)) * 0.1).astype(np.float32),
+            "out": (rng.standard_normal((DIM, VOCAB)) * 0.1).astype(np.float32)}
+
+
+def loss_and_grads(w: dict[str, np.ndarray], windows: list) -> tuple[float, dict[str, np.ndarray]]:
+    tokens = np.concatenate([np.frombuffer(win, dtype=np.uint16) for win in windows])
+    x, y = tokens[:-1].astype(np.int64), tokens[1:].astype(np.int64)
+    hidden = w["embed"][x]                                   # (n, DIM)
+    logits = hidden @ w["out"]                               # (n, VOCAB)
+    logits -= logits.max(axis=1, keepdims=True)
+    probs = np.exp(logits)
+    probs /= probs.sum(axis=1, keepdims=True)
+    loss = float(-np.log(probs[np.arange(len(y)), y] + 1e-12).mean())
+    probs[np.arange(len(y)), y] -= 1.0
+    probs /= len(y)
+    grad_out = hidden.T @ probs
+    grad_hidden = probs @ w["out"].T
+    grad_embed = np.zeros_like(w["embed"])
+    np.add.at(grad_embed, x, grad_hidden)
+    return loss, {"embed": grad_embed.astype(np.float32), "out": grad_out.astype(np.float32)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default="demo-store")
+    parser.add_argument("--stream", default="main")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=Path("run-out"))
+    args = parser.parse_args()
+
+    store = lineage.open(args.store)
+    reader = StreamReader(store, args.stream)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "steps.jsonl"
+    log.unlink(missing_ok=True)
+    config = {"model": "bigram-bytes", "dim": DIM, "lr": LR, "clip": CLIP, "skip": SKIP,
+              "skip_after": SKIP_AFTER, "seed": SEED, "optimizer": "adam"}
+    chain = ChainWriter(log, config=config, stream=reader.info, world_size=WORLD_SIZE)
+    weights = init_weights()
+    moments = {f"{k}.{m}": np.zeros_like(v) for k, v in weights.items() for m in ("m", "v")}
+    skip_until = -1
+    batch = int(reader.info["batch"])
+    for step in range(min(args.steps, int(reader.info["steps"]))):
+        loss, grads = loss_and_grads(weights, reader.windows(step))
+        norm = float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum())
+                                 for g in grads.values())))
+        clipped = norm > CLIP
+        if clipped:
+            grads = {k: (g * (CLIP / norm)).astype(np.float32) for k, g in grads.items()}
+        if norm > SKIP:
+            skip_until = step + SKIP_AFTER
+        skipped = step <= skip_until
+        if not skipped:
+            adam(weights, grads, moments, step + 1)
+        chain.append(step, weights=weights, optimizer=moments, gradients=grads,
+                     batch_digests=reader.batch_digests(step, WORLD_SIZE), loss=loss,
+                     grad_norm=norm, lr=LR, clipped=clipped, skipped=skipped,
+                     rng={"seed": SEED, "counter": 0}, cursor=(step + 1) * batch)
+        if (step + 1) % CHECKPOINT_EVERY == 0:
+            folder = args.out / f"checkpoint-{step}"
+            folder.mkdir(exist_ok=True)
+            save_file(weights, str(folder / "model.safetensors"), metadata={"step": str(step)})
+    print(f"wrote {log} ({step + 1} steps) and checkpoints in {args.out}")
+
+
+def adam(w: dict[str, np.ndarray], g: dict[str, np.ndarray], m: dict[str, np.ndarray],
+         t: int, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+    for k in w:
+        m[f"{k}.m"] = (b1 * m[f"{k}.m"] + (1 - b1) * g[k]).astype(np.float32)
+        m[f"{k}.v"] = (b2 * m[f"{k}.v"] + (1 - b2) * g[k] * g[k]).astype(np.float32)
+        m_hat = m[f"{k}.m"] / (1 - b1**t)
+        v_hat = m[f"{k}.v"] / (1 - b2**t)
+        w[k] = (w[k] - LR * m_hat / (np.sqrt(v_hat) + eps)).astype(np.float32)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,542 @@
+"""SHA256SUMS lists: a strict reader, a verifier and a writer.
+
+Accepted line forms (the ones `sha256sum`, `shasum -a 256` and BSD `sha256` write):
+
+    <64 hex>  <name>          GNU text mode
+    <64 hex> *<name>          GNU binary marker (same bytes on POSIX)
+    <64 hex> <name>           BSD `sha256 -r` (name must not start with a space or `*`)
+    SHA256 (<name>) = <64 hex>   BSD / `--tag`
+
+A line that starts with `\\` carries a GNU-escaped name (`\\\\`, `\\n`, `\\r`). Hex may be
+upper case (stored lower case), CRLF endings and blank lines are accepted, and lines that
+start with `#` are comments, as `sha256sum -c` treats them. Everything else is refused,
+with the line number and a rule id; stricter than `sha256sum -c` on purpose: leading
+white space, tabs, other algorithms and truncated hashes are refused, not skipped.
+
+Names are normalised (`./a//b` -> `a/b`) so two spellings of one file count as duplicates.
+A duplicate with the same hash is kept and reported by `verify_sums` as the warning
+`duplicate-entry`, which does not make the report fail: the list still names exactly one
+expected content per file. A duplicate with another hash is `conflicting-entry`: refused.
+A list with no entries is refused (`empty-list`): it proves nothing and is usually a
+truncated transfer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lineage.errors import InputError
+
+SUMS_NAME = "SHA256SUMS"
+WARNING_RULES = frozenset({"duplicate-entry"})  # reported, but `ok` stays True
+_READ_CHUNK = 1 << 20  # large updates let hashlib release the GIL
+_HEX_LEN = 64
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]*")
+_TAG = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*) ?\(")
+_UNESCAPE = {"\\": "\\", "n": "\n", "r": "\r"}
+
+Progress = Callable[[int, int], object]
+
+
+@dataclass(frozen=True)
+class SumEntry:
+    line: int
+    path: str  # normalised, '/'-separated, relative to the listed folder
+    sha256: str  # lowercase hex
+
+
+@dataclass(frozen=True)
+class SumProblem:
+    line: int | None
+    path: str | None
+    rule: str
+    message: str
+
+
+@dataclass
+class SumsReport:
+    ok: bool
+    files: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[SumProblem] = field(default_factory=list)
+    bytes_hashed: int = 0
+
+
+class _Refusal(Exception):
+    """A per-line or per-file rule broken; carries the rule id and a one-line reason."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{rule}: {message}")
+        self.rule = rule
+        self.message = message
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def read_sums(path: Path) -> list[SumEntry]:
+    """Parse a sums file; InputError names the file, the line and the rule broken."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"unreadable-file: cannot read ({exc.strerror or exc})") from exc
+    return _parse_lines(data.split(b"\n"), source=str(path))
+
+
+def parse_sums(text: str, *, source: str = "<sums>") -> list[SumEntry]:
+    """Parse sums text; InputError (with `source` as the file) on the first bad line."""
+    return _parse_lines(text.split("\n"), source=source)
+
+
+def _parse_lines(lines: Iterable[bytes | str], *, source: str) -> list[SumEntry]:
+    entries: list[SumEntry] = []
+    first_seen: dict[str, SumEntry] = {}
+    for number, raw in enumerate(lines, start=1):
+        try:
+            entry = _parse_line(number, _decode(raw))
+            if entry is not None:
+                _check_duplicate(entry, first_seen)
+        except _Refusal as refusal:
+            raise InputError(source, str(refusal), where=f"line {number}") from None
+        if entry is not None:
+            first_seen.setdefault(entry.path, entry)
+            entries.append(entry)
+    if not entries:
+        raise InputError(source, "empty-list: no checksum lines (a truncated transfer?)")
+    return entries
+
+
+def _decode(raw: bytes | str) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refusal("malformed-line", "not valid UTF-8") from None
+
+
+def _check_duplicate(entry: SumEntry, first_seen: dict[str, SumEntry]) -> None:
+    earlier = first_seen.get(entry.path)
+    if earlier is not None and earlier.sha256 != entry.sha256:
+        raise _Refusal(
+            "conflicting-entry",
+            f"{entry.path!r} listed on line {earlier.line} with another hash",
+        )
+
+
+def _parse_line(number: int, line: str) -> SumEntry | None:
+    """One entry, or None for a blank or comment line."""
+    if line.endswith("\r"):  # CRLF lists from Windows editors or transfers
+        line = line[:-1]
+    if not line.strip() or line.startswith("#"):
+        return None
+    escaped = line.startswith("\\")
+    body = line[1:] if escaped else line
+    if body.startswith("\ufeff"):
+        raise _Refusal("malformed-line", "starts with a byte-order mark")
+    if body[:1].isspace():
+        raise _Refusal("malformed-line", "starts with white space")
+    digest, name = _split_tagged(body) if _is_tagged(body) else _split_gnu(body)
+    if escaped:
+        name = _unescape(name)
+    return SumEntry(line=number, path=_normalise_name(name), sha256=digest)
+
+
+def _is_tagged(body: str) -> bool:
+    # every algorithm tag has a non-hex letter, so a BSD -r name starting with '(' stays GNU
+    match = _TAG.match(body)
+    return match is not None and not _HEX_RUN.fullmatch(match.group(1))
+
+
+def _split_gnu(body: str) -> tuple[str, str]:
+    run = _HEX_RUN.match(body)
+    run_len = run.end() if run else 0
+    if run_len != _HEX_LEN or not body[run_len:].startswith(" "):
+        raise _Refusal("malformed-line", _hash_complaint(body, run_len))
+    rest = body[_HEX_LEN + 1 :]
+    name = rest[1:] if rest[:1] in (" ", "*") else rest  # two-char GNU or one-space BSD -r
+    return body[:_HEX_LEN].lower(), name
+
+
+def _hash_complaint(body: str, run_len: int) -> str:
+    if run_len == len(body) and run_len == _HEX_LEN:
+        return "missing file name after the hash"
+    if run_len == _HEX_LEN:
+        return "the hash must be followed by one space, then ' ' or '*' and the name"
+    if run_len and (run_len == len(body) or body[run_len] in " *\t"):
+        return f"hash has {run_len} hex digits; SHA-256 needs {_HEX_LEN}"
+    if len(body.split(" ", 1)[0]) == _HEX_LEN:
+        return "hash has characters that are not hex digits"
+    return f"expected '<{_HEX_LEN} hex>  <name>' or 'SHA256 (<name>) = <hex>'"
+
+
+def _split_tagged(body: str) -> tuple[str, str]:
+    match = _TAG.match(body)
+    assert match is not None
+    if match.group(0) != "SHA256 (":
+        raise _Refusal("malformed-line", f"algorithm tag {match.group(1)!r}; only "
+                       "'SHA256 (<name>) = <hex>' is accepted")
+    head, sep, digest = body[len("SHA256 (") :].rpartition(") = ")
+    if not sep:
+        raise _Refusal("malformed-line", "tagged line lacks ') = <hash>'")
+    if not _HEX.fullmatch(digest):
+        raise _Refusal("malformed-line", f"hash {digest[:80]!r} is not {_HEX_LEN} hex digits")
+    return digest.lower(), head
+
+
+def _unescape(name: str) -> str:
+    out: list[str] = []
+    chars = iter(name)
+    for char in chars:
+        if char != "\\":
+            out.append(char)
+            continue
+        code = next(chars, "")
+        if code not in _UNESCAPE:
+            raise _Refusal("malformed-line", f"unknown escape '\\{code}' in the name")
+        out.append(_UNESCAPE[code])
+    return "".join(out)
+
+
+def _normalise_name(name: str) -> str:
+    """Check the path rules and return the '/'-joined name without '.' or empty parts."""
+    if not name:
+        raise _Refusal("malformed-line", "missing file name")
+    if name == "-":
+        raise _Refusal("stdin-not-allowed", "'-' means standard input, not a file")
+    if "\0" in name:
+        raise _Refusal("malformed-line", "file name contains a NUL byte")
+    if name.startswith("/"):
+        raise _Refusal("absolute-path", f"{name!r} is absolute; lists name files relatively")
+    parts = name.split("/")
+    if ".." in parts:
+        raise _Refusal("parent-path", f"{name!r} has a '..' component")
+    if name.endswith("/"):
+        raise _Refusal("not-a-regular-file", f"{name!r} ends with '/' (a directory)")
+    kept = [part for part in parts if part not in ("", ".")]
+    if not kept:
+        raise _Refusal("not-a-regular-file", f"{name!r} names the folder itself")
+    return "/".join(kept)
+
+
+# --- hashing -------------------------------------------------------------------------------
+
+
+def sha256_files(paths: list[Path], *, workers: int | None = None) -> dict[Path, str]:
+    """Hex SHA-256 of each path, hashed in parallel; each distinct file is read once.
+
+    InputError when a path is missing, not a regular file or unreadable.
+    """
+    real: dict[Path, Path] = {}
+    for path in paths:
+        real[path] = _resolve_regular(path)
+    digests = _hash_many(sorted(set(real.values())), workers=workers)
+    result: dict[Path, str] = {}
+    for path, target in real.items():
+        outcome = digests[target]
+        if isinstance(outcome, _Refusal):
+            raise InputError(path, str(outcome))
+        result[path] = outcome[0]
+    return result
+
+
+def _resolve_regular(path: Path) -> Path:
+    try:
+        target = Path(path).resolve(strict=True)
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(path, "missing-file: no such file") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise InputError(path, f"unreadable-file: {_reason(exc)}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"not-a-regular-file: {_kind(mode)}")
+    return target
+
+
+def _hash_many(
+    targets: list[Path], *, workers: int | None, progress: Progress | None = None
+) -> dict[Path, tuple[str, int] | _Refusal]:
+    """Digest and size per resolved path; per-file failures come back as _Refusal."""
+    results: dict[Path, tuple[str, int] | _Refusal] = {}
+    if not targets:
+        return results
+    count = max(1, min(workers or os.cpu_count() or 1, len(targets)))
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = {pool.submit(_digest_or_refusal, target): target for target in targets}
+        for done, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            if progress is not None:
+                progress(done, len(targets))
+    return results
+
+
+def _digest_or_refusal(target: Path) -> tuple[str, int] | _Refusal:
+    try:
+        return _digest_regular_file(target)
+    except _Refusal as refusal:
+        return refusal
+    except OSError as exc:
+        return _Refusal("unreadable-file", _reason(exc))
+
+
+def _digest_regular_file(target: Path) -> tuple[str, int]:
+    """Hash a resolved path. O_NONBLOCK keeps a FIFO swapped in from hanging us, O_NOFOLLOW
+    refuses a symlink swapped in after resolution, fstat confirms it is still regular."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(target, flags)
+    with open(fd, "rb", buffering=0) as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _Refusal("not-a-regular-file", _kind(mode))
+        digest = hashlib.sha256()
+        buffer = bytearray(_READ_CHUNK)
+        view = memoryview(buffer)
+        total = 0
+        while size := handle.readinto(buffer):
+            digest.update(view[:size])
+            total += size
+    return digest.hexdigest(), total
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+# --- verifying -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Check:
+    """What one entry became before hashing: a resolved target, or a refusal."""
+
+    entry: SumEntry
+    target: Path | None = None
+    status: str = "pending"
+    problem: SumProblem | None = None
+
+
+def verify_sums(
+    folder: Path,
+    entries: list[SumEntry],
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> SumsReport:
+    """Check every entry against the files below `folder`; never raises for a file.
+
+    `ok` only when there is at least one entry and every entry is present, regular, inside
+    the folder and matches. `progress(done, total)` is called after each distinct file.
+    """
+    root = Path(folder).resolve()
+    checks = [_classify(root, entry) for entry in entries]
+    _refuse_conflicts(checks)
+    warnings = _duplicate_warnings(checks)
+    targets = sorted({c.target for c in checks if c.target is not None})
+    digests = _hash_many(targets, workers=workers, progress=progress)
+    files = [_finish(check, digests) for check in checks]
+    problems = [c.problem for c in checks if c.problem is not None] + warnings
+    if not entries:
+        problems.append(SumProblem(None, None, "empty-list", "the list has no entries"))
+    problems.sort(key=lambda p: (p.line or 0, p.rule))
+    failed = any(p.rule not in WARNING_RULES for p in problems)
+    bytes_hashed = sum(d[1] for d in digests.values() if not isinstance(d, _Refusal))
+    return SumsReport(ok=not failed, files=files, problems=problems, bytes_hashed=bytes_hashed)
+
+
+def _classify(root: Path, entry: SumEntry) -> _Check:
+    """Apply the list rules again (entries may be built by hand), then locate the file."""
+    check = _Check(entry)
+    try:
+        if entry.path != _normalise_name(entry.path):
+            raise _Refusal("malformed-line", f"{entry.path!r} is not a normalised name")
+        if not _HEX.fullmatch(entry.sha256):
+            raise _Refusal("malformed-line", f"expected hash is not {_HEX_LEN} hex digits")
+        check.target = _locate(root, entry.path)
+    except _Refusal as refusal:
+        status = "missing" if refusal.rule == "missing-file" else "refused"
+        _fail(check, status, refusal.rule, refusal.message)
+    return check
+
+
+def _locate(root: Path, rel: str) -> Path:
+    """The resolved file for `rel`: missing, escaping and non-regular targets are refused."""
+    lexical = root / rel
+    try:
+        target = lexical.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        why = "dangling symlink" if os.path.islink(lexical) else "no such file"
+        raise _Refusal("missing-file", why) from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise _Refusal("unreadable-file", _reason(exc)) from None
+    if target != root and root not in target.parents:
+        raise _Refusal("symlink-escapes", f"resolves to {target}, outside {root}")
+    try:
+        mode = target.stat().st_mode
+    except OSError as exc:
+        raise _Refusal("unreadable-file", _reason(exc)) from None
+    if not stat.S_ISREG(mode):  # checked before open: opening a FIFO or device has effects
+        raise _Refusal("not-a-regular-file", _kind(mode))
+    return target
+
+
+def _refuse_conflicts(checks: list[_Check]) -> None:
+    """Hand-built lists can disagree with themselves; then no entry of that path counts."""
+    hashes: dict[str, set[str]] = {}
+    for check in checks:
+        hashes.setdefault(check.entry.path, set()).add(check.entry.sha256.lower())
+    for check in checks:
+        if len(hashes[check.entry.path]) > 1 and check.status != "refused":
+            _fail(check, "refused", "conflicting-entry", "listed with different hashes")
+            check.target = None
+
+
+def _duplicate_warnings(checks: list[_Check]) -> list[SumProblem]:
+    problems: list[SumProblem] = []
+    first: dict[str, int] = {}
+    for check in checks:
+        entry = check.entry
+        if entry.path in first and check.status == "pending":
+            problems.append(SumProblem(entry.line, entry.path, "duplicate-entry",
+                                       f"also listed on line {first[entry.path]}, same hash"))
+        first.setdefault(entry.path, entry.line)
+    return problems
+
+
+def _fail(check: _Check, status: str, rule: str, message: str) -> None:
+    check.status = status
+    check.problem = SumProblem(check.entry.line, check.entry.path, rule, message)
+
+
+def _finish(check: _Check, digests: dict[Path, tuple[str, int] | _Refusal]) -> dict[str, Any]:
+    entry = check.entry
+    expected = entry.sha256.lower()
+    row: dict[str, Any] = {"path": entry.path, "expected": expected, "actual": None,
+                           "status": check.status, "line": entry.line}
+    if check.target is None:
+        return row
+    outcome = digests[check.target]
+    if isinstance(outcome, _Refusal):
+        _fail(check, "refused", outcome.rule, outcome.message)
+    elif outcome[0] != expected:
+        _fail(check, "mismatch", "hash-mismatch",
+              f"sha256 {outcome[0][:16]}…, list says {expected[:16]}…")
+        row["actual"] = outcome[0]
+    else:
+        check.status = "ok"
+        row["actual"] = outcome[0]
+    row["status"] = check.status
+    return row
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def write_sums(
+    folder: Path,
+    files: list[Path] | None = None,
+    *,
+    workers: int | None = None,
+    sums_name: str = SUMS_NAME,
+) -> str:
+    """GNU-format lines that `sha256sum -c` accepts, sorted by '/'-separated relative path.
+
+    By default every regular file below `folder` (and every in-folder symlink to one) except
+    `<folder>/<sums_name>`. `files` may be absolute or relative to `folder`. Raises
+    InputError for a file outside the folder, missing, not regular or with a non-UTF-8 name.
+    """
+    root = Path(folder).resolve()
+    rels = _walk(root, sums_name) if files is None else [_relative(root, f) for f in files]
+    rels = sorted(set(rels))
+    if not rels:
+        raise InputError(folder, "empty-list: no regular files to list")
+    targets: dict[str, Path] = {}
+    for rel in rels:
+        try:
+            targets[rel] = _locate(root, rel)
+        except _Refusal as refusal:
+            raise InputError(root / rel, str(refusal)) from None
+    digests = _hash_many(sorted(set(targets.values())), workers=workers)
+    return "".join(_format_line(rel, _digest_of(root / rel, digests[t]))
+                   for rel, t in targets.items())
+
+
+def _digest_of(path: Path, outcome: tuple[str, int] | _Refusal) -> str:
+    if isinstance(outcome, _Refusal):
+        raise InputError(path, str(outcome))
+    return outcome[0]
+
+
+def _format_line(rel: str, digest: str) -> str:
+    """Escape as GNU does: a leading backslash announces escapes in the name."""
+    if any(char in rel for char in "\\\n\r"):
+        name = rel.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return f"\\{digest}  {name}\n"
+    return f"{digest}  {rel}\n"
+
+
+def _walk(root: Path, sums_name: str) -> list[str]:
+    """Relative names of regular files and symlinks below root (symlinks checked later)."""
+    found: list[str] = []
+    for dirpath, _dirs, names in os.walk(root):  # does not descend into symlinked dirs
+        for name in names:
+            path = Path(dirpath, name)
+            rel = path.relative_to(root).as_posix()
+            if rel == sums_name:
+                continue
+            mode = path.lstat().st_mode
+            if stat.S_ISREG(mode) or (stat.S_ISLNK(mode) and _points_at_file(path)):
+                found.append(_listable(path, rel))
+    return found
+
+
+def _points_at_file(link: Path) -> bool:
+    """Symlinks to regular files are listed (and must stay inside); others are skipped."""
+    try:
+        return stat.S_ISREG(link.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _relative(root: Path, file: Path) -> str:
+    file = Path(file)
+    if file.is_absolute():
+        absolute = Path(os.path.normpath(file))
+        resolved_parent = absolute.parent.resolve()  # keep the final symlink as given
+        candidate = resolved_parent / absolute.name
+        if candidate != root and root not in candidate.parents:
+            raise InputError(file, f"outside-folder: not below {root}")
+        rel = candidate.relative_to(root).as_posix()
+    else:
+        rel = file.as_posix()
+    return _listable(file, rel)
+
+
+def _listable(path: Path, rel: str) -> str:
+    """The normalised name, if a reader could take it back: UTF-8, and not '-' (stdin)."""
+    try:
+        rel.encode("utf-8")
+        return _normalise_name(rel)
+    except UnicodeEncodeError:
+        raise InputError(path, "malformed-name: file name is not valid UTF-8") from None
+    except _Refusal as refusal:
+        raise InputError(path, str(refusal)) from None

@@ -1,0 +1,494 @@
+"""SHA256SUMS reader, verifier and writer, checked against the real coreutils `sha256sum`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import string
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lineage.errors import InputError
+from lineage.formats.sha256sums import (
+    SumEntry,
+    SumsReport,
+    parse_sums,
+    read_sums,
+    sha256_files,
+    verify_sums,
+    write_sums,
+)
+
+SHA256SUM = shutil.which("sha256sum")
+SHASUM = shutil.which("shasum")
+# coreutils and perl are part of every machine this runs on; a missing tool fails loudly.
+assert SHA256SUM is not None and SHASUM is not None, "sha256sum and shasum are required"
+
+H = "ab" * 32  # a well-formed digest for lines whose hash is not the point
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def rule_of(exc: InputError) -> str:
+    return exc.rule.split(":", 1)[0]
+
+
+def make(folder: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return folder
+
+
+def run_sha256sum(folder: Path, *args: str) -> str:
+    """The real tool's output, run inside `folder` so names are relative."""
+    assert SHA256SUM is not None
+    done = subprocess.run([SHA256SUM, *args], cwd=folder, capture_output=True, check=True)
+    return done.stdout.decode("utf-8")
+
+
+def statuses(report: SumsReport) -> dict[str, str]:
+    return {row["path"]: row["status"] for row in report.files}
+
+
+def rules(report: SumsReport) -> list[str]:
+    return [problem.rule for problem in report.problems]
+
+
+FILES = {"model-00001.safetensors": b"\x00" * 3000 + b"weights", "config.json": b"{}\n",
+         "sub/dir/tokenizer.json": os.urandom(70_000)}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return make(tmp_path / "model", FILES)
+
+
+# --- reading what the real tools write -----------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [[], ["--tag"], ["-b"]], ids=["gnu", "tagged", "binary"])
+def test_reads_and_verifies_real_sha256sum_output(folder: Path, flags: list[str]) -> None:
+    text = run_sha256sum(folder, *flags, "--", *sorted(FILES))
+    if flags == ["-b"]:
+        assert all(line[65] == "*" for line in text.splitlines())
+    entries = parse_sums(text)
+    assert [(e.line, e.path, e.sha256) for e in entries] == [
+        (n, rel, sha(FILES[rel])) for n, rel in enumerate(sorted(FILES), start=1)
+    ]
+    report = verify_sums(folder, entries)
+    assert report.ok and report.problems == []
+    assert report.bytes_hashed == sum(len(data) for data in FILES.values())
+    assert set(statuses(report).values()) == {"ok"}
+    row = report.files[0]
+    assert set(row) == {"path", "expected", "actual", "status", "line"}
+    assert row["expected"] == row["actual"] == sha(FILES[row["path"]])
+
+
+def test_reads_shasum_output_with_dot_slash_names(folder: Path) -> None:
+    assert SHASUM is not None
+    names = [f"./{rel}" for rel in sorted(FILES)]  # as in `shasum -a 256 ./*.safetensors`
+    out = subprocess.run([SHASUM, "-a", "256", *names], cwd=folder, capture_output=True,
+                         check=True).stdout.decode()
+    entries = parse_sums(out)
+    assert [e.path for e in entries] == sorted(FILES)  # './' dropped
+    assert verify_sums(folder, entries).ok
+
+
+def test_reads_bsd_reversed_single_space(folder: Path) -> None:
+    text = "".join(f"{sha(data)} {rel}\n" for rel, data in FILES.items())  # `sha256 -r`
+    assert verify_sums(folder, parse_sums(text)).ok
+
+
+def test_crlf_uppercase_blank_lines_and_comments(folder: Path, tmp_path: Path) -> None:
+    lines = run_sha256sum(folder, *sorted(FILES)).splitlines()
+    shouted = [line[:64].upper() + line[64:] for line in lines]
+    text = "# made on the source machine\r\n\r\n" + "\r\n".join(shouted) + "\r\n\r\n"
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_bytes(text.encode())
+    entries = read_sums(sums)
+    assert [e.line for e in entries] == [3, 4, 5]
+    assert all(e.sha256 == e.sha256.lower() for e in entries)
+    assert verify_sums(folder, entries).ok
+
+
+@pytest.mark.parametrize("flags", [[], ["--tag"]], ids=["gnu", "tagged"])
+def test_escaped_names_as_sha256sum_writes_them(tmp_path: Path, flags: list[str]) -> None:
+    odd = "new\nline and back\\slash\rcr.bin"
+    folder = make(tmp_path / "m", {odd: b"odd content", "plain": b"p"})
+    text = run_sha256sum(folder, *flags, odd, "plain")
+    assert text.startswith("\\")  # the tool announced escapes on that line
+    entries = parse_sums(text)
+    assert [e.path for e in entries] == [odd, "plain"]
+    assert verify_sums(folder, entries).ok
+
+
+def test_unknown_escape_is_refused() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_sums(f"\\{H}  a\\tb\n")
+    assert rule_of(caught.value) == "malformed-line"
+
+
+def test_backslash_without_escape_marker_is_literal(tmp_path: Path) -> None:
+    folder = make(tmp_path / "m", {"a\\tb": b"x"})
+    entries = parse_sums(f"{sha(b'x')}  a\\tb\n")
+    assert entries[0].path == "a\\tb"
+    assert verify_sums(folder, entries).ok
+
+
+# --- refusals while reading ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ("not a checksum line", "malformed-line"),
+        (f"{H[:40]}  a", "malformed-line"),  # a SHA-1 list
+        (f"{H}{H}  a", "malformed-line"),  # a SHA-512 list
+        (f"{H[:-1]}g  a", "malformed-line"),
+        (H, "malformed-line"),
+        (f"{H}  ", "malformed-line"),
+        (f"{H}\ta", "malformed-line"),
+        (f"  {H}  a", "malformed-line"),
+        (f"MD5 (a) = {H[:32]}", "malformed-line"),
+        (f"SHA1 (a) = {H[:40]}", "malformed-line"),
+        (f"SHA512 (a) = {H}{H}", "malformed-line"),
+        (f"SHA256 (a) = {H[:63]}", "malformed-line"),
+        (f"SHA256 (a)= {H}", "malformed-line"),
+        ("SHA256 () = " + H, "malformed-line"),
+        (f"{H}  /etc/passwd", "absolute-path"),
+        (f"SHA256 (/etc/passwd) = {H}", "absolute-path"),
+        (f"{H}  ../outside", "parent-path"),
+        (f"{H}  sub/../../outside", "parent-path"),
+        (f"{H}  -", "stdin-not-allowed"),
+        (f"{H} *-", "stdin-not-allowed"),
+        (f"{H}  sub/", "not-a-regular-file"),
+        (f"{H}  .", "not-a-regular-file"),
+    ],
+)
+def test_refusals_name_line_and_rule(line: str, rule: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_sums(f"{H}  fine.bin\n{line}\n", source="SHA256SUMS")
+    assert rule_of(caught.value) == rule
+    assert caught.value.where == "line 2"
+    assert str(caught.value).startswith("SHA256SUMS:line 2: ")
+
+
+def test_read_sums_names_the_file_and_line(tmp_path: Path) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_bytes(f"{H}  a\n\n{H}  ../b\n".encode())
+    with pytest.raises(InputError) as caught:
+        read_sums(sums)
+    assert caught.value.path == str(sums) and caught.value.where == "line 3"
+    assert rule_of(caught.value) == "parent-path"
+
+
+def test_non_utf8_line_is_malformed(tmp_path: Path) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_bytes(f"{H}  a\n{H}  caf".encode() + b"\xe9\n")
+    with pytest.raises(InputError) as caught:
+        read_sums(sums)
+    assert rule_of(caught.value) == "malformed-line" and caught.value.where == "line 2"
+
+
+def test_unreadable_sums_file_raises(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        read_sums(tmp_path / "absent")
+    assert rule_of(caught.value) == "unreadable-file"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\r\n"])
+def test_a_list_without_entries_is_refused(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_sums(text)
+    assert rule_of(caught.value) == "empty-list"
+
+
+@pytest.mark.parametrize("second", ["a", "./a", ".//a"])
+def test_same_path_with_two_hashes_is_a_conflict(second: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_sums(f"{H}  a\n{'cd' * 32}  {second}\n")
+    assert rule_of(caught.value) == "conflicting-entry" and caught.value.where == "line 2"
+
+
+def test_same_path_same_hash_is_a_warning_only(folder: Path) -> None:
+    digest = sha(FILES["config.json"])
+    entries = parse_sums(f"{digest}  config.json\n{digest.upper()}  ./config.json\n")
+    assert [e.path for e in entries] == ["config.json", "config.json"]
+    report = verify_sums(folder, entries)
+    assert report.ok  # the warning does not fail the check
+    assert [(p.line, p.rule) for p in report.problems] == [(2, "duplicate-entry")]
+    assert [row["status"] for row in report.files] == ["ok", "ok"]
+    assert report.bytes_hashed == len(FILES["config.json"])  # read once
+
+
+# --- verification outcomes ----------------------------------------------------------------
+
+
+def listed(folder: Path, extra: str = "") -> list[SumEntry]:
+    text = "".join(f"{sha(data)}  {rel}\n" for rel, data in sorted(FILES.items()))
+    return parse_sums(text + extra)
+
+
+def test_missing_file_fails_and_is_never_verified(folder: Path) -> None:
+    (folder / "config.json").unlink()
+    report = verify_sums(folder, listed(folder))
+    assert not report.ok
+    assert statuses(report)["config.json"] == "missing"
+    assert rules(report) == ["missing-file"]
+    missing = next(row for row in report.files if row["status"] == "missing")
+    assert missing["actual"] is None and missing["line"] == 1
+
+
+def test_truncated_file_is_a_mismatch(folder: Path) -> None:
+    shard = folder / "model-00001.safetensors"
+    shard.write_bytes(shard.read_bytes()[:-1])
+    report = verify_sums(folder, listed(folder))
+    assert not report.ok
+    assert statuses(report)["model-00001.safetensors"] == "mismatch"
+    assert rules(report) == ["hash-mismatch"]
+    row = next(r for r in report.files if r["status"] == "mismatch")
+    assert row["actual"] == sha(shard.read_bytes()) != row["expected"]
+
+
+def test_symlink_inside_the_folder_is_followed(folder: Path) -> None:
+    (folder / "alias.json").symlink_to("config.json")
+    (folder / "linked").symlink_to("sub", target_is_directory=True)
+    extra = (f"{sha(FILES['config.json'])}  alias.json\n"
+             f"{sha(FILES['sub/dir/tokenizer.json'])}  linked/dir/tokenizer.json\n")
+    report = verify_sums(folder, listed(folder, extra))
+    assert report.ok, report.problems
+
+
+def test_symlinks_leaving_the_folder_are_refused(folder: Path, tmp_path: Path) -> None:
+    outside = make(tmp_path / "outside", {"secret": b"s"})
+    (folder / "escape").symlink_to(outside / "secret")
+    (folder / "escape-dir").symlink_to(outside, target_is_directory=True)
+    (folder / "relative").symlink_to("../outside/secret")
+    extra = "".join(f"{sha(b's')}  {name}\n"
+                    for name in ["escape", "escape-dir/secret", "relative"])
+    report = verify_sums(folder, listed(folder, extra))
+    assert not report.ok
+    assert rules(report) == ["symlink-escapes"] * 3
+    assert {row["path"]: row["actual"] for row in report.files if row["status"] == "refused"} \
+        == {"escape": None, "escape-dir/secret": None, "relative": None}
+
+
+def test_dangling_symlink_is_missing(folder: Path) -> None:
+    (folder / "gone").symlink_to("nowhere")
+    report = verify_sums(folder, listed(folder, f"{H}  gone\n"))
+    assert statuses(report)["gone"] == "missing" and rules(report) == ["missing-file"]
+
+
+def test_fifo_is_refused_without_blocking(folder: Path) -> None:
+    os.mkfifo(folder / "pipe")  # opening it for reading would wait for a writer
+    report = verify_sums(folder, listed(folder, f"{H}  pipe\n"))
+    assert not report.ok
+    assert statuses(report)["pipe"] == "refused"
+    assert rules(report) == ["not-a-regular-file"]
+
+
+def test_directory_entry_is_refused(folder: Path) -> None:
+    report = verify_sums(folder, listed(folder, f"{H}  sub/dir\n"))
+    assert statuses(report)["sub/dir"] == "refused"
+    assert rules(report) == ["not-a-regular-file"]
+
+
+def test_hand_built_entries_get_the_same_rules(folder: Path) -> None:
+    digest = sha(FILES["config.json"])
+    entries = [SumEntry(1, "config.json", digest), SumEntry(2, "config.json", H),
+               SumEntry(3, "/etc/passwd", H), SumEntry(4, "../x", H), SumEntry(5, "-", H),
+               SumEntry(6, "sub/dir/tokenizer.json", "nothex")]
+    report = verify_sums(folder, entries)
+    assert not report.ok
+    assert [row["status"] for row in report.files] == ["refused"] * 6
+    assert rules(report) == ["conflicting-entry", "conflicting-entry", "absolute-path",
+                             "parent-path", "stdin-not-allowed", "malformed-line"]
+
+
+def test_no_entries_is_not_ok(folder: Path) -> None:
+    report = verify_sums(folder, [])
+    assert not report.ok and rules(report) == ["empty-list"]
+
+
+def test_missing_folder_reports_every_file_missing(tmp_path: Path) -> None:
+    report = verify_sums(tmp_path / "absent", parse_sums(f"{H}  a\n{H}  b\n"))
+    assert not report.ok and set(statuses(report).values()) == {"missing"}
+
+
+def test_unreadable_file_is_refused(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Root (as in CI) reads any file whatever its mode, so the refusal comes from open().
+    from lineage.formats import sha256sums
+
+    real_open = os.open
+
+    def refuse(path: object, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("config.json"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sha256sums.os, "open", refuse)
+    report = verify_sums(folder, listed(folder))
+    assert statuses(report)["config.json"] == "refused"
+    assert rules(report) == ["unreadable-file"]
+
+
+def test_progress_counts_distinct_files(folder: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    report = verify_sums(folder, listed(folder), workers=2,
+                         progress=lambda done, total: calls.append((done, total)))
+    assert report.ok
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+def test_write_sums_matches_sha256sum_and_passes_its_check(tmp_path: Path) -> None:
+    odd = "back\\slash\nnew line.bin"
+    folder = make(tmp_path / "m", {**FILES, odd: b"odd", "SHA256SUMS": b"old list"})
+    text = write_sums(folder)
+    names = sorted(rel for rel in [*FILES, odd])
+    assert text == run_sha256sum(folder, "--", *names)  # byte for byte, escapes included
+    (folder / "SHA256SUMS").write_text(text, encoding="utf-8")
+    check = subprocess.run([SHA256SUM or "sha256sum", "-c", "--strict", "SHA256SUMS"],
+                           cwd=folder, capture_output=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert verify_sums(folder, read_sums(folder / "SHA256SUMS")).ok
+
+
+def test_write_sums_default_listing(folder: Path, tmp_path: Path) -> None:
+    (folder / "alias.json").symlink_to("config.json")  # in-folder link: listed
+    os.mkfifo(folder / "pipe")  # not a regular file: skipped
+    (folder / "gone").symlink_to("nowhere")  # points at nothing: skipped
+    (folder / "SHA256SUMS").write_text("stale")
+    (folder / "sub" / "SHA256SUMS").write_text("nested: a real file, listed")
+    paths = [e.path for e in parse_sums(write_sums(folder))]
+    assert paths == sorted([*FILES, "alias.json", "sub/SHA256SUMS"])
+
+
+def test_write_sums_explicit_files(folder: Path) -> None:
+    text = write_sums(folder, [Path("sub/dir/tokenizer.json"), folder / "config.json",
+                               Path("./config.json")])
+    assert [e.path for e in parse_sums(text)] == ["config.json", "sub/dir/tokenizer.json"]
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "rule"),
+    [
+        (lambda f, out: (f / "x").symlink_to(out / "secret"), "symlink-escapes"),
+        (lambda f, out: os.mkfifo(f / "x"), "not-a-regular-file"),
+        (lambda f, out: (f / "x").mkdir(), "not-a-regular-file"),
+        (lambda f, out: None, "missing-file"),
+    ],
+    ids=["escaping-symlink", "fifo", "directory", "missing"],
+)
+def test_write_sums_refuses_bad_explicit_files(folder: Path, tmp_path: Path, make_bad,
+                                               rule: str) -> None:
+    outside = make(tmp_path / "outside", {"secret": b"s"})
+    make_bad(folder, outside)
+    with pytest.raises(InputError) as caught:
+        write_sums(folder, [Path("x")])
+    assert rule_of(caught.value) == rule
+
+
+def test_write_sums_refuses_paths_outside_the_folder(folder: Path, tmp_path: Path) -> None:
+    outside = make(tmp_path / "outside", {"secret": b"s"})
+    for path, rule in [(outside / "secret", "outside-folder"), (Path("../outside/secret"),
+                                                                 "parent-path")]:
+        with pytest.raises(InputError) as caught:
+            write_sums(folder, [path])
+        assert rule_of(caught.value) == rule
+
+
+def test_write_sums_refuses_an_escaping_symlink_in_the_walk(folder: Path, tmp_path: Path) -> None:
+    outside = make(tmp_path / "outside", {"secret": b"s"})
+    (folder / "escape").symlink_to(outside / "secret")
+    with pytest.raises(InputError) as caught:
+        write_sums(folder)
+    assert rule_of(caught.value) == "symlink-escapes"
+
+
+def test_write_sums_refuses_a_file_named_dash(folder: Path) -> None:
+    (folder / "-").write_bytes(b"a reader would take this line for stdin")
+    (folder / "sub" / "-").write_bytes(b"fine below the top")
+    with pytest.raises(InputError) as caught:
+        write_sums(folder)
+    assert rule_of(caught.value) == "stdin-not-allowed"
+    assert "sub/-" in [e.path for e in parse_sums(write_sums(folder, [Path("sub/-")]))]
+
+
+def test_write_sums_of_an_empty_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError) as caught:
+        write_sums(tmp_path / "empty")
+    assert rule_of(caught.value) == "empty-list"
+
+
+# --- parallel hashing ------------------------------------------------------------------
+
+
+def test_sha256_files_in_parallel(tmp_path: Path) -> None:
+    blobs = {f"f{i}.bin": os.urandom(i * 300_001 % 3_000_000) for i in range(12)}
+    folder = make(tmp_path / "m", blobs)
+    (folder / "link.bin").symlink_to("f3.bin")
+    paths = [folder / name for name in blobs] + [folder / "link.bin"]
+    digests = sha256_files(paths, workers=4)
+    assert digests == {**{folder / n: sha(d) for n, d in blobs.items()},
+                       folder / "link.bin": sha(blobs["f3.bin"])}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "missing", "directory"])
+def test_sha256_files_refuses_what_it_cannot_hash(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "x"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    with pytest.raises(InputError) as caught:
+        sha256_files([target])
+    expected = "missing-file" if kind == "missing" else "not-a-regular-file"
+    assert rule_of(caught.value) == expected
+
+
+# --- property: write -> parse -> verify, and every flipped byte is caught ---------------
+
+
+_names = st.text(alphabet=string.ascii_lowercase + string.digits + "._- ", min_size=1,
+                 max_size=12).filter(lambda n: n not in (".", "..", "-") and n.strip() == n)
+_layout = st.dictionaries(
+    st.tuples(st.sampled_from(["", "D1/", "D1/D2/"]), _names).map("".join),
+    st.binary(min_size=1, max_size=3000),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=_layout, data=st.data())
+def test_round_trip_and_single_byte_flips(files: dict[str, bytes], data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = make(Path(tmp), files)
+        entries = parse_sums(write_sums(folder, workers=3))
+        assert sorted(e.path for e in entries) == sorted(files)
+        assert verify_sums(folder, entries).ok
+
+        victim = data.draw(st.sampled_from(sorted(files)), label="file")
+        offset = data.draw(st.integers(0, len(files[victim]) - 1), label="byte")
+        flipped = bytearray(files[victim])
+        flipped[offset] ^= data.draw(st.integers(1, 255), label="xor")
+        (folder / victim).write_bytes(bytes(flipped))
+
+        report = verify_sums(folder, entries, workers=3)
+        assert not report.ok
+        assert {p: s for p, s in statuses(report).items() if s != "ok"} == {victim: "mismatch"}
+        assert [(p.path, p.rule) for p in report.problems] == [(victim, "hash-mismatch")]
