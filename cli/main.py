@@ -100,6 +100,7 @@ def _register() -> None:
     app.command("sql")(store.sql)
     app.command("docs")(query.docs)
     app.command("trained-on")(query.trained_on)
+    app.command("trace")(query.trace)
 
 
 _register()

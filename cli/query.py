@@ -49,10 +49,16 @@ def trained_on(
     ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="Files to look for, by exact content.")],
     stream: StreamOption = None,
+    run: Annotated[
+        str | None, typer.Option(help="Answer for this run: trained, skipped-only, "
+                                 "not-reached.")
+    ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Was this file trained on? Exit 0 when every file is in a stream, 1 when one is not."""
-    answer = current_store(ctx).trained_on([str(f) for f in files], stream=stream)
+    """Was this file trained on? Exit 0 when every file is (in a stream, or trained by the
+    run), 1 when one is not."""
+    answer = current_store(ctx).trained_on([str(f) for f in files], stream=stream, run=run)
+    wanted = "trained" if run else "in-stream"
     if json:
         output.emit_json(answer)
     else:
@@ -64,9 +70,36 @@ def trained_on(
                 if m["stream"]:
                     where = (f"stream {m['stream']}: steps {_ranges(m['steps'])}, "
                              f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
-                output.emit_lines([f"  {m['corpus']}/{m['doc_id']} ({m['source']}): {where}"])
-    if any(r["verdict"] != "in-stream" for r in answer["results"]):
+                run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
+                output.emit_lines([f"  {m['corpus']}/{m['doc_id']} ({m['source']}): "
+                                   f"{where}{run_note}"])
+    if any(r["verdict"] != wanted for r in answer["results"]):
         raise typer.Exit(EXIT_NO)
+
+
+def trace(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Option("--run", help="The run.")],
+    step: Annotated[int | None, typer.Option(help="One step.", min=0)] = None,
+    clipped: Annotated[bool, typer.Option("--clipped", help="Every clipped step.")] = False,
+    skipped: Annotated[bool, typer.Option("--skipped", help="Every skipped step.")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Loss, grad norm and the documents (with sources) of a run's step, clipped or skipped
+    steps."""
+    answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped)
+    if json:
+        output.emit_json(answer)
+        return
+    for s in answer["steps"]:
+        flags = ", ".join(f for f, on in (("clipped", s["clipped"]), ("skipped", s["skipped"]))
+                          if on) or "normal"
+        output.emit_lines([f"step {s['step']}: loss {s['loss']:.4f}, grad norm "
+                           f"{s['grad_norm']:.4f} ({flags})"])
+        output.emit_table(
+            ("doc_id", "source", "windows", "tokens", "content_hash"),
+            [[d["doc_id"], d["source"], _ranges(d["windows"]), d["tokens"],
+              d["content_hash"][:16]] for d in s["documents"]])
 
 
 def _ranges(values: list[int]) -> str:

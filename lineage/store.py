@@ -117,10 +117,18 @@ class Store:
 
         return docs_in_step(self, step, **options)
 
-    def trained_on(self, files: list[str], *, stream: str | None = None) -> dict[str, Any]:
+    def trained_on(
+        self, files: list[str], *, stream: str | None = None, run: str | None = None
+    ) -> dict[str, Any]:
         from lineage.trained_on import trained_on
 
-        return trained_on(self, files, stream=stream)  # type: ignore[arg-type]
+        return trained_on(self, files, stream=stream, run=run)  # type: ignore[arg-type]
+
+    def trace(self, run: str, **selection: Any) -> dict[str, Any]:
+        """`lineage trace`: selection is step=N, clipped=True or skipped=True."""
+        from lineage.trace import trace
+
+        return trace(self, run, **selection)
 
     def verify(self) -> dict[str, Any]:
         from lineage.integrity import verify_store

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from lineage.errors import InputError
+from lineage.errors import InputError, UsageError
 from lineage.store import Store
 
 if TYPE_CHECKING:
@@ -35,17 +35,58 @@ def hash_file(path: Path) -> str:
     return hasher.hexdigest()
 
 
+TRAINED = "trained"
+SKIPPED_ONLY = "skipped-only"
+NOT_REACHED = "not-reached"
+_RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
+
+
 def trained_on(
-    store: Store, files: list[str | os.PathLike[str]], *, stream: str | None = None
+    store: Store, files: list[str | os.PathLike[str]], *, stream: str | None = None,
+    run: str | None = None,
 ) -> dict[str, Any]:
-    """One result per file, in the order given."""
+    """One result per file, in the order given; with `run`, verdicts about that run."""
     queries = []
     for item in files:
         path = Path(item)
         if not path.is_file():
             raise InputError(path, "no such file (trained-on takes files)")
         queries.append((str(path), hash_file(path)))
-    return trained_on_hashes(store, queries, stream=stream)
+    if run is None:
+        return trained_on_hashes(store, queries, stream=stream)
+    from lineage.runs import get_run
+
+    info = get_run(store, run)
+    if stream is not None and stream != info["stream"]:
+        raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
+    answer = trained_on_hashes(store, queries, stream=info["stream"])
+    return with_run(store, answer, info)
+
+
+def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """Refine verdicts by what the run did: trained, skipped-only or not-reached."""
+    with store.reader(views=False) as con:
+        skipped = {r[0] for r in con.execute(
+            "SELECT step FROM steps WHERE run = ? AND skipped", [run["name"]]).fetchall()}
+    last = run["last_step"] if run["last_step"] is not None else -1
+    for result in answer["results"]:
+        verdicts = []
+        for match in result["matches"]:
+            steps = match["steps"]
+            if not steps:
+                match["run_verdict"] = IN_CORPUS_ONLY
+            elif any(s <= last and s not in skipped for s in steps):
+                match["run_verdict"] = TRAINED
+            elif any(s <= last for s in steps):
+                match["run_verdict"] = SKIPPED_ONLY
+            else:
+                match["run_verdict"] = NOT_REACHED
+            verdicts.append(match["run_verdict"])
+        if verdicts:
+            result["verdict"] = min(verdicts, key=_RANK.index)
+    answer["run"] = run["name"]
+    answer["run_last_step"] = run["last_step"]
+    return answer
 
 
 def trained_on_hashes(

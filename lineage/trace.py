@@ -1,0 +1,61 @@
+"""`lineage trace`: from a run's steps (one, the clipped, the skipped) to their documents.
+
+The question after a loss spike: which documents were in that batch? Because the data
+order is a function of the seed, a step number is enough to name them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lineage.errors import NotFoundError, UsageError
+from lineage.runs import _summary
+from lineage.store import Store
+from lineage.stream.query import _resolve, step_range, step_segments
+
+
+def trace(
+    store: Store, run: str, *, step: int | None = None, clipped: bool = False,
+    skipped: bool = False,
+) -> dict[str, Any]:
+    if sum([step is not None, clipped, skipped]) != 1:
+        raise UsageError("give exactly one of --step N, --clipped, --skipped")
+    with store.reader(views=False) as con:
+        info = _summary(con, run)
+        stream = _resolve(con, info["stream"])
+        where, params = "run = ?", [run]
+        if step is not None:
+            where, params = where + " AND step = ?", [run, step]
+        elif clipped:
+            where += " AND clipped"
+        else:
+            where += " AND skipped"
+        rows = con.execute(
+            f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash FROM steps "
+            f"WHERE {where} ORDER BY step", params).fetchall()
+        if step is not None and not rows:
+            raise NotFoundError(f"run {run!r} has no record of step {step} "
+                                f"(steps {info['first_step']}..{info['last_step']})")
+        steps = []
+        for s, loss, norm, lr, was_clipped, was_skipped, state_hash in rows:
+            span = step_range(stream, s)
+            segments = step_segments(con, store, stream, span)
+            steps.append({"step": s, "loss": loss, "grad_norm": norm, "lr": lr,
+                          "clipped": was_clipped, "skipped": was_skipped,
+                          "state_hash": state_hash, "documents": _documents(segments)})
+    return {"run": run, "stream": stream["name"], "spec_hash": stream["spec_hash"],
+            "manifest_hash": stream["manifest_hash"], "steps": steps}
+
+
+def _documents(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per document, with the windows and token ranges it had in the step."""
+    by_doc: dict[tuple[str, int], dict[str, Any]] = {}
+    for s in segments:
+        key = (s["doc_id"], s["epoch"])
+        entry = by_doc.setdefault(key, {
+            "doc_id": s["doc_id"], "source": s["source"], "uri": s["uri"],
+            "content_hash": s["content_hash"], "epoch": s["epoch"], "windows": [],
+            "tokens": 0})
+        entry["windows"].append(s["window"])
+        entry["tokens"] += s["token_end"] - s["token_start"]
+    return list(by_doc.values())

@@ -1,0 +1,72 @@
+"""Tracing a run's clipped and skipped steps to their documents; run-aware trained-on."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from lineage.ingest.steps import ingest_steps
+
+from lineage.errors import NotFoundError, UsageError
+from lineage.store import Store
+
+from .conftest import Cli
+from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture
+
+
+@pytest.fixture
+def traced(run_store: Store, tmp_path: Path) -> Store:  # noqa: F811
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(40), clip_at={7, 30},
+                    skip_at={7, 8, 9, 10, 11})
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    return run_store
+
+
+def test_trace_names_the_documents_of_clipped_and_skipped_steps(traced: Store) -> None:
+    clipped = traced.trace("r", clipped=True)
+    assert [s["step"] for s in clipped["steps"]] == [7, 30]
+    for s in clipped["steps"]:
+        expected = {d["doc_id"] for d in traced.docs_in_step(s["step"], stream="s")["documents"]}
+        assert {d["doc_id"] for d in s["documents"]} == expected
+        assert sum(d["tokens"] for d in s["documents"]) <= 4 * 64
+        assert s["clipped"] is True and s["loss"] is not None
+    skipped = traced.trace("r", skipped=True)
+    assert [s["step"] for s in skipped["steps"]] == [7, 8, 9, 10, 11]
+    one = traced.trace("r", step=3)
+    assert [s["step"] for s in one["steps"]] == [3] and one["spec_hash"].startswith("blake3:")
+    with pytest.raises(UsageError, match="exactly one"):
+        traced.trace("r", clipped=True, skipped=True)
+    with pytest.raises(NotFoundError, match="no record of step 99"):
+        traced.trace("r", step=99)
+
+
+def _sonnet_within(store: Store, example_shards: Path, tmp_path: Path, first: int,
+                   last: int) -> Path:
+    """Write out a sonnet whose tokens all fall in steps first..last (256 tokens a step)."""
+    doc_id = store.sql(
+        "SELECT doc_id FROM occurrences WHERE stream = 's' AND stream_start >= "
+        f"{first * 256} AND stream_end <= {(last + 1) * 256} ORDER BY ordinal LIMIT 1"
+    ).rows[0][0]
+    texts = {json.loads(line)["id"]: json.loads(line)["text"] for line in
+             gzip.decompress((example_shards / "sonnets.jsonl.gz").read_bytes()).splitlines()}
+    path = tmp_path / f"{doc_id}.txt"
+    path.write_text(texts[doc_id], encoding="utf-8")
+    return path
+
+
+def test_trained_on_with_a_run(traced: Store, example_shards: Path, tmp_path: Path) -> None:
+    trained = _sonnet_within(traced, example_shards, tmp_path, 0, 6)
+    skipped = _sonnet_within(traced, example_shards, tmp_path, 7, 11)
+    later = _sonnet_within(traced, example_shards, tmp_path, 60, 200)
+    answer = traced.trained_on([str(trained), str(skipped), str(later)], run="r")
+    verdicts = [r["verdict"] for r in answer["results"]]
+    assert verdicts == ["trained", "skipped-only", "not-reached"]
+    assert answer["run_last_step"] == 39
+    cli = Cli(traced.root)
+    out = cli("trained-on", "--run", "r", str(trained), str(later), code=1)
+    assert "not-reached" in out.stdout
+    assert cli.json("trained-on", "--run", "r", str(trained))["results"][0]["verdict"] == \
+        "trained"
+    assert "documents" in cli.json("trace", "--run", "r", "--clipped")["steps"][0]
