@@ -118,3 +118,31 @@ def steps(
     output.emit_lines([f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
                        f"steps of {result['records']:,} records (steps {result['first_step']}"
                        f"..{result['last_step']})"])
+
+
+@app.command("checkpoint")
+def checkpoint(
+    ctx: typer.Context,
+    folder: Annotated[Path, typer.Argument(help="The checkpoint folder (safetensors).")],
+    run: Annotated[str, typer.Option(help="The run that wrote it.")],
+    step: Annotated[int, typer.Option(help="The step it was saved after.", min=0)],
+    sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
+    json: JsonOption = False,
+) -> None:
+    """Record a checkpoint: files and hashes, verdicts, and whether its weights match the
+    chain."""
+    from lineage.ingest.checkpoint import ingest_checkpoint
+
+    result = ingest_checkpoint(current_store(ctx), folder, run=run, step=step, sums=sums)
+    if json:
+        output.emit_json(result)
+        return
+    verdicts = result["verdicts"]
+    match = {True: "matches the chain", False: "DIFFERS from the chain",
+             None: "no chain record to compare"}[result["matches_chain"]]
+    output.emit_lines([
+        f"checkpoint {result['run']}@{result['step']}: {result['status']}: "
+        f"{len(result['files'])} files, structure "
+        f"{'ok' if verdicts['structure']['ok'] else 'FAILED'}, load {verdicts['load']}",
+        f"weights {result['weights_digest']}: {match}",
+    ])

@@ -88,7 +88,7 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import corpus, ingest, query, run, store, stream
+    from lineage.cli import corpus, ingest, query, run, store, stream, verify
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
@@ -101,6 +101,8 @@ def _register() -> None:
     app.command("docs")(query.docs)
     app.command("trained-on")(query.trained_on)
     app.command("trace")(query.trace)
+    app.command("verify")(verify.verify)
+    app.command("sums")(verify.sums)
 
 
 _register()

@@ -52,6 +52,11 @@ def emit_lines(lines: Sequence[str]) -> None:
         _console(False).print(line, markup=False)
 
 
+def emit_raw(text: str) -> None:
+    """Text exactly as given (e.g. a checksum list other tools will read)."""
+    sys.stdout.write(text)
+
+
 def info(message: str) -> None:
     _console(True).print(message, markup=False)
 

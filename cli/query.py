@@ -83,11 +83,13 @@ def trace(
     step: Annotated[int | None, typer.Option(help="One step.", min=0)] = None,
     clipped: Annotated[bool, typer.Option("--clipped", help="Every clipped step.")] = False,
     skipped: Annotated[bool, typer.Option("--skipped", help="Every skipped step.")] = False,
+    limit: Annotated[int | None, typer.Option(help="Only the first N steps.", min=1)] = None,
     json: JsonOption = False,
 ) -> None:
     """Loss, grad norm and the documents (with sources) of a run's step, clipped or skipped
     steps."""
-    answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped)
+    answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped,
+                                      limit=limit)
     if json:
         output.emit_json(answer)
         return

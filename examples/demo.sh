@@ -29,4 +29,16 @@ step lineage trained-on examples/corpus/shakespeare/macbeth.txt examples/corpus/
 # A file that is not in the corpus: the answer is "not-found" and the exit code 1.
 printf '\n\033[1m$ %s\033[0m\n' "lineage trained-on examples/README.md; echo exit=\$?"
 lineage trained-on examples/README.md || echo "exit=$?"
+
+# A tiny real training run over that stream: NumPy bigram model, clipping, the skip rule,
+# a lineage-chain/1 step log and safetensors checkpoints every 50 steps.
+rm -rf demo-run
+step python examples/tiny_run.py --store "$LINEAGE_STORE" --stream main --steps 200 --out demo-run
+step lineage ingest steps demo-run/steps.jsonl --run tiny --stream main --world-size 2
+step lineage run show tiny
+step lineage chain verify tiny
+step lineage trace --run tiny --skipped --limit 1
+step lineage trained-on --run tiny examples/corpus/python-stdlib/chunk.py
+step lineage verify demo-run/checkpoint-99
+step lineage ingest checkpoint demo-run/checkpoint-99 --run tiny --step 99
 step lineage store verify

@@ -91,6 +91,11 @@ class TensorDigest:
         self._last: bytes | None = None
 
     def add(self, name: str, dtype: str, shape: Iterable[int], data: bytes | memoryview) -> None:
+        self.add_chunks(name, dtype, shape, len(data), [data])
+
+    def add_chunks(self, name: str, dtype: str, shape: Iterable[int], nbytes: int,
+                   chunks: Iterable[bytes | memoryview]) -> None:
+        """Add a tensor whose `nbytes` bytes arrive in pieces (e.g. read from a file)."""
         encoded = name.encode("utf-8")
         if self._last is not None and encoded <= self._last:
             raise ValueError(f"tensors must be added in name order: {name!r}")
@@ -99,9 +104,14 @@ class TensorDigest:
         head = struct.pack("<I", len(encoded)) + encoded
         head += struct.pack("<B", len(dtype)) + dtype.encode("ascii")
         head += struct.pack("<B", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
-        head += struct.pack("<Q", len(data))
+        head += struct.pack("<Q", nbytes)
         self._hasher.update(head)
-        self._hasher.update(data)
+        seen = 0
+        for chunk in chunks:
+            self._hasher.update(chunk)
+            seen += len(chunk)
+        if seen != nbytes:
+            raise ValueError(f"tensor {name!r}: {seen} bytes read, {nbytes} expected")
 
     def hexdigest(self) -> str:
         return "blake3:" + self._hasher.hexdigest()

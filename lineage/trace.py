@@ -16,7 +16,7 @@ from lineage.stream.query import _resolve, step_range, step_segments
 
 def trace(
     store: Store, run: str, *, step: int | None = None, clipped: bool = False,
-    skipped: bool = False,
+    skipped: bool = False, limit: int | None = None,
 ) -> dict[str, Any]:
     if sum([step is not None, clipped, skipped]) != 1:
         raise UsageError("give exactly one of --step N, --clipped, --skipped")
@@ -32,7 +32,7 @@ def trace(
             where += " AND skipped"
         rows = con.execute(
             f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash FROM steps "
-            f"WHERE {where} ORDER BY step", params).fetchall()
+            f"WHERE {where} ORDER BY step LIMIT ?", [*params, limit]).fetchall()
         if step is not None and not rows:
             raise NotFoundError(f"run {run!r} has no record of step {step} "
                                 f"(steps {info['first_step']}..{info['last_step']})")

@@ -1,0 +1,103 @@
+"""`lineage verify`, `lineage sums` and checkpoint ingest, on folders the real writers made."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lineage.ingest.checkpoint import ingest_checkpoint
+from lineage.ingest.steps import ingest_steps
+from safetensors.numpy import save_file
+
+from lineage.store import Store
+from lineage.verify import safetensors_weights_digest, verify_folder
+
+from .conftest import Cli
+from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture
+
+
+def _model(folder: Path, weights: dict[str, np.ndarray]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "np"})
+    (folder / "config.json").write_text('{"hidden_size": 3}')
+    return folder
+
+
+def test_three_verdicts_are_reported_separately(tmp_path: Path) -> None:
+    folder = _model(tmp_path / "m", {"w": np.ones((4, 3), np.float32)})
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text(subprocess.run(["sha256sum", "model.safetensors", "config.json"],
+                                   cwd=folder, capture_output=True, text=True).stdout)
+    good = verify_folder(folder, sums=sums)
+    assert good["ok"] and good["structure"]["ok"] and good["checksums"]["ok"]
+    assert good["load"] == "not-tested"
+    (folder / "config.json").write_text('{"hidden_size": 4}')  # content changed, structure fine
+    changed = verify_folder(folder, sums=sums)
+    assert changed["structure"]["ok"] and changed["checksums"]["ok"] is False
+    assert not changed["ok"]
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[:-4])  # truncated: structure fails
+    broken = verify_folder(folder)
+    assert broken["structure"]["errors"][0]["rule"] in {"offsets", "coverage"}
+    assert broken["checksums"]["ok"] is None
+
+
+def test_cli_verify_and_sums(tmp_path: Path) -> None:
+    folder = _model(tmp_path / "m", {"w": np.arange(12, dtype=np.float32).reshape(4, 3)})
+    cli = Cli(tmp_path / "unused-store")
+    listed = cli("sums", str(folder), "-o", str(folder / "SHA256SUMS"))
+    assert listed.exit_code == 0
+    check = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=folder,
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and check.stdout.count(": OK") == 2
+    ok = cli.json("verify", str(folder), "--sums", str(folder / "SHA256SUMS"))
+    assert ok["structure"]["ok"] and ok["checksums"]["ok"] and ok["load"] == "not-tested"
+    shutil.copy(folder / "model.safetensors", folder / "extra.safetensors")
+    failed = cli.json("verify", str(folder), code=1)
+    assert {e["rule"] for e in failed["structure"]["errors"]} >= {"duplicate-tensor"}
+    missing = cli("verify", str(folder), "--sums", str(tmp_path / "nope"), code=2)
+    assert "nope" in missing.stderr and missing.stderr.startswith("error: ")
+
+
+def test_checkpoint_weights_digest_matches_the_chain(
+    run_store: Store, tmp_path: Path  # noqa: F811
+) -> None:
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(6))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    # write_log's weights after step k are w0 * 0.99**(k+1), in float32, step by step
+    rng = np.random.Generator(np.random.Philox(1))
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    for _ in range(4):
+        w = (w * 0.99).astype(np.float32)
+    folder = _model(tmp_path / "ckpt-3", {"w": w})
+    (folder / "config.json").unlink()
+    assert safetensors_weights_digest(folder).startswith("blake3:")
+    good = ingest_checkpoint(run_store, folder, run="r", step=3)
+    assert good["matches_chain"] is True and good["status"] == "added"
+    assert {f["format"] for f in good["files"]} == {"safetensors"}
+    assert ingest_checkpoint(run_store, folder, run="r", step=3)["status"] == "unchanged"
+    wrong = ingest_checkpoint(run_store, folder, run="r", step=4)
+    assert wrong["matches_chain"] is False
+    beyond = ingest_checkpoint(run_store, folder, run="r", step=50)
+    assert beyond["matches_chain"] is None
+    shown = Cli(run_store.root).json("run", "show", "r")
+    assert [(c["step"], c["matches_chain"]) for c in shown["checkpoints"]] == [
+        (3, True), (4, False), (50, None)]
+
+
+def test_a_damaged_checkpoint_is_recorded_with_its_verdict(
+    run_store: Store, tmp_path: Path  # noqa: F811
+) -> None:
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(2))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    folder = _model(tmp_path / "bad", {"w": np.ones((2, 2), np.float32)})
+    with open(folder / "model.safetensors", "ab") as handle:
+        handle.write(b"\0" * 3)
+    result = ingest_checkpoint(run_store, folder, run="r", step=1)
+    assert result["verdicts"]["structure"]["ok"] is False
+    assert result["weights_digest"] is None and result["matches_chain"] is None
+    with pytest.raises(Exception, match="no run named"):
+        ingest_checkpoint(run_store, folder, run="nope", step=1)
