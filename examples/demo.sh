@@ -27,8 +27,8 @@ step lineage docs --step 2 --stream main
 step lineage docs --step 2 --stream main --rank 1 --world-size 2
 step lineage trained-on examples/corpus/shakespeare/macbeth.txt examples/corpus/python-stdlib/chunk.py
 # A file that is not in the corpus: the answer is "not-found" and the exit code 1.
-printf '\n\033[1m$ %s\033[0m\n' "lineage trained-on examples/README.md; echo exit=\$?"
-lineage trained-on examples/README.md || echo "exit=$?"
+printf '\n\033[1m$ %s\033[0m\n' "lineage trained-on examples/licenses/python-LICENSE.txt; echo exit=\$?"
+lineage trained-on examples/licenses/python-LICENSE.txt || echo "exit=$?"
 
 # A tiny real training run over that stream: NumPy bigram model, clipping, the skip rule,
 # a lineage-chain/1 step log and safetensors checkpoints every 50 steps.
