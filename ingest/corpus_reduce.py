@@ -18,7 +18,7 @@ from lineage.schemas import document_hashes_schema, documents_schema
 from lineage import faults
 from lineage.errors import InputError, UsageError
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
-from lineage.parts import WrittenPart, discard_parts, write_parts
+from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
 
 if TYPE_CHECKING:
     import duckdb
@@ -230,6 +230,7 @@ def write_hash_index(
     return write_parts(
         reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
         progress=progress, stage="indexing content hashes", total=total,
+        row_group_rows=LOOKUP_ROW_GROUP_ROWS,
     )
 
 

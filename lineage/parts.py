@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from lineage.store import Store
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
-ROW_GROUP_ROWS = 131_072  # small enough for point lookups through statistics
+ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
+# Tables answering point and range lookups: a lookup decompresses one row group, so keep
+# them small (16K rows of occurrences is ~2 MB of strings).
+LOOKUP_ROW_GROUP_ROWS = 16_384
 
 Progress = Callable[[str, int | None, int | None], None] | None
 

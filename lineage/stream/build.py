@@ -19,6 +19,7 @@ from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, NotFoundError, UsageError
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
+    LOOKUP_ROW_GROUP_ROWS,
     Progress,
     WrittenPart,
     discard_parts,
@@ -279,7 +280,7 @@ def _write(
     sorted_by = [c.strip().split()[0] for c in order.split(",")]
     return write_parts(reader, schema=schema, out_dir=store.table_dir(table),
                        sorted_by=sorted_by, digests=digests, progress=progress, stage=stage,
-                       total=total)
+                       total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS)
 
 
 def commit_stream(
