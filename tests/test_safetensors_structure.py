@@ -16,6 +16,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,17 @@ def test_loads_strict_rejects(text: str, fragment: str) -> None:
         loads_strict(text, source="hdr.json")
     assert fragment in caught.value.rule
     assert str(caught.value).startswith("hdr.json")
+
+
+@pytest.mark.parametrize(
+    "text", ['"\\' * 300_000, '"' + "a" * 3_000_000, 'a"' * 1_000_000, '{"' + "[" * 10**6]
+)
+def test_loads_strict_stays_linear_on_unterminated_strings(text: str) -> None:
+    """Every quote opens a string that never closes: a naive scan would be quadratic."""
+    began = time.monotonic()
+    with pytest.raises(InputError, match="invalid JSON"):
+        loads_strict(text, source="h")
+    assert time.monotonic() - began < 5
 
 
 def test_loads_strict_rejects_invalid_utf8() -> None:

@@ -17,8 +17,10 @@ from lineage.errors import InputError
 
 __all__ = ["loads_strict"]
 
-# Strings may hold brackets; blank them out before counting depth.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# Strings may hold brackets; blank them out before counting depth. The possessive loop and the
+# end-of-text alternative keep this linear: an unterminated string swallows the rest of the
+# text (no later quote could close a string either) instead of being retried at every quote.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
