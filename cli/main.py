@@ -88,13 +88,14 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import corpus, ingest, query, run, store, stream, verify
+    from lineage.cli import corpus, exp, ingest, query, run, store, stream, verify
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(stream.app, name="stream")
     app.add_typer(run.app, name="run")
     app.add_typer(run.chain_app, name="chain")
+    app.add_typer(exp.app, name="exp")
     app.add_typer(store.app, name="store")
     app.command("init")(store.init)
     app.command("sql")(store.sql)

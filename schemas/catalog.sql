@@ -129,3 +129,15 @@ CREATE TABLE checkpoints (
     created_at            TIMESTAMP NOT NULL,
     PRIMARY KEY (run, step)
 );
+
+-- Experiment records (lineage-experiment/1): what ran, on which files, on which machine.
+CREATE TABLE experiments (
+    id             VARCHAR PRIMARY KEY,  -- 'exp-' + 12 hex of record_digest
+    name           VARCHAR,
+    outcome        VARCHAR NOT NULL,     -- 'passed', 'check-failed', 'command-failed'
+    revision       VARCHAR,
+    created_at     TIMESTAMP NOT NULL,
+    record         VARCHAR NOT NULL,     -- canonical JSON of the whole record
+    record_digest  VARCHAR NOT NULL,     -- 'blake3:<hex>' of `record`
+    sums_text      VARCHAR               -- the checksum list used, verbatim
+);

@@ -1,0 +1,165 @@
+"""`lineage exp run`: the gate of DOMAIN.md §1 in front of an experiment, and its record.
+
+Checks run in order, and the first failure stops the gate: the structure of the weights,
+then the checksums against a trusted list, then the command. Whatever the outcome, the
+record keeps what ran, on which files, with which exit codes, on which machine, with
+which runtime versions, and what the command reported (first load, output digest,
+providers requested and obtained), so the next machine can be compared with this one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from lineage.errors import UsageError
+from lineage.exp.facts import host_facts, runtime_versions
+from lineage.exp.providers import REPORT_ENV
+from lineage.formats.safetensors import check_folder
+from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
+
+EXPERIMENT_SPEC = "lineage-experiment/1"
+TAIL_BYTES = 4096
+
+# Structure rules -> (failure type, the action it calls for), DOMAIN.md §1.
+_ACTIONS = {
+    "short-prefix": ("short prefix", "is the download finished? compare byte counts with "
+                     "the source"),
+    "header-length": ("bad header length", "is the download finished? compare byte counts "
+                      "with the source"),
+    "index-mismatch": ("index mismatch", "quarantine extra files; do not edit the index to "
+                       "fit unknown weights"),
+    "missing-index": ("index missing", "several shards without an index: fetch the index of "
+                      "the same revision"),
+    "duplicate-tensor": ("index mismatch", "a tensor is in two shards: quarantine the shard "
+                         "from another revision"),
+    "no-safetensors": ("no weights", "the folder holds no *.safetensors file"),
+    "no-folder": ("no weights", "the weights folder does not exist"),
+}
+_CORRUPT = ("corrupt shard", "re-fetch the files named; then check their hashes")
+
+
+def run_experiment(
+    *,
+    weights: str | Path,
+    revision: str,
+    command: list[str],
+    sums: str | Path | None = None,
+    quantization: str | None = None,
+    source: str | None = None,
+    name: str | None = None,
+    allow_fallback: bool = False,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Run the gate and the command; return the record (not yet stored)."""
+    if not command:
+        raise UsageError("give the command to run after `--`")
+    folder = Path(weights)
+    record: dict[str, Any] = {
+        "spec": EXPERIMENT_SPEC, "name": name, "created_at": _now(), "revision": revision,
+        "quantization": quantization, "source": source, "allow_fallback": allow_fallback,
+        "weights": {"path": str(folder.resolve()), "files": _files(folder)},
+        "sums": None, "checks": [], "failure": None, "command": None, "report": {},
+        "host": host_facts(), "runtime": runtime_versions(), "outcome": "passed",
+    }
+    structure = check_folder(folder)
+    record["checks"].append({"name": "structure", "exit_code": 0 if structure["ok"] else 1,
+                             "ok": structure["ok"], "errors": structure["errors"]})
+    if not structure["ok"]:
+        return _stop(record, _structure_failure(structure["errors"]))
+    if sums is not None:
+        failure = _checksums(record, folder, Path(sums))
+        if failure:
+            return _stop(record, failure)
+    record["command"], record["report"] = _run(command, folder, timeout)
+    if record["command"]["exit_code"] != 0:
+        return _stop(record, {"type": "command failed", "files": [],
+                              "action": "the checks passed: now look at architecture, "
+                              "quantization, runtime versions and memory pressure"})
+    providers = record["report"].get("providers")
+    if providers and providers.get("fallback") and not allow_fallback:
+        return _stop(record, {"type": "provider fallback", "files": [],
+                              "action": f"requested {providers['missing']} but the session "
+                              f"ran on {providers['obtained']}; install the right runtime, "
+                              "or pass --allow-fallback"})
+    return record
+
+
+def _stop(record: dict[str, Any], failure: dict[str, Any]) -> dict[str, Any]:
+    record["failure"] = failure
+    record["outcome"] = "command-failed" if failure["type"] in (
+        "command failed", "provider fallback") else "check-failed"
+    return record
+
+
+def _structure_failure(errors: list[dict[str, str]]) -> dict[str, Any]:
+    kind, action = _ACTIONS.get(errors[0]["rule"], _CORRUPT)
+    files = sorted({Path(e["file"]).name for e in errors})
+    return {"type": kind, "action": action, "files": files, "rule": errors[0]["rule"]}
+
+
+def _checksums(record: dict[str, Any], folder: Path, sums: Path) -> dict[str, Any] | None:
+    text = sums.read_text(encoding="utf-8", errors="replace")
+    record["sums"] = {"path": str(sums.resolve()),
+                      "sha256": sha256_files([sums])[sums], "text": text}
+    report = verify_sums(folder, read_sums(sums))
+    record["checks"].append({"name": "checksums", "exit_code": 0 if report.ok else 1,
+                             "ok": report.ok, "files": report.files})
+    if report.ok:
+        return None
+    missing = [f["path"] for f in report.files if f["status"] == "missing"]
+    changed = [f["path"] for f in report.files if f["status"] not in ("ok", "missing")]
+    if missing and not changed:
+        return {"type": "files missing", "files": missing,
+                "action": "the transfer is incomplete: fetch the missing files"}
+    return {"type": "hash mismatch", "files": changed + missing,
+            "action": "re-fetch only these files, and make sure a resumed download did not "
+                      "splice two revisions"}
+
+
+def _run(command: list[str], folder: Path, timeout: float | None
+         ) -> tuple[dict[str, Any], dict[str, Any]]:
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="lineage-exp-") as scratch:
+        report_path = Path(scratch) / "report.json"
+        env = {**os.environ, REPORT_ENV: str(report_path), "LINEAGE_EXP_WEIGHTS": str(folder)}
+        started = time.monotonic()
+        try:
+            done = subprocess.run(command, capture_output=True, env=env, timeout=timeout,
+                                  check=False)
+            code, out, err = done.returncode, done.stdout, done.stderr
+        except FileNotFoundError:
+            code, out, err = 127, b"", f"command not found: {command[0]}".encode()
+        except subprocess.TimeoutExpired as exc:
+            code, out, err = 124, exc.stdout or b"", (exc.stderr or b"") + b"\n[timeout]"
+        duration = round(time.monotonic() - started, 3)
+        report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    return {"argv": command, "exit_code": code, "duration_s": duration,
+            "stdout": _stream(out), "stderr": _stream(err)}, report
+
+
+def _stream(data: bytes) -> dict[str, Any]:
+    return {"blake3": "blake3:" + blake3.blake3(data).hexdigest(), "bytes": len(data),
+            "tail": data[-TAIL_BYTES:].decode("utf-8", errors="replace")}
+
+
+def _files(folder: Path) -> list[dict[str, Any]]:
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    digests = sha256_files(paths)
+    return [{"path": p.relative_to(folder).as_posix(), "size": p.stat().st_size,
+             "sha256": digests[p]} for p in paths]
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
