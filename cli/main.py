@@ -88,7 +88,7 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import corpus, exp, ingest, query, run, store, stream, verify
+    from lineage.cli import corpus, exp, ingest, query, report, run, store, stream, verify
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
@@ -104,6 +104,8 @@ def _register() -> None:
     app.command("trace")(query.trace)
     app.command("verify")(verify.verify)
     app.command("sums")(verify.sums)
+    app.command("inspect")(report.inspect)
+    app.command("report")(report.report)
 
 
 _register()

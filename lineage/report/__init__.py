@@ -1,0 +1,1 @@
+"""Model folder inspection and due-diligence reports: read files, never execute them."""

