@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from lineage.cli.main import app
 from typer.core import TyperArgument, TyperOption
+
+from lineage.cli.main import app
 
 
 def iter_commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:

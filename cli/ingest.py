@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 

@@ -6,12 +6,12 @@ import os
 import sys
 from typing import Annotated, Any
 
+import click
 import typer
-from lineage.cli import output
 from typer.core import TyperGroup
-from typer.exceptions import TyperException
 
 from lineage import __version__
+from lineage.cli import output
 from lineage.errors import EXIT_ERROR, EXIT_INTERRUPTED, LineageError
 
 
@@ -34,7 +34,7 @@ class LineageGroup(TyperGroup):
                 raise
             output.error("interrupted: nothing was committed")
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        except (typer.Exit, typer.Abort, TyperException):  # usage errors: Typer reports them
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException):  # usage: Typer reports
             raise
         except Exception as exc:  # a bug: still one line, with the way to the traceback
             if _debug(ctx):

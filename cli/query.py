@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
-
 from lineage.errors import EXIT_NO
 
 StreamOption = Annotated[

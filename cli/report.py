@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from lineage.cli import output
 from lineage.cli.common import JsonOption, store_root
-
 from lineage.errors import EXIT_NO, UsageError
 
 ContextOption = Annotated[int, typer.Option(help="Context length for the memory estimate.",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
-
 from lineage.errors import EXIT_NO
 
 app = typer.Typer(help="Training runs and their step logs.", no_args_is_help=True)

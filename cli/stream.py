@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 

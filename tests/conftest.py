@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from lineage.cli.main import app
 from typer.testing import CliRunner
 
+from lineage.cli.main import app
 from lineage.store import Store, init_store, open_store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lineage.ingest import ingest_corpus
-from lineage.ingest.steps import ingest_steps
 
 from lineage.chain import ChainWriter, canonical_json, step_hash, tensor_digest
 from lineage.chain_verify import verify_chain
 from lineage.errors import InputError
+from lineage.ingest import ingest_corpus
+from lineage.ingest.steps import ingest_steps
 from lineage.store import Store
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from lineage.cli.docgen import iter_commands, render
-from lineage.cli.main import app
 
 from lineage import __version__
+from lineage.cli.docgen import iter_commands, render
+from lineage.cli.main import app
 
 from .conftest import REPO, Cli, run_lineage
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import blake3
 import pytest
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import InputError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store
 
 

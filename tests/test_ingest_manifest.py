@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import InputError
+from lineage.ingest import ingest_corpus
 from lineage.manifest import manifest_hash_of_rows
 from lineage.store import Store
 

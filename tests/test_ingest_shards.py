@@ -10,9 +10,9 @@ from pathlib import Path
 import blake3
 import pyarrow.parquet as pq
 import pytest
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import InputError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lineage.ingest import ingest_corpus
-from lineage.ingest.windows import ingest_windows
 
 from lineage.errors import InputError
+from lineage.ingest import ingest_corpus
+from lineage.ingest.windows import ingest_windows
 from lineage.store import Store
 from lineage.stream.build import build_stream
 

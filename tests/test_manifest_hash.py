@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lineage.ingest import ingest_corpus
 
+from lineage.ingest import ingest_corpus
 from lineage.manifest import ManifestHasher, manifest_hash_of_rows
 from lineage.store import init_store, open_store
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-from lineage.ingest.checkpoint import ingest_checkpoint
-from lineage.ingest.steps import ingest_steps
 from safetensors.numpy import save_file
 
+from lineage.ingest.checkpoint import ingest_checkpoint
+from lineage.ingest.steps import ingest_steps
 from lineage.report.inspect import inspect_model
 from lineage.report.render import render_html, render_markdown
 from lineage.store import Store

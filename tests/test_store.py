@@ -6,10 +6,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from lineage.ingest import ingest_corpus
 
 from lineage import schemas
 from lineage.errors import StoreError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store, init_store, open_store, resolve_store_path
 
 

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import ConflictError, NotFoundError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import NotFoundError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store
 from lineage.stream.build import build_stream
 

@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lineage.ingest import ingest_corpus
 
 from lineage.errors import StoreError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.store import Store
 from lineage.stream.build import build_stream
 from lineage.stream.reader import SEPARATOR, StreamReader

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from lineage.ingest.steps import ingest_steps
 
 from lineage.errors import NotFoundError, UsageError
+from lineage.ingest.steps import ingest_steps
 from lineage.store import Store
 
 from .conftest import Cli

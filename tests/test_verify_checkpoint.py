@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lineage.ingest.checkpoint import ingest_checkpoint
-from lineage.ingest.steps import ingest_steps
 from safetensors.numpy import save_file
 
+from lineage.ingest.checkpoint import ingest_checkpoint
+from lineage.ingest.steps import ingest_steps
 from lineage.store import Store
 from lineage.verify import safetensors_weights_digest, verify_folder
 

@@ -162,4 +162,4 @@ def _files(folder: Path) -> list[dict[str, Any]]:
 def _now() -> str:
     from datetime import UTC, datetime
 
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
