@@ -41,4 +41,11 @@ step lineage trace --run tiny --skipped --limit 1
 step lineage trained-on --run tiny examples/corpus/python-stdlib/chunk.py
 step lineage verify demo-run/checkpoint-99
 step lineage ingest checkpoint demo-run/checkpoint-99 --run tiny --step 99
+
+# An external look at that checkpoint, and an experiment gated behind the same checks.
+step lineage report demo-run/checkpoint-99 --format md
+lineage sums demo-run/checkpoint-199 -o demo-run/checkpoint-199.SHA256SUMS 2>/dev/null
+step lineage exp run --weights demo-run/checkpoint-199 --revision tiny@199 \
+    --sums demo-run/checkpoint-199.SHA256SUMS --name local-check -- python examples/exp_check.py
+step lineage exp show local-check
 step lineage store verify

@@ -82,8 +82,10 @@ def _memory(weights: dict[str, Any], config: Any, context: int, batch: int) -> d
     if config is not None and config.num_hidden_layers:
         shape = (config.num_hidden_layers, config.num_key_value_heads, config.head_dim,
                  "config.json")
-    else:
+    elif g:
         shape = (g.get("layers"), g.get("kv_heads"), g.get("head_dim"), "GGUF metadata")
+    else:
+        shape = (None, None, None, "neither config.json nor GGUF metadata")
     layers, kv_heads, head_dim, source = shape
     return estimate_memory(weights_bytes=weights["weights_bytes"], layers=layers,
                            kv_heads=kv_heads, head_dim=head_dim, context=context, batch=batch,
