@@ -28,7 +28,8 @@ def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
         started = time.perf_counter()
         call()
         values.append(time.perf_counter() - started)
-    return {"runs_s": [round(v, 3) for v in values], "median_s": round(statistics.median(values), 3)}
+    return {"runs_s": [round(v, 3) for v in values],
+            "median_s": round(statistics.median(values), 3)}
 
 
 def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:

@@ -139,7 +139,8 @@ def main() -> None:
     out = REPO / "bench" / "out" / "stream.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {out}; children peak RSS {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024} MB")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    print(f"wrote {out}; children peak RSS {peak} MB")
 
 
 if __name__ == "__main__":

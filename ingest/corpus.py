@@ -19,15 +19,14 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from lineage import __version__, faults
+from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
+from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary
-
-from lineage import __version__, faults
-from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
-from lineage.errors import ConflictError, InputError, UsageError
 from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
 from lineage.parts import discard_parts, publish_parts, unpublish
 from lineage.scratch import new_staging_dir

@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.ingest.inputs import ShardInput
-from lineage.ingest.readers.manifests import load_manifest
-from lineage.schemas import document_hashes_schema, documents_schema
-
 from lineage import faults
 from lineage.errors import InputError, UsageError
+from lineage.ingest.inputs import ShardInput
+from lineage.ingest.readers.manifests import load_manifest
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
 from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
+from lineage.schemas import document_hashes_schema, documents_schema
 
 if TYPE_CHECKING:
     import duckdb

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import blake3
-from lineage.ingest.staging import ShardSummary, staged_schema
 
 from lineage.errors import InputError
+from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.token_count import TokenizerSpec, count_tokens
 
 _BATCH_FILES = 512

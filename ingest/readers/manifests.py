@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lineage.ingest.inputs import ShardInput
-
 from lineage.errors import InputError
+from lineage.ingest.inputs import ShardInput
 
 if TYPE_CHECKING:
     import duckdb

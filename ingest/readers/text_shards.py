@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import blake3
-from lineage.ingest.inputs import open_text_stream
-from lineage.ingest.staging import ShardSummary, staged_schema
 
 from lineage.errors import InputError
+from lineage.ingest.inputs import open_text_stream
+from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.token_count import TokenizerSpec, count_tokens
 
 if TYPE_CHECKING:

@@ -1,0 +1,102 @@
+"""Model report benchmarks: `report` on a 100-shard folder (headers only) and the pickle
+scan of a 1 GiB torch-layout archive (only the pickle members are read).
+
+    .venv/bin/python bench/model_report.py [--runs 5] [--workdir DIR]
+
+Results go to bench/out/model_report.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import statistics
+import time
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    values = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        values.append(time.perf_counter() - started)
+    return {"runs_s": [round(v, 4) for v in values],
+            "median_s": round(statistics.median(values), 4)}
+
+
+def sharded_folder(root: Path, shards: int = 100) -> Path:
+    folder = root / f"model-{shards}-shards"
+    if folder.exists():
+        return folder
+    folder.mkdir(parents=True)
+    weight_map = {}
+    for i in range(shards):
+        name = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        tensors = {f"model.layers.{i}.{p}.weight": np.zeros((256, 256), np.float16)
+                   for p in ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj")}
+        save_file(tensors, str(folder / name))
+        weight_map |= {t: name for t in tensors}
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "num_hidden_layers": shards, "hidden_size": 256,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+        "vocab_size": 32000, "torch_dtype": "float16"}))
+    return folder
+
+
+def torch_layout_archive(root: Path, gib: float = 1.0) -> Path:
+    """A zip laid out as torch.save writes one: data.pkl plus big stored storage blobs."""
+    path = root / "big-checkpoint.pt"
+    if path.exists():
+        return path
+    blobs = 8
+    blob = bytes(int(gib * 2**30 / blobs))
+    state = OrderedDict((f"layer{i}", i) for i in range(blobs))
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("big-checkpoint/data.pkl", pickle.dumps(state, protocol=2))
+        archive.writestr("big-checkpoint/version", "3\n")
+        for i in range(blobs):
+            archive.writestr(f"big-checkpoint/data/{i}", blob)
+    return path
+
+
+def main() -> None:
+    from lineage.formats.pickle_scan import scan_pickle_file
+    from lineage.report.inspect import inspect_model
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-report"))
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    folder = sharded_folder(args.workdir)
+    report = inspect_model(folder)
+    assert report["integrity"]["structure"]["ok"] and len(report["files"]) == 102
+    archive = torch_layout_archive(args.workdir)
+    scan = scan_pickle_file(archive)
+    results = {
+        "report_100_shards": {**timed(lambda: inspect_model(folder), args.runs),
+                              "parameters": report["parameters"], "target_s": 2.0},
+        "pickle_scan_1gib": {**timed(lambda: scan_pickle_file(archive), args.runs),
+                             "archive_bytes": archive.stat().st_size,
+                             "bytes_read": scan.bytes_read, "verdict": scan.verdict,
+                             "members_scanned": scan.members_scanned},
+    }
+    out = REPO / "bench" / "out" / "model_report.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
