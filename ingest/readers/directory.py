@@ -102,23 +102,25 @@ def stage_directory(
         raise InputError(root, "--tokenizer input needs shards with a token_count column")
     part = part_dir / f"dir-{len(list(part_dir.iterdir())):05d}.parquet"
     schema = staged_schema()
+    base = root.resolve()  # once: resolving every file cost more than hashing small ones
     kept = dropped = done = 0
-    batches = [
-        listing.files[i : i + _BATCH_FILES] for i in range(0, len(listing.files), _BATCH_FILES)
-    ]
+    total = len(listing.files)
     with (
         ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool,
         pq.ParquetWriter(part, schema) as writer,
     ):
-        for batch in batches:
-            results = list(pool.map(_hash_entry, batch))
-            columns = _columns_for(batch, results, tok)
+        # One lazy map over every file keeps both cores hashing; rows are written in batches.
+        results = pool.map(_hash_entry, listing.files, chunksize=16)
+        for start in range(0, total, _BATCH_FILES):
+            batch = listing.files[start:start + _BATCH_FILES]
+            hashed = [next(results) for _ in batch]
+            columns = _columns_for(batch, hashed, tok, base)
             dropped += len(batch) - len(columns["doc_id"])
             kept += len(columns["doc_id"])
             writer.write_table(pa.table(columns, schema=schema))
             done += len(batch)
             if callable(progress):
-                progress("hashing files", done, len(listing.files))
+                progress("hashing files", done, total)
     return ShardSummary(str(part) if kept else None, kept, dropped)
 
 
@@ -133,6 +135,7 @@ def _columns_for(
     batch: list[FileEntry],
     results: list[tuple[str, int, bytes | None]],
     tok: object,
+    base: Path,
 ) -> dict[str, list[object]]:
     rows = [(e, r) for e, r in zip(batch, results, strict=True) if r[1] > 0]
     if tok is not None:
@@ -143,13 +146,13 @@ def _columns_for(
     return {
         "doc_id": [entry.doc_id for entry, _ in rows],
         "source": [entry.source for entry, _ in rows],
-        "uri": [entry.path.resolve().as_uri() for entry, _ in rows],
+        "uri": [(base / entry.doc_id).as_uri() for entry, _ in rows],
         "n_bytes": [result[1] for _, result in rows],
         "n_tokens": n_tokens,
         "content_hash": [result[0] for _, result in rows],
         "license": [None] * len(rows),  # assigned in the reduce (--license)
         "metadata": [None] * len(rows),
-        "origin": [str(entry.path.resolve()) for entry, _ in rows],
+        "origin": [str(base / entry.doc_id) for entry, _ in rows],
         "record": [None] * len(rows),
         "has_text": [True] * len(rows),
     }
