@@ -61,22 +61,21 @@ def bench_build(store: Path, runs: int, memory_limit: str) -> dict[str, object]:
     for i in range(runs):
         name = f"b{time.time_ns()}{i}"
         out = sh(PY, "-c", BUILD, str(store), name, memory_limit)
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]) | {"name": name})
     digests = {r["digest"] for r in results}
     assert len(digests) == 1, "builds disagree"
     return {"runs_s": [round(r["seconds"], 2) for r in results],
             "median_s": round(statistics.median(r["seconds"] for r in results), 2),
             "max_rss_mb": round(max(r["max_rss_mb"] for r in results)),
             "steps": results[0]["steps"], "occurrences": results[0]["occurrences"],
-            "memory_limit": memory_limit}
+            "memory_limit": memory_limit, "stream": results[-1]["name"]}
 
 
-def bench_lookups(store: Path, samples: int) -> dict[str, object]:
+def bench_lookups(store: Path, name: str, samples: int) -> dict[str, object]:
     import lineage
     from lineage.trained_on import trained_on_hashes
 
     s = lineage.open(store)
-    name = s.streams()[0]["name"]
     steps = s.stream(name)["steps"]
     rng = random.Random(7)
     hashes = [r[0] for r in s.sql("SELECT content_hash FROM documents USING SAMPLE 200 ROWS "
@@ -128,8 +127,9 @@ def main() -> None:
                "sizes": {}}
     for documents in args.sizes:
         store = prepare(args.workdir, documents)
-        entry: dict[str, object] = {"build": bench_build(store, args.runs, args.memory_limit)}
-        lookups = bench_lookups(store, 50)
+        build = bench_build(store, args.runs, args.memory_limit)
+        entry: dict[str, object] = {"build": build}
+        lookups = bench_lookups(store, str(build["stream"]), 50)
         entry["lookups"] = lookups
         sample = args.workdir / "not-in-corpus.txt"
         sample.write_text("a file nobody put in the corpus")

@@ -230,7 +230,7 @@ def write_hash_index(
     return write_parts(
         reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
         progress=progress, stage="indexing content hashes", total=total,
-        row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+        row_group_rows=LOOKUP_ROW_GROUP_ROWS, range_columns=["content_hash"],
     )
 
 

@@ -9,9 +9,10 @@ place and registers them inside the caller's catalog transaction.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,13 @@ class WrittenPart:
     rows: int = 0
     n_bytes: int = 0
     sha256: str = ""
+    first: dict[str, Any] = field(default_factory=dict)  # range columns in the first row
+    last: dict[str, Any] = field(default_factory=dict)  # ... and in the last row
+
+    def key_ranges(self) -> str | None:
+        if not self.first:
+            return None
+        return json.dumps({k: [self.first[k], self.last[k]] for k in sorted(self.first)})
 
 
 def write_parts(
@@ -48,18 +56,24 @@ def write_parts(
     out_dir: Path,
     sorted_by: Sequence[str],
     digests: Sequence[LineHasher] = (),
-    part_rows: int = PART_ROWS,
+    part_rows: int | None = None,
     row_group_rows: int = ROW_GROUP_ROWS,
     progress: Progress = None,
     stage: str = "writing",
     total: int | None = None,
+    range_columns: Sequence[str] = (),
 ) -> list[WrittenPart]:
-    """Write `batches` (already in table order) into fsynced temp parts; remove them on error."""
+    """Write `batches` (already in table order) into fsynced temp parts; remove them on error.
+
+    For each of `range_columns` (monotone in table order), every part records its first
+    and last value, so lookups can skip parts before opening them.
+    """
     import pyarrow as pa
 
     out_dir.mkdir(parents=True, exist_ok=True)
     parts: list[WrittenPart] = []
-    writer = _RotatingWriter(out_dir, schema, parts, sorted_by, part_rows, row_group_rows)
+    writer = _RotatingWriter(out_dir, schema, parts, sorted_by, part_rows or PART_ROWS,
+                             row_group_rows, range_columns)
     pending: list[pa.RecordBatch] = []
     pending_rows = written = 0
     try:
@@ -123,8 +137,8 @@ def publish_parts(
         fsync_dir(folder)
         for part, rel in zip(parts, relative, strict=True):
             con.execute(
-                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
-                [rel, table, owner, part.rows, part.n_bytes, part.sha256],
+                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?)",
+                [rel, table, owner, part.rows, part.n_bytes, part.sha256, part.key_ranges()],
             )
     except BaseException:
         for final in finals:
@@ -149,11 +163,12 @@ class _RotatingWriter:
 
     def __init__(
         self, out_dir: Path, schema: Any, parts: list[WrittenPart], sorted_by: Sequence[str],
-        part_rows: int, row_group_rows: int,
+        part_rows: int, row_group_rows: int, range_columns: Sequence[str] = (),
     ) -> None:
         self.out_dir, self.schema, self.parts = out_dir, schema, parts
         self.sorting = [schema.get_field_index(name) for name in sorted_by]
         self.part_rows, self.row_group_rows = part_rows, row_group_rows
+        self.range_columns = tuple(range_columns)
         self._writer: Any = None
 
     def __enter__(self) -> _RotatingWriter:
@@ -179,4 +194,10 @@ class _RotatingWriter:
             room = self.part_rows - self.parts[-1].rows
             head, table = table.slice(0, room), table.slice(room)
             self._writer.write_table(head, row_group_size=self.row_group_rows)
-            self.parts[-1].rows += head.num_rows
+            part = self.parts[-1]
+            for name in self.range_columns:
+                column = head.column(name)
+                if part.rows == 0:
+                    part.first[name] = column[0].as_py()
+                part.last[name] = column[-1].as_py()
+            part.rows += head.num_rows

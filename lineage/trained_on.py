@@ -145,11 +145,9 @@ def _answer(
 
 def _lookup(con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None,
             columns: str, digest: str) -> list[tuple[Any, ...]]:
-    where, params = "table_name = ?", [table]
-    if owner is not None:
-        where, params = where + " AND owner = ?", [table, owner]
-    files = [str(store.root / r[0]) for r in con.execute(
-        f"SELECT path FROM parquet_files WHERE {where} ORDER BY path", params).fetchall()]
+    from lineage.stream.query import part_files
+
+    files = part_files(con, store, table, owner, digest=digest)
     if not files:
         return []
     return con.execute(

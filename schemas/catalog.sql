@@ -15,7 +15,9 @@ CREATE TABLE parquet_files (
     n_rows      BIGINT  NOT NULL,
     n_bytes     BIGINT  NOT NULL,
     sha256      VARCHAR NOT NULL,      -- 64 lowercase hex of the file's bytes
-    created_at  TIMESTAMP NOT NULL
+    created_at  TIMESTAMP NOT NULL,
+    key_ranges  VARCHAR                -- JSON {column: [first, last]} of the sort columns,
+                                       -- so a lookup opens only the parts that can match
 );
 
 CREATE TABLE corpora (

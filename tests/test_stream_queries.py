@@ -142,3 +142,33 @@ def test_cli_docs_and_trained_on(cli: Cli, example_corpus: Path, tmp_path: Path)
     assert "nope.txt: no such file" in missing.stderr
     human = cli("docs", "--step", "0").stdout
     assert "step 0: windows 0..7" in human
+
+
+def test_lookups_open_only_the_parts_that_can_match(
+    store: Store, example_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+    import json as jsonlib
+
+    from lineage import parts
+
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="c", source="s")
+    build_stream(store, corpus="c", name="whole", seed=4, seq_len=128, batch=2)
+    monkeypatch.setattr(parts, "PART_ROWS", 10)  # many small parts
+    monkeypatch.setattr(parts, "LOOKUP_ROW_GROUP_ROWS", 4)
+    build_stream(store, corpus="c", name="split", seed=4, seq_len=128, batch=2)
+    ranges = store.sql("SELECT key_ranges FROM parquet_files WHERE owner = 'split' "
+                       "AND table_name = 'occurrences'").rows
+    assert len(ranges) >= 15 and all(r[0] for r in ranges)
+    steps = store.stream("whole")["steps"]
+    for step in range(0, steps, 7):
+        whole = store.docs_in_step(step, stream="whole")["documents"]
+        assert store.docs_in_step(step, stream="split")["documents"] == whole
+    records = [jsonlib.loads(line) for line in
+               gzip.decompress((example_shards / "sonnets.jsonl.gz").read_bytes()).splitlines()]
+    for record in records[::25]:
+        path = tmp_path / f"{record['id']}.txt"
+        path.write_text(record["text"], encoding="utf-8")
+        a = store.trained_on([str(path)], stream="whole")["results"][0]["matches"]
+        b = store.trained_on([str(path)], stream="split")["results"][0]["matches"]
+        assert [m["windows"] for m in a] == [m["windows"] for m in b] and a[0]["windows"]

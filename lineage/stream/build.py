@@ -271,12 +271,13 @@ def write_occurrences(
     occurrences = int((con.execute("SELECT count(*) FROM ordered").fetchone() or (0,))[0])
     digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
     parts = _write(con, store, name, corpus, "ordinal", ["ordinal"], occurrences_schema(),
-                   [digest], occurrences, progress, "writing occurrences")
+                   [digest], occurrences, progress, "writing occurrences",
+                   ranges=["stream_start", "stream_end"])
     try:
         hash_parts = _write(
             con, store, name, corpus, "('0x' || left(content_hash, 16))::UBIGINT, "
             "content_hash, ordinal", ["content_hash"], occurrence_hashes_schema(), [],
-            occurrences, progress, "indexing occurrences")
+            occurrences, progress, "indexing occurrences", ranges=["content_hash"])
         faults.reach("stream-written")
     except BaseException:
         discard_parts(parts)
@@ -287,7 +288,7 @@ def write_occurrences(
 def _write(
     con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, order: str,
     sorted_by: list[str], schema: Any, digests: list[LineHasher], total: int,
-    progress: Progress, stage: str,
+    progress: Progress, stage: str, *, ranges: list[str],
 ) -> list[WrittenPart]:
     table = "occurrences" if order == "ordinal" else "occurrence_hashes"
     reader = con.cursor().sql(
@@ -301,7 +302,8 @@ def _write(
     ).to_arrow_reader(_FETCH_ROWS)
     return write_parts(reader, schema=schema, out_dir=store.table_dir(table),
                        sorted_by=sorted_by, digests=digests, progress=progress, stage=stage,
-                       total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS)
+                       total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+                       range_columns=ranges)
 
 
 def commit_stream(

@@ -100,12 +100,38 @@ def step_range(
 
 
 def occurrence_files(con: duckdb.DuckDBPyConnection, store: Store, table: str,
-                     stream: str) -> list[str]:
-    rows = con.execute(
-        "SELECT path FROM parquet_files WHERE table_name = ? AND owner = ? ORDER BY path",
-        [table, stream],
-    ).fetchall()
-    return [str(store.root / r[0]) for r in rows]
+                     stream: str, *, span: tuple[int, int] | None = None) -> list[str]:
+    return part_files(con, store, table, stream, span=span)
+
+
+def part_files(
+    con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None = None, *,
+    span: tuple[int, int] | None = None, digest: str | None = None,
+) -> list[str]:
+    """The registered parts of a table that can hold the rows asked for.
+
+    Parts record the first and last value of their sort columns (`key_ranges`), so a
+    lookup opens one part instead of all of them: at hundreds of parts, reading every
+    footer would cost more than the lookup itself.
+    """
+    import json
+
+    where, params = "table_name = ?", [table]
+    if owner is not None:
+        where, params = where + " AND owner = ?", [table, owner]
+    rows = con.execute(f"SELECT path, key_ranges FROM parquet_files WHERE {where} "
+                       "ORDER BY path", params).fetchall()
+    keep = []
+    for path, ranges in rows:
+        bounds = json.loads(ranges) if ranges else {}
+        if span and "stream_start" in bounds and not (
+                bounds["stream_start"][0] < span[1] and bounds["stream_end"][1] > span[0]):
+            continue
+        if digest and "content_hash" in bounds and not (
+                bounds["content_hash"][0] <= digest <= bounds["content_hash"][1]):
+            continue
+        keep.append(str(store.root / path))
+    return keep
 
 
 def docs_in_step(
@@ -137,13 +163,14 @@ def step_segments(
     """Segments in stream order; `position` is the segment's first token in the stream."""
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
+    files = occurrence_files(con, store, "occurrences", info["name"], span=(start, end))
     rows = con.execute(
         """
         SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end, doc_offset
         FROM read_parquet(?) WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal
         """,
-        [occurrence_files(con, store, "occurrences", info["name"]), start, end],
-    ).fetchall()
+        [files, start, end],
+    ).fetchall() if files else []
     batch = int(info["batch"])
     segments = []
     for doc_id, source, uri, content_hash, epoch, a, b, offset in rows:
