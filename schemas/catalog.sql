@@ -1,4 +1,4 @@
--- lineage catalog, schema version 1.
+-- lineage catalog, schema version 2 (migrations/ take older catalogs here).
 -- Small tables live here; bulk rows live in Parquet files listed in parquet_files.
 -- A Parquet file that is not listed here is garbage, never data.
 

@@ -106,3 +106,22 @@ def test_sql_errors_are_usage_errors(store: Store) -> None:
 def test_packaged_ddl_matches_the_schema_version() -> None:
     assert "CREATE TABLE corpora" in schemas.catalog_ddl()
     assert all(version <= schemas.SCHEMA_VERSION for version in schemas.migrations())
+
+
+def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> None:
+    # A catalog exactly as schema 1 made it: parquet_files without key_ranges.
+    ddl = schemas.catalog_ddl().replace(
+        ",\n    key_ranges  VARCHAR", "").replace("key_ranges", "-- key_ranges")
+    root = tmp_path / "old"
+    (root / "tables").mkdir(parents=True)
+    con = duckdb.connect(str(root / "catalog.duckdb"))
+    con.execute(ddl)
+    con.execute("INSERT INTO schema_info VALUES ('schema_version', '1')")
+    con.close()
+    store = Store(root)
+    with pytest.raises(StoreError, match="older than v2; run `lineage store migrate`"):
+        store.corpora()
+    assert init_store(root).created is False  # `lineage store migrate` does this
+    columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
+    assert columns[-1] == "key_ranges"
+    assert store.sql("SELECT value FROM schema_info").rows == [("2",)]
