@@ -21,8 +21,14 @@ def init(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         output.emit_json(result.__dict__)
         return
-    verb = "created" if result.created else "already exists at"
-    output.emit_lines([f"store {verb} {result.path} (schema v{result.schema_version})"])
+    if result.created:
+        message = f"store created {result.path} (schema v{result.schema_version})"
+    elif result.migrated_from is not None:
+        message = (f"store {result.path} migrated from schema v{result.migrated_from} "
+                   f"to v{result.schema_version}")
+    else:
+        message = f"store already exists at {result.path} (schema v{result.schema_version})"
+    output.emit_lines([message])
 
 
 def sql(

@@ -60,6 +60,7 @@ class InitResult:
     path: str
     created: bool
     schema_version: int
+    migrated_from: int | None = None
 
 
 class Store:
@@ -227,9 +228,11 @@ def init_store(path: str | os.PathLike[str]) -> InitResult:
     store.tables_dir.mkdir(exist_ok=True)
     store.staging_dir.mkdir(exist_ok=True)
     if store.catalog_path.exists():
+        before = _stored_version(store.catalog_path)
         with store.writer():
-            pass  # checks the schema version and applies pending migrations
-        return InitResult(str(store.root), created=False, schema_version=SCHEMA_VERSION)
+            pass  # the writer checks the version and applies pending migrations
+        return InitResult(str(store.root), created=False, schema_version=SCHEMA_VERSION,
+                          migrated_from=before if before < SCHEMA_VERSION else None)
     temp = store.root / f".tmp-{os.getpid()}-{CATALOG_NAME}"
     for leftover in (temp, temp.with_name(temp.name + ".wal")):
         leftover.unlink(missing_ok=True)
@@ -246,6 +249,18 @@ def init_store(path: str | os.PathLike[str]) -> InitResult:
 
     publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
     return InitResult(str(store.root), created=True, schema_version=SCHEMA_VERSION)
+
+
+def _stored_version(path: Path) -> int:
+    con = _retry_locked(path, lambda: _connect(path, True))
+    try:
+        row = con.execute(
+            "SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
+    except Exception:  # not a lineage catalog: the writer says so
+        return SCHEMA_VERSION
+    finally:
+        con.close()
+    return int(row[0]) if row else 0
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:

@@ -121,7 +121,8 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     store = Store(root)
     with pytest.raises(StoreError, match="older than v2; run `lineage store migrate`"):
         store.corpora()
-    assert init_store(root).created is False  # `lineage store migrate` does this
+    result = init_store(root)  # what `lineage store migrate` does
+    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 2)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
     assert store.sql("SELECT value FROM schema_info").rows == [("2",)]
