@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -55,6 +56,17 @@ def emit_lines(lines: Sequence[str]) -> None:
 def emit_raw(text: str) -> None:
     """Text exactly as given (e.g. a checksum list other tools will read)."""
     sys.stdout.write(text)
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write a result file atomically (temp file, fsync, rename) and say so on stderr."""
+    from lineage.durable import publish, temp_path_for
+
+    final = path.resolve()
+    temp = temp_path_for(final)
+    temp.write_text(text, encoding="utf-8")
+    publish(temp, final)
+    info(f"wrote {path}")
 
 
 def info(message: str) -> None:

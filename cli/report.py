@@ -74,10 +74,5 @@ def report(
         text = render_html(result) if fmt == "html" else render_markdown(result)
     if out is None:
         output.emit_raw(text)
-        return
-    from lineage.durable import publish, temp_path_for
-
-    temp = temp_path_for(out.resolve())
-    temp.write_text(text, encoding="utf-8")
-    publish(temp, out.resolve())
-    output.info(f"wrote {out}")
+    else:
+        output.write_file(out, text)

@@ -58,14 +58,10 @@ def sums(
     ] = None,
 ) -> None:
     """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts."""
-    from lineage.durable import publish, temp_path_for
     from lineage.formats.sha256sums import write_sums
 
     text = write_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:
         output.emit_raw(text)
-        return
-    temp = temp_path_for(out.resolve())
-    temp.write_text(text, encoding="utf-8")
-    publish(temp, out.resolve())
-    output.info(f"wrote {out} ({text.count(chr(10))} files)")
+    else:
+        output.write_file(out, text)

@@ -3,6 +3,7 @@
     LineageError                  any failure lineage reports (exit 2)
     ├── UsageError                arguments that cannot work together
     ├── InputError                a bad input file: names the file, the place and the rule
+    │   └── RuleError             ... from a format reader, with a rule id (`.rule_id`)
     ├── ConflictError             the store already holds other content under that name
     ├── NotFoundError             a lookup answered "no" (exit 1)
     └── StoreError                the store is missing, damaged or of an unknown schema
@@ -47,6 +48,31 @@ class InputError(LineageError):
 
 def _rebuild_input_error(path: str, rule: str, where: str | None) -> InputError:
     return InputError(path, rule, where=where)
+
+
+class RuleError(InputError):
+    """An InputError from a format reader that names its rule by id.
+
+    `.rule_id` is the id (e.g. "header-length"), `.message` the detail, and `.rule` reads
+    "<id>: <message>". Each reader subclasses it so callers can tell formats apart.
+    """
+
+    def __init__(
+        self, path: object, rule_id: str, message: str, *, where: str | None = None
+    ) -> None:
+        self.rule_id = rule_id
+        self.message = message
+        super().__init__(path, f"{rule_id}: {message}", where=where)
+
+    def __reduce__(self) -> tuple[object, ...]:  # keeps the class and rule id across processes
+        return (_rebuild_rule_error, (type(self), self.path, self.rule_id, self.message,
+                                      self.where))
+
+
+def _rebuild_rule_error(
+    cls: type[RuleError], path: str, rule_id: str, message: str, where: str | None
+) -> RuleError:
+    return cls(path, rule_id, message, where=where)
 
 
 class ConflictError(LineageError):

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
-from lineage.errors import InputError
+from lineage.errors import RuleError
 
 __all__ = [
     "DEFAULT_ALIGNMENT",
@@ -352,22 +352,8 @@ def _int_or_int_list(value: object) -> int | list[int] | None:
     return _int_or_none(value)
 
 
-class GGUFInputError(InputError):
-    """An InputError that also carries the rule id; `rule` reads "<rule id>: <message>"."""
-
-    def __init__(
-        self, path: object, rule_id: str, message: str, *, where: str | None = None
-    ) -> None:
-        self.rule_id = rule_id
-        self.message = message
-        super().__init__(path, f"{rule_id}: {message}", where=where)
-
-    def __reduce__(self) -> tuple[object, ...]:  # keeps the rule id across process pools
-        return (_rebuild, (self.path, self.rule_id, self.message, self.where))
-
-
-def _rebuild(path: str, rule_id: str, message: str, where: str | None) -> GGUFInputError:
-    return GGUFInputError(path, rule_id, message, where=where)
+class GGUFInputError(RuleError):
+    """A rule broken by a GGUF file."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lineage.errors import InputError
+from lineage.errors import InputError, RuleError
 from lineage.formats.strict_json import loads_strict
 
 __all__ = [
@@ -80,22 +80,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-class HfConfigInputError(InputError):
-    """An InputError that also carries the rule id; `rule` reads "<rule id>: <message>"."""
-
-    def __init__(
-        self, path: object, rule_id: str, message: str, *, where: str | None = None
-    ) -> None:
-        self.rule_id = rule_id
-        self.message = message
-        super().__init__(path, f"{rule_id}: {message}", where=where)
-
-    def __reduce__(self) -> tuple[object, ...]:  # keeps the rule id across process pools
-        return (_rebuild, (self.path, self.rule_id, self.message, self.where))
-
-
-def _rebuild(path: str, rule_id: str, message: str, where: str | None) -> HfConfigInputError:
-    return HfConfigInputError(path, rule_id, message, where=where)
+class HfConfigInputError(RuleError):
+    """A rule broken by a model folder's JSON files."""
 
 
 def _fail(path: Path, rule_id: str, message: str) -> NoReturn:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import NoReturn
 
-from lineage.errors import InputError
+from lineage.errors import RuleError
 
 __all__ = [
     "DATA_TYPES",
@@ -206,22 +206,8 @@ class OnnxModel:
 DATA_TYPE_BITS: dict[str, int | None] = dict(DATA_TYPES.values())
 
 
-class OnnxInputError(InputError):
-    """An InputError that also carries the rule id; `rule` reads "<rule id>: <message>"."""
-
-    def __init__(
-        self, path: object, rule_id: str, message: str, *, where: str | None = None
-    ) -> None:
-        self.rule_id = rule_id
-        self.message = message
-        super().__init__(path, f"{rule_id}: {message}", where=where)
-
-    def __reduce__(self) -> tuple[object, ...]:  # keeps the rule id across process pools
-        return (_rebuild, (self.path, self.rule_id, self.message, self.where))
-
-
-def _rebuild(path: str, rule_id: str, message: str, where: str | None) -> OnnxInputError:
-    return OnnxInputError(path, rule_id, message, where=where)
+class OnnxInputError(RuleError):
+    """A rule broken by an ONNX model."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, NoReturn
 
-from lineage.errors import InputError
+from lineage.errors import InputError, RuleError
 from lineage.formats.strict_json import loads_strict
 
 __all__ = [
@@ -167,22 +167,8 @@ class StructureError:
         return {"file": self.file, "rule": self.rule, "message": self.message}
 
 
-class SafetensorsInputError(InputError):
-    """An InputError that also carries the rule id; `rule` reads "<rule id>: <message>"."""
-
-    def __init__(
-        self, path: object, rule_id: str, message: str, *, where: str | None = None
-    ) -> None:
-        self.rule_id = rule_id
-        self.message = message
-        super().__init__(path, f"{rule_id}: {message}", where=where)
-
-    def __reduce__(self) -> tuple[object, ...]:  # keeps the rule id across process pools
-        return (_rebuild, (self.path, self.rule_id, self.message, self.where))
-
-
-def _rebuild(path: str, rule_id: str, message: str, where: str | None) -> SafetensorsInputError:
-    return SafetensorsInputError(path, rule_id, message, where=where)
+class SafetensorsInputError(RuleError):
+    """A rule broken by a safetensors file."""
 
 
 # ---------------------------------------------------------------------------------------------
