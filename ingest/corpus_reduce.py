@@ -89,22 +89,43 @@ def reduce_corpus(
             **_totals(con),
         )
         out_dir.mkdir(parents=True, exist_ok=True)
-        reduced.manifest_hash, reduced.parts = write_sorted_parts(
-            con, corpus=corpus, out_dir=out_dir / "documents", total=reduced.documents,
-            progress=progress,
-        )
-        try:
-            reduced.hash_parts = write_hash_index(
-                con, corpus=corpus, out_dir=out_dir / "document_hashes", total=reduced.documents,
-                progress=progress,
-            )
-            faults.reach("reduce-written")
-        except BaseException:
-            discard_parts(reduced.all_parts())
-            raise
+        _write_both(con, reduced, corpus=corpus, out_dir=out_dir, progress=progress)
         return reduced
     finally:
         con.close()
+
+
+def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpus: str,
+                out_dir: Path, progress: Any) -> None:
+    """Documents by doc_id and the content-hash index at once: each is a sort and a
+    single-threaded Parquet write, so running them side by side uses both cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        index = pool.submit(write_hash_index, con, corpus=corpus,
+                            out_dir=out_dir / "document_hashes", total=reduced.documents,
+                            progress=progress)
+        try:
+            reduced.manifest_hash, reduced.parts = write_sorted_parts(
+                con, corpus=corpus, out_dir=out_dir / "documents", total=reduced.documents,
+                progress=progress,
+            )
+        except BaseException:
+            try:
+                discard_parts(index.result())
+            except BaseException:
+                pass  # the index failed too (it removed its own parts); report the first error
+            raise
+        try:
+            reduced.hash_parts = index.result()
+        except BaseException:
+            discard_parts(reduced.parts)
+            raise
+    try:
+        faults.reach("reduce-written")
+    except BaseException:
+        discard_parts(reduced.all_parts())
+        raise
 
 
 _STAGED_TABLE = """
@@ -224,7 +245,8 @@ def write_hash_index(
     """The same documents sorted by content hash, for "was this file in the corpus?"."""
     reader = con.cursor().sql(
         "SELECT ?::VARCHAR AS corpus, content_hash, doc_id, source FROM docs "
-        "ORDER BY content_hash, doc_id",
+        # the first 8 bytes as an integer sort like the hex string, and much faster
+        "ORDER BY ('0x' || left(content_hash, 16))::UBIGINT, content_hash, doc_id",
         params=[corpus],
     ).to_arrow_reader(_FETCH_ROWS)
     return write_parts(
