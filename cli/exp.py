@@ -30,8 +30,7 @@ def run(
     ] = False,
     json: JsonOption = False,
 ) -> None:
-    """Structure check, checksums, then `-- CMD ARGS...`; stop at the first failure, record
-    everything."""
+    """Checks, then `-- CMD ARGS...`: stop at the first failure and record everything."""
     from lineage.exp.gate import run_experiment
     from lineage.exp.records import save_record
 

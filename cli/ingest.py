@@ -36,7 +36,7 @@ def corpus(
         typer.Option("--format", help="auto, files, jsonl, parquet or manifest."),
     ] = "auto",
     workers: Annotated[
-        int | None, typer.Option(help="Parallel workers [default: all cores].", min=1)
+        int | None, typer.Option(help="Parallel workers (default: all cores).", min=1)
     ] = None,
     json: JsonOption = False,
 ) -> None:
@@ -130,8 +130,7 @@ def checkpoint(
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
     json: JsonOption = False,
 ) -> None:
-    """Record a checkpoint: files and hashes, verdicts, and whether its weights match the
-    chain."""
+    """Record a checkpoint: files, hashes, verdicts, and whether its weights match the chain."""
     from lineage.ingest.checkpoint import ingest_checkpoint
 
     result = ingest_checkpoint(current_store(ctx), folder, run=run, step=step, sums=sums)

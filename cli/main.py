@@ -73,7 +73,7 @@ def main(
         str | None,
         typer.Option(
             "--store", metavar="PATH", envvar="LINEAGE_STORE", show_envvar=True,
-            help="The store directory [default: ./lineage-store].",
+            help="The store directory (default ./lineage-store).",
         ),
     ] = None,
     debug: Annotated[

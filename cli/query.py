@@ -12,7 +12,7 @@ from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
 
 StreamOption = Annotated[
-    str | None, typer.Option("--stream", help="The stream [default: the only one].")
+    str | None, typer.Option("--stream", help="The stream (default: the only one).")
 ]
 
 
@@ -55,8 +55,7 @@ def trained_on(
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Was this file trained on? Exit 0 when every file is (in a stream, or trained by the
-    run), 1 when one is not."""
+    """Was this file trained on? Exit 0 when every file is in the stream (or trained)."""
     answer = current_store(ctx).trained_on([str(f) for f in files], stream=stream, run=run)
     wanted = "trained" if run else "in-stream"
     if json:
@@ -86,8 +85,7 @@ def trace(
     limit: Annotated[int | None, typer.Option(help="Only the first N steps.", min=1)] = None,
     json: JsonOption = False,
 ) -> None:
-    """Loss, grad norm and the documents (with sources) of a run's step, clipped or skipped
-    steps."""
+    """Loss, grad norm and the documents of a run's step, or of its clipped/skipped steps."""
     answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped,
                                       limit=limit)
     if json:

@@ -32,8 +32,7 @@ def inspect(
     batch: BatchOption = 1,
     json: JsonOption = False,
 ) -> None:
-    """What is in a model file or folder, and is it safe to open? Exit 1 on a dangerous
-    risk."""
+    """What is in a model file or folder; is it safe to open? Exit 1 on a dangerous risk."""
     from lineage.report.inspect import inspect_model
 
     report = inspect_model(path, sums=sums, context=context, batch=batch, store=_store(ctx))
@@ -56,8 +55,7 @@ def report(
     context: ContextOption = 4096,
     batch: BatchOption = 1,
 ) -> None:
-    """A due-diligence report: risks first, then integrity, weights, cost, provenance,
-    licence."""
+    """A due-diligence report: risks, integrity, weights, cost, provenance, licence."""
     import json
 
     from lineage.report.inspect import inspect_model

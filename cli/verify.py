@@ -22,8 +22,7 @@ def verify(
     ] = 16.0,
     json: JsonOption = False,
 ) -> None:
-    """Three separate verdicts: structure, checksums, load (not tested). Exit 1 when one
-    that ran failed."""
+    """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
     from lineage.verify import verify_folder
 
     report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
