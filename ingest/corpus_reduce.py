@@ -72,6 +72,8 @@ def reduce_corpus(
     try:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
+        # Beyond this DuckDB spills to the staging folder instead of growing with the corpus.
+        con.execute("SET memory_limit = ?", [memory_limit()])
         con.execute(_STAGED_TABLE)
         if staged_parts:
             con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)", [staged_parts])
@@ -112,6 +114,13 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
     except BaseException:
         discard_parts(reduced.all_parts())
         raise
+
+
+def memory_limit() -> str:
+    """DuckDB's memory budget for the reduce: $LINEAGE_MEMORY_LIMIT, else 2GB."""
+    import os
+
+    return os.environ.get("LINEAGE_MEMORY_LIMIT") or "2GB"
 
 
 _STAGED_TABLE = """
