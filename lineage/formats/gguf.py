@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import BinaryIO, NoReturn
 
 from lineage.errors import RuleError
+from lineage.formats.messages import show as _show
 
 __all__ = [
     "DEFAULT_ALIGNMENT",
@@ -821,11 +822,3 @@ def split_parts(path: Path | str) -> list[Path]:
         shown = ", ".join(missing[:MAX_LISTED]) + (", ..." if len(missing) > MAX_LISTED else "")
         raise GGUFInputError(path, "split", f"missing part(s) of {total}: {shown}")
     return parts
-
-
-# ---------------------------------------------------------------------------------------------
-# Message helpers
-
-
-def _show(text: str, limit: int = 80) -> str:
-    return ascii(text) if len(text) <= limit else ascii(text[:limit]) + "..."

@@ -32,7 +32,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from lineage.errors import InputError, RuleError
+from lineage.formats.messages import json_type as _json_type
+from lineage.formats.messages import show_value
 from lineage.formats.strict_json import loads_strict
+
+_VALUE_LIMIT = 60  # characters of an offending value quoted in a message
 
 __all__ = [
     "ADAPTER_CONFIG_NAME",
@@ -226,14 +230,14 @@ def _get_int(path: Path, doc: Mapping[str, Any], key: str, *, positive: bool = T
         return None
     if not _is_int(value) or (positive and value <= 0):
         kind = "a positive integer" if positive else "an integer"
-        _fail(path, "config", f"`{key}` is {_show_value(value)}, not {kind}")
+        _fail(path, "config", f"`{key}` is {show_value(value, limit=_VALUE_LIMIT)}, not {kind}")
     return value
 
 
 def _get_str(path: Path, doc: Mapping[str, Any], key: str) -> str | None:
     value = doc.get(key)
     if value is not None and not isinstance(value, str):
-        _fail(path, "config", f"`{key}` is {_show_value(value)}, not a string")
+        _fail(path, "config", f"`{key}` is {show_value(value, limit=_VALUE_LIMIT)}, not a string")
     return value
 
 
@@ -249,7 +253,8 @@ def _get_str_list(path: Path, doc: Mapping[str, Any], key: str) -> tuple[str, ..
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        _fail(path, "config", f"`{key}` is {_show_value(value)}, not a list of strings")
+        shown = show_value(value, limit=_VALUE_LIMIT)
+        _fail(path, "config", f"`{key}` is {shown}, not a list of strings")
     return tuple(value)
 
 
@@ -513,7 +518,7 @@ def _get_number(path: Path, doc: Mapping[str, Any], key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        _fail(path, "config", f"`{key}` is {_show_value(value)}, not a number")
+        _fail(path, "config", f"`{key}` is {show_value(value, limit=_VALUE_LIMIT)}, not a number")
     return value
 
 
@@ -539,26 +544,3 @@ def python_files(folder: Path | str) -> list[str]:
             if name.endswith(".py"):
                 found.append(Path(root, name).relative_to(folder).as_posix())
     return sorted(found)
-
-
-# ---------------------------------------------------------------------------------------------
-# Message helpers
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _show_value(value: object, limit: int = 60) -> str:
-    text = repr(value) if not isinstance(value, str) else ascii(value)
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -52,6 +52,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import NoReturn
 
 from lineage.errors import RuleError
+from lineage.formats.messages import show as _show
 
 __all__ = [
     "DATA_TYPES",
@@ -891,6 +892,3 @@ def _regular_size(path: Path, fd: int, max_bytes: int) -> int:
         )
     return info.st_size
 
-
-def _show(text: str, limit: int = 80) -> str:
-    return ascii(text) if len(text) <= limit else ascii(text[:limit]) + "..."

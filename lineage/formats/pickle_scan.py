@@ -93,6 +93,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from lineage.errors import InputError
+from lineage.formats.messages import show as _show
 
 __all__ = [
     "DANGEROUS_MODULES",
@@ -1522,6 +1523,3 @@ def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 200 else text[:200] + "..."
 
-
-def _show(text: str, limit: int = 80) -> str:
-    return ascii(text) if len(text) <= limit else ascii(text[:limit]) + "..."

@@ -54,6 +54,9 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, NoReturn
 
 from lineage.errors import InputError, RuleError
+from lineage.formats.messages import json_type as _json_type
+from lineage.formats.messages import show as _show
+from lineage.formats.messages import show_value as _show_value
 from lineage.formats.strict_json import loads_strict
 
 __all__ = [
@@ -660,32 +663,3 @@ def _differences(indexed: dict[str, str], actual: dict[str, str], shards: set[st
         else:
             found.append(f"{_show(name)} indexed in {want} but found in {have}")
     return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Message helpers
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _show(text: str, limit: int = 80) -> str:
-    return ascii(text) if len(text) <= limit else ascii(text[:limit]) + "..."
-
-
-def _show_value(value: object, limit: int = 80) -> str:
-    text = repr(value) if not isinstance(value, str) else ascii(value)
-    if len(text) > limit:
-        return text[:limit] + "..."
-    return text

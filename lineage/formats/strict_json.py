@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from lineage.errors import InputError
+from lineage.formats.messages import show as _show
 
 __all__ = ["loads_strict"]
 
@@ -115,10 +116,6 @@ def _check_text(text: str, source: str) -> None:
         raise InputError(source, f"JSON string {_show(text)} has a lone surrogate escape") from None
 
 
-def _show(text: str, limit: int = 80) -> str:
-    """A short printable form of a key for a one-line message."""
-    shown = ascii(text) if len(text) <= limit else ascii(text[:limit]) + "..."
-    return shown
 
 
 def _first_line(exc: BaseException) -> str:
