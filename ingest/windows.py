@@ -22,7 +22,7 @@ import blake3
 from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, InputError, NotFoundError, UsageError
 from lineage.manifest import NAME_RULE, is_valid_name
-from lineage.parts import Progress
+from lineage.parts import Progress, part_files
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
 from lineage.stream.build import Built, commit_stream, write_occurrences
@@ -58,9 +58,7 @@ def ingest_windows(
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
             raise NotFoundError(f"no corpus named {corpus!r}")
-        documents = [str(store.root / r[0]) for r in con.execute(
-            "SELECT path FROM parquet_files WHERE table_name = 'documents' AND owner = ?",
-            [corpus]).fetchall()]
+        documents = part_files(con, store, "documents", corpus)
         existing = stream_row(con, stream)
     spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash)
     if existing is not None:

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from lineage.chain import CHAIN_SPEC, canonical_json, genesis_hash, step_hash
+from lineage.parts import part_files
 from lineage.store import Store
-from lineage.stream.query import _resolve, occurrence_files
+from lineage.stream.query import _resolve, window_pieces
 
 
 def verify_chain(store: Store, run: str, *, batches: bool = True) -> dict[str, Any]:
@@ -112,19 +113,18 @@ def _batch_digests(con: Any, store: Store, stream: dict[str, Any], world_size: i
 def _segments(con: Any, store: Store, stream: dict[str, Any], first_window: int,
               end_window: int, seq_len: int) -> Iterator[tuple[int, str, int, int]]:
     """(window, doc_id, token_start, token_end) in window and position order."""
+    start, end = first_window * seq_len, end_window * seq_len
+    files = part_files(con, store, "occurrences", stream["name"], span=(start, end))
+    if not files:
+        return
     cursor = con.execute(
         "SELECT doc_id, stream_start, stream_end, doc_offset FROM read_parquet(?) "
-        "WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal",
-        [occurrence_files(con, store, "occurrences", stream["name"]),
-         first_window * seq_len, end_window * seq_len])
+        "WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal", [files, start, end])
     pending: list[tuple[int, int, str, int, int]] = []
     while rows := cursor.fetchmany(8192):
         for doc_id, a, b, offset in rows:
-            for w in range(max(a // seq_len, first_window),
-                           min((b - 1) // seq_len, end_window - 1) + 1):
-                lo, hi = max(a, w * seq_len), min(b, (w + 1) * seq_len)
-                if lo < hi:
-                    pending.append((w, lo, doc_id, offset + lo - a, offset + hi - a))
+            pending += [(w, lo, doc_id, token_start, token_end) for w, lo, token_start, token_end
+                        in window_pieces(a, b, offset, seq_len, first_window, end_window - 1)]
         # segments of finished windows can go out in order; keep the last window open
         if pending:
             open_window = pending[-1][0]

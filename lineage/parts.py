@@ -201,3 +201,31 @@ class _RotatingWriter:
                     part.first[name] = column[0].as_py()
                 part.last[name] = column[-1].as_py()
             part.rows += head.num_rows
+
+
+def part_files(
+    con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None = None, *,
+    span: tuple[int, int] | None = None, digest: str | None = None,
+) -> list[str]:
+    """The registered parts of a table that can hold the rows asked for.
+
+    Parts record the first and last value of their sort columns (`key_ranges`), so a
+    lookup opens one part instead of all of them: at hundreds of parts, reading every
+    footer would cost more than the lookup itself.
+    """
+    where, params = "table_name = ?", [table]
+    if owner is not None:
+        where, params = where + " AND owner = ?", [table, owner]
+    rows = con.execute(f"SELECT path, key_ranges FROM parquet_files WHERE {where} "
+                       "ORDER BY path", params).fetchall()
+    keep = []
+    for path, ranges in rows:
+        bounds = json.loads(ranges) if ranges else {}
+        if span and "stream_start" in bounds and not (
+                bounds["stream_start"][0] < span[1] and bounds["stream_end"][1] > span[0]):
+            continue
+        if digest and "content_hash" in bounds and not (
+                bounds["content_hash"][0] <= digest <= bounds["content_hash"][1]):
+            continue
+        keep.append(str(store.root / path))
+    return keep

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from lineage.errors import InputError, UsageError
+from lineage.parts import part_files
 from lineage.store import Store
 
 if TYPE_CHECKING:
@@ -145,8 +146,6 @@ def _answer(
 
 def _lookup(con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None,
             columns: str, digest: str) -> list[tuple[Any, ...]]:
-    from lineage.stream.query import part_files
-
     files = part_files(con, store, table, owner, digest=digest)
     if not files:
         return []

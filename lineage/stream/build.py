@@ -23,6 +23,7 @@ from lineage.parts import (
     Progress,
     WrittenPart,
     discard_parts,
+    part_files,
     publish_parts,
     unpublish,
     write_parts,
@@ -139,9 +140,7 @@ def _corpus_facts(store: Store, corpus: str) -> tuple[str, dict[str, int], list[
         sources = dict(con.execute(
             "SELECT source, tokens FROM corpus_sources WHERE corpus = ? ORDER BY source",
             [corpus]).fetchall())
-        files = [str(store.root / p) for p in con.execute(
-            "SELECT path FROM parquet_files WHERE table_name = 'documents' AND owner = ? "
-            "ORDER BY path", [corpus]).fetchall() for p in p]
+        files = part_files(con, store, "documents", corpus)
     return row[0], sources, files
 
 

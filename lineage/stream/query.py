@@ -8,10 +8,12 @@ hold the step: a binary search on disk, whatever the corpus size.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import NotFoundError, UsageError
+from lineage.parts import part_files
 from lineage.store import Store
 
 if TYPE_CHECKING:
@@ -99,41 +101,6 @@ def step_range(
     return StepRange(step, first, last, world_size)
 
 
-def occurrence_files(con: duckdb.DuckDBPyConnection, store: Store, table: str,
-                     stream: str, *, span: tuple[int, int] | None = None) -> list[str]:
-    return part_files(con, store, table, stream, span=span)
-
-
-def part_files(
-    con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None = None, *,
-    span: tuple[int, int] | None = None, digest: str | None = None,
-) -> list[str]:
-    """The registered parts of a table that can hold the rows asked for.
-
-    Parts record the first and last value of their sort columns (`key_ranges`), so a
-    lookup opens one part instead of all of them: at hundreds of parts, reading every
-    footer would cost more than the lookup itself.
-    """
-    import json
-
-    where, params = "table_name = ?", [table]
-    if owner is not None:
-        where, params = where + " AND owner = ?", [table, owner]
-    rows = con.execute(f"SELECT path, key_ranges FROM parquet_files WHERE {where} "
-                       "ORDER BY path", params).fetchall()
-    keep = []
-    for path, ranges in rows:
-        bounds = json.loads(ranges) if ranges else {}
-        if span and "stream_start" in bounds and not (
-                bounds["stream_start"][0] < span[1] and bounds["stream_end"][1] > span[0]):
-            continue
-        if digest and "content_hash" in bounds and not (
-                bounds["content_hash"][0] <= digest <= bounds["content_hash"][1]):
-            continue
-        keep.append(str(store.root / path))
-    return keep
-
-
 def docs_in_step(
     store: Store,
     step: int,
@@ -163,7 +130,7 @@ def step_segments(
     """Segments in stream order; `position` is the segment's first token in the stream."""
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-    files = occurrence_files(con, store, "occurrences", info["name"], span=(start, end))
+    files = part_files(con, store, "occurrences", info["name"], span=(start, end))
     rows = con.execute(
         """
         SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end, doc_offset
@@ -174,19 +141,26 @@ def step_segments(
     batch = int(info["batch"])
     segments = []
     for doc_id, source, uri, content_hash, epoch, a, b, offset in rows:
-        first = max(a // seq_len, span.first_window)
-        last = min((b - 1) // seq_len, span.last_window)
-        for w in range(first, last + 1):
-            lo, hi = max(a, w * seq_len), min(b, (w + 1) * seq_len)
-            if lo >= hi:
-                continue
+        for w, lo, token_start, token_end in window_pieces(
+                a, b, offset, seq_len, span.first_window, span.last_window):
             rank = None
             if span.world_size:
                 rank = (w - span.step * batch) // (batch // span.world_size)
             segments.append({
                 "doc_id": doc_id, "source": source, "uri": uri, "content_hash": content_hash,
                 "epoch": epoch, "window": w, "rank": rank,
-                "token_start": offset + lo - a, "token_end": offset + hi - a, "position": lo,
+                "token_start": token_start, "token_end": token_end, "position": lo,
             })
     segments.sort(key=lambda s: (s["window"], s["position"]))
     return segments
+
+
+def window_pieces(
+    a: int, b: int, offset: int, seq_len: int, first_window: int, last_window: int
+) -> Iterator[tuple[int, int, int, int]]:
+    """Cut an occurrence [a, b) at window edges (docs/stream-spec.md §6), within windows
+    first..last: (window, first stream position, token_start, token_end in the document)."""
+    for w in range(max(a // seq_len, first_window), min((b - 1) // seq_len, last_window) + 1):
+        lo, hi = max(a, w * seq_len), min(b, (w + 1) * seq_len)
+        if lo < hi:
+            yield w, lo, offset + lo - a, offset + hi - a

@@ -18,6 +18,7 @@ from typing import Any
 import blake3
 
 from lineage.errors import StoreError, UsageError
+from lineage.parts import part_files
 from lineage.store import Store
 from lineage.stream.query import _resolve, step_range, step_segments
 
@@ -94,9 +95,7 @@ class StreamReader:
 
     def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:
         with self.store.reader(views=False) as con:
-            files = [str(self.store.root / r[0]) for r in con.execute(
-                "SELECT path FROM parquet_files WHERE table_name = 'documents' AND owner = ?",
-                [self.info["corpus"]]).fetchall()]
+            files = part_files(con, self.store, "documents", self.info["corpus"])
             rows = con.execute(
                 "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
                 "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
