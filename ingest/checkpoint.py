@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import blake3
-
+from lineage.durable import blake3_file
 from lineage.errors import ConflictError, InputError, NotFoundError
 from lineage.formats.sha256sums import sha256_files
 from lineage.store import Store
@@ -64,9 +63,7 @@ def _describe(folder: Path) -> list[dict[str, Any]]:
     sha = sha256_files(paths)
     files = []
     for path in paths:
-        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-        hasher.update_mmap(path)
         files.append({"path": path.relative_to(folder).as_posix(), "size": path.stat().st_size,
-                      "sha256": sha[path], "blake3": hasher.hexdigest(),
+                      "sha256": sha[path], "blake3": blake3_file(path),
                       "format": FORMATS.get(path.suffix.lower(), "other")})
     return files

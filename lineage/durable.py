@@ -121,6 +121,15 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
+def blake3_file(path: Path) -> str:
+    """Hex BLAKE3-256 of a file's bytes, memory-mapped and hashed on all cores."""
+    import blake3
+
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    hasher.update_mmap(path)
+    return hasher.hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
     digest = hashlib.sha256()

@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import blake3
-
+from lineage.durable import blake3_file
 from lineage.errors import InputError, UsageError
 from lineage.parts import part_files
 from lineage.store import Store
@@ -29,11 +28,9 @@ NOT_FOUND = "not-found"
 
 def hash_file(path: Path) -> str:
     try:
-        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-        hasher.update_mmap(path)
+        return blake3_file(path)
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
-    return hasher.hexdigest()
 
 
 TRAINED = "trained"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import blake3
 
+from lineage.durable import blake3_file
 from lineage.errors import InputError
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.token_count import TokenizerSpec, count_tokens
@@ -82,9 +83,7 @@ def hash_file(path: Path, *, keep: bool = True) -> tuple[str, int, bytes | None]
     """(BLAKE3 hex, size, the bytes when `keep` and small enough for a tokenizer)."""
     size = path.stat().st_size
     if size >= _MMAP_FROM:
-        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-        hasher.update_mmap(path)
-        return hasher.hexdigest(), size, None
+        return blake3_file(path), size, None
     if keep:
         with open(path, "rb") as handle:
             data = handle.read()
