@@ -29,6 +29,7 @@ from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary
 from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
 from lineage.parts import discard_parts, publish_parts, unpublish
+from lineage.parts import report as report_progress
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
 from lineage.token_count import TokenizerSpec, parse_tokenizer
@@ -194,12 +195,12 @@ def _run_shard_tasks(
     if count <= 1:
         for done, task in enumerate(tasks, start=1):
             results.append(stage_text_shard(task))
-            _report(progress, "reading shards", done, len(tasks))
+            report_progress(progress, "reading shards", done, len(tasks))
         return results
     with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn")) as pool:
         for done, summary in enumerate(pool.map(stage_text_shard, tasks), start=1):
             results.append(summary)
-            _report(progress, "reading shards", done, len(tasks))
+            report_progress(progress, "reading shards", done, len(tasks))
     return results
 
 
@@ -279,7 +280,3 @@ def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord) -> None:
          record.started_at, __version__],
     )
 
-
-def _report(progress: Progress, stage: str, done: int | None, total: int | None) -> None:
-    if callable(progress):
-        progress(stage, done, total)

@@ -17,6 +17,7 @@ from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifest
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
 from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
+from lineage.parts import report as report_progress
 from lineage.schemas import document_hashes_schema, documents_schema
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def reduce_corpus(
         if staged_parts:
             con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)", [staged_parts])
         for shard in manifests:
-            _report(progress, f"loading manifest {shard.name}", None, None)
+            report_progress(progress, f"loading manifest {shard.name}", None, None)
             load_manifest(con, shard, table="docs")
         apply_licenses(con, licenses)
         check_rows(con)
@@ -257,7 +258,3 @@ def _place(origin: str, record: int | None) -> str | None:
     lowered = origin.lower()
     return f"row {record}" if lowered.endswith(".parquet") else f"record {record}"
 
-
-def _report(progress: Any, stage: str, done: int | None, total: int | None) -> None:
-    if callable(progress):
-        progress(stage, done, total)

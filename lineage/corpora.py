@@ -10,7 +10,7 @@ from lineage.store import Store
 
 def list_corpora(store: Store) -> list[dict[str, Any]]:
     """Every corpus, by name, with its totals and manifest hash."""
-    with store.reader() as con:
+    with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         rows = con.execute(
             "SELECT name, manifest_hash, documents, tokens, bytes, dropped_empty, tokenizer, "
             "created_at FROM corpora ORDER BY name"
@@ -22,7 +22,7 @@ def list_corpora(store: Store) -> list[dict[str, Any]]:
 
 def get_corpus(store: Store, name: str) -> dict[str, Any]:
     """One corpus with its sources and token shares; NotFoundError when absent."""
-    with store.reader() as con:
+    with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         row = con.execute(
             "SELECT name, manifest_hash, manifest_spec, documents, tokens, bytes, dropped_empty, "
             "tokenizer, created_at FROM corpora WHERE name = ?",

@@ -34,6 +34,12 @@ LOOKUP_ROW_GROUP_ROWS = 16_384
 Progress = Callable[[str, int | None, int | None], None] | None
 
 
+def report(progress: Progress, stage: str, done: int | None, total: int | None) -> None:
+    """Tell an optional progress callback how far a stage got (the core never prints)."""
+    if progress:
+        progress(stage, done, total)
+
+
 @dataclass
 class WrittenPart:
     temp: Path

@@ -28,6 +28,9 @@ from lineage.parts import (
     unpublish,
     write_parts,
 )
+from lineage.parts import (
+    report as report_progress,
+)
 from lineage.schemas import occurrence_hashes_schema, occurrences_schema
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
@@ -162,9 +165,9 @@ def _build(
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         con.execute("SET preserve_insertion_order = false")
-        _report(progress, "ordering documents", 0, 3)
+        report_progress(progress, "ordering documents", 0, 3)
         _order(con, spec, sources, files)
-        _report(progress, "ordering documents", 3, 3)
+        report_progress(progress, "ordering documents", 3, 3)
         packed, count = con.execute(
             "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
             [spec.separator_tokens]).fetchone() or (0, 0)
@@ -339,7 +342,3 @@ def commit_stream(
         raise
     return "added"
 
-
-def _report(progress: Progress, stage: str, done: int | None, total: int | None) -> None:
-    if progress:
-        progress(stage, done, total)
