@@ -279,4 +279,3 @@ def _register(con: Any, reduced: ReducedCorpus, record: _IngestRecord) -> None:
         [str(uuid.uuid4()), record.corpus, record.inputs_json(), record.parameters_json(),
          record.started_at, __version__],
     )
-

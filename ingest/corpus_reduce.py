@@ -257,4 +257,3 @@ def _place(origin: str, record: int | None) -> str | None:
         return None
     lowered = origin.lower()
     return f"row {record}" if lowered.endswith(".parquet") else f"record {record}"
-

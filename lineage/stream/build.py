@@ -341,4 +341,3 @@ def commit_stream(
         unpublish(store, relative)
         raise
     return "added"
-
