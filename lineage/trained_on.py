@@ -93,7 +93,9 @@ def trained_on_hashes(
     """The same answer for (label, BLAKE3 hex) pairs already hashed."""
     with store.reader(views=False) as con:
         streams = _streams(con, stream)
-        results = [_answer(con, store, label, digest, streams) for label, digest in queries]
+        corpora = _manifests(con)
+        results = [_answer(con, store, label, digest, streams, corpora)
+                   for label, digest in queries]
     return {"stream": stream, "results": results}
 
 
@@ -109,7 +111,7 @@ def _streams(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, dict
 
 def _answer(
     con: duckdb.DuckDBPyConnection, store: Store, label: str, digest: str,
-    streams: dict[str, dict[str, Any]],
+    streams: dict[str, dict[str, Any]], corpora: dict[str, str],
 ) -> dict[str, Any]:
     documents = _lookup(con, store, "document_hashes", None,
                         "corpus, source, doc_id", digest)
@@ -120,7 +122,6 @@ def _answer(
         for corpus, doc_id, epoch, start, end in rows:
             placed.setdefault((corpus, doc_id), []).append((name, info, epoch, start, end))
     matches = []
-    corpora = _manifests(con)
     for corpus, source, doc_id in documents:
         base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
                 "doc_id": doc_id}
