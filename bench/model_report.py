@@ -11,26 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
-import statistics
-import time
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
+from runs import timed  # bench/ is on sys.path when these scripts run
 from safetensors.numpy import save_file
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    values = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        values.append(time.perf_counter() - started)
-    return {"runs_s": [round(v, 4) for v in values],
-            "median_s": round(statistics.median(values), 4)}
 
 
 def sharded_folder(root: Path, shards: int = 100) -> Path:
