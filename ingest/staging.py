@@ -13,12 +13,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-STAGED_COLUMNS = (
-    "doc_id", "source", "uri", "n_bytes", "n_tokens", "content_hash", "license", "metadata",
-    "origin", "record", "has_text",
-)  # fmt: skip
-
-
 def staged_schema() -> pa.Schema:
     import pyarrow as pa
 

@@ -33,7 +33,6 @@ BULK_TABLES: dict[str, dict[str, str]] = {
         "ordinal": _I, "epoch": _I, "stream_start": _I, "stream_end": _I, "doc_offset": _I,
     },
 }  # fmt: skip
-DOCUMENTS_COLUMNS = tuple(BULK_TABLES["documents"])
 
 
 def catalog_ddl() -> str:

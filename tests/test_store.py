@@ -126,3 +126,14 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
     assert store.sql("SELECT value FROM schema_info").rows == [("2",)]
+
+
+def test_bulk_view_columns_match_the_arrow_schemas() -> None:
+    # Empty views are typed from BULK_TABLES; the Parquet files from the Arrow schemas.
+    arrow = {"documents": schemas.documents_schema(),
+             "document_hashes": schemas.document_hashes_schema(),
+             "occurrences": schemas.occurrences_schema(),
+             "occurrence_hashes": schemas.occurrence_hashes_schema()}
+    assert set(arrow) == set(schemas.BULK_TABLES)
+    for table, schema in arrow.items():
+        assert schemas.duckdb_columns(schema) == schemas.BULK_TABLES[table], table

@@ -18,8 +18,6 @@ from typing import Any
 from lineage.errors import InputError, LineageError
 from lineage.store import Store
 
-TIERS = ("closed", "open weights", "open source", "fully auditable")
-
 
 def provenance(folder: Path, *, has_weights: bool, store: Store | None) -> dict[str, Any]:
     if not has_weights:

@@ -10,7 +10,6 @@ bytes are re-read from where they were ingested and checked against their BLAKE3
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,9 +88,6 @@ class StreamReader:
             by_rank[(segment.window - first) // per_rank].append(segment)
         return [batch_digest(segments) for segments in by_rank]
 
-    def iter_windows(self) -> Iterator[tuple[int, list[array[int]]]]:
-        for step in range(int(self.info["steps"])):
-            yield step, self.windows(step)
 
     def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:
         with self.store.reader(views=False) as con:
