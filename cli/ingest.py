@@ -38,6 +38,14 @@ def corpus(
     workers: Annotated[
         int | None, typer.Option(help="Parallel workers (default: all cores).", min=1)
     ] = None,
+    fingerprints: Annotated[
+        bool | None,
+        typer.Option("--fingerprints/--no-fingerprints",
+                     help="Build the text index (normalized-text hashes and fingerprints). "
+                     "Default: on for documents with text, off for ready manifests, which "
+                     "opt in by reading each document from its local uri.",
+                     show_default=False),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests."""
@@ -48,6 +56,7 @@ def corpus(
         result = ingest_corpus(
             store, list(paths), corpus=corpus, source=source, license=license,
             tokenizer=tokenizer, fmt=fmt, workers=workers, progress=progress,
+            fingerprints=fingerprints,
         )
     if json:
         output.emit_json(result.to_dict())
@@ -66,6 +75,13 @@ def corpus(
         f"dropped {result.dropped_empty:,} empty documents"
         + (f"; skipped {skipped:,} hidden files or links" if skipped else ""),
     ])
+    if result.text_index:
+        index = result.text_index
+        share = index["index_bytes"] / index["text_bytes"] if index["text_bytes"] else 0.0
+        output.emit_lines([
+            f"text index: {index['documents']:,} documents, {index['words']:,} words, "
+            f"{index['fingerprints']:,} fingerprints ({share:.0%} of the text's size); "
+            f"{index['not_text']:,} documents are not text"])
 
 
 @app.command("windows")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
+from lineage.text_match import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT
 
 StreamOption = Annotated[
     str | None, typer.Option("--stream", help="The stream (default: the only one).")
@@ -47,33 +49,65 @@ def docs(
 
 def trained_on(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="Files to look for, by exact content.")],
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Files to look for (- reads standard input).", show_default=False),
+    ] = None,
+    text: Annotated[
+        list[str] | None, typer.Option("--text", help="A text to look for (repeatable).")
+    ] = None,
     stream: StreamOption = None,
     run: Annotated[
         str | None, typer.Option(help="Answer for this run: trained, skipped-only, "
                                  "not-reached.")
     ] = None,
+    min_containment: Annotated[
+        float, typer.Option(help="Share of a text that matched passages must cover for "
+                            "a `partial` verdict.", min=0.0, max=1.0)
+    ] = DEFAULT_MIN_CONTAINMENT,
+    limit: Annotated[
+        int, typer.Option(help="Candidate documents examined per text.", min=1)
+    ] = DEFAULT_LIMIT,
     json: JsonOption = False,
 ) -> None:
-    """Was this file trained on? Exit 0 when every file is in the stream (or trained)."""
-    answer = current_store(ctx).trained_on([str(f) for f in files], stream=stream, run=run)
-    wanted = "trained" if run else "in-stream"
+    """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
+    passages). Exit 0 when every query is in the stream (or trained) or matched as text."""
+    paths = [str(f) for f in files or []]
+    stdin = sys.stdin.buffer.read() if "-" in paths else None
+    answer = current_store(ctx).trained_on(
+        [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
+        run=run, min_containment=min_containment, limit=limit)
+    wanted = {"trained" if run else "in-stream", "text-match", "partial"}
     if json:
         output.emit_json(answer)
     else:
         for result in answer["results"]:
-            output.emit_lines([f"{result['file']}: {result['verdict']} "
-                               f"(blake3 {result['content_hash']})"])
-            for m in result["matches"]:
-                where = "in no stream"
-                if m["stream"]:
-                    where = (f"stream {m['stream']}: steps {_ranges(m['steps'])}, "
-                             f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
-                run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
-                output.emit_lines([f"  {m['corpus']}/{m['doc_id']} ({m['source']}): "
-                                   f"{where}{run_note}"])
-    if any(r["verdict"] != wanted for r in answer["results"]):
+            output.emit_lines(_result_lines(result))
+    if any(r["verdict"] not in wanted for r in answer["results"]):
         raise typer.Exit(EXIT_NO)
+
+
+def _result_lines(result: dict) -> list[str]:
+    head = f"{result['file']}: {result['verdict']} (blake3 {result['content_hash']})"
+    if "text_hash" in result:
+        head = (f"{result['file']}: {result['verdict']}, {result['containment']:.0%} of "
+                f"{result['words']} words matched")
+    lines = [head]
+    for m in result["matches"]:
+        where = "in no stream"
+        if m["stream"]:
+            where = (f"stream {m['stream']}: steps {_ranges(m['steps'])}, "
+                     f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
+        run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
+        share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
+        lines.append(f"  {m['corpus']}/{m['doc_id']} ({m['source']}{share}): {where}{run_note}")
+        for span in m["spans"]:
+            doc = f", document words {span['doc_words'][0]}..{span['doc_words'][1]}"
+            lines.append(f"    query words {span['query_words'][0]}..{span['query_words'][1]} "
+                         f"(chars {span['query_chars'][0]}..{span['query_chars'][1]}){doc}")
+        if m.get("note"):
+            lines.append(f"    note: {m['note']}")
+    return lines
 
 
 def trace(

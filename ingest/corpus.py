@@ -26,7 +26,8 @@ from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corp
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
-from lineage.ingest.staging import ShardSummary
+from lineage.ingest.staging import ShardSummary, StagedParts
+from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
 from lineage.parts import discard_parts, publish_parts, unpublish
 from lineage.parts import report as report_progress
@@ -53,6 +54,7 @@ class CorpusIngestResult:
     skipped_links: int = 0
     parts: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    text_index: dict[str, Any] | None = None  # the text_indexes row, when one was built
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,11 +71,14 @@ def ingest_corpus(
     fmt: str = "auto",
     workers: int | None = None,
     progress: Progress = None,
+    fingerprints: bool | None = None,
 ) -> CorpusIngestResult:
     """Hash, check and record a corpus; re-ingesting identical input changes nothing.
 
     `license` is an SPDX id for every document that names none, or a list of such ids
-    and `SOURCE=SPDX` entries (per source first, then the plain one).
+    and `SOURCE=SPDX` entries (per source first, then the plain one). `fingerprints`
+    (default: on for documents with text, off for ready manifests) builds the text index
+    (docs/text-spec.md); for ready manifests it reads each document from its local `uri`.
     """
     started = time.monotonic()
     started_at = time.time()
@@ -89,18 +94,20 @@ def ingest_corpus(
     if manifests and spec.kind != "bytes":
         raise UsageError("ready manifests carry their own n_tokens: drop --tokenizer")
     tokenizer_id = "manifest" if manifests else spec.identity
+    index_text = bool(raw) if fingerprints is None else fingerprints
 
     staging = new_staging_dir(store.staging_dir)
-    for table in ("documents", "document_hashes"):
+    for table in ("documents", "document_hashes", *TEXT_TABLES):
         remove_abandoned_temps(store.table_dir(table))
     try:
         with disk_full_guard(staging):
             staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
-                                            progress)
+                                            progress, index_text)
             faults.reach("map-done")
             reduced = reduce_corpus(
                 corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
                 staging=staging, out_dir=store.tables_dir, progress=progress,
+                text_index=index_text,
             )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:
@@ -124,7 +131,16 @@ def ingest_corpus(
         bytes=reduced.bytes, dropped_empty=reduced.dropped_empty, tokenizer=tokenizer_id,
         sources=reduced.sources, skipped_hidden=skipped[0], skipped_links=skipped[1],
         parts=final, seconds=round(time.monotonic() - started, 3),
+        text_index=_text_index_dict(corpus, reduced),
     )
+
+
+def _text_index_dict(corpus: str, reduced: ReducedCorpus) -> dict[str, Any] | None:
+    if reduced.text_index is None:
+        return None
+    names = ("corpus", "text_spec", "fingerprint_spec", "k", "w", "documents", "not_text",
+             "words", "fingerprints", "text_bytes", "index_bytes")
+    return dict(zip(names, reduced.text_index.catalog_row(corpus), strict=True))
 
 
 def _check_names(corpus: str, source: str | None) -> None:
@@ -162,7 +178,8 @@ def _map(
     spec: TokenizerSpec,
     workers: int | None,
     progress: Progress,
-) -> tuple[list[str], int, tuple[int, int]]:
+    index_text: bool,
+) -> tuple[StagedParts, int, tuple[int, int]]:
     """Stage every raw input; returns (staged parts, empty documents, skipped files)."""
     summaries: list[ShardSummary] = []
     hidden = links = 0
@@ -174,15 +191,20 @@ def _map(
             links += listing.skipped_links
             summaries.append(stage_directory(
                 item.root, listing, staging, tokenizer=spec,
-                progress=progress, workers=workers,
+                progress=progress, workers=workers, fingerprints=index_text,
             ))
         else:
             part = staging / f"shard-{len(tasks):05d}.parquet"
+            prints = staging / f"shard-{len(tasks):05d}.fingerprints.parquet"
             tasks.append(TextShardTask(
                 str(item.path), item.kind, item.name, str(part), source, corpus, spec,
+                str(prints) if index_text else None,
             ))
     summaries.extend(_run_shard_tasks(tasks, workers, progress))
-    parts = [s.part for s in summaries if s.part is not None]
+    parts = StagedParts(
+        documents=[s.part for s in summaries if s.part is not None],
+        fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
+    )
     return parts, sum(s.dropped_empty for s in summaries), (hidden, links)
 
 
@@ -252,6 +274,15 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                                      name=name, parts=reduced.parts)
             relative += publish_parts(con, store, table="document_hashes",
                                       owner=record.corpus, name=name, parts=reduced.hash_parts)
+            text = reduced.text_index
+            if text is not None:
+                for table, parts in (("text_documents", text.document_parts),
+                                     ("text_hashes", text.hash_parts),
+                                     ("fingerprints", text.fingerprint_parts)):
+                    relative += publish_parts(con, store, table=table, owner=record.corpus,
+                                              name=name, parts=parts)
+                con.execute("INSERT INTO text_indexes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            text.catalog_row(record.corpus))
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")

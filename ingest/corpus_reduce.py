@@ -15,6 +15,9 @@ from lineage import faults
 from lineage.errors import InputError, UsageError
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifest
+from lineage.ingest.staging import StagedParts
+from lineage.ingest.text_index import index_manifest_texts
+from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
 from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
 from lineage.parts import report as report_progress
@@ -52,20 +55,23 @@ class ReducedCorpus:
     sources: list[dict[str, Any]]
     parts: list[WrittenPart] = field(default_factory=list)  # documents, by doc_id
     hash_parts: list[WrittenPart] = field(default_factory=list)  # document_hashes
+    text_index: TextIndexSummary | None = None
 
     def all_parts(self) -> list[WrittenPart]:
-        return [*self.parts, *self.hash_parts]
+        text = self.text_index.all_parts() if self.text_index else []
+        return [*self.parts, *self.hash_parts, *text]
 
 
 def reduce_corpus(
     *,
     corpus: str,
-    staged_parts: list[str],
+    staged_parts: StagedParts,
     manifests: list[ShardInput],
     licenses: LicensePlan,
     staging: Path,
     out_dir: Path,
     progress: Any = None,
+    text_index: bool = False,
 ) -> ReducedCorpus:
     import duckdb
 
@@ -76,8 +82,9 @@ def reduce_corpus(
         # Beyond this DuckDB spills to the staging folder instead of growing with the corpus.
         con.execute("SET memory_limit = ?", [memory_limit()])
         con.execute(_STAGED_TABLE)
-        if staged_parts:
-            con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)", [staged_parts])
+        if staged_parts.documents:
+            con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)",
+                        [staged_parts.documents])
         for shard in manifests:
             report_progress(progress, f"loading manifest {shard.name}", None, None)
             load_manifest(con, shard, table="docs")
@@ -85,6 +92,9 @@ def reduce_corpus(
         check_rows(con)
         dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
         check_unique_doc_ids(con)
+        fingerprints = list(staged_parts.fingerprints)
+        if text_index and manifests:
+            fingerprints += index_manifest_texts(con, staging, progress)
         reduced = ReducedCorpus(
             manifest_hash="",
             dropped_empty=int(dropped[0]) if dropped else 0,
@@ -93,6 +103,14 @@ def reduce_corpus(
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_both(con, reduced, corpus=corpus, out_dir=out_dir, progress=progress)
+        if text_index:
+            try:
+                reduced.text_index = write_text_index(
+                    con, corpus=corpus, staged_fingerprints=fingerprints,
+                    out_dir=out_dir, progress=progress)
+            except BaseException:
+                discard_parts(reduced.all_parts())
+                raise
         return reduced
     finally:
         con.close()
@@ -128,7 +146,7 @@ _STAGED_TABLE = """
 CREATE TABLE docs (
     doc_id VARCHAR, source VARCHAR, uri VARCHAR, n_bytes BIGINT, n_tokens BIGINT,
     content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT,
-    has_text BOOLEAN
+    has_text BOOLEAN, text_hash VARCHAR, n_words BIGINT
 )
 """
 

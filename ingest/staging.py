@@ -29,8 +29,28 @@ def staged_schema() -> pa.Schema:
             ("origin", pa.string()),  # the input file, for error messages only
             ("record", pa.int64()),  # 1-based record or row inside `origin`, or null
             ("has_text", pa.bool_()),  # false for ready manifests: `origin` holds no text
+            ("text_hash", pa.string()),  # lineage-text/1 hash; null: no text identity
+            ("n_words", pa.int64()),  # normalized words; null when text_hash is
         ]
     )
+
+
+def staged_fingerprint_schema() -> pa.Schema:
+    """Fingerprints as a map task stages them: keyed by doc_id until the reduce numbers
+    the documents."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [("doc_id", pa.string()), ("position", pa.uint32()), ("fingerprint", pa.uint64())]
+    )
+
+
+@dataclass(frozen=True)
+class StagedParts:
+    """Everything the map staged for the reduce."""
+
+    documents: list[str]
+    fingerprints: list[str]
 
 
 @dataclass(frozen=True)
@@ -40,3 +60,4 @@ class ShardSummary:
     part: str | None  # path of the staged Parquet part, None when nothing was kept
     documents: int
     dropped_empty: int
+    fingerprint_part: str | None = None  # staged fingerprints, when any were made

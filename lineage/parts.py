@@ -68,18 +68,20 @@ def write_parts(
     stage: str = "writing",
     total: int | None = None,
     range_columns: Sequence[str] = (),
+    encodings: dict[str, str] | None = None,
 ) -> list[WrittenPart]:
     """Write `batches` (already in table order) into fsynced temp parts; remove them on error.
 
     For each of `range_columns` (monotone in table order), every part records its first
-    and last value, so lookups can skip parts before opening them.
+    and last value, so lookups can skip parts before opening them. `encodings` sets the
+    Parquet encoding of some columns (those columns are not dictionary-encoded).
     """
     import pyarrow as pa
 
     out_dir.mkdir(parents=True, exist_ok=True)
     parts: list[WrittenPart] = []
     writer = _RotatingWriter(out_dir, schema, parts, sorted_by, part_rows or PART_ROWS,
-                             row_group_rows, range_columns)
+                             row_group_rows, range_columns, encodings or {})
     pending: list[pa.RecordBatch] = []
     pending_rows = written = 0
     try:
@@ -134,6 +136,8 @@ def publish_parts(
     Call inside `store.writer()`. Renamed files that end up unregistered (the transaction
     fails) are removed here, or left as garbage for `store gc` if the process dies.
     """
+    if not parts:
+        return []
     folder = store.table_dir(table)
     finals = [folder / f"{name}-{i:04d}.parquet" for i in range(len(parts))]
     relative = [final.relative_to(store.root).as_posix() for final in finals]
@@ -170,8 +174,10 @@ class _RotatingWriter:
     def __init__(
         self, out_dir: Path, schema: Any, parts: list[WrittenPart], sorted_by: Sequence[str],
         part_rows: int, row_group_rows: int, range_columns: Sequence[str] = (),
+        encodings: dict[str, str] | None = None,
     ) -> None:
         self.out_dir, self.schema, self.parts = out_dir, schema, parts
+        self.encodings = dict(encodings or {})
         self.sorting = [schema.get_field_index(name) for name in sorted_by]
         self.part_rows, self.row_group_rows = part_rows, row_group_rows
         self.range_columns = tuple(range_columns)
@@ -193,9 +199,14 @@ class _RotatingWriter:
                 self.__exit__()
                 temp = self.out_dir / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.parquet"
                 self.parts.append(WrittenPart(temp))
+                options: dict[str, Any] = {}
+                if self.encodings:
+                    options["column_encoding"] = self.encodings
+                    options["use_dictionary"] = [f.name for f in self.schema
+                                                 if f.name not in self.encodings]
                 self._writer = pq.ParquetWriter(
                     temp, self.schema, compression="zstd", write_statistics=True,
-                    sorting_columns=[pq.SortingColumn(i) for i in self.sorting],
+                    sorting_columns=[pq.SortingColumn(i) for i in self.sorting], **options,
                 )
             room = self.part_rows - self.parts[-1].rows
             head, table = table.slice(0, room), table.slice(room)
@@ -212,12 +223,14 @@ class _RotatingWriter:
 def part_files(
     con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None = None, *,
     span: tuple[int, int] | None = None, digest: str | None = None,
+    any_of: tuple[str, Sequence[Any]] | None = None,
 ) -> list[str]:
     """The registered parts of a table that can hold the rows asked for.
 
     Parts record the first and last value of their sort columns (`key_ranges`), so a
     lookup opens one part instead of all of them: at hundreds of parts, reading every
-    footer would cost more than the lookup itself.
+    footer would cost more than the lookup itself. `any_of=(column, values)` keeps the
+    parts whose range of that column holds at least one of the values.
     """
     where, params = "table_name = ?", [table]
     if owner is not None:
@@ -233,5 +246,9 @@ def part_files(
         if digest and "content_hash" in bounds and not (
                 bounds["content_hash"][0] <= digest <= bounds["content_hash"][1]):
             continue
+        if any_of and any_of[0] in bounds:
+            low, high = bounds[any_of[0]]
+            if not any(low <= value <= high for value in any_of[1]):
+                continue
         keep.append(str(store.root / path))
     return keep

@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,12 +120,11 @@ class Store:
 
         return docs_in_step(self, step, **options)
 
-    def trained_on(
-        self, files: list[str], *, stream: str | None = None, run: str | None = None
-    ) -> dict[str, Any]:
+    def trained_on(self, files: Sequence[str] = (), **options: Any) -> dict[str, Any]:
+        """`lineage trained-on`: options texts, stdin, stream, run, min_containment, limit."""
         from lineage.trained_on import trained_on
 
-        return trained_on(self, files, stream=stream, run=run)  # type: ignore[arg-type]
+        return trained_on(self, files, **options)
 
     def trace(self, run: str, **selection: Any) -> dict[str, Any]:
         """`lineage trace`: selection is step=N, clipped=True or skipped=True."""

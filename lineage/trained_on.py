@@ -1,22 +1,32 @@
 """"Was this file trained on?": content hash -> documents -> stream positions -> steps.
 
-Verdicts, from strongest to weakest: `in-stream` (a document with these exact bytes is
-placed in a stream), `in-corpus-only` (recorded in a corpus but in no stream, e.g. past
-the token budget), `not-found`. Each match carries the evidence: the content hash, the
-corpus manifest hash, and each stream's spec hash, windows and steps. Later verdicts
-(run progress, skipped steps, partial text matches) extend the same answer.
+Verdicts by exact bytes: `in-stream` (a document with these exact bytes is placed in a
+stream), `in-corpus-only` (recorded in a corpus but in no stream, e.g. past the token
+budget). A query no corpus holds byte for byte is then matched as text
+(lineage/text_match.py): `text-match` (the same normalized words as a document) or
+`partial` (passages of documents cover enough of it); else `not-found`. With a run,
+verdicts become `trained`, `skipped-only` or `not-reached`. Each match carries the
+evidence: content hash, corpus manifest hash, each stream's spec hash, windows and
+steps, and for text matches the normalization and fingerprint parameters and spans.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import blake3
+
 from lineage.durable import blake3_file
 from lineage.errors import InputError, UsageError
+from lineage.fingerprint import parameters as fingerprint_parameters
 from lineage.parts import part_files
 from lineage.store import Store
+from lineage.text_identity import TEXT_SPEC
+from lineage.text_match import PARTIAL, TEXT_MATCH
 
 if TYPE_CHECKING:
     import duckdb
@@ -39,26 +49,113 @@ NOT_REACHED = "not-reached"
 _RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
 
 
-def trained_on(
-    store: Store, files: list[str | os.PathLike[str]], *, stream: str | None = None,
-    run: str | None = None,
-) -> dict[str, Any]:
-    """One result per file, in the order given; with `run`, verdicts about that run."""
+@dataclass(frozen=True)
+class Query:
+    """One thing asked about: a file, a text given inline, or standard input."""
+
+    label: str
+    digest: str  # BLAKE3 of its exact bytes
+    data: bytes | None = None  # the bytes, when already in memory
+    path: Path | None = None
+
+    def text(self) -> str | None:
+        """The query as text for matching, or None (not UTF-8, or a very large file)."""
+        data = self.data
+        if data is None and self.path is not None:
+            if self.path.stat().st_size > MAX_TEXT_QUERY_BYTES:
+                return None
+            data = self.path.read_bytes()
+        try:
+            return data.decode("utf-8") if data is not None else None
+        except UnicodeDecodeError:
+            return None
+
+
+MAX_TEXT_QUERY_BYTES = 64 << 20  # larger files are looked up by exact content only
+
+
+def queries_for(files: Sequence[str | os.PathLike[str]] = (), texts: Sequence[str] = (),
+                stdin: bytes | None = None) -> list[Query]:
     queries = []
     for item in files:
         path = Path(item)
         if not path.is_file():
             raise InputError(path, "no such file (trained-on takes files)")
-        queries.append((str(path), hash_file(path)))
-    if run is None:
-        return trained_on_hashes(store, queries, stream=stream)
-    from lineage.runs import get_run
+        queries.append(Query(str(path), hash_file(path), path=path))
+    for number, text in enumerate(texts, start=1):
+        data = text.encode("utf-8", errors="surrogatepass")
+        queries.append(Query(f"<text {number}>", blake3.blake3(data).hexdigest(), data))
+    if stdin is not None:
+        queries.append(Query("<stdin>", blake3.blake3(stdin).hexdigest(), stdin))
+    if not queries:
+        raise UsageError("give a file, --text or - (standard input) to look for")
+    return queries
 
-    info = get_run(store, run)
-    if stream is not None and stream != info["stream"]:
-        raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
-    answer = trained_on_hashes(store, queries, stream=info["stream"])
-    return with_run(store, answer, info)
+
+def trained_on(
+    store: Store, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
+    stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
+    min_containment: float | None = None, limit: int | None = None,
+) -> dict[str, Any]:
+    """One result per query (files, then texts, then stdin), in the order given.
+
+    A query whose exact bytes are in no corpus is matched as text when it is text: by
+    normalized-text hash (`text-match`) and by fingerprints (`partial`, when the matched
+    passages cover at least `min_containment` of it). With `run`, verdicts about that run.
+    """
+    queries = queries_for(files, texts, stdin)
+    info = None
+    if run is not None:
+        from lineage.runs import get_run
+
+        info = get_run(store, run)
+        if stream is not None and stream != info["stream"]:
+            raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
+        stream = info["stream"]
+    answer = trained_on_hashes(store, [(q.label, q.digest) for q in queries], stream=stream)
+    _match_texts(store, queries, answer, stream=stream, explicit=bool(texts) or stdin is not None,
+                 min_containment=min_containment, limit=limit)
+    return answer if info is None else with_run(store, answer, info)
+
+
+def _match_texts(
+    store: Store, queries: list[Query], answer: dict[str, Any], *, stream: str | None,
+    explicit: bool, min_containment: float | None, limit: int | None,
+) -> None:
+    """Text verdicts for the queries no corpus holds byte for byte."""
+    from lineage import text_match
+
+    threshold = (text_match.DEFAULT_MIN_CONTAINMENT if min_containment is None
+                 else min_containment)
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"--min-containment {threshold}: must be between 0 and 1")
+    answer["text_evidence"] = {"text_spec": TEXT_SPEC, "fingerprint": fingerprint_parameters(),
+                               "min_containment": threshold}
+    pending = [(q, r) for q, r in zip(queries, answer["results"], strict=True)
+               if r["verdict"] == NOT_FOUND]
+    if not pending:
+        return
+    with store.reader(views=False) as con:
+        indexes = text_match.text_indexes(con)
+        if explicit:
+            text_match.require_index(indexes)
+        streams = _streams(con, stream)
+        corpora = _manifests(con)
+        for query, result in pending:
+            text = query.text()
+            if text is None:
+                continue
+            found = text_match.match_text(
+                con, store, text, indexes=indexes, min_containment=threshold,
+                limit=limit or text_match.DEFAULT_LIMIT)
+            matches = []
+            for match in found.pop("matches"):
+                placed = _placements(con, store, streams, match["content_hash"])
+                base = {**match, "manifest_hash": corpora.get(match["corpus"])}
+                matches.extend({**base, **where} for where in
+                               _stream_entries(placed, match["corpus"], match["doc_id"]))
+            result.update(found)
+            result["matches"] = matches
 
 
 def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -68,6 +165,7 @@ def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[
             "SELECT step FROM steps WHERE run = ? AND skipped", [run["name"]]).fetchall()}
     last = run["last_step"] if run["last_step"] is not None else -1
     for result in answer["results"]:
+        text_verdict = result["verdict"] in (TEXT_MATCH, PARTIAL)
         verdicts = []
         for match in result["matches"]:
             steps = match["steps"]
@@ -80,7 +178,7 @@ def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[
             else:
                 match["run_verdict"] = NOT_REACHED
             verdicts.append(match["run_verdict"])
-        if verdicts:
+        if verdicts and not text_verdict:  # text verdicts stand; each match says the rest
             result["verdict"] = min(verdicts, key=_RANK.index)
     answer["run"] = run["name"]
     answer["run_last_step"] = run["last_step"]
@@ -115,31 +213,48 @@ def _answer(
 ) -> dict[str, Any]:
     documents = _lookup(con, store, "document_hashes", None,
                         "corpus, source, doc_id", digest)
+    placed = _placements(con, store, streams, digest)
+    matches = []
+    for corpus, source, doc_id in documents:
+        base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
+                "doc_id": doc_id, "match": "exact", "containment": 1.0, "spans": []}
+        matches.extend({**base, **where} for where in _stream_entries(placed, corpus, doc_id))
+    verdict = NOT_FOUND
+    if matches:
+        verdict = IN_STREAM if any(m["windows"] for m in matches) else IN_CORPUS_ONLY
+    return {"file": label, "content_hash": digest, "verdict": verdict,
+            "containment": 1.0 if matches else 0.0, "matches": matches}
+
+
+def _placements(
+    con: duckdb.DuckDBPyConnection, store: Store, streams: dict[str, dict[str, Any]],
+    digest: str,
+) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
+    """Where the documents with this content hash sit in each stream."""
     placed: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     for name, info in streams.items():
         rows = _lookup(con, store, "occurrence_hashes", name,
                        "corpus, doc_id, epoch, stream_start, stream_end", digest)
         for corpus, doc_id, epoch, start, end in rows:
             placed.setdefault((corpus, doc_id), []).append((name, info, epoch, start, end))
-    matches = []
-    for corpus, source, doc_id in documents:
-        base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
-                "doc_id": doc_id}
-        hits = placed.get((corpus, doc_id), [])
-        if not hits:
-            matches.append({**base, "stream": None, "spec_hash": None, "steps": [],
-                            "windows": [], "epochs": []})
-        for name, info, spans in _group(hits):
-            windows = sorted({w for _, start, end in spans for w in _windows(info, start, end)})
-            batch = int(info["batch"])
-            matches.append({**base, "stream": name, "spec_hash": info["spec_hash"],
-                            "steps": sorted({w // batch for w in windows}),
-                            "windows": windows,
-                            "epochs": sorted({epoch for epoch, _, _ in spans})})
-    verdict = NOT_FOUND
-    if matches:
-        verdict = IN_STREAM if any(m["windows"] for m in matches) else IN_CORPUS_ONLY
-    return {"file": label, "content_hash": digest, "verdict": verdict, "matches": matches}
+    return placed
+
+
+def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus: str,
+                    doc_id: str) -> list[dict[str, Any]]:
+    """One entry per stream holding the document (steps, windows, epochs), or one
+    entry without a stream."""
+    hits = placed.get((corpus, doc_id), [])
+    if not hits:
+        return [{"stream": None, "spec_hash": None, "steps": [], "windows": [], "epochs": []}]
+    entries = []
+    for name, info, spans in _group(hits):
+        windows = sorted({w for _, start, end in spans for w in _windows(info, start, end)})
+        batch = int(info["batch"])
+        entries.append({"stream": name, "spec_hash": info["spec_hash"],
+                        "steps": sorted({w // batch for w in windows}), "windows": windows,
+                        "epochs": sorted({epoch for epoch, _, _ in spans})})
+    return entries
 
 
 def _lookup(con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V, _I = "VARCHAR", "BIGINT"
 # Parquet-backed views and their columns with DuckDB types (used for views of tables that
@@ -31,6 +31,17 @@ BULK_TABLES: dict[str, dict[str, str]] = {
     "occurrence_hashes": {
         "stream": _V, "content_hash": _V, "corpus": _V, "doc_id": _V, "source": _V,
         "ordinal": _I, "epoch": _I, "stream_start": _I, "stream_end": _I, "doc_offset": _I,
+    },
+    "text_documents": {
+        "corpus": _V, "doc": _I, "doc_id": _V, "source": _V, "content_hash": _V,
+        "text_hash": _V, "n_words": _I, "origin": _V, "record": _I,
+    },
+    "text_hashes": {
+        "corpus": _V, "text_hash": _V, "doc": _I, "doc_id": _V, "source": _V,
+        "content_hash": _V,
+    },
+    "fingerprints": {
+        "corpus": _V, "fingerprint": "UBIGINT", "doc": "UINTEGER", "position": "UINTEGER",
     },
 }  # fmt: skip
 
@@ -126,7 +137,57 @@ def occurrence_hashes_schema() -> pa.Schema:
     )
 
 
+def text_documents_schema() -> pa.Schema:
+    """Documents with a text identity, numbered (`doc`) in doc_id order, sorted by doc."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("doc", pa.int64(), nullable=False),  # the document's rank by doc_id
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("text_hash", pa.string(), nullable=False),  # lineage-text/1
+            pa.field("n_words", pa.int64(), nullable=False),
+            pa.field("origin", pa.string()),  # where the text can be read again
+            pa.field("record", pa.int64()),
+        ]
+    )
+
+
+def text_hashes_schema() -> pa.Schema:
+    """Normalized-text hash -> document, sorted by text_hash: "is this text in a corpus?"."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("text_hash", pa.string(), nullable=False),
+            pa.field("doc", pa.int64(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+        ]
+    )
+
+
+def fingerprints_schema() -> pa.Schema:
+    """Winnowed k-gram fingerprints (lineage-fingerprint/1), sorted by fingerprint."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("fingerprint", pa.uint64(), nullable=False),
+            pa.field("doc", pa.uint32(), nullable=False),  # text_documents.doc
+            pa.field("position", pa.uint32(), nullable=False),  # first word of the gram
+        ]
+    )
+
+
 def duckdb_columns(schema: pa.Schema) -> dict[str, str]:
     """Column name -> DuckDB type, for empty views of tables with no files yet."""
-    kinds = {"string": "VARCHAR", "int64": "BIGINT", "bool": "BOOLEAN"}
+    kinds = {"string": "VARCHAR", "int64": "BIGINT", "bool": "BOOLEAN", "uint64": "UBIGINT",
+             "uint32": "UINTEGER"}
     return {field.name: kinds[str(field.type)] for field in schema}

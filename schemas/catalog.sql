@@ -1,4 +1,4 @@
--- lineage catalog, schema version 2 (migrations/ take older catalogs here).
+-- lineage catalog, schema version 3 (migrations/ take older catalogs here).
 -- Small tables live here; bulk rows live in Parquet files listed in parquet_files.
 -- A Parquet file that is not listed here is garbage, never data.
 
@@ -142,4 +142,19 @@ CREATE TABLE experiments (
     record         VARCHAR NOT NULL,     -- canonical JSON of the whole record
     record_digest  VARCHAR NOT NULL,     -- 'blake3:<hex>' of `record`
     sums_text      VARCHAR               -- the checksum list used, verbatim
+);
+
+-- Text indexes (docs/text-spec.md): one per corpus ingested with text.
+CREATE TABLE text_indexes (
+    corpus            VARCHAR PRIMARY KEY,
+    text_spec         VARCHAR NOT NULL,  -- normalization, e.g. 'lineage-text/1'
+    fingerprint_spec  VARCHAR NOT NULL,  -- e.g. 'lineage-fingerprint/1'
+    k                 BIGINT  NOT NULL,  -- words per gram
+    w                 BIGINT  NOT NULL,  -- grams per winnowing window
+    documents         BIGINT  NOT NULL,  -- documents with a text identity
+    not_text          BIGINT  NOT NULL,  -- documents without one (not UTF-8, or no words)
+    words             BIGINT  NOT NULL,  -- normalized words over those documents
+    fingerprints      BIGINT  NOT NULL,
+    text_bytes        BIGINT  NOT NULL,  -- bytes of the indexed documents
+    index_bytes       BIGINT  NOT NULL   -- bytes of the fingerprint parts
 );

@@ -112,6 +112,7 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     # A catalog exactly as schema 1 made it: parquet_files without key_ranges.
     ddl = schemas.catalog_ddl().replace(
         ",\n    key_ranges  VARCHAR", "").replace("key_ranges", "-- key_ranges")
+    ddl = ddl[:ddl.index("-- Text indexes")]  # schema 3 added the text indexes
     root = tmp_path / "old"
     (root / "tables").mkdir(parents=True)
     con = duckdb.connect(str(root / "catalog.duckdb"))
@@ -119,13 +120,14 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     con.execute("INSERT INTO schema_info VALUES ('schema_version', '1')")
     con.close()
     store = Store(root)
-    with pytest.raises(StoreError, match="older than v2; run `lineage store migrate`"):
+    with pytest.raises(StoreError, match="older than v3; run `lineage store migrate`"):
         store.corpora()
     result = init_store(root)  # what `lineage store migrate` does
-    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 2)
+    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 3)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
-    assert store.sql("SELECT value FROM schema_info").rows == [("2",)]
+    assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
+    assert store.sql("SELECT value FROM schema_info").rows == [("3",)]
 
 
 def test_bulk_view_columns_match_the_arrow_schemas() -> None:
@@ -133,7 +135,10 @@ def test_bulk_view_columns_match_the_arrow_schemas() -> None:
     arrow = {"documents": schemas.documents_schema(),
              "document_hashes": schemas.document_hashes_schema(),
              "occurrences": schemas.occurrences_schema(),
-             "occurrence_hashes": schemas.occurrence_hashes_schema()}
+             "occurrence_hashes": schemas.occurrence_hashes_schema(),
+             "text_documents": schemas.text_documents_schema(),
+             "text_hashes": schemas.text_hashes_schema(),
+             "fingerprints": schemas.fingerprints_schema()}
     assert set(arrow) == set(schemas.BULK_TABLES)
     for table, schema in arrow.items():
         assert schemas.duckdb_columns(schema) == schemas.BULK_TABLES[table], table

@@ -20,6 +20,7 @@ import blake3
 from lineage.durable import blake3_file
 from lineage.errors import InputError
 from lineage.ingest.staging import ShardSummary, staged_schema
+from lineage.ingest.text_index import TextIndexer
 from lineage.token_count import TokenizerSpec, count_tokens
 
 _BATCH_FILES = 512
@@ -110,8 +111,13 @@ def stage_directory(
     tokenizer: TokenizerSpec,
     progress: object = None,
     workers: int | None = None,
+    fingerprints: bool = True,
 ) -> ShardSummary:
-    """Hash every listed file and write one staged Parquet part for the directory."""
+    """Hash every listed file and write one staged Parquet part for the directory.
+
+    With `fingerprints`, files that are UTF-8 text also get their text identity and
+    staged fingerprints; other files stay documents of bytes.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -119,6 +125,7 @@ def stage_directory(
     if tokenizer.kind == "input":
         raise InputError(root, "--tokenizer input needs shards with a token_count column")
     part = part_dir / f"dir-{len(list(part_dir.iterdir())):05d}.parquet"
+    indexer = TextIndexer(part.with_suffix(".fingerprints.parquet")) if fingerprints else None
     schema = staged_schema()
     base = root.resolve()  # once: resolving every file cost more than hashing small ones
     kept = dropped = done = 0
@@ -128,19 +135,20 @@ def stage_directory(
         pq.ParquetWriter(part, schema) as writer,
     ):
         # One lazy map over every file keeps both cores hashing; rows are written in batches.
-        hash_entry = partial(_hash_entry, keep=tok is not None)
+        hash_entry = partial(_hash_entry, keep=tok is not None or indexer is not None)
         results = pool.map(hash_entry, listing.files, chunksize=16)
         for start in range(0, total, _BATCH_FILES):
             batch = listing.files[start:start + _BATCH_FILES]
             hashed = [next(results) for _ in batch]
-            columns = _columns_for(batch, hashed, tok, base)
+            columns = _columns_for(batch, hashed, tok, base, indexer)
             dropped += len(batch) - len(columns["doc_id"])
             kept += len(columns["doc_id"])
             writer.write_table(pa.table(columns, schema=schema))
             done += len(batch)
             if callable(progress):
                 progress("hashing files", done, total)
-    return ShardSummary(str(part) if kept else None, kept, dropped)
+    staged_fingerprints = indexer.close() if indexer else None
+    return ShardSummary(str(part) if kept else None, kept, dropped, staged_fingerprints)
 
 
 def _hash_entry(entry: FileEntry, *, keep: bool) -> tuple[str, int, bytes | None]:
@@ -155,8 +163,14 @@ def _columns_for(
     results: list[tuple[str, int, bytes | None]],
     tok: object,
     base: Path,
+    indexer: TextIndexer | None = None,
 ) -> dict[str, list[object]]:
     rows = [(e, r) for e, r in zip(batch, results, strict=True) if r[1] > 0]
+    text_hashes: list[str | None] = [None] * len(rows)
+    n_words: list[int | None] = [None] * len(rows)
+    if indexer is not None:
+        texts = [_text_or_none(entry, result) for entry, result in rows]
+        text_hashes, n_words = indexer.identities([e.doc_id for e, _ in rows], texts)
     if tok is not None:
         texts = [_decode_for_tokenizer(entry, result) for entry, result in rows]
         n_tokens = count_tokens(tok, texts)  # type: ignore[arg-type]
@@ -174,7 +188,18 @@ def _columns_for(
         "origin": [str(base / entry.doc_id) for entry, _ in rows],
         "record": [None] * len(rows),
         "has_text": [True] * len(rows),
+        "text_hash": text_hashes,
+        "n_words": n_words,
     }
+
+
+def _text_or_none(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str | None:
+    """The file as text, or None when it is not UTF-8 (it stays a document of bytes)."""
+    data = result[2] if result[2] is not None else entry.path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _decode_for_tokenizer(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str:

@@ -20,6 +20,7 @@ import blake3
 from lineage.errors import InputError
 from lineage.ingest.inputs import open_text_stream
 from lineage.ingest.staging import ShardSummary, staged_schema
+from lineage.ingest.text_index import TextIndexer
 from lineage.token_count import TokenizerSpec, count_tokens
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class TextShardTask:
     source: str | None  # forced source; else the record's, else `default_source`
     default_source: str
     tokenizer: TokenizerSpec
+    fingerprint_part: str | None = None  # where to stage fingerprints; None: no text index
 
 
 def stage_text_shard(task: TextShardTask) -> ShardSummary:
@@ -53,6 +55,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         tok = task.tokenizer.load() if task.tokenizer.kind == "file" else None
         kept = dropped = 0
         record = 0
+        indexer = TextIndexer(task.fingerprint_part) if task.fingerprint_part else None
         with pq.ParquetWriter(task.part, staged_schema()) as writer:
             while True:
                 try:
@@ -61,12 +64,13 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                     break
                 except duckdb.Error as exc:
                     raise _locate_error(task, exc) from exc
-                staged, empty = _stage_batch(task, batch, record, tok)
+                staged, empty = _stage_batch(task, batch, record, tok, indexer)
                 record += batch.num_rows
                 dropped += empty
                 kept += staged.num_rows
                 writer.write_table(staged)
-        return ShardSummary(task.part if kept else None, kept, dropped)
+        fingerprints = indexer.close() if indexer else None
+        return ShardSummary(task.part if kept else None, kept, dropped, fingerprints)
     finally:
         con.close()
 
@@ -102,7 +106,8 @@ def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.Rec
 
 
 def _stage_batch(
-    task: TextShardTask, batch: pa.RecordBatch, first_record: int, tok: object
+    task: TextShardTask, batch: pa.RecordBatch, first_record: int, tok: object,
+    indexer: TextIndexer | None = None,
 ) -> tuple[pa.Table, int]:
     """Hash and describe one batch of records; returns (staged rows, empty count)."""
     import pyarrow as pa
@@ -116,9 +121,15 @@ def _stage_batch(
     sources = batch.column("source").to_pylist()
     keep = [i for i, size in enumerate(sizes) if size > 0]
     token_counts = _token_counts(task, batch, keep, sizes, tok, first_record)
+    doc_ids = [ids[i] if ids[i] is not None else f"{task.name}#{first_record + i + 1}"
+               for i in keep]
+    text_hashes: list[str | None] = [None] * len(keep)
+    n_words: list[int | None] = [None] * len(keep)
+    if indexer is not None:
+        texts = text.to_pylist()
+        text_hashes, n_words = indexer.identities(doc_ids, [texts[i] for i in keep])
     rows = {
-        "doc_id": [ids[i] if ids[i] is not None else f"{task.name}#{first_record + i + 1}"
-                   for i in keep],
+        "doc_id": doc_ids,
         "source": [task.source or sources[i] or task.default_source for i in keep],
         "uri": _pick(batch.column("url").to_pylist(), keep),
         "n_bytes": [sizes[i] for i in keep],
@@ -129,6 +140,8 @@ def _stage_batch(
         "origin": [str(Path(task.path).resolve())] * len(keep),
         "record": [first_record + i + 1 for i in keep],
         "has_text": [True] * len(keep),
+        "text_hash": text_hashes,
+        "n_words": n_words,
     }
     return pa.table(rows, schema=staged_schema()), len(sizes) - len(keep)
 

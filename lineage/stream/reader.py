@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import blake3
-
-from lineage.errors import StoreError, UsageError
+from lineage.doc_text import read_checked
+from lineage.errors import UsageError
 from lineage.parts import part_files
 from lineage.store import Store
 from lineage.stream.query import _resolve, step_range, step_segments
@@ -88,40 +85,11 @@ class StreamReader:
             by_rank[(segment.window - first) // per_rank].append(segment)
         return [batch_digest(segments) for segments in by_rank]
 
-
     def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:
         with self.store.reader(views=False) as con:
             files = part_files(con, self.store, "documents", self.info["corpus"])
             rows = con.execute(
                 "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
                 "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
-            texts = {doc_id: _read_text(con, origin, record)
-                     for doc_id, _, origin, record in rows if origin is not None}
-        for doc_id, content_hash, origin, record in rows:
-            data = texts.get(doc_id)
-            if data is None:
-                raise StoreError(f"document {doc_id!r} was ingested from a ready manifest: "
-                                 "its text is not available")
-            if blake3.blake3(data).hexdigest() != content_hash:
-                where = origin if record is None else f"{origin} record {record}"
-                raise StoreError(f"{where}: bytes of {doc_id!r} no longer match their "
-                                 "content hash (the file changed after ingest)")
-        return texts
-
-
-def _read_text(con: Any, origin: str, record: int | None) -> bytes:
-    if record is None:
-        try:
-            return Path(origin).read_bytes()
-        except OSError as exc:
-            raise StoreError(f"{origin}: cannot read the document ({exc.strerror})") from exc
-    if origin.lower().endswith(".parquet"):
-        sql = ("SELECT CAST(text AS VARCHAR) FROM read_parquet(?, file_row_number = true) "
-               "WHERE file_row_number = ?")
-    else:
-        sql = ("SELECT text FROM (SELECT text, row_number() OVER () AS n FROM read_json(?, "
-               "format = 'newline_delimited', columns = {text: 'VARCHAR'})) WHERE n = ?")
-    row = con.execute(sql, [origin, record - 1 if "file_row" in sql else record]).fetchone()
-    if row is None:
-        raise StoreError(f"{origin}: record {record} is gone (the shard changed after ingest)")
-    return str(row[0]).encode("utf-8")
+            return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
+                    for doc_id, content_hash, origin, record in rows}

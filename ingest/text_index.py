@@ -1,0 +1,151 @@
+"""The map side of the text index: text identity and fingerprints of staged documents.
+
+Each map task hands its documents' texts here batch by batch; the normalized-text hash
+and word count go into the task's staged rows, and the fingerprints into a staged part
+of their own (keyed by doc_id: the reduce numbers the documents once they are sorted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from lineage.fingerprint import fingerprint_batch
+from lineage.ingest.staging import staged_fingerprint_schema
+from lineage.text_identity import normalize
+
+_BATCH_BYTES = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
+
+
+class TextIndexer:
+    """Stages the fingerprints of one map task; `identities` gives its per-row columns."""
+
+    def __init__(self, part: str | Path) -> None:
+        self.part = str(part)
+        self.rows = 0
+        self._writer: Any = None
+
+    def identities(
+        self, doc_ids: Sequence[str], texts: Sequence[str | None]
+    ) -> tuple[list[str | None], list[int | None]]:
+        """(text_hash, n_words) of each text, None for texts that are not text (or have no
+        words); stages the fingerprints of all of them."""
+        normals = [normalize(t) if t is not None else "" for t in texts]
+        hashes = [blake3.blake3(n.encode("utf-8")).hexdigest() if n else None for n in normals]
+        counts = [n.count(" ") + 1 if n else None for n in normals]
+        start = 0
+        while start < len(normals):
+            end, size = start, 0
+            while end < len(normals) and (end == start or size < _BATCH_BYTES):
+                size += len(normals[end])
+                end += 1
+            self._stage(doc_ids[start:end], normals[start:end])
+            start = end
+        return hashes, counts
+
+    def _stage(self, doc_ids: Sequence[str], normals: Sequence[str]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        found = fingerprint_batch(normals)
+        if not len(found.fingerprint):
+            return
+        table = pa.table(
+            {"doc_id": pa.array([doc_ids[i] for i in found.text.tolist()], pa.string()),
+             "position": pa.array(found.position, pa.uint32()),
+             "fingerprint": pa.array(found.fingerprint, pa.uint64())},
+            schema=staged_fingerprint_schema(),
+        )
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.part, staged_fingerprint_schema())
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> str | None:
+        """Finish the staged part; its path, or None when no fingerprint was made."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        return self.part if self.rows else None
+
+    def __enter__(self) -> TextIndexer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def index_manifest_texts(
+    con: Any, staging: Path, progress: Any = None
+) -> list[str]:
+    """Read each ready-manifest document from its local `uri`, check it against its
+    content hash, and give it a text identity and fingerprints (the opt-in for ready
+    manifests, which carry no text). Returns the staged fingerprint part, if any."""
+    import pyarrow as pa
+
+    from lineage.parts import report
+
+    total = int(con.execute("SELECT count(*) FROM docs WHERE NOT has_text").fetchall()[0][0])
+    reader = con.cursor().sql(
+        "SELECT doc_id, uri, content_hash, origin, record FROM docs WHERE NOT has_text "
+        "ORDER BY doc_id").to_arrow_reader(4096)
+    updates: list[pa.Table] = []
+    done = 0
+    with TextIndexer(staging / "manifest.fingerprints.parquet") as indexer:
+        for batch in reader:
+            rows = batch.to_pylist()
+            paths = [_local_document(row) for row in rows]
+            texts = [_checked_text(row, path) for row, path in zip(rows, paths, strict=True)]
+            hashes, counts = indexer.identities([r["doc_id"] for r in rows], texts)
+            updates.append(pa.table({
+                "doc_id": [r["doc_id"] for r in rows], "path": [str(p) for p in paths],
+                "text_hash": pa.array(hashes, pa.string()),
+                "n_words": pa.array(counts, pa.int64())}))
+            done += len(rows)
+            report(progress, "reading documents of the manifest", done, total)
+        part = indexer.close()
+    if updates:
+        con.register("manifest_texts", pa.concat_tables(updates))
+        con.execute("UPDATE docs SET origin = t.path, record = NULL, has_text = true, "
+                    "text_hash = t.text_hash, n_words = t.n_words FROM manifest_texts t "
+                    "WHERE docs.doc_id = t.doc_id")
+        con.unregister("manifest_texts")
+    return [part] if part else []
+
+
+def _local_document(row: dict[str, Any]) -> Path:
+    from urllib.parse import unquote, urlparse
+
+    from lineage.errors import InputError
+
+    uri = row["uri"] or ""
+    parsed = urlparse(uri)
+    where = f"record {row['record']}" if row["record"] else None
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" and uri:
+        path = Path(uri)
+        return path if path.is_absolute() else Path(row["origin"]).parent / path
+    raise InputError(row["origin"], f"uri {uri!r} of {row['doc_id']!r} is not a local file "
+                     "(--fingerprints reads each document from its uri)", where=where)
+
+
+def _checked_text(row: dict[str, Any], path: Path) -> str | None:
+    from lineage.errors import InputError
+
+    where = f"record {row['record']}" if row["record"] else None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(row["origin"], f"cannot read {path} for {row['doc_id']!r} "
+                         f"({exc.strerror or exc})", where=where) from exc
+    if blake3.blake3(data).hexdigest() != row["content_hash"]:
+        raise InputError(row["origin"], f"{path} does not match the content_hash of "
+                         f"{row['doc_id']!r}", where=where)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,287 @@
+"""Partial text matching: which documents hold this text, or passages of it?
+
+A query text is normalized (`lineage-text/1`) and looked up twice: by its normalized-text
+hash (a re-wrapped or re-encoded copy of a whole document: `text-match`) and by its
+winnowed fingerprints (`lineage-fingerprint/1`: passages inside larger documents). The
+candidate documents, ranked by matched fingerprints, get spans: where the shared
+passages lie in the query (words and characters) and in the document. When the
+document's text can be read again (and still hashes to its content hash), each span is
+the exact run of shared words; otherwise it is the run of matched fingerprints, a lower
+bound. Containment is the share of the query's words that the spans cover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import blake3
+
+from lineage.doc_text import read_checked
+from lineage.errors import LineageError, StoreError, UsageError
+from lineage.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W, gram_hashes, winnow
+from lineage.parts import part_files
+from lineage.store import Store
+from lineage.text_identity import TEXT_SPEC, LocatedWords, located_words
+
+TEXT_MATCH = "text-match"
+PARTIAL = "partial"
+DEFAULT_MIN_CONTAINMENT = 0.5
+DEFAULT_LIMIT = 20  # candidate documents examined per query
+_MAX_REPEATS = 64  # query positions kept per repeated gram hash
+
+
+@dataclass
+class _Candidate:
+    corpus: str
+    doc: int
+    pairs: list[tuple[int, int]] = field(default_factory=list)  # (query, doc) gram positions
+    hashes: set[int] = field(default_factory=set)
+    same_text: bool = False
+
+
+@dataclass(frozen=True)
+class _Span:
+    query: tuple[int, int]  # words [start, end) of the query
+    doc: tuple[int, int]  # words [start, end) of the document
+    verified: bool  # compared word by word against the document's text
+
+
+def text_indexes(con: Any) -> dict[str, dict[str, Any]]:
+    """The text index of every corpus that has one, by corpus."""
+    cursor = con.execute("SELECT * FROM text_indexes ORDER BY corpus")
+    names = [d[0] for d in cursor.description]
+    return {row[0]: dict(zip(names, row, strict=True)) for row in cursor.fetchall()}
+
+
+def match_text(
+    con: Any, store: Store, text: str, *, indexes: dict[str, dict[str, Any]],
+    min_containment: float = DEFAULT_MIN_CONTAINMENT, limit: int = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    """The text verdict of one query: text-match, partial, or not-found, with matches."""
+    for corpus, index in indexes.items():
+        if (index["text_spec"], index["fingerprint_spec"], index["k"], index["w"]) != (
+                TEXT_SPEC, FINGERPRINT_SPEC, K, W):
+            raise StoreError(f"corpus {corpus!r} was indexed under {index['text_spec']} / "
+                             f"{index['fingerprint_spec']} (k={index['k']}, w={index['w']}); "
+                             f"this version reads {TEXT_SPEC} / {FINGERPRINT_SPEC} only")
+    located = located_words(text)
+    words = located.words
+    normal = " ".join(words)
+    answer: dict[str, Any] = {
+        "text_hash": blake3.blake3(normal.encode("utf-8")).hexdigest() if words else None,
+        "words": len(words), "containment": 0.0, "verdict": "not-found", "matches": [],
+    }
+    if not words or not indexes:
+        return answer
+    candidates = _same_text(con, store, answer["text_hash"])
+    _add_fingerprint_hits(con, store, words, candidates)
+    chosen = _choose(candidates, limit)
+    documents = _documents(con, store, chosen)
+    matches, covered = [], []
+    for candidate in chosen:
+        info = documents[(candidate.corpus, candidate.doc)]
+        spans, note, doc_words = _spans(con, candidate, info, words)
+        spans = _widest_first(spans)
+        if not spans:
+            continue
+        covered.extend(s.query for s in spans)
+        matches.append(_match_entry(candidate, info, indexes[candidate.corpus], spans,
+                                    located, doc_words, note))
+    matches.sort(key=lambda m: (m["match"] != "text", -m["containment"], -m["fingerprints"],
+                                m["corpus"], m["doc_id"]))
+    answer["matches"] = matches
+    answer["containment"] = _share(covered, len(words))
+    if any(m["match"] == "text" for m in matches):
+        answer["verdict"] = TEXT_MATCH
+    elif matches and answer["containment"] >= min_containment:
+        answer["verdict"] = PARTIAL
+    return answer
+
+
+def _same_text(con: Any, store: Store, digest: str) -> dict[tuple[str, int], _Candidate]:
+    files = part_files(con, store, "text_hashes", any_of=("text_hash", [digest]))
+    found: dict[tuple[str, int], _Candidate] = {}
+    if files:
+        for corpus, doc in con.execute(
+                "SELECT corpus, doc FROM read_parquet(?) WHERE text_hash = ? ORDER BY ALL",
+                [files, digest]).fetchall():
+            found[(corpus, doc)] = _Candidate(corpus, doc, same_text=True)
+    return found
+
+
+def _add_fingerprint_hits(con: Any, store: Store, words: list[str],
+                          candidates: dict[tuple[str, int], _Candidate]) -> None:
+    grams = gram_hashes(words)
+    # Winnowed probes keep the guarantee (a shared window picks the same gram on both
+    # sides); a short query probes every gram, to catch shorter passages when it can.
+    chosen = grams if len(grams) <= 2 * W else [h for _, h in winnow(grams)]
+    probes = sorted(set(chosen))
+    if not probes:
+        return
+    wanted = set(probes)
+    where: dict[int, list[int]] = {}
+    for position, h in enumerate(grams):
+        if h in wanted and len(where.setdefault(h, [])) < _MAX_REPEATS:
+            where[h].append(position)
+    files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
+    if not files:
+        return
+    # Integers only, formatted by us: a literal list lets DuckDB skip row groups by their
+    # min/max, which a joined or unnested parameter list does not.
+    values = ", ".join(str(h) for h in probes)
+    rows = con.execute(f"SELECT corpus, fingerprint, doc, position FROM read_parquet(?) "
+                       f"WHERE fingerprint IN ({values})", [files]).fetchall()
+    for corpus, h, doc, position in rows:
+        candidate = candidates.setdefault((corpus, doc), _Candidate(corpus, doc))
+        candidate.hashes.add(h)
+        candidate.pairs.extend((q, position) for q in where[h])
+
+
+def _choose(candidates: dict[tuple[str, int], _Candidate], limit: int) -> list[_Candidate]:
+    """Same-text documents, then the best `limit` by matched fingerprints. A document
+    matching a single fingerprint of a longer query shares at most a stock phrase."""
+    ranked = sorted(candidates.values(),
+                    key=lambda c: (not c.same_text, -len(c.hashes), c.corpus, c.doc))
+    most = max((len(c.hashes) for c in ranked), default=0)
+    return [c for c in ranked if c.same_text or len(c.hashes) >= min(2, most)][:limit]
+
+
+def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[str, int], Any]:
+    by_corpus: dict[str, list[int]] = {}
+    for candidate in chosen:
+        by_corpus.setdefault(candidate.corpus, []).append(candidate.doc)
+    found: dict[tuple[str, int], Any] = {}
+    for corpus, docs in sorted(by_corpus.items()):
+        files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
+        rows = con.execute(
+            "SELECT doc, doc_id, source, content_hash, text_hash, n_words, origin, record "
+            "FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))", [files, docs]).fetchall()
+        for row in rows:
+            found[(corpus, row[0])] = row
+    return found
+
+
+def _spans(
+    con: Any, candidate: _Candidate, info: Any, words: list[str]
+) -> tuple[list[_Span], str | None, LocatedWords | None]:
+    """The shared passages, checked against the document's text when it can be read."""
+    n_words = int(info[5])
+    if candidate.same_text:
+        return [_Span((0, len(words)), (0, n_words), True)], None, None
+    try:
+        data = read_checked(con, info[1], info[3], info[6], info[7])
+        doc_words = located_words(data.decode("utf-8"))
+    except (LineageError, UnicodeDecodeError) as exc:
+        note = f"document text unavailable ({exc}); spans from fingerprints only"
+        return _fingerprint_spans(candidate.pairs, len(words)), note, None
+    spans = _text_spans(candidate.pairs, words, doc_words.words)
+    return spans, None, doc_words
+
+
+def _text_spans(pairs: Sequence[tuple[int, int]], words: list[str],
+                doc_words: list[str]) -> list[_Span]:
+    """Maximal runs of equal words around each matched gram, at least G words long."""
+    runs: dict[int, list[tuple[int, int]]] = {}  # by alignment (doc - query position)
+    for q, d in sorted(pairs):
+        shift = d - q
+        if any(a <= q < b for a, b in runs.get(shift, [])):
+            continue
+        if words[q:q + K] != doc_words[d:d + K]:
+            continue  # two grams with the same 64-bit hash, not the same words
+        start, end = q, q + K
+        while start > 0 and start + shift > 0 and words[start - 1] == doc_words[start - 1 + shift]:
+            start -= 1
+        while (end < len(words) and end + shift < len(doc_words)
+               and words[end] == doc_words[end + shift]):
+            end += 1
+        runs.setdefault(shift, []).append((start, end))
+    shortest = min(GUARANTEE_WORDS, len(words))
+    spans = [_Span((a, b), (a + shift, b + shift), True)
+             for shift, found in runs.items() for a, b in found if b - a >= shortest]
+    return sorted(spans, key=lambda s: (s.query, s.doc))
+
+
+def _fingerprint_spans(pairs: Sequence[tuple[int, int]], n_query: int) -> list[_Span]:
+    """Chains of matched grams with one alignment, at most W apart (winnowing keeps one
+    gram in every W, so a shared run leaves no wider gap). Chains of a single gram count
+    only for queries too short to hold two."""
+    by_shift: dict[int, list[int]] = {}
+    for q, d in pairs:
+        by_shift.setdefault(d - q, []).append(q)
+    spans = []
+    for shift, positions in by_shift.items():
+        positions = sorted(set(positions))
+        chain = [positions[0]]
+        for q in [*positions[1:], None]:
+            if q is not None and q - chain[-1] <= W:
+                chain.append(q)
+                continue
+            if len(chain) >= 2 or n_query < GUARANTEE_WORDS + W:
+                start, end = chain[0], min(chain[-1] + K, n_query)
+                spans.append(_Span((start, end), (start + shift, end + shift), False))
+            if q is not None:
+                chain = [q]
+    return sorted(spans, key=lambda s: (s.query, s.doc))
+
+
+def _widest_first(spans: list[_Span]) -> list[_Span]:
+    """The spans that each cover query words no wider span covers (a passage repeated
+    in the document matches once per repeat; the others add nothing), by query order."""
+    kept: list[_Span] = []
+    for span in sorted(spans, key=lambda s: (s.query[0] - s.query[1], s.query, s.doc)):
+        if _covered([k.query for k in kept] + [span.query]) > _covered([k.query for k in kept]):
+            kept.append(span)
+    return sorted(kept, key=lambda s: (s.query, s.doc))
+
+
+def _covered(intervals: Sequence[tuple[int, int]]) -> int:
+    """How many positions the union of the [start, end) intervals covers."""
+    covered, reach = 0, 0
+    for start, end in sorted(intervals):
+        start = max(start, reach)
+        if end > start:
+            covered += end - start
+            reach = end
+    return covered
+
+
+def _share(intervals: Sequence[tuple[int, int]], total: int) -> float:
+    """Share of `total` words covered by the union of the intervals, to 4 places."""
+    return round(_covered(intervals) / total, 4) if total else 0.0
+
+
+def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans: list[_Span],
+                 located: LocatedWords, doc_words: LocatedWords | None,
+                 note: str | None) -> dict[str, Any]:
+    entry = {
+        "corpus": candidate.corpus, "source": info[2], "doc_id": info[1],
+        "content_hash": info[3], "text_hash": info[4],
+        "match": "text" if candidate.same_text else "partial",
+        "containment": _share([s.query for s in spans], len(located.words)),
+        "fingerprints": len(candidate.hashes),
+        "spans": [_span_entry(s, located, doc_words) for s in spans],
+        "index": {"text_spec": index["text_spec"], "fingerprint_spec": index["fingerprint_spec"],
+                  "k": index["k"], "w": index["w"]},
+    }
+    if note:
+        entry["note"] = note
+    return entry
+
+
+def _span_entry(span: _Span, located: LocatedWords,
+                doc_words: LocatedWords | None) -> dict[str, Any]:
+    return {
+        "query_words": list(span.query),
+        "query_chars": list(located.char_span(*span.query)),
+        "doc_words": list(span.doc),
+        "doc_chars": list(doc_words.char_span(*span.doc)) if doc_words else None,
+        "verified": span.verified,
+    }
+
+
+def require_index(indexes: dict[str, dict[str, Any]]) -> None:
+    if not indexes:
+        raise UsageError("no corpus in the store has a text index: ingest documents with "
+                         "text (fingerprints are on by default) to match text")
