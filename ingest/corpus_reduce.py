@@ -146,7 +146,7 @@ _STAGED_TABLE = """
 CREATE TABLE docs (
     doc_id VARCHAR, source VARCHAR, uri VARCHAR, n_bytes BIGINT, n_tokens BIGINT,
     content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT,
-    has_text BOOLEAN, text_hash VARCHAR, n_words BIGINT
+    has_text BOOLEAN, text_hash VARCHAR, n_words BIGINT, byte_offset BIGINT
 )
 """
 

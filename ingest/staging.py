@@ -31,6 +31,7 @@ def staged_schema() -> pa.Schema:
             ("has_text", pa.bool_()),  # false for ready manifests: `origin` holds no text
             ("text_hash", pa.string()),  # lineage-text/1 hash; null: no text identity
             ("n_words", pa.int64()),  # normalized words; null when text_hash is
+            ("byte_offset", pa.int64()),  # where the record's line starts (plain JSONL)
         ]
     )
 

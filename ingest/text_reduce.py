@@ -57,7 +57,7 @@ def write_text_index(
     con.execute(
         "CREATE TABLE numbered AS SELECT * FROM (SELECT doc_id, source, content_hash, "
         "text_hash, n_words, n_bytes, CASE WHEN has_text THEN origin END AS origin, "
-        "CASE WHEN has_text THEN record END AS record, "
+        "CASE WHEN has_text THEN record END AS record, byte_offset, "
         "row_number() OVER (ORDER BY doc_id) - 1 AS doc FROM docs) WHERE text_hash IS NOT NULL"
     )
     summary = TextIndexSummary()
@@ -68,7 +68,7 @@ def write_text_index(
     try:
         summary.document_parts = _write(
             con, "SELECT ?::VARCHAR AS corpus, doc, doc_id, source, content_hash, text_hash, "
-            "n_words, origin, record FROM numbered ORDER BY doc", [corpus],
+            "n_words, origin, record, byte_offset FROM numbered ORDER BY doc", [corpus],
             text_documents_schema(), out_dir / "text_documents", ["doc"], progress,
             "writing text documents", summary.documents)
         summary.hash_parts = _write(

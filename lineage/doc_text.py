@@ -7,6 +7,7 @@ still hash to the document's content hash; a changed file is an error, never an 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +16,26 @@ import blake3
 from lineage.errors import StoreError
 
 
-def read_document(con: Any, origin: str, record: int | None) -> bytes:
-    """The exact bytes ingested for one document (a whole file, or one record's text)."""
-    if record is None:
-        try:
-            return Path(origin).read_bytes()
-        except OSError as exc:
-            raise StoreError(f"{origin}: cannot read the document ({exc.strerror})") from exc
-    if origin.lower().endswith(".parquet"):
-        sql = ("SELECT CAST(text AS VARCHAR) FROM read_parquet(?, file_row_number = true) "
-               "WHERE file_row_number = ?")
-        wanted = record - 1
-    else:
-        sql = ("SELECT text FROM (SELECT text, row_number() OVER () AS n FROM read_json(?, "
-               "format = 'newline_delimited', columns = {text: 'VARCHAR'})) WHERE n = ?")
-        wanted = record
+def read_document(con: Any, origin: str, record: int | None,
+                  byte_offset: int | None = None) -> bytes:
+    """The exact bytes ingested for one document (a whole file, or one record's text).
+
+    A record of a plain JSONL shard with a known `byte_offset` is one seek and one line;
+    a Parquet row reads one row group; other records (compressed JSONL) scan the shard.
+    """
     try:
-        row = con.execute(sql, [origin, wanted]).fetchone()
+        if record is None:
+            return Path(origin).read_bytes()
+        if byte_offset is not None:
+            return _jsonl_line_text(origin, byte_offset).encode("utf-8")
+        if origin.lower().endswith(".parquet"):
+            return _parquet_row_text(origin, record - 1).encode("utf-8")
+    except OSError as exc:
+        raise StoreError(f"{origin}: cannot read the document ({exc.strerror or exc})") from exc
+    sql = ("SELECT text FROM (SELECT text, row_number() OVER () AS n FROM read_json(?, "
+           "format = 'newline_delimited', columns = {text: 'VARCHAR'})) WHERE n = ?")
+    try:
+        row = con.execute(sql, [origin, record]).fetchone()
     except Exception as exc:  # duckdb.Error, without importing duckdb here
         raise StoreError(f"{origin}: cannot read record {record} ({exc})") from exc
     if row is None:
@@ -39,13 +43,37 @@ def read_document(con: Any, origin: str, record: int | None) -> bytes:
     return str(row[0]).encode("utf-8")
 
 
+def _jsonl_line_text(origin: str, byte_offset: int) -> str:
+    with open(origin, "rb") as handle:
+        handle.seek(byte_offset)
+        line = handle.readline()
+    try:
+        value = json.loads(line)
+        return str(value["text"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{origin}: no record at byte {byte_offset} (the shard changed "
+                         "after ingest)") from exc
+
+
+def _parquet_row_text(origin: str, row: int) -> str:
+    import pyarrow.parquet as pq
+
+    shard = pq.ParquetFile(origin)
+    for group in range(shard.num_row_groups):
+        rows = shard.metadata.row_group(group).num_rows
+        if row < rows:
+            return str(shard.read_row_group(group, columns=["text"]).column(0)[row].as_py())
+        row -= rows
+    raise StoreError(f"{origin}: row {row + 1} is gone (the shard changed after ingest)")
+
+
 def read_checked(con: Any, doc_id: str, content_hash: str, origin: str | None,
-                 record: int | None) -> bytes:
+                 record: int | None, byte_offset: int | None = None) -> bytes:
     """`read_document`, then the bytes must hash to `content_hash`."""
     if origin is None:
         raise StoreError(f"document {doc_id!r} was ingested from a ready manifest: "
                          "its text is not available")
-    data = read_document(con, origin, record)
+    data = read_document(con, origin, record, byte_offset)
     if blake3.blake3(data).hexdigest() != content_hash:
         where = origin if record is None else f"{origin} record {record}"
         raise StoreError(f"{where}: bytes of {doc_id!r} no longer match their content hash "

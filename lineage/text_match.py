@@ -156,8 +156,9 @@ def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[s
     for corpus, docs in sorted(by_corpus.items()):
         files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
         rows = con.execute(
-            "SELECT doc, doc_id, source, content_hash, text_hash, n_words, origin, record "
-            "FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))", [files, docs]).fetchall()
+            "SELECT doc, doc_id, source, content_hash, text_hash, n_words, origin, record, "
+            "byte_offset FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))",
+            [files, docs]).fetchall()
         for row in rows:
             found[(corpus, row[0])] = row
     return found
@@ -171,7 +172,7 @@ def _spans(
     if candidate.same_text:
         return [_Span((0, len(words)), (0, n_words), True)], None, None
     try:
-        data = read_checked(con, info[1], info[3], info[6], info[7])
+        data = read_checked(con, info[1], info[3], info[6], info[7], info[8])
         doc_words = located_words(data.decode("utf-8"))
     except (LineageError, UnicodeDecodeError) as exc:
         note = f"document text unavailable ({exc}); spans from fingerprints only"

@@ -190,6 +190,7 @@ def _columns_for(
         "has_text": [True] * len(rows),
         "text_hash": text_hashes,
         "n_words": n_words,
+        "byte_offset": [None] * len(rows),
     }
 
 

@@ -48,7 +48,7 @@ def load_manifest(
         SELECT CAST(doc_id AS VARCHAR), CAST(source AS VARCHAR), CAST(uri AS VARCHAR),
                CAST(n_bytes AS BIGINT), CAST(n_tokens AS BIGINT),
                CAST(content_hash AS VARCHAR), {license_expr}, NULL,
-               ?, {record}, false, NULL, NULL
+               ?, {record}, false, NULL, NULL, NULL
         FROM {source}
     """
     try:

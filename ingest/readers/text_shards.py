@@ -56,6 +56,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         kept = dropped = 0
         record = 0
         indexer = TextIndexer(task.fingerprint_part) if task.fingerprint_part else None
+        offsets = record_offsets(Path(task.path)) if indexer and _plain_jsonl(task) else None
         with pq.ParquetWriter(task.part, staged_schema()) as writer:
             while True:
                 try:
@@ -64,7 +65,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                     break
                 except duckdb.Error as exc:
                     raise _locate_error(task, exc) from exc
-                staged, empty = _stage_batch(task, batch, record, tok, indexer)
+                staged, empty = _stage_batch(task, batch, record, tok, indexer, offsets)
                 record += batch.num_rows
                 dropped += empty
                 kept += staged.num_rows
@@ -107,7 +108,7 @@ def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.Rec
 
 def _stage_batch(
     task: TextShardTask, batch: pa.RecordBatch, first_record: int, tok: object,
-    indexer: TextIndexer | None = None,
+    indexer: TextIndexer | None = None, offsets: list[int] | None = None,
 ) -> tuple[pa.Table, int]:
     """Hash and describe one batch of records; returns (staged rows, empty count)."""
     import pyarrow as pa
@@ -142,8 +143,27 @@ def _stage_batch(
         "has_text": [True] * len(keep),
         "text_hash": text_hashes,
         "n_words": n_words,
+        "byte_offset": ([offsets[first_record + i] for i in keep] if offsets
+                        else [None] * len(keep)),
     }
     return pa.table(rows, schema=staged_schema()), len(sizes) - len(keep)
+
+
+def _plain_jsonl(task: TextShardTask) -> bool:
+    return task.kind == "jsonl" and not task.path.lower().endswith((".gz", ".zst"))
+
+
+def record_offsets(path: Path) -> list[int]:
+    """Where each record's line starts in a plain JSONL file (blank lines are not
+    records), so a matched document's text can be read again with one seek."""
+    offsets: list[int] = []
+    position = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                offsets.append(position)
+            position += len(line)
+    return offsets
 
 
 def _hash_texts(text: pa.Array) -> tuple[list[str], list[int]]:
