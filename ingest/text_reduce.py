@@ -72,7 +72,7 @@ def write_text_index(
             text_documents_schema(), out_dir / "text_documents", ["doc"], progress,
             "writing text documents", summary.documents)
         summary.hash_parts = _write(
-            con, "SELECT ?::VARCHAR AS corpus, text_hash, doc, doc_id, source, content_hash "
+            con, "SELECT ?::VARCHAR AS corpus, text_hash, doc "
             "FROM numbered ORDER BY ('0x' || left(text_hash, 16))::UBIGINT, text_hash, doc",
             [corpus], text_hashes_schema(), out_dir / "text_hashes", ["text_hash"], progress,
             "indexing text hashes", summary.documents)

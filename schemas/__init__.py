@@ -36,10 +36,7 @@ BULK_TABLES: dict[str, dict[str, str]] = {
         "corpus": _V, "doc": _I, "doc_id": _V, "source": _V, "content_hash": _V,
         "text_hash": _V, "n_words": _I, "origin": _V, "record": _I, "byte_offset": _I,
     },
-    "text_hashes": {
-        "corpus": _V, "text_hash": _V, "doc": _I, "doc_id": _V, "source": _V,
-        "content_hash": _V,
-    },
+    "text_hashes": {"corpus": _V, "text_hash": _V, "doc": _I},
     "fingerprints": {
         "corpus": _V, "fingerprint": "UBIGINT", "doc": "UINTEGER", "position": "UINTEGER",
     },
@@ -165,10 +162,7 @@ def text_hashes_schema() -> pa.Schema:
         [
             pa.field("corpus", pa.string(), nullable=False),
             pa.field("text_hash", pa.string(), nullable=False),
-            pa.field("doc", pa.int64(), nullable=False),
-            pa.field("doc_id", pa.string(), nullable=False),
-            pa.field("source", pa.string(), nullable=False),
-            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("doc", pa.int64(), nullable=False),  # text_documents.doc
         ]
     )
 
