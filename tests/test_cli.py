@@ -101,7 +101,7 @@ def test_a_damaged_parquet_file_gives_a_clear_query_error(
     assert "lineage store verify" in result.stderr
     verified = cli("store", "verify", code=1).stdout
     assert f"{added['parts'][0]}: size-mismatch" in verified
-    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 2 files")
+    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 5 files")  # 2 + text index
 
 
 def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None:
@@ -114,7 +114,7 @@ def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None
     assert cli.json("store", "gc")["removed"] == []  # too young: may be mid-commit
     removed = cli.json("store", "gc", "--min-age", "0")["removed"]
     assert removed == ["tables/documents/p-0123456789abcdef-0000.parquet"]
-    assert cli.json("store", "verify")["files_checked"] == 2  # documents + hash index
+    assert cli.json("store", "verify")["files_checked"] == 5  # documents, hashes, text index
 
 
 def test_init_twice_and_migrate(cli: Cli) -> None:
