@@ -15,7 +15,7 @@ import blake3
 
 from lineage.fingerprint import fingerprint_batch
 from lineage.ingest.staging import staged_fingerprint_schema
-from lineage.text_identity import normalize
+from lineage.text_identity import words
 
 _BATCH_BYTES = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
 
@@ -33,24 +33,26 @@ class TextIndexer:
     ) -> tuple[list[str | None], list[int | None]]:
         """(text_hash, n_words) of each text, None for texts that are not text (or have no
         words); stages the fingerprints of all of them."""
-        normals = [normalize(t) if t is not None else "" for t in texts]
+        found = [words(t) if t is not None else [] for t in texts]
+        normals = [" ".join(w) for w in found]
         hashes = [blake3.blake3(n.encode("utf-8")).hexdigest() if n else None for n in normals]
-        counts = [n.count(" ") + 1 if n else None for n in normals]
+        counts = [len(w) if w else None for w in found]
         start = 0
         while start < len(normals):
             end, size = start, 0
             while end < len(normals) and (end == start or size < _BATCH_BYTES):
                 size += len(normals[end])
                 end += 1
-            self._stage(doc_ids[start:end], normals[start:end])
+            self._stage(doc_ids[start:end], normals[start:end], counts[start:end])
             start = end
         return hashes, counts
 
-    def _stage(self, doc_ids: Sequence[str], normals: Sequence[str]) -> None:
+    def _stage(self, doc_ids: Sequence[str], normals: Sequence[str],
+               counts: Sequence[int | None]) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        found = fingerprint_batch(normals)
+        found = fingerprint_batch(normals, [c or 0 for c in counts])
         if not len(found.fingerprint):
             return
         table = pa.table(

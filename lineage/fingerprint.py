@@ -92,7 +92,9 @@ class BatchFingerprints:
     fingerprint: np.ndarray  # uint64
 
 
-def fingerprint_batch(normalized: Sequence[str], k: int = K, w: int = W) -> BatchFingerprints:
+def fingerprint_batch(
+    normalized: Sequence[str], word_counts: Sequence[int] | None = None, k: int = K, w: int = W
+) -> BatchFingerprints:
     """The fingerprints of many normalized texts at once (same result as `fingerprints`).
 
     The texts' bytes are joined by spaces into one buffer; with prefix sums S of
@@ -102,7 +104,9 @@ def fingerprint_batch(normalized: Sequence[str], k: int = K, w: int = W) -> Batc
     """
     import numpy as np
 
-    counts = np.array([t.count(" ") + 1 if t else 0 for t in normalized], dtype=np.int64)
+    if word_counts is None:
+        word_counts = [t.count(" ") + 1 if t else 0 for t in normalized]
+    counts = np.array(word_counts, dtype=np.int64)
     keep = np.flatnonzero(counts >= k)
     if len(keep) == 0:
         return _empty()
@@ -132,12 +136,21 @@ def _empty() -> BatchFingerprints:
                              np.empty(0, np.uint64))
 
 
+_POWERS: dict[int, np.ndarray] = {}
+
+
 def _powers(base: int, n: int) -> np.ndarray:
+    """base^0 .. base^(n-1) modulo 2^64, cached and grown by doubling (batches reuse it)."""
     import numpy as np
 
-    powers = np.full(n, base, dtype=np.uint64)
-    powers[0] = 1
-    return np.cumprod(powers, out=powers)  # wraps modulo 2^64, as intended
+    cached = _POWERS.get(base)
+    if cached is None or len(cached) < n:
+        size = max(n, 2 * len(cached) if cached is not None else 1 << 16)
+        cached = np.full(size, base, dtype=np.uint64)
+        cached[0] = 1
+        np.cumprod(cached, out=cached)  # wraps modulo 2^64, as intended
+        _POWERS[base] = cached
+    return cached[:n]
 
 
 def _poly_hashes(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -168,7 +181,11 @@ def _winnow_array(
     if len(hashes) >= w:
         rightmost_min = _sliding_rightmost_min(hashes, w)
         starts = np.flatnonzero(gram_text[: len(rightmost_min)] == gram_text[w - 1:])
-        picked.append(rightmost_min[starts])
+        chosen = rightmost_min[starts]
+        # As a window slides right its pick never moves left: repeats are adjacent.
+        keep = np.ones(len(chosen), dtype=bool)
+        keep[1:] = chosen[1:] != chosen[:-1]
+        picked.append(chosen[keep])
     short = np.flatnonzero(grams_per_text < w)
     if len(short):
         # A text of fewer than w grams is one window: its rightmost smallest gram.
@@ -176,7 +193,9 @@ def _winnow_array(
         order = np.lexsort((-index, hashes[index], gram_text[index]))
         _, first = np.unique(gram_text[index][order], return_index=True)
         picked.append(index[order][first])
-    return np.unique(np.concatenate(picked)) if picked else np.empty(0, np.int64)
+    if not picked:
+        return np.empty(0, np.int64)
+    return np.sort(np.concatenate(picked)) if len(picked) > 1 else picked[0]
 
 
 def _sliding_rightmost_min(values: np.ndarray, w: int) -> np.ndarray:
@@ -204,5 +223,4 @@ def _merge_right(lv: np.ndarray, li: np.ndarray, rv: np.ndarray, ri: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
-    take_right = rv <= lv
-    return np.where(take_right, rv, lv), np.where(take_right, ri, li)
+    return np.minimum(lv, rv), np.where(rv <= lv, ri, li)

@@ -26,6 +26,10 @@ TEXT_SPEC = "lineage-text/1"
 INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
 _WORD = re.compile(r"[^\W_]+")  # Python's \w is alnum plus '_'; '_' separates words
+# ASCII text is already NFKC and folds by lower(): every non-alphanumeric character
+# becomes a space and split() finds the same words as the general path, several times
+# faster (a property test holds the two paths equal).
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _CHUNK = re.compile(r"\S+")
 
 
@@ -37,6 +41,8 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The normalized words of a text, in order."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_SEPARATORS).split()
     return _WORD.findall(fold(text))
 
 

@@ -99,3 +99,11 @@ def test_density_is_about_two_in_w_plus_one() -> None:
     text = [f"w{rng.randrange(50_000)}" for _ in range(100_000)]
     density = len(fp.fingerprints(text)) / len(text)
     assert abs(density - 2 / (fp.W + 1)) < 0.01
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_the_ascii_path_finds_the_same_words_as_the_general_one(text: str) -> None:
+    from lineage.text_identity import _WORD, fold
+
+    assert words(text) == _WORD.findall(fold(text))
