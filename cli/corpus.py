@@ -42,6 +42,13 @@ def show(
         f"bytes       {info['bytes']:,}",
         f"licenses    {', '.join(info['licenses']) or '(none recorded)'}",
     ])
+    index = info["text_index"]
+    if index:
+        share = index["index_bytes"] / index["text_bytes"] if index["text_bytes"] else 0.0
+        output.emit_lines([
+            f"text index  {index['fingerprints']:,} fingerprints of {index['documents']:,} "
+            f"documents ({index['words']:,} words, {share:.0%} of their size), "
+            f"{index['text_spec']}, {index['fingerprint_spec']} k={index['k']} w={index['w']}"])
     output.emit_table(
         ("source", "documents", "tokens", "share", "licenses"),
         [[s["source"], s["documents"], s["tokens"], f"{s['share']:.2%}", s["licenses"]]

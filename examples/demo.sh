@@ -29,6 +29,8 @@ step lineage trained-on examples/corpus/shakespeare/macbeth.txt examples/corpus/
 # A file that is not in the corpus: the answer is "not-found" and the exit code 1.
 printf '\n\033[1m$ %s\033[0m\n' "lineage trained-on examples/licenses/python-LICENSE.txt; echo exit=\$?"
 lineage trained-on examples/licenses/python-LICENSE.txt || echo "exit=$?"
+# A web page quoting Antony's speech: re-wrapped, curly quotes, boilerplate around it.
+step lineage trained-on examples/queries/article.txt
 
 # A tiny real training run over that stream: NumPy bigram model, clipping, the skip rule,
 # a lineage-chain/1 step log and safetensors checkpoints every 50 steps.

@@ -37,6 +37,10 @@ def get_corpus(store: Store, name: str) -> dict[str, Any]:
             "WHERE corpus = ? ORDER BY source",
             [name],
         ).fetchall()
+        cursor = con.execute("SELECT * EXCLUDE (corpus) FROM text_indexes WHERE corpus = ?",
+                             [name])
+        index_row = cursor.fetchone()
+        index_keys = [d[0] for d in cursor.description]
     keys = ("name", "manifest_hash", "manifest_spec", "documents", "tokens", "bytes",
             "dropped_empty", "tokenizer", "created_at")
     result = _jsonable(dict(zip(keys, row, strict=True)))
@@ -53,6 +57,9 @@ def get_corpus(store: Store, name: str) -> dict[str, Any]:
         for source, docs, tokens, size, licenses in sources
     ]
     result["licenses"] = sorted({lic for s in result["sources"] for lic in s["licenses"]})
+    # The text index (docs/text-spec.md), or None when the corpus was ingested without one.
+    result["text_index"] = (dict(zip(index_keys, index_row, strict=True))
+                            if index_row is not None else None)
     return result
 
 

@@ -309,6 +309,17 @@ def test_any_excerpt_of_w_plus_k_minus_1_words_is_found_in_the_store(
     assert [len(before), len(query)] in [s["query_words"] for s in spans], result
 
 
+def test_corpus_show_describes_the_text_index(indexed: Store) -> None:
+    index = indexed.corpus("plays")["text_index"]
+    words_in = indexed.sql("SELECT sum(n_words) FROM text_documents").rows[0][0]
+    rows = indexed.sql("SELECT count(*) FROM fingerprints").rows[0][0]
+    assert (index["words"], index["fingerprints"], index["k"], index["w"]) == (
+        words_in, rows, 5, 20)
+    assert 0 < index["index_bytes"] < 0.2 * index["text_bytes"]
+    human = Cli(indexed.root)("corpus", "show", "plays").stdout
+    assert f"text index  {rows:,} fingerprints" in human
+
+
 def test_store_verify_covers_the_text_tables(indexed: Store) -> None:
     report = indexed.verify()
     assert report["ok"]
