@@ -70,3 +70,14 @@ def test_trained_on_with_a_run(traced: Store, example_shards: Path, tmp_path: Pa
     assert cli.json("trained-on", "--run", "r", str(trained))["results"][0]["verdict"] == \
         "trained"
     assert "documents" in cli.json("trace", "--run", "r", "--clipped")["steps"][0]
+
+
+def test_text_queries_keep_their_verdict_and_each_match_says_what_the_run_did(
+        traced: Store, example_shards: Path, tmp_path: Path) -> None:
+    trained = _sonnet_within(traced, example_shards, tmp_path, 0, 6).read_text()
+    skipped = _sonnet_within(traced, example_shards, tmp_path, 7, 11).read_text()
+    answer = traced.trained_on(texts=[trained.upper(), " ".join(skipped.split())], run="r")
+    first, second = answer["results"]
+    assert (first["verdict"], second["verdict"]) == ("text-match", "text-match")
+    assert [m["run_verdict"] for m in first["matches"]] == ["trained"]
+    assert [m["run_verdict"] for m in second["matches"]] == ["skipped-only"]
