@@ -103,6 +103,8 @@ def _result_lines(result: dict) -> list[str]:
         lines.append(f"  {m['corpus']}/{m['doc_id']} ({m['source']}{share}): {where}{run_note}")
         for span in m["spans"]:
             doc = f", document words {span['doc_words'][0]}..{span['doc_words'][1]}"
+            if span.get("steps"):
+                doc += f", steps {_ranges(span['steps'])}"
             lines.append(f"    query words {span['query_words'][0]}..{span['query_words'][1]} "
                          f"(chars {span['query_chars'][0]}..{span['query_chars'][1]}){doc}")
         if m.get("note"):

@@ -164,21 +164,35 @@ def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[s
     return found
 
 
+@dataclass(frozen=True)
+class _DocText:
+    text: str
+    words: LocatedWords
+
+    def char_span(self, start: int, end: int) -> tuple[int, int]:
+        return self.words.char_span(start, end)
+
+    def byte_span(self, start: int, end: int) -> tuple[int, int]:
+        """UTF-8 byte offsets of words [start, end): token offsets for byte tokenizers."""
+        first, last = self.char_span(start, end)
+        head = len(self.text[:first].encode("utf-8"))
+        return head, head + len(self.text[first:last].encode("utf-8"))
+
+
 def _spans(
     con: Any, candidate: _Candidate, info: Any, words: list[str]
-) -> tuple[list[_Span], str | None, LocatedWords | None]:
+) -> tuple[list[_Span], str | None, _DocText | None]:
     """The shared passages, checked against the document's text when it can be read."""
     n_words = int(info[5])
     if candidate.same_text:
         return [_Span((0, len(words)), (0, n_words), True)], None, None
     try:
-        data = read_checked(con, info[1], info[3], info[6], info[7], info[8])
-        doc_words = located_words(data.decode("utf-8"))
+        text = read_checked(con, info[1], info[3], info[6], info[7], info[8]).decode("utf-8")
     except (LineageError, UnicodeDecodeError) as exc:
         note = f"document text unavailable ({exc}); spans from fingerprints only"
         return _fingerprint_spans(candidate.pairs, len(words)), note, None
-    spans = _text_spans(candidate.pairs, words, doc_words.words)
-    return spans, None, doc_words
+    doc = _DocText(text, located_words(text))
+    return _text_spans(candidate.pairs, words, doc.words.words), None, doc
 
 
 def _text_spans(pairs: Sequence[tuple[int, int]], words: list[str],
@@ -254,7 +268,7 @@ def _share(intervals: Sequence[tuple[int, int]], total: int) -> float:
 
 
 def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans: list[_Span],
-                 located: LocatedWords, doc_words: LocatedWords | None,
+                 located: LocatedWords, doc_words: _DocText | None,
                  note: str | None) -> dict[str, Any]:
     entry = {
         "corpus": candidate.corpus, "source": info[2], "doc_id": info[1],
@@ -271,13 +285,13 @@ def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans:
     return entry
 
 
-def _span_entry(span: _Span, located: LocatedWords,
-                doc_words: LocatedWords | None) -> dict[str, Any]:
+def _span_entry(span: _Span, located: LocatedWords, doc: _DocText | None) -> dict[str, Any]:
     return {
         "query_words": list(span.query),
         "query_chars": list(located.char_span(*span.query)),
         "doc_words": list(span.doc),
-        "doc_chars": list(doc_words.char_span(*span.doc)) if doc_words else None,
+        "doc_chars": list(doc.char_span(*span.doc)) if doc else None,
+        "doc_bytes": list(doc.byte_span(*span.doc)) if doc else None,
         "verified": span.verified,
     }
 

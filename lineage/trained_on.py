@@ -141,6 +141,7 @@ def _match_texts(
             text_match.require_index(indexes)
         streams = _streams(con, stream)
         corpora = _manifests(con)
+        tokenizers = dict(con.execute("SELECT name, tokenizer FROM corpora").fetchall())
         for query, result in pending:
             text = query.text()
             if text is None:
@@ -150,10 +151,15 @@ def _match_texts(
                 limit=limit or text_match.DEFAULT_LIMIT)
             matches = []
             for match in found.pop("matches"):
+                key = (match["corpus"], match["doc_id"])
                 placed = _placements(con, store, streams, match["content_hash"])
                 base = {**match, "manifest_hash": corpora.get(match["corpus"])}
-                matches.extend({**base, **where} for where in
-                               _stream_entries(placed, match["corpus"], match["doc_id"]))
+                for where in _stream_entries(placed, *key):
+                    entry = {**base, **where}
+                    if where["stream"] and tokenizers.get(match["corpus"]) == "bytes":
+                        hits = [h for h in placed[key] if h[0] == where["stream"]]
+                        entry["spans"] = [_span_steps(span, hits) for span in match["spans"]]
+                    matches.append(entry)
             result.update(found)
             result["matches"] = matches
 
@@ -234,9 +240,10 @@ def _placements(
     placed: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     for name, info in streams.items():
         rows = _lookup(con, store, "occurrence_hashes", name,
-                       "corpus, doc_id, epoch, stream_start, stream_end", digest)
-        for corpus, doc_id, epoch, start, end in rows:
-            placed.setdefault((corpus, doc_id), []).append((name, info, epoch, start, end))
+                       "corpus, doc_id, epoch, stream_start, stream_end, doc_offset", digest)
+        for corpus, doc_id, epoch, start, end, offset in rows:
+            placed.setdefault((corpus, doc_id), []).append(
+                (name, info, epoch, start, end, offset))
     return placed
 
 
@@ -268,13 +275,29 @@ def _lookup(con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str
     ).fetchall()
 
 
+def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """The windows and steps that held a matched span's own tokens (byte tokenizer: a
+    document's token offsets are its byte offsets)."""
+    if span.get("doc_bytes") is None:
+        return span
+    first, last = span["doc_bytes"]
+    windows: set[int] = set()
+    batch = 1
+    for _, info, _, start, end, doc_offset in hits:
+        low = start + max(0, first - doc_offset)
+        high = start + min(end - start, last - doc_offset)
+        windows.update(_windows(info, low, high))
+        batch = int(info["batch"])
+    return {**span, "windows": sorted(windows), "steps": sorted({w // batch for w in windows})}
+
+
 def _manifests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT name, manifest_hash FROM corpora").fetchall())
 
 
 def _group(hits: list[tuple[Any, ...]]):  # type: ignore[no-untyped-def]
     by_stream: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {}
-    for name, info, epoch, start, end in hits:
+    for name, info, epoch, start, end, _ in hits:
         by_stream.setdefault(name, (info, []))[1].append((epoch, start, end))
     for name in sorted(by_stream):
         info, spans = by_stream[name]

@@ -175,6 +175,24 @@ def test_each_match_carries_its_evidence_and_stream_placement(indexed: Store,
         placed["stream"], placed["steps"], placed["windows"]) and match["steps"]
 
 
+def test_a_span_names_the_steps_that_held_its_own_tokens(
+        indexed: Store, example_corpus: Path) -> None:
+    from lineage.stream.reader import StreamReader
+
+    play = (example_corpus / "shakespeare" / "julius_caesar.txt").read_bytes()
+    query = _passage(play.decode("utf-8"), 1200, min_words=80)
+    match = indexed.trained_on(texts=[query.upper()])["results"][0]["matches"][0]
+    (span,) = match["spans"]
+    first, last = span["doc_bytes"]
+    assert play[first:last].decode("utf-8") == query
+    assert span["steps"] and set(span["steps"]) <= set(match["steps"])
+    # The trainer-side reader hands out exactly those bytes in exactly those windows.
+    reader = StreamReader(indexed, "s")
+    held = b"".join(bytes(t for t in window if t < 256)
+                    for step in span["steps"] for window in reader.windows(step))
+    assert play[first:last] in held
+
+
 def test_exact_matches_have_containment_one(indexed: Store, corpus_dir: Path) -> None:
     result = indexed.trained_on([str(corpus_dir / "shakespeare" / "sonnets.txt")])["results"][0]
     assert result["verdict"] == "in-stream" and result["containment"] == 1.0
