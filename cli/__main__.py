@@ -1,5 +1,5 @@
 """`python -m lineage.cli` runs the command line."""
 
-from lineage.cli.main import run
+from lineage.cli.entry import run
 
 run()

@@ -11,7 +11,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
-from lineage.text_match import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT
+from lineage.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
 
 StreamOption = Annotated[
     str | None, typer.Option("--stream", help="The stream (default: the only one).")
@@ -77,13 +77,12 @@ def trained_on(
     answer = current_store(ctx).trained_on(
         [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
         run=run, min_containment=min_containment, limit=limit)
-    wanted = {"trained" if run else "in-stream", "text-match", "partial"}
     if json:
         output.emit_json(answer)
     else:
         for result in answer["results"]:
             output.emit_lines(_result_lines(result))
-    if any(r["verdict"] not in wanted for r in answer["results"]):
+    if not all_found(answer):
         raise typer.Exit(EXIT_NO)
 
 

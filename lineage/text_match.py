@@ -24,11 +24,8 @@ from lineage.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W, gram_ha
 from lineage.parts import part_files
 from lineage.store import Store
 from lineage.text_identity import TEXT_SPEC, LocatedWords, located_words
+from lineage.verdicts import PARTIAL, TEXT_MATCH
 
-TEXT_MATCH = "text-match"
-PARTIAL = "partial"
-DEFAULT_MIN_CONTAINMENT = 0.5
-DEFAULT_LIMIT = 20  # candidate documents examined per query
 _MAX_REPEATS = 64  # query positions kept per repeated gram hash
 
 
@@ -57,7 +54,7 @@ def text_indexes(con: Any) -> dict[str, dict[str, Any]]:
 
 def match_text(
     con: Any, store: Store, text: str, *, indexes: dict[str, dict[str, Any]],
-    min_containment: float = DEFAULT_MIN_CONTAINMENT, limit: int = DEFAULT_LIMIT,
+    min_containment: float = 0.5, limit: int = 20,
 ) -> dict[str, Any]:
     """The text verdict of one query: text-match, partial, or not-found, with matches."""
     for corpus, index in indexes.items():

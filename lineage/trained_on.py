@@ -22,18 +22,23 @@ import blake3
 
 from lineage.durable import blake3_file
 from lineage.errors import InputError, UsageError
-from lineage.fingerprint import parameters as fingerprint_parameters
 from lineage.parts import part_files
 from lineage.store import Store
-from lineage.text_identity import TEXT_SPEC
-from lineage.text_match import PARTIAL, TEXT_MATCH
+from lineage.verdicts import (
+    FOUND,
+    IN_CORPUS_ONLY,
+    IN_STREAM,
+    NOT_FOUND,
+    NOT_REACHED,
+    PARTIAL,
+    SKIPPED_ONLY,
+    TEXT_MATCH,
+    TRAINED,
+)
 
 if TYPE_CHECKING:
     import duckdb
 
-IN_STREAM = "in-stream"
-IN_CORPUS_ONLY = "in-corpus-only"
-NOT_FOUND = "not-found"
 
 
 def hash_file(path: Path) -> str:
@@ -43,10 +48,15 @@ def hash_file(path: Path) -> str:
         raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
 
 
-TRAINED = "trained"
-SKIPPED_ONLY = "skipped-only"
-NOT_REACHED = "not-reached"
+DEFAULT_MIN_CONTAINMENT = 0.5  # share of a text that matched passages must cover: `partial`
+DEFAULT_LIMIT = 20  # candidate documents examined per text query
 _RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
+
+
+def all_found(answer: dict[str, Any]) -> bool:
+    """Whether every query was trained on (in the stream, trained by the run, or matched
+    as text): the exit code 0 of `lineage trained-on`."""
+    return all(result["verdict"] in FOUND for result in answer["results"])
 
 
 @dataclass(frozen=True)
@@ -123,10 +133,10 @@ def _match_texts(
     explicit: bool, min_containment: float | None, limit: int | None,
 ) -> None:
     """Text verdicts for the queries no corpus holds byte for byte."""
-    from lineage import text_match
+    from lineage.fingerprint import parameters as fingerprint_parameters
+    from lineage.text_identity import TEXT_SPEC
 
-    threshold = (text_match.DEFAULT_MIN_CONTAINMENT if min_containment is None
-                 else min_containment)
+    threshold = DEFAULT_MIN_CONTAINMENT if min_containment is None else min_containment
     if not 0.0 <= threshold <= 1.0:
         raise UsageError(f"--min-containment {threshold}: must be between 0 and 1")
     answer["text_evidence"] = {"text_spec": TEXT_SPEC, "fingerprint": fingerprint_parameters(),
@@ -135,6 +145,8 @@ def _match_texts(
                if r["verdict"] == NOT_FOUND]
     if not pending:
         return
+    from lineage import text_match  # only now: queries found by their bytes never need it
+
     with store.reader(views=False) as con:
         indexes = text_match.text_indexes(con)
         if explicit:
@@ -148,7 +160,7 @@ def _match_texts(
                 continue
             found = text_match.match_text(
                 con, store, text, indexes=indexes, min_containment=threshold,
-                limit=limit or text_match.DEFAULT_LIMIT)
+                limit=limit or DEFAULT_LIMIT)
             matches = []
             for match in found.pop("matches"):
                 key = (match["corpus"], match["doc_id"])
@@ -204,13 +216,12 @@ def trained_on_hashes(
 
 
 def _streams(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, dict[str, Any]]:
-    from lineage.stream.query import _resolve
+    from lineage.stream.query import _resolve, stream_rows
 
     if name is not None:
         info = _resolve(con, name)
         return {info["name"]: info}
-    rows = con.execute("SELECT name FROM streams ORDER BY name").fetchall()
-    return {r[0]: _resolve(con, r[0]) for r in rows}
+    return {info["name"]: info for info in stream_rows(con)}
 
 
 def _answer(

@@ -27,13 +27,21 @@ STREAM_COLUMNS = (
 
 
 def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any] | None:
-    import json
-
     row = con.execute(
         f"SELECT {', '.join(STREAM_COLUMNS)} FROM streams WHERE name = ?", [name]
     ).fetchone()
-    if row is None:
-        return None
+    return None if row is None else _stream_dict(row)
+
+
+def stream_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every stream, by name, in one query."""
+    rows = con.execute(f"SELECT {', '.join(STREAM_COLUMNS)} FROM streams ORDER BY name")
+    return [_stream_dict(row) for row in rows.fetchall()]
+
+
+def _stream_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    import json
+
     found = dict(zip(STREAM_COLUMNS, row, strict=True))
     parameters = json.loads(found.pop("parameters"))
     found["epochs"] = parameters.get("epochs", {})
@@ -42,8 +50,7 @@ def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any] | No
 
 def list_streams(store: Store) -> list[dict[str, Any]]:
     with store.reader(views=False) as con:
-        names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]
-        return [row for name in names if (row := stream_row(con, name)) is not None]
+        return stream_rows(con)
 
 
 def get_stream(store: Store, name: str | None = None) -> dict[str, Any]:

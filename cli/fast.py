@@ -1,0 +1,107 @@
+"""A lean path for the machine queries `docs ... --json` and `trained-on FILE... --json`.
+
+Scripts call these in loops, where each call's cost is the process start-up: Python and
+DuckDB, then the command line's own imports (typer, click and rich take longer than the
+query). This path reads the few options these commands take without importing them and
+prints the same JSON (tests hold the two paths byte for byte equal). Anything else
+(help, human output, other options, any error) returns None and goes to the full command
+line, which parses and reports as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+_DOCS_OPTIONS = {"--step": 0, "--rank": 0, "--window": 0, "--world-size": 1, "--stream": None}
+_TRAINED_ON_OPTIONS = {"--stream": None, "--run": None}
+
+
+def run_fast(argv: list[str]) -> int | None:
+    """The exit code when this path answered, else None (use the full command line)."""
+    parsed = _parse(argv)
+    if parsed is None:
+        return None
+    store_path, command, options, positional = parsed
+    try:
+        from lineage.errors import EXIT_NO, LineageError
+        from lineage.store import open_store
+
+        store = open_store(store_path)
+        if command == "docs":
+            if "--step" not in options or positional:
+                return None
+            answer = store.docs_in_step(
+                options["--step"], stream=options.get("--stream"), rank=options.get("--rank"),
+                world_size=options.get("--world-size"), window=options.get("--window"))
+            code = 0
+        else:
+            from lineage.trained_on import all_found
+
+            if not positional:
+                return None
+            answer = store.trained_on(positional, stream=options.get("--stream"),
+                                      run=options.get("--run"))
+            code = 0 if all_found(answer) else EXIT_NO
+    except LineageError:
+        return None  # the full command line says what went wrong, as always
+    from lineage.query import to_jsonable
+
+    sys.stdout.write(json.dumps(to_jsonable(answer), indent=2, ensure_ascii=False) + "\n")
+    return code
+
+
+def _parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] | None:
+    args = list(argv)
+    store: str | None = None
+    while args and args[0].startswith("--store"):
+        name, value, args = _take(args)
+        if name != "--store" or value is None:
+            return None
+        store = value
+    if not args or args[0] not in ("docs", "trained-on"):
+        return None
+    command, rest = args[0], args[1:]
+    known = _DOCS_OPTIONS if command == "docs" else _TRAINED_ON_OPTIONS
+    options: dict[str, Any] = {}
+    positional: list[str] = []
+    saw_json = False
+    while rest:
+        if rest[0] == "--json":
+            saw_json, rest = True, rest[1:]
+            continue
+        if not rest[0].startswith("-"):
+            positional.append(rest.pop(0))
+            continue
+        name, value, rest = _take(rest)
+        if name not in known or value is None or name in options:
+            return None
+        minimum = known[name]
+        if minimum is not None:
+            number = _integer(value, minimum)
+            if number is None:
+                return None
+            options[name] = number
+        else:
+            options[name] = value
+    if not saw_json:
+        return None
+    return store, command, options, positional
+
+
+def _take(args: list[str]) -> tuple[str, str | None, list[str]]:
+    """(`--name`, value, the rest) from `--name value` or `--name=value`."""
+    head = args[0]
+    if "=" in head:
+        name, value = head.split("=", 1)
+        return name, value, args[1:]
+    if len(args) < 2 or args[1].startswith("-"):
+        return head, None, args[1:]
+    return head, args[1], args[2:]
+
+
+def _integer(value: str, minimum: int) -> int | None:
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= minimum else None
+
+
