@@ -25,7 +25,7 @@ def run_fast(argv: list[str]) -> int | None:
         return None
     store_path, command, options, positional = parsed
     try:
-        from lineage.errors import EXIT_NO, LineageError
+        from lineage.errors import EXIT_NO
         from lineage.store import open_store
 
         store = open_store(store_path)
@@ -44,8 +44,8 @@ def run_fast(argv: list[str]) -> int | None:
             answer = store.trained_on(positional, stream=options.get("--stream"),
                                       run=options.get("--run"))
             code = 0 if all_found(answer) else EXIT_NO
-    except LineageError:
-        return None  # the full command line says what went wrong, as always
+    except Exception:  # noqa: BLE001 - the full command line reports every error, as always
+        return None
     from lineage.query import to_jsonable
 
     sys.stdout.write(json.dumps(to_jsonable(answer), indent=2, ensure_ascii=False) + "\n")

@@ -13,11 +13,13 @@ from typing import Any
 
 import blake3
 
-from lineage.fingerprint import fingerprint_batch
+from lineage.fingerprint import K, W, fingerprint_batch
 from lineage.ingest.staging import staged_fingerprint_schema
 from lineage.text_identity import words
 
-_BATCH_BYTES = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
+_BATCH_CHARS = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
+LONG_TEXT_WORDS = 1 << 18  # longer texts are fingerprinted in overlapping chunks
+_MANIFEST_BATCH_BYTES = 32 << 20  # ready-manifest documents read before indexing them
 
 
 class TextIndexer:
@@ -37,28 +39,56 @@ class TextIndexer:
         normals = [" ".join(w) for w in found]
         hashes = [blake3.blake3(n.encode("utf-8")).hexdigest() if n else None for n in normals]
         counts = [len(w) if w else None for w in found]
+        short = [i for i, w in enumerate(found) if len(w) <= LONG_TEXT_WORDS]
         start = 0
-        while start < len(normals):
+        while start < len(short):
             end, size = start, 0
-            while end < len(normals) and (end == start or size < _BATCH_BYTES):
-                size += len(normals[end])
+            while end < len(short) and (end == start or size < _BATCH_CHARS):
+                size += len(normals[short[end]])
                 end += 1
-            self._stage(doc_ids[start:end], normals[start:end], counts[start:end])
+            batch = short[start:end]
+            self._stage([doc_ids[i] for i in batch], [normals[i] for i in batch],
+                        [counts[i] for i in batch])
             start = end
+        for i, text_words in enumerate(found):
+            if len(text_words) > LONG_TEXT_WORDS:
+                self._stage_long(doc_ids[i], text_words)
         return hashes, counts
+
+    def _stage_long(self, doc_id: str, text_words: list[str]) -> None:
+        """A long text in chunks of LONG_TEXT_WORDS words overlapping by W + K - 2, so
+        every window of W grams lies whole in some chunk: the same picks as one pass,
+        with memory bounded by the chunk."""
+        import numpy as np
+
+        n, overlap = len(text_words), W + K - 2
+        starts = list(range(0, n - LONG_TEXT_WORDS, LONG_TEXT_WORDS - overlap))
+        starts.append(n - LONG_TEXT_WORDS)  # a full last chunk: no short-text rule inside
+        positions, prints = [], []
+        for start in starts:
+            chunk = text_words[start:start + LONG_TEXT_WORDS]
+            found = fingerprint_batch([" ".join(chunk)], [len(chunk)])
+            positions.append(found.position + start)
+            prints.append(found.fingerprint)
+        position, first = np.unique(np.concatenate(positions), return_index=True)
+        self._write([doc_id] * len(position), position, np.concatenate(prints)[first])
 
     def _stage(self, doc_ids: Sequence[str], normals: Sequence[str],
                counts: Sequence[int | None]) -> None:
+        found = fingerprint_batch(normals, [c or 0 for c in counts])
+        self._write([doc_ids[i] for i in found.text.tolist()], found.position,
+                    found.fingerprint)
+
+    def _write(self, doc_ids: Sequence[str], position: Any, fingerprint: Any) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        found = fingerprint_batch(normals, [c or 0 for c in counts])
-        if not len(found.fingerprint):
+        if not len(fingerprint):
             return
         table = pa.table(
-            {"doc_id": pa.array([doc_ids[i] for i in found.text.tolist()], pa.string()),
-             "position": pa.array(found.position, pa.uint32()),
-             "fingerprint": pa.array(found.fingerprint, pa.uint64())},
+            {"doc_id": pa.array(doc_ids, pa.string()),
+             "position": pa.array(position, pa.uint32()),
+             "fingerprint": pa.array(fingerprint, pa.uint64())},
             schema=staged_fingerprint_schema(),
         )
         if self._writer is None:
@@ -97,17 +127,35 @@ def index_manifest_texts(
     updates: list[pa.Table] = []
     done = 0
     with TextIndexer(staging / "manifest.fingerprints.parquet") as indexer:
-        for batch in reader:
-            rows = batch.to_pylist()
-            paths = [_local_document(row) for row in rows]
-            texts = [_checked_text(row, path) for row, path in zip(rows, paths, strict=True)]
+        rows: list[dict[str, Any]] = []
+        paths: list[Path] = []
+        texts: list[str | None] = []
+        size = 0
+
+        def flush() -> None:
             hashes, counts = indexer.identities([r["doc_id"] for r in rows], texts)
             updates.append(pa.table({
                 "doc_id": [r["doc_id"] for r in rows], "path": [str(p) for p in paths],
                 "text_hash": pa.array(hashes, pa.string()),
                 "n_words": pa.array(counts, pa.int64())}))
-            done += len(rows)
             report(progress, "reading documents of the manifest", done, total)
+            rows.clear()
+            paths.clear()
+            texts.clear()
+
+        for batch in reader:
+            for row in batch.to_pylist():
+                path = _local_document(row)
+                rows.append(row)
+                paths.append(path)
+                texts.append(_checked_text(row, path))
+                size += len(texts[-1] or "")
+                done += 1
+                if size >= _MANIFEST_BATCH_BYTES:
+                    flush()
+                    size = 0
+        if rows:
+            flush()
         part = indexer.close()
     if updates:
         con.register("manifest_texts", pa.concat_tables(updates))
@@ -126,11 +174,11 @@ def _local_document(row: dict[str, Any]) -> Path:
     uri = row["uri"] or ""
     parsed = urlparse(uri)
     where = f"record {row['record']}" if row["record"] else None
-    if parsed.scheme == "file":
+    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
         return Path(unquote(parsed.path))
     if parsed.scheme == "" and uri:
-        path = Path(uri)
-        return path if path.is_absolute() else Path(row["origin"]).parent / path
+        # Resolved now: the store records where the text is, whatever the working folder.
+        return (Path(row["origin"]).parent / uri).resolve()
     raise InputError(row["origin"], f"uri {uri!r} of {row['doc_id']!r} is not a local file "
                      "(--fingerprints reads each document from its uri)", where=where)
 

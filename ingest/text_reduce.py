@@ -68,7 +68,7 @@ def write_text_index(
     try:
         summary.document_parts = _write(
             con, "SELECT ?::VARCHAR AS corpus, doc, doc_id, source, content_hash, text_hash, "
-            "n_words, origin, record, byte_offset FROM numbered ORDER BY doc", [corpus],
+            "n_words, n_bytes, origin, record, byte_offset FROM numbered ORDER BY doc", [corpus],
             text_documents_schema(), out_dir / "text_documents", ["doc"], progress,
             "writing text documents", summary.documents)
         summary.hash_parts = _write(

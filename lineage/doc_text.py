@@ -56,15 +56,24 @@ def _jsonl_line_text(origin: str, byte_offset: int) -> str:
 
 
 def _parquet_row_text(origin: str, row: int) -> str:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    shard = pq.ParquetFile(origin)
-    for group in range(shard.num_row_groups):
-        rows = shard.metadata.row_group(group).num_rows
-        if row < rows:
-            return str(shard.read_row_group(group, columns=["text"]).column(0)[row].as_py())
-        row -= rows
-    raise StoreError(f"{origin}: row {row + 1} is gone (the shard changed after ingest)")
+    changed = f"{origin}: row {row + 1} is gone (the shard changed after ingest)"
+    try:
+        shard = pq.ParquetFile(origin)
+        if "text" not in shard.schema_arrow.names:
+            raise StoreError(changed)
+        left = row
+        for group in range(shard.num_row_groups):
+            rows = shard.metadata.row_group(group).num_rows
+            if left < rows:
+                value = shard.read_row_group(group, columns=["text"]).column(0)[left]
+                return str(value.as_py())
+            left -= rows
+    except (pa.ArrowException, ValueError) as exc:
+        raise StoreError(f"{changed}: {exc}") from exc
+    raise StoreError(changed)
 
 
 def read_checked(con: Any, doc_id: str, content_hash: str, origin: str | None,

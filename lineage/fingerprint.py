@@ -61,6 +61,35 @@ def gram_hashes(words: Sequence[str], k: int = K) -> list[int]:
             for i in range(len(words) - k + 1)]
 
 
+def gram_hashes_many(words: Sequence[str], k: int = K) -> list[int]:
+    """`gram_hashes`, vectorized for long texts (the same values; a test holds it)."""
+    if len(words) < _VECTORIZE_FROM:
+        return gram_hashes(words, k)
+    import numpy as np
+
+    buf = np.frombuffer(" ".join(words).encode("utf-8"), dtype=np.uint8)
+    lengths = np.fromiter((len(w.encode("utf-8")) for w in words), np.int64, len(words))
+    word_end = np.cumsum(lengths + 1) - 1
+    word_start = word_end - lengths
+    hashes = _poly_hashes(buf, word_start[: len(words) - k + 1], word_end[k - 1:])
+    return [int(h) for h in _fmix64_array(hashes)]
+
+
+_VECTORIZE_FROM = 20_000  # words; below this the plain loop is quicker than numpy's import
+
+
+def winnow_many(hashes: Sequence[int], w: int = W) -> list[tuple[int, int]]:
+    """`winnow`, vectorized for long texts (the same picks)."""
+    if len(hashes) < _VECTORIZE_FROM:
+        return winnow(hashes, w)
+    import numpy as np
+
+    values = np.array(hashes, dtype=np.uint64)
+    picked = _winnow_array(values, np.zeros(len(values), np.int64),
+                           np.array([len(values)]), w)
+    return [(int(i), int(values[i])) for i in picked]
+
+
 def winnow(hashes: Sequence[int], w: int = W) -> list[tuple[int, int]]:
     """(position, hash) of the grams kept, by position: from each window of w grams the
     rightmost smallest; a text of fewer than w grams is one window."""

@@ -20,13 +20,18 @@ import blake3
 
 from lineage.doc_text import read_checked
 from lineage.errors import LineageError, StoreError, UsageError
-from lineage.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W, gram_hashes, winnow
+from lineage.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
+from lineage.fingerprint import gram_hashes_many as query_gram_hashes
+from lineage.fingerprint import winnow_many as winnow
 from lineage.parts import part_files
 from lineage.store import Store
 from lineage.text_identity import TEXT_SPEC, LocatedWords, located_words
 from lineage.verdicts import PARTIAL, TEXT_MATCH
 
-_MAX_REPEATS = 64  # query positions kept per repeated gram hash
+_MAX_REPEATS = 64  # query positions kept per repeated gram hash, beyond the winnowed ones
+_MAX_SELECTED_REPEATS = 1024  # ... and winnowed ones (only a refrain repeats this often)
+_MAX_PAIRS = 100_000  # (query, document) gram pairs examined per candidate document
+_MAX_ALIGNMENTS = 256  # alignments grown into runs per candidate, best supported first
 
 
 @dataclass
@@ -43,6 +48,7 @@ class _Span:
     query: tuple[int, int]  # words [start, end) of the query
     doc: tuple[int, int]  # words [start, end) of the document
     verified: bool  # compared word by word against the document's text
+    whole: bool = False  # the whole document (same normalized text)
 
 
 def text_indexes(con: Any) -> dict[str, dict[str, Any]]:
@@ -54,7 +60,7 @@ def text_indexes(con: Any) -> dict[str, dict[str, Any]]:
 
 def match_text(
     con: Any, store: Store, text: str, *, indexes: dict[str, dict[str, Any]],
-    min_containment: float = 0.5, limit: int = 20,
+    min_containment: float, limit: int,
 ) -> dict[str, Any]:
     """The text verdict of one query: text-match, partial, or not-found, with matches."""
     for corpus, index in indexes.items():
@@ -73,12 +79,14 @@ def match_text(
     if not words or not indexes:
         return answer
     candidates = _same_text(con, store, answer["text_hash"])
-    _add_fingerprint_hits(con, store, words, candidates)
+    _add_fingerprint_hits(con, store, words, limit, candidates)
     chosen = _choose(candidates, limit)
     documents = _documents(con, store, chosen)
     matches, covered = [], []
     for candidate in chosen:
-        info = documents[(candidate.corpus, candidate.doc)]
+        info = documents.get((candidate.corpus, candidate.doc))
+        if info is None:  # a fingerprint naming no document: only a damaged store does
+            continue
         spans, note, doc_words = _spans(con, candidate, info, words)
         spans = _widest_first(spans)
         if not spans:
@@ -108,41 +116,68 @@ def _same_text(con: Any, store: Store, digest: str) -> dict[tuple[str, int], _Ca
     return found
 
 
-def _add_fingerprint_hits(con: Any, store: Store, words: list[str],
+def _add_fingerprint_hits(con: Any, store: Store, words: list[str], limit: int,
                           candidates: dict[tuple[str, int], _Candidate]) -> None:
-    grams = gram_hashes(words)
+    """The `limit` documents sharing the most fingerprints with the query, with their
+    (query, document) gram pairs."""
+    grams = query_gram_hashes(words)
+    selected = winnow(grams)
     # Winnowed probes keep the guarantee (a shared window picks the same gram on both
     # sides); a short query probes every gram, to catch shorter passages when it can.
-    chosen = grams if len(grams) <= 2 * W else [h for _, h in winnow(grams)]
-    probes = sorted(set(chosen))
+    probes = sorted(set(grams)) if len(grams) <= 2 * W else sorted({h for _, h in selected})
     if not probes:
         return
-    wanted = set(probes)
-    where: dict[int, list[int]] = {}
-    for position, h in enumerate(grams):
-        if h in wanted and len(where.setdefault(h, [])) < _MAX_REPEATS:
-            where[h].append(position)
     files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
     if not files:
         return
     # Integers only, formatted by us: a literal list lets DuckDB skip row groups by their
-    # min/max, which a joined or unnested parameter list does not.
+    # min/max, which a joined or unnested parameter list does not. Ranking happens in
+    # SQL, so a footer shared by millions of documents never reaches Python.
     values = ", ".join(str(h) for h in probes)
-    rows = con.execute(f"SELECT corpus, fingerprint, doc, position FROM read_parquet(?) "
-                       f"WHERE fingerprint IN ({values})", [files]).fetchall()
+    rows = con.execute(
+        f"""WITH hits AS MATERIALIZED (
+                SELECT corpus, fingerprint, doc, position FROM read_parquet(?)
+                WHERE fingerprint IN ({values})),
+            best AS (
+                SELECT corpus, doc FROM hits GROUP BY corpus, doc
+                ORDER BY count(DISTINCT fingerprint) DESC, corpus, doc LIMIT ?)
+            SELECT corpus, fingerprint, doc, position FROM (
+                SELECT h.*, row_number() OVER (PARTITION BY h.corpus, h.doc, h.fingerprint
+                                               ORDER BY h.position) AS repeat
+                FROM hits h SEMI JOIN best USING (corpus, doc))
+            WHERE repeat <= ? ORDER BY corpus, doc, fingerprint, position""",
+        [files, limit, _MAX_REPEATS]).fetchall()
+    where = _query_positions(grams, selected, set(probes))
     for corpus, h, doc, position in rows:
         candidate = candidates.setdefault((corpus, doc), _Candidate(corpus, doc))
         candidate.hashes.add(h)
         candidate.pairs.extend((q, position) for q in where[h])
 
 
+def _query_positions(grams: list[int], selected: list[tuple[int, int]],
+                     probes: set[int]) -> dict[int, list[int]]:
+    """Query positions of each probed hash: the winnowed ones always (the guarantee
+    rests on them), other repeats up to a cap (a refrain repeated 10,000 times would
+    otherwise pair every repeat with every document position)."""
+    where: dict[int, list[int]] = {}
+    for position, h in selected:
+        found = where.setdefault(h, [])
+        if len(found) < _MAX_SELECTED_REPEATS:
+            found.append(position)
+    for position, h in enumerate(grams):
+        if h in probes:
+            found = where.setdefault(h, [])
+            if len(found) < _MAX_REPEATS and position not in found:
+                found.append(position)
+    return {h: sorted(found) for h, found in where.items()}
+
+
 def _choose(candidates: dict[tuple[str, int], _Candidate], limit: int) -> list[_Candidate]:
-    """Same-text documents, then the best `limit` by matched fingerprints. A document
-    matching a single fingerprint of a longer query shares at most a stock phrase."""
+    """Same-text documents, then the others by matched fingerprints, `limit` in all. A
+    single shared fingerprint can be a whole guaranteed passage: spans decide, not counts."""
     ranked = sorted(candidates.values(),
                     key=lambda c: (not c.same_text, -len(c.hashes), c.corpus, c.doc))
-    most = max((len(c.hashes) for c in ranked), default=0)
-    return [c for c in ranked if c.same_text or len(c.hashes) >= min(2, most)][:limit]
+    return ranked[:max(limit, sum(c.same_text for c in ranked))]
 
 
 def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[str, int], Any]:
@@ -154,7 +189,7 @@ def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[s
         files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
         rows = con.execute(
             "SELECT doc, doc_id, source, content_hash, text_hash, n_words, origin, record, "
-            "byte_offset FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))",
+            "byte_offset, n_bytes FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))",
             [files, docs]).fetchall()
         for row in rows:
             found[(corpus, row[0])] = row
@@ -182,7 +217,7 @@ def _spans(
     """The shared passages, checked against the document's text when it can be read."""
     n_words = int(info[5])
     if candidate.same_text:
-        return [_Span((0, len(words)), (0, n_words), True)], None, None
+        return [_Span((0, len(words)), (0, n_words), True, whole=True)], None, None
     try:
         text = read_checked(con, info[1], info[3], info[6], info[7], info[8]).decode("utf-8")
     except (LineageError, UnicodeDecodeError) as exc:
@@ -194,48 +229,59 @@ def _spans(
 
 def _text_spans(pairs: Sequence[tuple[int, int]], words: list[str],
                 doc_words: list[str]) -> list[_Span]:
-    """Maximal runs of equal words around each matched gram, at least G words long."""
-    runs: dict[int, list[tuple[int, int]]] = {}  # by alignment (doc - query position)
-    for q, d in sorted(pairs):
-        shift = d - q
-        if any(a <= q < b for a, b in runs.get(shift, [])):
-            continue
-        if words[q:q + K] != doc_words[d:d + K]:
-            continue  # two grams with the same 64-bit hash, not the same words
-        start, end = q, q + K
-        while start > 0 and start + shift > 0 and words[start - 1] == doc_words[start - 1 + shift]:
-            start -= 1
-        while (end < len(words) and end + shift < len(doc_words)
-               and words[end] == doc_words[end + shift]):
-            end += 1
-        runs.setdefault(shift, []).append((start, end))
+    """Maximal runs of equal words around each matched gram, at least G words long.
+
+    Pairs are swept once per alignment (document minus query position), in query order;
+    a pair inside a run already grown on its alignment adds nothing. At most
+    `_MAX_PAIRS` pairs are examined, so a document repeating one phrase thousands of
+    times costs a bounded amount."""
     shortest = min(GUARANTEE_WORDS, len(words))
-    spans = [_Span((a, b), (a + shift, b + shift), True)
-             for shift, found in runs.items() for a, b in found if b - a >= shortest]
+    spans = []
+    for shift, positions in _alignments(pairs):
+        reach = -1
+        for q in positions:
+            if q < reach or words[q:q + K] != doc_words[q + shift:q + shift + K]:
+                continue  # inside the last run, or two grams with one 64-bit hash
+            start, end = q, q + K
+            while (start > 0 and start + shift > 0
+                   and words[start - 1] == doc_words[start - 1 + shift]):
+                start -= 1
+            while (end < len(words) and end + shift < len(doc_words)
+                   and words[end] == doc_words[end + shift]):
+                end += 1
+            reach = end
+            if end - start >= shortest:
+                spans.append(_Span((start, end), (start + shift, end + shift), True))
     return sorted(spans, key=lambda s: (s.query, s.doc))
 
 
 def _fingerprint_spans(pairs: Sequence[tuple[int, int]], n_query: int) -> list[_Span]:
     """Chains of matched grams with one alignment, at most W apart (winnowing keeps one
-    gram in every W, so a shared run leaves no wider gap). Chains of a single gram count
-    only for queries too short to hold two."""
-    by_shift: dict[int, list[int]] = {}
-    for q, d in pairs:
-        by_shift.setdefault(d - q, []).append(q)
+    gram in every W, so a shared run leaves no wider gap): lower bounds of the shared
+    runs, kept whatever their length, since without the text nothing tells a 24-word
+    passage holding one fingerprint from a stock phrase."""
     spans = []
-    for shift, positions in by_shift.items():
-        positions = sorted(set(positions))
+    for shift, positions in _alignments(pairs):
         chain = [positions[0]]
         for q in [*positions[1:], None]:
             if q is not None and q - chain[-1] <= W:
                 chain.append(q)
                 continue
-            if len(chain) >= 2 or n_query < GUARANTEE_WORDS + W:
-                start, end = chain[0], min(chain[-1] + K, n_query)
-                spans.append(_Span((start, end), (start + shift, end + shift), False))
+            start, end = chain[0], chain[-1] + K
+            spans.append(_Span((start, end), (start + shift, end + shift), False))
             if q is not None:
                 chain = [q]
     return sorted(spans, key=lambda s: (s.query, s.doc))
+
+
+def _alignments(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+    """(document minus query position, query positions) of the best supported
+    alignments: bounded work however repetitive the texts are."""
+    by_shift: dict[int, list[int]] = {}
+    for q, d in sorted(set(pairs))[:_MAX_PAIRS]:
+        by_shift.setdefault(d - q, []).append(q)
+    ranked = sorted(by_shift.items(), key=lambda item: (-len(item[1]), abs(item[0]), item[0]))
+    return ranked[:_MAX_ALIGNMENTS]
 
 
 def _widest_first(spans: list[_Span]) -> list[_Span]:
@@ -273,7 +319,7 @@ def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans:
         "match": "text" if candidate.same_text else "partial",
         "containment": _share([s.query for s in spans], len(located.words)),
         "fingerprints": len(candidate.hashes),
-        "spans": [_span_entry(s, located, doc_words) for s in spans],
+        "spans": [_span_entry(s, located, doc_words, info[9]) for s in spans],
         "index": {"text_spec": index["text_spec"], "fingerprint_spec": index["fingerprint_spec"],
                   "k": index["k"], "w": index["w"]},
     }
@@ -282,14 +328,19 @@ def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans:
     return entry
 
 
-def _span_entry(span: _Span, located: LocatedWords, doc: _DocText | None) -> dict[str, Any]:
+def _span_entry(span: _Span, located: LocatedWords, doc: _DocText | None,
+                n_bytes: int) -> dict[str, Any]:
+    doc_bytes = [0, n_bytes] if span.whole else (list(doc.byte_span(*span.doc)) if doc
+                                                 else None)
     return {
         "query_words": list(span.query),
         "query_chars": list(located.char_span(*span.query)),
         "doc_words": list(span.doc),
         "doc_chars": list(doc.char_span(*span.doc)) if doc else None,
-        "doc_bytes": list(doc.byte_span(*span.doc)) if doc else None,
+        "doc_bytes": doc_bytes,
         "verified": span.verified,
+        "windows": [],  # filled in from the stream when the corpus counts bytes as tokens
+        "steps": [],
     }
 
 

@@ -54,8 +54,11 @@ _RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
 
 
 def all_found(answer: dict[str, Any]) -> bool:
-    """Whether every query was trained on (in the stream, trained by the run, or matched
-    as text): the exit code 0 of `lineage trained-on`."""
+    """Whether every query was trained on (in the stream, or matched as text; with a
+    run, trained by that run): the exit code 0 of `lineage trained-on`."""
+    if "run" in answer:
+        return all(result.get("run_verdict", result["verdict"]) == TRAINED
+                   for result in answer["results"])
     return all(result["verdict"] in FOUND for result in answer["results"])
 
 
@@ -68,17 +71,17 @@ class Query:
     data: bytes | None = None  # the bytes, when already in memory
     path: Path | None = None
 
-    def text(self) -> str | None:
-        """The query as text for matching, or None (not UTF-8, or a very large file)."""
+    def text(self) -> tuple[str | None, str | None]:
+        """(the query as text for matching, None) or (None, why it cannot be matched)."""
         data = self.data
         if data is None and self.path is not None:
             if self.path.stat().st_size > MAX_TEXT_QUERY_BYTES:
-                return None
+                return None, "larger than 64 MiB: looked up by its exact bytes only"
             data = self.path.read_bytes()
         try:
-            return data.decode("utf-8") if data is not None else None
+            return (data or b"").decode("utf-8"), None
         except UnicodeDecodeError:
-            return None
+            return None, "not UTF-8 text: looked up by its exact bytes only"
 
 
 MAX_TEXT_QUERY_BYTES = 64 << 20  # larger files are looked up by exact content only
@@ -93,13 +96,21 @@ def queries_for(files: Sequence[str | os.PathLike[str]] = (), texts: Sequence[st
             raise InputError(path, "no such file (trained-on takes files)")
         queries.append(Query(str(path), hash_file(path), path=path))
     for number, text in enumerate(texts, start=1):
-        data = text.encode("utf-8", errors="surrogatepass")
+        data = _bounded(text.encode("utf-8", errors="surrogatepass"), f"--text {number}")
         queries.append(Query(f"<text {number}>", blake3.blake3(data).hexdigest(), data))
     if stdin is not None:
+        stdin = _bounded(stdin, "standard input")
         queries.append(Query("<stdin>", blake3.blake3(stdin).hexdigest(), stdin))
     if not queries:
         raise UsageError("give a file, --text or - (standard input) to look for")
     return queries
+
+
+def _bounded(data: bytes, what: str) -> bytes:
+    if len(data) > MAX_TEXT_QUERY_BYTES:
+        raise UsageError(f"{what}: {len(data):,} bytes is more than a text query takes "
+                         "(64 MiB); save it to a file to look it up by its exact bytes")
+    return data
 
 
 def trained_on(
@@ -155,8 +166,9 @@ def _match_texts(
         corpora = _manifests(con)
         tokenizers = dict(con.execute("SELECT name, tokenizer FROM corpora").fetchall())
         for query, result in pending:
-            text = query.text()
+            text, why = query.text()
             if text is None:
+                result["note"] = why
                 continue
             found = text_match.match_text(
                 con, store, text, indexes=indexes, min_containment=threshold,
@@ -196,7 +208,9 @@ def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[
             else:
                 match["run_verdict"] = NOT_REACHED
             verdicts.append(match["run_verdict"])
-        if verdicts and not text_verdict:  # text verdicts stand; each match says the rest
+        if verdicts and text_verdict:  # the text verdict stands; the run's is beside it
+            result["run_verdict"] = min(verdicts, key=_RANK.index)
+        elif verdicts:
             result["verdict"] = min(verdicts, key=_RANK.index)
     answer["run"] = run["name"]
     answer["run_last_step"] = run["last_step"]

@@ -34,7 +34,8 @@ BULK_TABLES: dict[str, dict[str, str]] = {
     },
     "text_documents": {
         "corpus": _V, "doc": _I, "doc_id": _V, "source": _V, "content_hash": _V,
-        "text_hash": _V, "n_words": _I, "origin": _V, "record": _I, "byte_offset": _I,
+        "text_hash": _V, "n_words": _I, "n_bytes": _I, "origin": _V, "record": _I,
+        "byte_offset": _I,
     },
     "text_hashes": {"corpus": _V, "text_hash": _V, "doc": _I},
     "fingerprints": {
@@ -147,6 +148,7 @@ def text_documents_schema() -> pa.Schema:
             pa.field("content_hash", pa.string(), nullable=False),
             pa.field("text_hash", pa.string(), nullable=False),  # lineage-text/1
             pa.field("n_words", pa.int64(), nullable=False),
+            pa.field("n_bytes", pa.int64(), nullable=False),
             pa.field("origin", pa.string()),  # where the text can be read again
             pa.field("record", pa.int64()),
             pa.field("byte_offset", pa.int64()),  # start of the record's line (plain JSONL)

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import blake3
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,3 +108,28 @@ def test_the_ascii_path_finds_the_same_words_as_the_general_one(text: str) -> No
     from lineage.text_identity import _WORD, fold
 
     assert words(text) == _WORD.findall(fold(text))
+
+
+def test_long_texts_are_fingerprinted_in_chunks_with_the_same_picks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    from lineage.ingest import text_index
+
+    monkeypatch.setattr(text_index, "LONG_TEXT_WORDS", 300)
+    rng = random.Random(9)
+    texts = [" ".join(f"w{rng.randrange(200)}" for _ in range(n)) for n in (2000, 301, 50)]
+    with text_index.TextIndexer(tmp_path / "fp.parquet") as indexer:
+        indexer.identities(["long", "just-long", "short"], texts)
+    staged = pq.read_table(tmp_path / "fp.parquet").to_pylist()
+    for doc_id, text in zip(["long", "just-long", "short"], texts, strict=True):
+        got = sorted((r["position"], r["fingerprint"]) for r in staged if r["doc_id"] == doc_id)
+        assert got == fp.fingerprints(text.split()), doc_id
+
+
+def test_long_queries_take_the_vectorized_path_with_the_same_values() -> None:
+    rng = random.Random(4)
+    text = [rng.choice(["a", "bé", "c", "dd", "x1", "ß"]) for _ in range(30_000)]
+    grams = fp.gram_hashes(text)
+    assert fp.gram_hashes_many(text) == grams
+    assert fp.winnow_many(grams) == fp.winnow(grams)

@@ -147,6 +147,21 @@ def test_a_document_split_in_two_is_covered_by_both_parts(indexed: Store,
     assert parts["shakespeare/tempest-1.txt"] + parts["shakespeare/tempest-2.txt"] >= 0.999
 
 
+def test_a_single_shared_fingerprint_is_enough_to_be_examined(
+        indexed: Store, example_corpus: Path) -> None:
+    """A 24-word passage can share just one fingerprint with its document; a better
+    matching document elsewhere in the query must not crowd it out."""
+    long_passage = _passage(_play(example_corpus, "pericles.txt"), 700, min_words=120)
+    sonnets = words(_play(example_corpus, "sonnets.txt"))
+    short = " ".join(sonnets[5000:5000 + fp.GUARANTEE_WORDS])
+    query = f"{long_passage}\n{BOILERPLATE}\n{short}\n{BOILERPLATE}"
+    result = _ask(indexed, query, min_containment=0.0)
+    found = {m["doc_id"]: m["spans"] for m in result["matches"]}
+    assert "shakespeare/sonnets.txt" in found and "shakespeare/pericles.txt" in found
+    (span,) = found["shakespeare/sonnets.txt"]
+    assert span["query_words"][1] - span["query_words"][0] >= fp.GUARANTEE_WORDS
+
+
 def test_unrelated_text_of_the_same_domain_is_not_found(indexed: Store,
                                                         example_corpus: Path) -> None:
     play = _play(example_corpus, "macbeth.txt")  # held out of the corpus
@@ -293,6 +308,40 @@ def test_a_moved_or_changed_shard_is_an_error_not_an_answer(
     best = _ask(store, query)["matches"][0]
     assert "changed after ingest" in best["note"] and not best["spans"][0]["verified"]
     assert best["doc_id"] == "p3"  # the index still answers, from fingerprints
+
+
+def test_a_rewritten_parquet_shard_degrades_to_fingerprint_spans(
+        store: Store, tmp_path: Path, example_corpus: Path) -> None:
+    from .conftest import write_parquet
+
+    texts = [_lines(_play(example_corpus, "tempest.txt"), i * 60, 60) for i in range(4)]
+    shard = write_parquet(tmp_path / "plays.parquet", {"id": ["a", "b", "c", "d"],
+                                                        "text": texts})
+    ingest_corpus(store, [shard], corpus="pq")
+    query = texts[2].split("\n", 3)[3]
+    assert _ask(store, query)["matches"][0]["spans"][0]["verified"]
+    write_parquet(shard, {"id": ["a"], "body": ["no text column any more"]})
+    best = _ask(store, query)["matches"][0]
+    assert best["doc_id"] == "c" and "changed after ingest" in best["note"]
+
+
+def test_relative_uris_of_a_manifest_are_resolved_at_ingest(
+        store: Store, tmp_path: Path, example_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "m"
+    (folder / "docs").mkdir(parents=True)
+    source = example_corpus / "shakespeare" / "lovers_complaint.txt"
+    shutil.copy(source, folder / "docs" / "a.txt")
+    data = source.read_bytes()
+    write_jsonl(folder / "manifest.jsonl", [{
+        "doc_id": "a", "source": "s", "uri": "docs/a.txt", "n_bytes": len(data),
+        "n_tokens": len(data), "content_hash": blake3.blake3(data).hexdigest()}])
+    monkeypatch.chdir(folder)
+    ingest_corpus(store, [Path("manifest.jsonl")], corpus="rel", fingerprints=True)
+    monkeypatch.chdir(tmp_path.anchor)
+    excerpt = _passage(source.read_text(encoding="utf-8"), 40)
+    (span,) = _ask(store, excerpt)["matches"][0]["spans"]
+    assert span["verified"]
 
 
 @pytest.fixture(scope="module")

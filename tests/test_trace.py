@@ -81,3 +81,8 @@ def test_text_queries_keep_their_verdict_and_each_match_says_what_the_run_did(
     assert (first["verdict"], second["verdict"]) == ("text-match", "text-match")
     assert [m["run_verdict"] for m in first["matches"]] == ["trained"]
     assert [m["run_verdict"] for m in second["matches"]] == ["skipped-only"]
+    assert (first["run_verdict"], second["run_verdict"]) == ("trained", "skipped-only")
+    # With a run, exit 0 means trained by that run, for text as for files.
+    cli = Cli(traced.root)
+    assert cli.json("trained-on", "--run", "r", "--text", trained.upper(), code=0)
+    assert cli.json("trained-on", "--run", "r", "--text", skipped, code=1)
