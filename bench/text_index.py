@@ -157,6 +157,8 @@ def main() -> None:
     answer = opened.trained_on(texts=[page])["results"][0]
     assert answer["verdict"] == "partial" and answer["matches"][0]["doc_id"] == doc_id, answer
     unrelated = unrelated_query(vocabulary())
+    subprocess.run([PY, "-m", "compileall", "-q", *(str(REPO / d) for d in (
+        "lineage", "ingest", "cli", "schemas"))], check=True)  # as a wheel install does
     floor = median_ms(lambda: subprocess.run(
         [PY, "-c", "import duckdb; duckdb.connect().sql('select 1')"], check=True), args.runs)
     payload = {

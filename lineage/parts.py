@@ -85,7 +85,7 @@ def write_parts(
     pending: list[pa.RecordBatch] = []
     pending_rows = written = 0
     try:
-        with writer:
+        with writer, _Background(writer.write) as background:
             for batch in batches:
                 batch = conform(batch, schema)
                 for digest in digests:
@@ -93,13 +93,13 @@ def write_parts(
                 pending.append(batch)
                 pending_rows += batch.num_rows
                 if pending_rows >= row_group_rows:
-                    writer.write(pa.Table.from_batches(pending, schema))
+                    background.put(pa.Table.from_batches(pending, schema))
                     written += pending_rows
                     pending, pending_rows = [], 0
                     if progress:
                         progress(stage, written, total)
             if pending:
-                writer.write(pa.Table.from_batches(pending, schema))
+                background.put(pa.Table.from_batches(pending, schema))
                 written += pending_rows
         if progress:
             progress(stage, written, total)
@@ -166,6 +166,44 @@ def unpublish(store: Store, relative: Iterable[str]) -> None:
 def discard_parts(parts: Iterable[WrittenPart]) -> None:
     for part in parts:
         part.temp.unlink(missing_ok=True)
+
+
+class _Background:
+    """Runs `write` on a second thread, one row group at a time, while the caller fetches
+    and digests the next batches: Parquet encoding and zstd release the GIL, so the two
+    overlap on two cores. At most two row groups wait; the first error is re-raised."""
+
+    def __init__(self, write: Callable[[Any], None]) -> None:
+        import queue
+        import threading
+
+        self._write = write
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (table := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._write(table)
+                except BaseException as exc:  # handed to the caller's thread
+                    self._error = exc
+
+    def put(self, table: Any) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(table)
+
+    def __enter__(self) -> _Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
 
 
 class _RotatingWriter:

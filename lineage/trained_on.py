@@ -133,59 +133,75 @@ def trained_on(
         if stream is not None and stream != info["stream"]:
             raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
         stream = info["stream"]
-    answer = trained_on_hashes(store, [(q.label, q.digest) for q in queries], stream=stream)
-    _match_texts(store, queries, answer, stream=stream, explicit=bool(texts) or stdin is not None,
-                 min_containment=min_containment, limit=limit)
+    with store.reader(views=False) as con:  # one catalog session for both kinds of match
+        context = _Context(con, store, _streams(con, stream), _manifests(con))
+        answer = {"stream": stream, "results": [context.by_bytes(q.label, q.digest)
+                                                for q in queries]}
+        _match_texts(context, queries, answer, explicit=bool(texts) or stdin is not None,
+                     min_containment=min_containment, limit=limit)
     return answer if info is None else with_run(store, answer, info)
 
 
-def _match_texts(
-    store: Store, queries: list[Query], answer: dict[str, Any], *, stream: str | None,
-    explicit: bool, min_containment: float | None, limit: int | None,
-) -> None:
-    """Text verdicts for the queries no corpus holds byte for byte."""
-    from lineage.fingerprint import parameters as fingerprint_parameters
-    from lineage.text_identity import TEXT_SPEC
+@dataclass(frozen=True)
+class _Context:
+    """What every query of one question reads: the catalog session, streams, corpora."""
 
+    con: Any
+    store: Store
+    streams: dict[str, dict[str, Any]]
+    corpora: dict[str, str]
+
+    def by_bytes(self, label: str, digest: str) -> dict[str, Any]:
+        return _answer(self.con, self.store, label, digest, self.streams, self.corpora)
+
+
+def _match_texts(
+    context: _Context, queries: list[Query], answer: dict[str, Any], *, explicit: bool,
+    min_containment: float | None, limit: int | None,
+) -> None:
+    """Text verdicts for the queries no corpus holds byte for byte; `text_evidence`
+    (specs, parameters, threshold) joins the answer when any query was matched as text."""
     threshold = DEFAULT_MIN_CONTAINMENT if min_containment is None else min_containment
     if not 0.0 <= threshold <= 1.0:
         raise UsageError(f"--min-containment {threshold}: must be between 0 and 1")
-    answer["text_evidence"] = {"text_spec": TEXT_SPEC, "fingerprint": fingerprint_parameters(),
-                               "min_containment": threshold}
     pending = [(q, r) for q, r in zip(queries, answer["results"], strict=True)
                if r["verdict"] == NOT_FOUND]
-    if not pending:
+    con, store = context.con, context.store
+    if not pending or not (explicit or _any_text_index(con)):
         return
-    from lineage import text_match  # only now: queries found by their bytes never need it
+    # Only now: queries found by their bytes never need the text machinery.
+    from lineage import text_match
+    from lineage.fingerprint import parameters as fingerprint_parameters
+    from lineage.text_identity import TEXT_SPEC
 
-    with store.reader(views=False) as con:
-        indexes = text_match.text_indexes(con)
-        if explicit:
-            text_match.require_index(indexes)
-        streams = _streams(con, stream)
-        corpora = _manifests(con)
-        tokenizers = dict(con.execute("SELECT name, tokenizer FROM corpora").fetchall())
-        for query, result in pending:
-            text, why = query.text()
-            if text is None:
-                result["note"] = why
-                continue
-            found = text_match.match_text(
-                con, store, text, indexes=indexes, min_containment=threshold,
-                limit=limit or DEFAULT_LIMIT)
-            matches = []
-            for match in found.pop("matches"):
-                key = (match["corpus"], match["doc_id"])
-                placed = _placements(con, store, streams, match["content_hash"])
-                base = {**match, "manifest_hash": corpora.get(match["corpus"])}
-                for where in _stream_entries(placed, *key):
-                    entry = {**base, **where}
-                    if where["stream"] and tokenizers.get(match["corpus"]) == "bytes":
-                        hits = [h for h in placed[key] if h[0] == where["stream"]]
-                        entry["spans"] = [_span_steps(span, hits) for span in match["spans"]]
-                    matches.append(entry)
-            result.update(found)
-            result["matches"] = matches
+    answer["text_evidence"] = {"text_spec": TEXT_SPEC, "fingerprint": fingerprint_parameters(),
+                               "min_containment": threshold}
+    indexes = text_match.text_indexes(con)
+    if explicit:
+        text_match.require_index(indexes)
+    streams, corpora = context.streams, context.corpora
+    tokenizers = dict(con.execute("SELECT name, tokenizer FROM corpora").fetchall())
+    for query, result in pending:
+        text, why = query.text()
+        if text is None:
+            result["note"] = why
+            continue
+        found = text_match.match_text(
+            con, store, text, indexes=indexes, min_containment=threshold,
+            limit=limit or DEFAULT_LIMIT)
+        matches = []
+        for match in found.pop("matches"):
+            key = (match["corpus"], match["doc_id"])
+            placed = _placements(con, store, streams, match["content_hash"])
+            base = {**match, "manifest_hash": corpora.get(match["corpus"])}
+            for where in _stream_entries(placed, *key):
+                entry = {**base, **where}
+                if where["stream"] and tokenizers.get(match["corpus"]) == "bytes":
+                    hits = [h for h in placed[key] if h[0] == where["stream"]]
+                    entry["spans"] = [_span_steps(span, hits) for span in match["spans"]]
+                matches.append(entry)
+        result.update(found)
+        result["matches"] = matches
 
 
 def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -217,16 +233,18 @@ def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[
     return answer
 
 
+def _any_text_index(con: Any) -> bool:
+    return bool(con.execute("SELECT count(*) FROM text_indexes").fetchall()[0][0])
+
+
 def trained_on_hashes(
     store: Store, queries: list[tuple[str, str]], *, stream: str | None = None
 ) -> dict[str, Any]:
     """The same answer for (label, BLAKE3 hex) pairs already hashed."""
     with store.reader(views=False) as con:
-        streams = _streams(con, stream)
-        corpora = _manifests(con)
-        results = [_answer(con, store, label, digest, streams, corpora)
-                   for label, digest in queries]
-    return {"stream": stream, "results": results}
+        context = _Context(con, store, _streams(con, stream), _manifests(con))
+        return {"stream": stream, "results": [context.by_bytes(label, digest)
+                                              for label, digest in queries]}
 
 
 def _streams(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, dict[str, Any]]:

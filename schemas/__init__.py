@@ -7,7 +7,6 @@ demand so importing this module stays cheap.
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,11 +44,15 @@ BULK_TABLES: dict[str, dict[str, str]] = {
 
 
 def catalog_ddl() -> str:
+    from importlib import resources  # here, not at import: it costs queries ~4 ms
+
     return resources.files(__name__).joinpath("catalog.sql").read_text(encoding="utf-8")
 
 
 def migrations() -> dict[int, str]:
     """Migration scripts by the version they lead to."""
+    from importlib import resources
+
     found: dict[int, str] = {}
     folder = resources.files(__name__).joinpath("migrations")
     for entry in folder.iterdir():

@@ -142,3 +142,35 @@ def test_bulk_view_columns_match_the_arrow_schemas() -> None:
     assert set(arrow) == set(schemas.BULK_TABLES)
     for table, schema in arrow.items():
         assert schemas.duckdb_columns(schema) == schemas.BULK_TABLES[table], table
+
+
+def test_a_failed_part_write_raises_and_leaves_no_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row groups are written on a second thread; its error reaches the caller."""
+    import pyarrow as pa
+
+    from lineage import parts
+
+    schema = pa.schema([("n", pa.int64())])
+    batches = [pa.record_batch([pa.array(range(i, i + 100), pa.int64())], schema=schema)
+               for i in range(0, 1000, 100)]
+    written = parts.write_parts(iter(batches), schema=schema, out_dir=tmp_path / "ok",
+                                sorted_by=["n"], row_group_rows=100, part_rows=300,
+                                range_columns=["n"])
+    assert [p.rows for p in written] == [300, 300, 300, 100]
+    assert [(p.first["n"], p.last["n"]) for p in written] == [(0, 299), (300, 599),
+                                                                (600, 899), (900, 999)]
+    original = parts._RotatingWriter.write
+    calls = []
+
+    def failing(self: object, table: object) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        original(self, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parts._RotatingWriter, "write", failing)
+    with pytest.raises(OSError, match="No space left"):
+        parts.write_parts(iter(batches), schema=schema, out_dir=tmp_path / "full",
+                          sorted_by=["n"], row_group_rows=100)
+    assert list((tmp_path / "full").iterdir()) == []
