@@ -60,6 +60,8 @@ def get_stream(store: Store, name: str | None = None) -> dict[str, Any]:
 
 
 def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
+    if name is not None and (row := stream_row(con, name)) is not None:
+        return row  # the common case: one query
     names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]
     if name is None:
         if len(names) != 1:
