@@ -19,7 +19,13 @@ from lineage.ingest.staging import StagedParts
 from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
-from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
+from lineage.parts import (
+    LOOKUP_PART_ROWS,
+    LOOKUP_ROW_GROUP_ROWS,
+    WrittenPart,
+    discard_parts,
+    write_parts,
+)
 from lineage.parts import report as report_progress
 from lineage.schemas import document_hashes_schema, documents_schema
 
@@ -266,7 +272,8 @@ def write_hash_index(
     return write_parts(
         reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
         progress=progress, stage="indexing content hashes", total=total,
-        row_group_rows=LOOKUP_ROW_GROUP_ROWS, range_columns=["content_hash"],
+        row_group_rows=LOOKUP_ROW_GROUP_ROWS, part_rows=LOOKUP_PART_ROWS,
+        range_columns=["content_hash"],
     )
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage.fingerprint import FINGERPRINT_SPEC, K, W
-from lineage.parts import LOOKUP_ROW_GROUP_ROWS, WrittenPart, discard_parts, write_parts
+from lineage.parts import (
+    LOOKUP_PART_ROWS,
+    LOOKUP_ROW_GROUP_ROWS,
+    WrittenPart,
+    discard_parts,
+    write_parts,
+)
 from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
 from lineage.text_identity import TEXT_SPEC
 
@@ -99,6 +105,7 @@ def _write(
     reader = con.cursor().sql(sql, params=params).to_arrow_reader(_FETCH_ROWS)
     return write_parts(
         reader, schema=schema, out_dir=out_dir, sorted_by=key, progress=progress,
-        stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS, range_columns=key,
+        stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+        part_rows=LOOKUP_PART_ROWS, range_columns=key,
         encodings=encodings,
     )

@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
 ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
 # Tables answering point and range lookups: a lookup decompresses one row group, so keep
-# them small (16K rows of occurrences is ~2 MB of strings).
+# them small (16K rows of occurrences is ~2 MB of strings); and it parses one part's
+# footer, so keep parts smaller too (1M rows: 61 row groups; a 10M-row content-hash lookup
+# measured 2.5 ms against 4.1 ms with 4M-row parts).
 LOOKUP_ROW_GROUP_ROWS = 16_384
+LOOKUP_PART_ROWS = 1_000_000
 
 Progress = Callable[[str, int | None, int | None], None] | None
 

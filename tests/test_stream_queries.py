@@ -150,12 +150,13 @@ def test_lookups_open_only_the_parts_that_can_match(
     import gzip
     import json as jsonlib
 
-    from lineage import parts
 
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="c", source="s")
     build_stream(store, corpus="c", name="whole", seed=4, seq_len=128, batch=2)
-    monkeypatch.setattr(parts, "PART_ROWS", 10)  # many small parts
-    monkeypatch.setattr(parts, "LOOKUP_ROW_GROUP_ROWS", 4)
+    from lineage.stream import build
+
+    monkeypatch.setattr(build, "LOOKUP_PART_ROWS", 10)  # many small parts
+    monkeypatch.setattr(build, "LOOKUP_ROW_GROUP_ROWS", 4)
     build_stream(store, corpus="c", name="split", seed=4, seq_len=128, batch=2)
     ranges = store.sql("SELECT key_ranges FROM parquet_files WHERE owner = 'split' "
                        "AND table_name = 'occurrences'").rows

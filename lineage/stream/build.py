@@ -19,6 +19,7 @@ from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, NotFoundError, UsageError
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
+    LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
     Progress,
     WrittenPart,
@@ -311,6 +312,7 @@ def _write(
     return write_parts(reader, schema=schema, out_dir=store.table_dir(table),
                        sorted_by=sorted_by, digests=digests, progress=progress, stage=stage,
                        total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+                       part_rows=LOOKUP_PART_ROWS,
                        range_columns=ranges)
 
 
