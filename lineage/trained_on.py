@@ -262,7 +262,8 @@ def _answer(
 ) -> dict[str, Any]:
     documents = _lookup(con, store, "document_hashes", None,
                         "corpus, source, doc_id", digest)
-    placed = _placements(con, store, streams, digest)
+    # A stream holds only documents of a corpus: no document, nothing to place.
+    placed = _placements(con, store, streams, digest) if documents else {}
     matches = []
     for corpus, source, doc_id in documents:
         base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
