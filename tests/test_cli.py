@@ -28,6 +28,8 @@ def test_every_command_has_help_and_is_in_the_reference() -> None:
     for path, command in commands:
         assert (command.help or "").strip(), f"lineage {' '.join(path)} has no help"
         assert f"lineage {' '.join(path)}" in reference
+        for param in command.params:  # arguments too: click 8.5 dropped typer's help
+            assert (param.help or "").strip(), f"lineage {' '.join(path)} {param.name}"
 
 
 def test_init_ingest_show_list_sql_roundtrip(cli: Cli, example_corpus: Path) -> None:
