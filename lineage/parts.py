@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from lineage.digest import LineHasher
     from lineage.store import Store
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
@@ -64,7 +63,7 @@ def write_parts(
     schema: pa.Schema,
     out_dir: Path,
     sorted_by: Sequence[str],
-    digests: Sequence[LineHasher] = (),
+    digests: Sequence[Any] = (),  # LineHasher or anything else with .update(batch)
     part_rows: int | None = None,
     row_group_rows: int = ROW_GROUP_ROWS,
     progress: Progress = None,

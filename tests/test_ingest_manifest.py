@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
@@ -124,3 +126,25 @@ def test_duplicates_across_manifest_shards(
     make_parquet(tmp_path / "b.parquet", _columns(_rows(3)[1:2]))
     with pytest.raises(InputError, match="duplicate doc_id 'doc-0001'"):
         ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "b.parquet"], corpus="c")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abc", min_size=1, max_size=3), max_size=40),
+       st.lists(st.integers(1, 7), min_size=1, max_size=10))
+def test_duplicate_doc_ids_are_found_in_sorted_batches_at_any_boundary(
+        ids: list[str], sizes: list[int]) -> None:
+    """The write-time check sees the doc_id-sorted batches; it must name the smallest
+    duplicated doc_id, wherever the batches are cut."""
+    import pyarrow as pa
+
+    from lineage.ingest.corpus_reduce import UniqueDocIds
+
+    ordered = sorted(ids)
+    check = UniqueDocIds()
+    start, cut = 0, 0
+    while start < len(ordered):
+        size = sizes[cut % len(sizes)]
+        check.update(pa.record_batch({"doc_id": ordered[start:start + size]}))
+        start, cut = start + size, cut + 1
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    assert check.duplicate == (repeated[0] if repeated else None)
