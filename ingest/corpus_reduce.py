@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lineage import faults
 from lineage.errors import InputError, UsageError
 from lineage.ingest.inputs import ShardInput
-from lineage.ingest.readers.manifests import load_manifest
+from lineage.ingest.readers.manifests import load_manifests
 from lineage.ingest.staging import StagedParts
 from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
@@ -91,9 +91,9 @@ def reduce_corpus(
         if staged_parts.documents:
             con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)",
                         [staged_parts.documents])
-        for shard in manifests:
-            report_progress(progress, f"loading manifest {shard.name}", None, None)
-            load_manifest(con, shard, table="docs")
+        if manifests:
+            report_progress(progress, f"loading {len(manifests)} manifest(s)", None, None)
+            load_manifests(con, manifests, table="docs")
         apply_licenses(con, licenses)
         check_rows(con)
         dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()

@@ -148,3 +148,23 @@ def test_duplicate_doc_ids_are_found_in_sorted_batches_at_any_boundary(
         start, cut = start + size, cut + 1
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     assert check.duplicate == (repeated[0] if repeated else None)
+
+
+def test_parquet_manifests_load_together_and_a_bad_one_is_named(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    first = _columns(_rows(3))
+    second = _columns(_rows(3, prefix="b"))
+    del second["license"]  # a manifest without the optional column
+    make_parquet(tmp_path / "a.parquet", first)
+    make_parquet(tmp_path / "b.parquet", second)
+    both = ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "b.parquet"], corpus="ab")
+    assert both.manifest_hash == manifest_hash_of_rows(
+        _rows(3) + [{**r, "license": None} for r in _rows(3, prefix="b")])
+    places = store.sql("SELECT doc_id, origin, record FROM documents ORDER BY doc_id").rows
+    assert places[0] == ("b-0000", None, None)  # ready manifests keep no text origin
+    bad = {**first, "n_bytes": ["many", "more", "most"]}
+    make_parquet(tmp_path / "c.parquet", bad)
+    with pytest.raises(InputError, match=r"c\.parquet: cannot be read as a ready manifest"):
+        ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "c.parquet"], corpus="bad")
+    assert [c["name"] for c in store.corpora()] == ["ab"]
