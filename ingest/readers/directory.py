@@ -29,7 +29,7 @@ _MMAP_FROM = 1 << 22  # files this large are hashed from a memory map on all thr
 
 @dataclass(frozen=True)
 class FileEntry:
-    path: Path
+    path: str  # a plain string: a path object per file costs more than hashing it
     doc_id: str
     source: str
 
@@ -42,36 +42,35 @@ class DirectoryListing:
 
 
 def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
-    """Every regular file below `root`, in sorted doc_id order."""
+    """Every regular file below `root`, in sorted doc_id order.
+
+    Walks with `os.scandir` and plain strings: path objects per file cost more than
+    hashing a small file (2,000 files listed in 68 ms with pathlib, a few ms like this).
+    """
     listing = DirectoryListing(files=[])
     top_source = source or root.resolve().name
-    for dirpath, dirnames, filenames in os.walk(root):
-        kept_dirs = []
-        for name in sorted(dirnames):
-            full = Path(dirpath) / name
-            if name.startswith("."):
+    pending = [(str(root), "")]  # (folder on disk, its doc_id prefix)
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.name.startswith("."):
                 listing.skipped_hidden += 1
-            elif full.is_symlink():
+            elif entry.is_symlink():
                 listing.skipped_links += 1
+            elif entry.is_dir():
+                pending.append((entry.path, f"{prefix}{entry.name}/"))
             else:
-                kept_dirs.append(name)
-        dirnames[:] = kept_dirs
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            if name.startswith("."):
-                listing.skipped_hidden += 1
-                continue
-            if full.is_symlink():
-                listing.skipped_links += 1
-                continue
-            rel = full.relative_to(root).as_posix()
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InputError(full, "file name is not valid UTF-8: rename it") from exc
-            parts = rel.split("/")
-            doc_source = source or (parts[0] if len(parts) > 1 else top_source)
-            listing.files.append(FileEntry(full, rel, doc_source))
+                rel = prefix + entry.name
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise InputError(entry.path, "file name is not valid UTF-8: rename it") \
+                        from exc
+                top, sep, _ = rel.partition("/")
+                doc_source = source or (top if sep else top_source)
+                listing.files.append(FileEntry(entry.path, rel, doc_source))
     listing.files.sort(key=lambda entry: entry.doc_id.encode("utf-8"))
     return listing
 
@@ -80,9 +79,9 @@ _BUFFERS = threading.local()
 _BUFFER_BYTES = 1 << 18
 
 
-def hash_file(path: Path, *, keep: bool = True) -> tuple[str, int, bytes | None]:
+def hash_file(path: str | Path, *, keep: bool = True) -> tuple[str, int, bytes | None]:
     """(BLAKE3 hex, size, the bytes when `keep` and small enough for a tokenizer)."""
-    size = path.stat().st_size
+    size = os.stat(path).st_size
     if size >= _MMAP_FROM:
         return blake3_file(path), size, None
     if keep:
@@ -166,6 +165,7 @@ def _columns_for(
     indexer: TextIndexer | None = None,
 ) -> dict[str, list[object]]:
     rows = [(e, r) for e, r in zip(batch, results, strict=True) if r[1] > 0]
+    folder = str(base).rstrip("/")  # "/" itself would otherwise give "//name"
     text_hashes: list[str | None] = [None] * len(rows)
     n_words: list[int | None] = [None] * len(rows)
     if indexer is not None:
@@ -179,13 +179,13 @@ def _columns_for(
     return {
         "doc_id": [entry.doc_id for entry, _ in rows],
         "source": [entry.source for entry, _ in rows],
-        "uri": [(base / entry.doc_id).as_uri() for entry, _ in rows],
+        "uri": [_file_uri(f"{folder}/{entry.doc_id}") for entry, _ in rows],
         "n_bytes": [result[1] for _, result in rows],
         "n_tokens": n_tokens,
         "content_hash": [result[0] for _, result in rows],
         "license": [None] * len(rows),  # assigned in the reduce (--license)
         "metadata": [None] * len(rows),
-        "origin": [str(base / entry.doc_id) for entry, _ in rows],
+        "origin": [f"{folder}/{entry.doc_id}" for entry, _ in rows],
         "record": [None] * len(rows),
         "has_text": [True] * len(rows),
         "text_hash": text_hashes,
@@ -194,9 +194,22 @@ def _columns_for(
     }
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _file_uri(path: str) -> str:
+    """`Path(path).as_uri()` for an absolute POSIX path, without building a path object
+    per file (they cost more than hashing a small file)."""
+    from urllib.parse import quote_from_bytes
+
+    return "file://" + quote_from_bytes(os.fsencode(path))
+
+
 def _text_or_none(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str | None:
     """The file as text, or None when it is not UTF-8 (it stays a document of bytes)."""
-    data = result[2] if result[2] is not None else entry.path.read_bytes()
+    data = result[2] if result[2] is not None else _read(entry.path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -204,7 +217,7 @@ def _text_or_none(entry: FileEntry, result: tuple[str, int, bytes | None]) -> st
 
 
 def _decode_for_tokenizer(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str:
-    data = result[2] if result[2] is not None else entry.path.read_bytes()
+    data = result[2] if result[2] is not None else _read(entry.path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
