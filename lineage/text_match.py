@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import blake3
 
@@ -180,11 +180,27 @@ def _choose(candidates: dict[tuple[str, int], _Candidate], limit: int) -> list[_
     return ranked[:max(limit, sum(c.same_text for c in ranked))]
 
 
-def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[str, int], Any]:
+class _DocInfo(NamedTuple):
+    """A candidate's row of `text_documents`."""
+
+    doc: int
+    doc_id: str
+    source: str
+    content_hash: str
+    text_hash: str
+    n_words: int
+    origin: str | None
+    record: int | None
+    byte_offset: int | None
+    n_bytes: int
+
+
+def _documents(con: Any, store: Store,
+               chosen: list[_Candidate]) -> dict[tuple[str, int], _DocInfo]:
     by_corpus: dict[str, list[int]] = {}
     for candidate in chosen:
         by_corpus.setdefault(candidate.corpus, []).append(candidate.doc)
-    found: dict[tuple[str, int], Any] = {}
+    found: dict[tuple[str, int], _DocInfo] = {}
     for corpus, docs in sorted(by_corpus.items()):
         files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
         rows = con.execute(
@@ -192,7 +208,7 @@ def _documents(con: Any, store: Store, chosen: list[_Candidate]) -> dict[tuple[s
             "byte_offset, n_bytes FROM read_parquet(?) WHERE doc IN (SELECT unnest(?))",
             [files, docs]).fetchall()
         for row in rows:
-            found[(corpus, row[0])] = row
+            found[(corpus, row[0])] = _DocInfo(*row)
     return found
 
 
@@ -212,14 +228,15 @@ class _DocText:
 
 
 def _spans(
-    con: Any, candidate: _Candidate, info: Any, words: list[str]
+    con: Any, candidate: _Candidate, info: _DocInfo, words: list[str]
 ) -> tuple[list[_Span], str | None, _DocText | None]:
     """The shared passages, checked against the document's text when it can be read."""
-    n_words = int(info[5])
+    n_words = int(info.n_words)
     if candidate.same_text:
         return [_Span((0, len(words)), (0, n_words), True, whole=True)], None, None
     try:
-        text = read_checked(con, info[1], info[3], info[6], info[7], info[8]).decode("utf-8")
+        text = read_checked(con, info.doc_id, info.content_hash, info.origin, info.record,
+                            info.byte_offset).decode("utf-8")
     except (LineageError, UnicodeDecodeError) as exc:
         note = f"document text unavailable ({exc}); spans from fingerprints only"
         return _fingerprint_spans(candidate.pairs, len(words)), note, None
@@ -310,16 +327,16 @@ def _share(intervals: Sequence[tuple[int, int]], total: int) -> float:
     return round(_covered(intervals) / total, 4) if total else 0.0
 
 
-def _match_entry(candidate: _Candidate, info: Any, index: dict[str, Any], spans: list[_Span],
+def _match_entry(candidate: _Candidate, info: _DocInfo, index: dict[str, Any], spans: list[_Span],
                  located: LocatedWords, doc_words: _DocText | None,
                  note: str | None) -> dict[str, Any]:
     entry = {
-        "corpus": candidate.corpus, "source": info[2], "doc_id": info[1],
-        "content_hash": info[3], "text_hash": info[4],
+        "corpus": candidate.corpus, "source": info.source, "doc_id": info.doc_id,
+        "content_hash": info.content_hash, "text_hash": info.text_hash,
         "match": "text" if candidate.same_text else "partial",
         "containment": _share([s.query for s in spans], len(located.words)),
         "fingerprints": len(candidate.hashes),
-        "spans": [_span_entry(s, located, doc_words, info[9]) for s in spans],
+        "spans": [_span_entry(s, located, doc_words, info.n_bytes) for s in spans],
         "index": {"text_spec": index["text_spec"], "fingerprint_spec": index["fingerprint_spec"],
                   "k": index["k"], "w": index["w"]},
     }
