@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     import duckdb
 
 
-
 def hash_file(path: Path) -> str:
     try:
         return blake3_file(path)
