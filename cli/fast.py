@@ -10,7 +10,6 @@ line, which parses and reports as usual.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -46,9 +45,9 @@ def run_fast(argv: list[str]) -> int | None:
             code = 0 if all_found(answer) else EXIT_NO
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
-    from lineage.query import to_jsonable
+    from lineage.query import json_text
 
-    sys.stdout.write(json.dumps(to_jsonable(answer), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_text(answer) + "\n")
     return code
 
 

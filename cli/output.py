@@ -6,7 +6,6 @@ stderr is a terminal and the output is not JSON.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,9 +29,9 @@ def _console(to_stderr: bool) -> Console:
 
 
 def emit_json(value: Any) -> None:
-    from lineage.query import to_jsonable
+    from lineage.query import json_text
 
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_text(value) + "\n")
 
 
 def emit_table(

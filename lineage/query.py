@@ -57,6 +57,22 @@ def run_sql(store: Store, sql: str) -> QueryResult:
             raise UsageError(f"SQL failed: {_first_line(exc)}") from exc
 
 
+def json_text(value: Any) -> str:
+    """The JSON every `--json` prints: indented, UTF-8 as is, with the scalars JSON lacks
+    (dates, decimals, UUIDs, bytes) converted as `to_jsonable` does. Conversion happens in
+    json's `default` hook, so large answers are not walked twice."""
+    import json
+
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
+
+
+def _json_scalar(value: Any) -> Any:
+    converted = to_jsonable(value)
+    if converted is value:
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return converted
+
+
 def to_jsonable(value: Any) -> Any:
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()

@@ -174,3 +174,20 @@ def test_a_failed_part_write_raises_and_leaves_no_files(
         parts.write_parts(iter(batches), schema=schema, out_dir=tmp_path / "full",
                           sorted_by=["n"], row_group_rows=100)
     assert list((tmp_path / "full").iterdir()) == []
+
+
+def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
+    import datetime as dt
+    import decimal
+    import json
+    import uuid
+
+    from lineage.query import json_text, to_jsonable
+
+    value = {"when": dt.datetime(2026, 11, 29, 20, 0), "d": dt.date(2026, 1, 2),
+             "amount": decimal.Decimal("1.50"), "id": uuid.UUID(int=7), "raw": b"\x00\xff",
+             "span": dt.timedelta(seconds=3), 4: ("tuple", [1, 2.5, None, True]),
+             "text": "naïve ✓"}
+    assert json_text(value) == json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        json_text({"s": {1, 2}})
