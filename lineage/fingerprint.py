@@ -65,14 +65,8 @@ def gram_hashes_many(words: Sequence[str], k: int = K) -> list[int]:
     """`gram_hashes`, vectorized for long texts (the same values; a test holds it)."""
     if len(words) < _VECTORIZE_FROM:
         return gram_hashes(words, k)
-    import numpy as np
-
-    buf = np.frombuffer(" ".join(words).encode("utf-8"), dtype=np.uint8)
-    lengths = np.fromiter((len(w.encode("utf-8")) for w in words), np.int64, len(words))
-    word_end = np.cumsum(lengths + 1) - 1
-    word_start = word_end - lengths
-    hashes = _poly_hashes(buf, word_start[: len(words) - k + 1], word_end[k - 1:])
-    return [int(h) for h in _fmix64_array(hashes)]
+    grams = _batch_grams([" ".join(words)], [len(words)], k)
+    return [] if grams is None else [int(h) for h in grams.hashes]
 
 
 _VECTORIZE_FROM = 20_000  # words; below this the plain loop is quicker than numpy's import
@@ -131,6 +125,26 @@ def fingerprint_batch(
     gram of every text hashes in a few array operations. Keep batches to a few MB: the
     work arrays take about 40 bytes per byte of text.
     """
+    grams = _batch_grams(normalized, word_counts, k)
+    if grams is None:
+        return _empty()
+    chosen = _winnow_array(grams.hashes, grams.text, grams.per_text, w)
+    return BatchFingerprints(grams.keep[grams.text[chosen]], grams.position[chosen],
+                             grams.hashes[chosen])
+
+
+@dataclass(frozen=True)
+class _BatchGrams:
+    keep: np.ndarray  # indices of the texts with at least k words
+    text: np.ndarray  # per gram: its text, as an index into `keep`
+    per_text: np.ndarray  # grams of each kept text
+    position: np.ndarray  # per gram: its first word in its text
+    hashes: np.ndarray  # per gram: its hash (uint64)
+
+
+def _batch_grams(normalized: Sequence[str], word_counts: Sequence[int] | None,
+                 k: int) -> _BatchGrams | None:
+    """Every gram hash of a batch of normalized texts; None when no text has k words."""
     import numpy as np
 
     if word_counts is None:
@@ -138,7 +152,7 @@ def fingerprint_batch(
     counts = np.array(word_counts, dtype=np.int64)
     keep = np.flatnonzero(counts >= k)
     if len(keep) == 0:
-        return _empty()
+        return None
     data = " ".join(normalized[i] for i in keep).encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     spaces = np.flatnonzero(buf == 0x20)
@@ -153,9 +167,7 @@ def fingerprint_batch(
     first_word = np.concatenate(([0], np.cumsum(kept_words)[:-1]))[gram_text] + position
     start, end = word_start[first_word], word_end[first_word + k - 1]
     hashes = _fmix64_array(_poly_hashes(buf, start, end))
-
-    chosen = _winnow_array(hashes, gram_text, grams_per_text, w)
-    return BatchFingerprints(keep[gram_text[chosen]], position[chosen], hashes[chosen])
+    return _BatchGrams(keep, gram_text, grams_per_text, position, hashes)
 
 
 def _empty() -> BatchFingerprints:
