@@ -131,16 +131,8 @@ def ingest_corpus(
         bytes=reduced.bytes, dropped_empty=reduced.dropped_empty, tokenizer=tokenizer_id,
         sources=reduced.sources, skipped_hidden=skipped[0], skipped_links=skipped[1],
         parts=final, seconds=round(time.monotonic() - started, 3),
-        text_index=_text_index_dict(corpus, reduced),
+        text_index=reduced.text_index.catalog_row(corpus) if reduced.text_index else None,
     )
-
-
-def _text_index_dict(corpus: str, reduced: ReducedCorpus) -> dict[str, Any] | None:
-    if reduced.text_index is None:
-        return None
-    names = ("corpus", "text_spec", "fingerprint_spec", "k", "w", "documents", "not_text",
-             "words", "fingerprints", "text_bytes", "index_bytes")
-    return dict(zip(names, reduced.text_index.catalog_row(corpus), strict=True))
 
 
 def _check_names(corpus: str, source: str | None) -> None:
@@ -282,7 +274,7 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                     relative += publish_parts(con, store, table=table, owner=record.corpus,
                                               name=name, parts=parts)
                 con.execute("INSERT INTO text_indexes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            text.catalog_row(record.corpus))
+                            list(text.catalog_row(record.corpus).values()))
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")

@@ -15,7 +15,7 @@ from lineage import faults
 from lineage.errors import InputError, UsageError
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifests
-from lineage.ingest.staging import StagedParts
+from lineage.ingest.staging import StagedParts, record_place
 from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
 from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
@@ -186,7 +186,7 @@ def check_rows(con: duckdb.DuckDBPyConnection) -> None:
                 f"SELECT origin, record FROM docs WHERE {predicate} "
                 "ORDER BY origin, record NULLS FIRST LIMIT 1"
             ).fetchone() or ("?", None)
-            raise InputError(origin, rule, where=_place(origin, record))
+            raise InputError(origin, rule, where=record_place(origin, record))
 
 
 class UniqueDocIds:
@@ -223,9 +223,9 @@ def duplicate_error(con: duckdb.DuckDBPyConnection, doc_id: str) -> InputError:
     return InputError(
         here,
         f"duplicate doc_id {doc_id!r} (also at {first['origin']}"
-        f"{':' + _place(first['origin'], first['record']) if first['record'] else ''}); "
+        f"{':' + record_place(first['origin'], first['record']) if first['record'] else ''}); "
         "doc_ids must be unique within a corpus",
-        where=_place(here, second["record"]),
+        where=record_place(here, second["record"]),
     )
 
 
@@ -295,10 +295,3 @@ def write_hash_index(
         row_group_rows=LOOKUP_ROW_GROUP_ROWS, part_rows=LOOKUP_PART_ROWS,
         range_columns=["content_hash"],
     )
-
-
-def _place(origin: str, record: int | None) -> str | None:
-    if record is None:
-        return None
-    lowered = origin.lower()
-    return f"row {record}" if lowered.endswith(".parquet") else f"record {record}"

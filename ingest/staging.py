@@ -46,6 +46,14 @@ def staged_fingerprint_schema() -> pa.Schema:
     )
 
 
+def record_place(origin: str, record: int | None) -> str | None:
+    """Where a row came from inside its input file, for error messages: `row N` of a
+    Parquet file, `record N` of a JSONL one, nothing for a whole file."""
+    if record is None:
+        return None
+    return f"row {record}" if origin.lower().endswith(".parquet") else f"record {record}"
+
+
 @dataclass(frozen=True)
 class StagedParts:
     """Everything the map staged for the reduce."""

@@ -14,7 +14,7 @@ from typing import Any
 import blake3
 
 from lineage.fingerprint import K, W, fingerprint_batch
-from lineage.ingest.staging import staged_fingerprint_schema
+from lineage.ingest.staging import record_place, staged_fingerprint_schema
 from lineage.text_identity import words
 
 _BATCH_CHARS = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
@@ -173,7 +173,7 @@ def _local_document(row: dict[str, Any]) -> Path:
 
     uri = row["uri"] or ""
     parsed = urlparse(uri)
-    where = f"record {row['record']}" if row["record"] else None
+    where = record_place(row["origin"], row["record"])
     if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
         return Path(unquote(parsed.path))
     if parsed.scheme == "" and uri:
@@ -186,7 +186,7 @@ def _local_document(row: dict[str, Any]) -> Path:
 def _checked_text(row: dict[str, Any], path: Path) -> str | None:
     from lineage.errors import InputError
 
-    where = f"record {row['record']}" if row["record"] else None
+    where = record_place(row["origin"], row["record"])
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -49,10 +49,13 @@ class TextIndexSummary:
     def all_parts(self) -> list[WrittenPart]:
         return [*self.document_parts, *self.hash_parts, *self.fingerprint_parts]
 
-    def catalog_row(self, corpus: str) -> list[Any]:
-        index_bytes = sum(part.n_bytes for part in self.fingerprint_parts)
-        return [corpus, TEXT_SPEC, FINGERPRINT_SPEC, K, W, self.documents, self.not_text,
-                self.words, self.fingerprints, self.text_bytes, index_bytes]
+    def catalog_row(self, corpus: str) -> dict[str, Any]:
+        """The `text_indexes` row, by column, in the table's column order."""
+        return {"corpus": corpus, "text_spec": TEXT_SPEC, "fingerprint_spec": FINGERPRINT_SPEC,
+                "k": K, "w": W, "documents": self.documents, "not_text": self.not_text,
+                "words": self.words, "fingerprints": self.fingerprints,
+                "text_bytes": self.text_bytes,
+                "index_bytes": sum(part.n_bytes for part in self.fingerprint_parts)}
 
 
 def write_text_index(
