@@ -75,7 +75,8 @@ class Query:
         data = self.data
         if data is None and self.path is not None:
             if self.path.stat().st_size > MAX_TEXT_QUERY_BYTES:
-                return None, "larger than 64 MiB: looked up by its exact bytes only"
+                return None, (f"larger than {MAX_TEXT_QUERY_BYTES >> 20} MiB: looked up by "
+                              "its exact bytes only")
             data = self.path.read_bytes()
         try:
             return (data or b"").decode("utf-8"), None
@@ -108,7 +109,8 @@ def queries_for(files: Sequence[str | os.PathLike[str]] = (), texts: Sequence[st
 def _bounded(data: bytes, what: str) -> bytes:
     if len(data) > MAX_TEXT_QUERY_BYTES:
         raise UsageError(f"{what}: {len(data):,} bytes is more than a text query takes "
-                         "(64 MiB); save it to a file to look it up by its exact bytes")
+                         f"({MAX_TEXT_QUERY_BYTES >> 20} MiB); save it to a file to look it "
+                         "up by its exact bytes")
     return data
 
 
@@ -133,7 +135,7 @@ def trained_on(
             raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
         stream = info["stream"]
     with store.reader(views=False) as con:  # one catalog session for both kinds of match
-        context = _Context(con, store, _streams(con, stream), _manifests(con))
+        context = _Context(con, store, _streams(con, stream), *_corpora(con))
         answer = {"stream": stream, "results": [context.by_bytes(q.label, q.digest)
                                                 for q in queries]}
         _match_texts(context, queries, answer, explicit=bool(texts) or stdin is not None,
@@ -148,7 +150,8 @@ class _Context:
     con: Any
     store: Store
     streams: dict[str, dict[str, Any]]
-    corpora: dict[str, str]
+    corpora: dict[str, str]  # corpus -> manifest hash
+    tokenizers: dict[str, str]  # corpus -> how its tokens were counted
 
     def by_bytes(self, label: str, digest: str) -> dict[str, Any]:
         return _answer(self.con, self.store, label, digest, self.streams, self.corpora)
@@ -178,8 +181,7 @@ def _match_texts(
     indexes = text_match.text_indexes(con)
     if explicit:
         text_match.require_index(indexes)
-    streams, corpora = context.streams, context.corpora
-    tokenizers = dict(con.execute("SELECT name, tokenizer FROM corpora").fetchall())
+    streams, corpora, tokenizers = context.streams, context.corpora, context.tokenizers
     for query, result in pending:
         text, why = query.text()
         if text is None:
@@ -241,7 +243,7 @@ def trained_on_hashes(
 ) -> dict[str, Any]:
     """The same answer for (label, BLAKE3 hex) pairs already hashed."""
     with store.reader(views=False) as con:
-        context = _Context(con, store, _streams(con, stream), _manifests(con))
+        context = _Context(con, store, _streams(con, stream), *_corpora(con))
         return {"stream": stream, "results": [context.by_bytes(label, digest)
                                               for label, digest in queries]}
 
@@ -334,8 +336,10 @@ def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, 
     return {**span, "windows": sorted(windows), "steps": sorted({w // batch for w in windows})}
 
 
-def _manifests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    return dict(con.execute("SELECT name, manifest_hash FROM corpora").fetchall())
+def _corpora(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], dict[str, str]]:
+    """(corpus -> manifest hash, corpus -> tokenizer), from one read of the catalog."""
+    rows = con.execute("SELECT name, manifest_hash, tokenizer FROM corpora").fetchall()
+    return {r[0]: r[1] for r in rows}, {r[0]: r[2] for r in rows}
 
 
 def _group(hits: list[tuple[Any, ...]]):  # type: ignore[no-untyped-def]
