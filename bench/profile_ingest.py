@@ -112,17 +112,16 @@ def reduce_variants(paths: list[str]) -> None:
 
     from lineage.ingest import corpus_reduce
     from lineage.ingest.inputs import plan_inputs
-    from lineage.ingest.readers.manifests import load_manifest
+    from lineage.ingest.readers.manifests import load_manifests
 
     shards = plan_inputs([Path(p) for p in paths], "manifest")
     con = duckdb.connect(":memory:")
     con.execute("SET preserve_insertion_order = true")
     con.execute(corpus_reduce._STAGED_TABLE)
     started = time.perf_counter()
-    for shard in shards:
-        load_manifest(con, shard, table="docs")  # type: ignore[arg-type]
+    load_manifests(con, shards, table="docs")  # type: ignore[arg-type]
     rss, peak = _memory_mb()
-    print(f"{time.perf_counter() - started:9.3f} s  load_manifest (all shards)  "
+    print(f"{time.perf_counter() - started:9.3f} s  load_manifests (all shards)  "
           f"[RSS {rss:,.0f} MB, peak so far {peak:,.0f} MB]")
     flags = ", ".join(f"bool_or({p})" for _, p in corpus_reduce.ROW_RULES)
     _timed(con, "check_rows: all eight rules, as in the library", f"SELECT {flags} FROM docs")
@@ -132,7 +131,7 @@ def reduce_variants(paths: list[str]) -> None:
     _timed(con, "  variant: length = 64 AND only [0-9a-f] via translate()",
            "SELECT bool_or(content_hash IS NULL OR length(content_hash) <> 64 "
            "OR translate(content_hash, '0123456789abcdef', '') <> '') FROM docs")
-    _timed(con, "check_unique_doc_ids: GROUP BY doc_id with list(struct_pack) (library)",
+    _timed(con, "unique doc_ids: GROUP BY with list(struct_pack) (an early library version)",
            """SELECT doc_id, list(struct_pack(origin := origin, record := record)
                               ORDER BY origin, record)[1:2]
               FROM docs GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id LIMIT 1""")
