@@ -168,11 +168,17 @@ def _columns_for(
     folder = str(base).rstrip("/")  # "/" itself would otherwise give "//name"
     text_hashes: list[str | None] = [None] * len(rows)
     n_words: list[int | None] = [None] * len(rows)
+    # Read and decode each file once, for the text index and the tokenizer alike.
+    decoded = [_decoded(e, r) for e, r in rows] if indexer or tok is not None else []
+    texts = [d if isinstance(d, str) else None for d in decoded]
     if indexer is not None:
-        texts = [_text_or_none(entry, result) for entry, result in rows]
         text_hashes, n_words = indexer.identities([e.doc_id for e, _ in rows], texts)
     if tok is not None:
-        texts = [_decode_for_tokenizer(entry, result) for entry, result in rows]
+        for (entry, _), text in zip(rows, decoded, strict=True):
+            if isinstance(text, UnicodeDecodeError):
+                raise InputError(
+                    entry.path, f"not valid UTF-8 at byte {text.start}: a tokenizer needs "
+                    "text (use --tokenizer bytes to count bytes instead)") from text
         n_tokens = count_tokens(tok, texts)  # type: ignore[arg-type]
     else:
         n_tokens = [result[1] for _, result in rows]
@@ -207,22 +213,11 @@ def _file_uri(path: str) -> str:
     return "file://" + quote_from_bytes(os.fsencode(path))
 
 
-def _text_or_none(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str | None:
-    """The file as text, or None when it is not UTF-8 (it stays a document of bytes)."""
-    data = result[2] if result[2] is not None else _read(entry.path)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _decode_for_tokenizer(entry: FileEntry, result: tuple[str, int, bytes | None]) -> str:
+def _decoded(entry: FileEntry,
+             result: tuple[str, int, bytes | None]) -> str | UnicodeDecodeError:
+    """The file as text, or why it is not UTF-8 (it stays a document of bytes)."""
     data = result[2] if result[2] is not None else _read(entry.path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(
-            entry.path,
-            f"not valid UTF-8 at byte {exc.start}: a tokenizer needs text "
-            "(use --tokenizer bytes to count bytes instead)",
-        ) from exc
+        return exc
