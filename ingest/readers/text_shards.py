@@ -121,14 +121,18 @@ def _stage_batch(
     ids = batch.column("id").to_pylist()
     sources = batch.column("source").to_pylist()
     keep = [i for i, size in enumerate(sizes) if size > 0]
-    token_counts = _token_counts(task, batch, keep, sizes, tok, first_record)
+    # Python strings only when a tokenizer or the text index reads them, and only once.
+    kept_texts: list[str] = []
+    if indexer is not None or task.tokenizer.kind == "file":
+        every_text = text.to_pylist()
+        kept_texts = [every_text[i] for i in keep]
+    token_counts = _token_counts(task, batch, keep, sizes, tok, first_record, kept_texts)
     doc_ids = [ids[i] if ids[i] is not None else f"{task.name}#{first_record + i + 1}"
                for i in keep]
     text_hashes: list[str | None] = [None] * len(keep)
     n_words: list[int | None] = [None] * len(keep)
     if indexer is not None:
-        texts = text.to_pylist()
-        text_hashes, n_words = indexer.identities(doc_ids, [texts[i] for i in keep])
+        text_hashes, n_words = indexer.identities(doc_ids, kept_texts)
     rows = {
         "doc_id": doc_ids,
         "source": [task.source or sources[i] or task.default_source for i in keep],
@@ -190,6 +194,7 @@ def _token_counts(
     sizes: list[int],
     tok: object,
     first_record: int,
+    kept_texts: list[str],
 ) -> list[int]:
     kind = task.tokenizer.kind
     if kind == "bytes":
@@ -203,8 +208,7 @@ def _token_counts(
                     where=_where(task, first_record + i + 1),
                 )
         return [counts[i] for i in keep]
-    texts = batch.column("text").to_pylist()
-    return count_tokens(tok, [texts[i] for i in keep])  # type: ignore[arg-type]
+    return count_tokens(tok, kept_texts)  # type: ignore[arg-type]
 
 
 def _pick(values: list[object], keep: list[int]) -> list[object]:
