@@ -47,8 +47,7 @@ PATCHES: tuple[tuple[str, str, str, int], ...] = (
     ("lineage.parts", "conform", "cast batches to schema [{stage}] (parts.conform)", 3),
     ("lineage.digest", "LineHasher.update", "manifest hash [{stage}] (digest.LineHasher.update)", 3),
     ("lineage.parts", "_RotatingWriter.write", "Parquet zstd write [{stage}] (parts._RotatingWriter.write)", 3),
-    ("lineage.parts", "fsync_file", "fsync parts [{stage}] (durable.fsync_file)", 3),
-    ("lineage.parts", "sha256_file", "SHA-256 of parts [{stage}] (durable.sha256_file)", 3),
+    ("lineage.parts", "_HashingFile.close", "fsync a part, SHA-256 as written [{stage}] (parts._HashingFile.close)", 4),
     ("lineage.ingest.corpus", "_commit", "commit under catalog lock (corpus._commit)", 0),
     ("lineage.ingest.corpus", "remove_quietly", "remove staging (durable.remove_quietly)", 0),
 )  # fmt: skip

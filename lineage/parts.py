@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.durable import TEMP_PREFIX, fsync_dir, fsync_file, sha256_file
+from lineage.durable import TEMP_PREFIX, fsync_dir
 
 if TYPE_CHECKING:
     import duckdb
@@ -32,6 +32,11 @@ ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
 # measured 2.5 ms against 4.1 ms with 4M-row parts).
 LOOKUP_ROW_GROUP_ROWS = 16_384
 LOOKUP_PART_ROWS = 1_000_000
+# Columns whose values are (nearly) all distinct: a dictionary only costs there, so they
+# are written PLAIN; and min/max statistics of long strings cost encoding time without
+# pruning anything, so they get none unless the table is sorted or ranged by them.
+# Together 10-25 % faster to encode, and smaller.
+DISTINCT_COLUMNS = frozenset({"doc_id", "uri", "content_hash", "metadata", "text_hash"})
 
 Progress = Callable[[str, int | None, int | None], None] | None
 
@@ -89,9 +94,9 @@ def write_parts(
     try:
         with writer, _Background(writer.write) as background:
             for batch in batches:
-                batch = conform(batch, schema)
-                for digest in digests:
+                for digest in digests:  # before conform: they may read extra columns
                     digest.update(batch)
+                batch = conform(batch, schema)
                 pending.append(batch)
                 pending_rows += batch.num_rows
                 if pending_rows >= row_group_rows:
@@ -105,10 +110,6 @@ def write_parts(
                 written += pending_rows
         if progress:
             progress(stage, written, total)
-        for part in parts:
-            fsync_file(part.temp)
-            part.n_bytes = part.temp.stat().st_size
-            part.sha256 = sha256_file(part.temp)
     except BaseException:
         discard_parts(parts)
         raise
@@ -208,6 +209,43 @@ class _Background:
             raise self._error
 
 
+class _HashingFile:
+    """A part's file that hashes its bytes on the way to disk (so the part is never read
+    back) and is fsynced when closed, while the next part is being written."""
+
+    def __init__(self, part: WrittenPart) -> None:
+        import hashlib
+
+        self._part = part
+        self._file = open(part.temp, "wb")  # noqa: SIM115 (closed by close())
+        self._sha256 = hashlib.sha256()
+        self._size = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self._sha256.update(data)
+        self._size += self._file.write(data)
+        return len(memoryview(data))
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def tell(self) -> int:
+        return self._size
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self.closed = True
+        self._part.n_bytes, self._part.sha256 = self._size, self._sha256.hexdigest()
+
+
 class _RotatingWriter:
     """Starts a new part every `part_rows` rows; temp names until publish."""
 
@@ -222,14 +260,31 @@ class _RotatingWriter:
         self.part_rows, self.row_group_rows = part_rows, row_group_rows
         self.range_columns = tuple(range_columns)
         self._writer: Any = None
+        self._sink: _HashingFile | None = None
 
     def __enter__(self) -> _RotatingWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        writer, sink, self._writer, self._sink = self._writer, self._sink, None, None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            if sink is not None:
+                sink.close()
+
+    def _column_options(self) -> dict[str, Any]:
+        names = [f.name for f in self.schema]
+        keys = {names[i] for i in self.sorting} | set(self.range_columns)
+        encodings = {name: "PLAIN" for name in names if name in DISTINCT_COLUMNS}
+        encodings.update(self.encodings)
+        return {
+            "column_encoding": encodings,
+            "use_dictionary": [name for name in names if name not in encodings],
+            "write_statistics": [name for name in names
+                                 if name not in DISTINCT_COLUMNS or name in keys],
+        }
 
     def write(self, table: Any) -> None:
         import pyarrow.parquet as pq
@@ -239,14 +294,11 @@ class _RotatingWriter:
                 self.__exit__()
                 temp = self.out_dir / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.parquet"
                 self.parts.append(WrittenPart(temp))
-                options: dict[str, Any] = {}
-                if self.encodings:
-                    options["column_encoding"] = self.encodings
-                    options["use_dictionary"] = [f.name for f in self.schema
-                                                 if f.name not in self.encodings]
+                self._sink = _HashingFile(self.parts[-1])  # before the writer: closed on error
                 self._writer = pq.ParquetWriter(
-                    temp, self.schema, compression="zstd", write_statistics=True,
-                    sorting_columns=[pq.SortingColumn(i) for i in self.sorting], **options,
+                    self._sink, self.schema, compression="zstd",
+                    sorting_columns=[pq.SortingColumn(i) for i in self.sorting],
+                    **self._column_options(),
                 )
             room = self.part_rows - self.parts[-1].rows
             head, table = table.slice(0, room), table.slice(room)

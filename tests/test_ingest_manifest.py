@@ -78,6 +78,8 @@ def test_empty_documents_are_dropped_and_counted(
         ({"doc_id": None}, "missing doc_id"),
         ({"source": ""}, "missing source"),
         ({"doc_id": "bad\nid"}, "doc_id contains a control character"),
+        ({"source": "we\x7fb"}, "source contains a control character"),
+        ({"license": "MIT\tor-not"}, "license contains a control character"),
     ],
 )
 def test_bad_rows_name_file_record_and_rule(
@@ -90,6 +92,20 @@ def test_bad_rows_name_file_record_and_rule(
     with pytest.raises(InputError) as caught:
         ingest_corpus(store, [tmp_path / "m.jsonl"], corpus="c")
     assert str(caught.value) == f"{tmp_path / 'm.jsonl'}:record 5: {rule}"
+    assert store.corpora() == []
+
+
+def test_a_control_character_is_reported_before_a_duplicate(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    rows = _rows(6)
+    rows[5]["doc_id"] = rows[1]["doc_id"]
+    rows[3]["source"] = "web\x00"
+    make_jsonl(tmp_path / "m.jsonl", rows)
+    with pytest.raises(InputError) as caught:
+        ingest_corpus(store, [tmp_path / "m.jsonl"], corpus="c")
+    assert str(caught.value) == (f"{tmp_path / 'm.jsonl'}:record 4: "
+                                 "source contains a control character")
     assert store.corpora() == []
 
 

@@ -46,6 +46,19 @@ def test_fast_hash_matches_reference_for_any_batching(rows: list[dict[str, Any]]
     assert hasher.manifest_hash() == manifest_hash_of_rows(rows)
 
 
+@settings(max_examples=50, deadline=None)
+@given(rows=_rows)
+def test_lines_built_by_duckdb_hash_like_arrow_lines(rows: list[dict[str, Any]]) -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("sorted_rows", _table(sorted(rows, key=lambda r: r["doc_id"].encode("utf-8"))))
+    by_sql = ManifestHasher()
+    batch = con.sql(f"SELECT *, {by_sql.sql_line()} AS line FROM sorted_rows").to_arrow_table()
+    by_sql.update(batch)
+    assert by_sql.manifest_hash() == manifest_hash_of_rows(rows)
+
+
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_rows, data=st.data())
