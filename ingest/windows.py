@@ -25,9 +25,10 @@ from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import Progress, part_files
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
-from lineage.stream.build import Built, commit_stream, write_occurrences
+from lineage.stream.build import Built, commit_stream
 from lineage.stream.query import stream_row
 from lineage.stream.spec import RecordedSpec
+from lineage.stream.tables import write_occurrences
 
 REQUIRED = ("step", "rank", "window", "doc_id", "token_start", "token_end")
 _SHOW = 3  # problems named per rule
@@ -104,11 +105,10 @@ def _build(store: Store, path: Path, stream: str, corpus: str, documents: list[s
             FROM placed
             """
         )
-        parts, hash_parts, digest, occurrences = write_occurrences(
-            con, store, stream, corpus, progress)
+        written = write_occurrences(con, store, stream, corpus, progress)
         steps = -(-windows // spec.batch)
-        return Built(windows * spec.seq_len, windows, steps, occurrences, digest, parts,
-                     hash_parts)
+        return Built(windows * spec.seq_len, windows, steps, written.occurrences,
+                     written.digest, written.parts, written.hash_parts)
     finally:
         con.close()
 

@@ -153,10 +153,10 @@ def test_lookups_open_only_the_parts_that_can_match(
 
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="c", source="s")
     build_stream(store, corpus="c", name="whole", seed=4, seq_len=128, batch=2)
-    from lineage.stream import build
+    from lineage.stream import tables
 
-    monkeypatch.setattr(build, "LOOKUP_PART_ROWS", 10)  # many small parts
-    monkeypatch.setattr(build, "LOOKUP_ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(tables, "LOOKUP_PART_ROWS", 10)  # many small parts
+    monkeypatch.setattr(tables, "LOOKUP_ROW_GROUP_ROWS", 4)
     build_stream(store, corpus="c", name="split", seed=4, seq_len=128, batch=2)
     ranges = store.sql("SELECT key_ranges FROM parquet_files WHERE owner = 'split' "
                        "AND table_name = 'occurrences'").rows

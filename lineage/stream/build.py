@@ -1,55 +1,52 @@
 """Build a `lineage-stream/1` stream over a recorded corpus (docs/stream-spec.md).
 
-The whole order is computed in one DuckDB session outside the catalog lock, spilling to
-the store's staging folder when the corpus does not fit in memory: keys (SHA-256, §2),
-per-source truncation and positions (window sums), the 64-bit merge key (HUGEINT, §3),
-packing (§4). The occurrence table is written in ordinal order while its digest is
-computed from the same batches; a copy sorted by content hash answers "trained on?".
+Everything runs outside the catalog lock. DuckDB reads the corpus and computes the keys
+(SHA-256, §2) on all cores; numpy sorts, truncates, interleaves and packs the occurrences
+(§2-4, `lineage.stream.order`); DuckDB joins the documents back and sorts the two tables,
+spilling to the store's staging folder when they do not fit in memory. The occurrence
+table is written in ordinal order while its digest is computed from the same batches; a
+copy sorted by content hash answers "trained on?".
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage import faults
-from lineage.digest import LineHasher
 from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, NotFoundError, UsageError
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
-    LOOKUP_PART_ROWS,
-    LOOKUP_ROW_GROUP_ROWS,
     Progress,
     WrittenPart,
     discard_parts,
-    part_files,
     publish_parts,
     unpublish,
-    write_parts,
 )
 from lineage.parts import (
     report as report_progress,
 )
-from lineage.schemas import occurrence_hashes_schema, occurrences_schema
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
+from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.spec import (
-    OCCURRENCE_DIGEST_COLUMNS,
-    OCCURRENCES_SPEC,
     STREAM_SPEC,
     RecordedSpec,
     StreamSpec,
     parse_epochs,
     source_budget,
 )
+from lineage.stream.tables import CorpusParts, write_canonical
 
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.stream.order import UIntArray
+
 _FETCH_ROWS = 65_536
-_TWO_64 = "18446744073709551616::HUGEINT"
 
 
 @dataclass
@@ -95,7 +92,7 @@ def build_stream(
     started = time.monotonic()
     if not is_valid_name(name):
         raise UsageError(f"--name {name!r}: {NAME_RULE}")
-    manifest_hash, sources, files = _corpus_facts(store, corpus)
+    manifest_hash, sources, parts, hash_parts = _corpus_facts(store, corpus)
     spec = StreamSpec(
         manifest_hash=manifest_hash, seed=seed, seq_len=seq_len, batch=batch,
         separator_tokens=separator_tokens, epochs=parse_epochs(epochs, sorted(sources)),
@@ -110,8 +107,8 @@ def build_stream(
                                     "seconds": round(time.monotonic() - started, 3)})
     staging = new_staging_dir(store.staging_dir)
     try:
-        built = _build(store, spec, corpus, name, sources, files, staging, memory_limit,
-                       progress)
+        built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging,
+                       memory_limit, progress)
         status = commit_stream(store, name, corpus, spec, built)
     finally:
         remove_quietly(staging)
@@ -136,7 +133,10 @@ class Built:
     hash_parts: list[WrittenPart]
 
 
-def _corpus_facts(store: Store, corpus: str) -> tuple[str, dict[str, int], list[str]]:
+def _corpus_facts(store: Store, corpus: str
+                  ) -> tuple[str, dict[str, int], list[tuple[str, int]], list[str]]:
+    """(manifest hash, tokens per source, the documents' parts in doc_id order with
+    their row counts, the document_hashes parts in content-hash order)."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
@@ -144,8 +144,13 @@ def _corpus_facts(store: Store, corpus: str) -> tuple[str, dict[str, int], list[
         sources = dict(con.execute(
             "SELECT source, tokens FROM corpus_sources WHERE corpus = ? ORDER BY source",
             [corpus]).fetchall())
-        files = part_files(con, store, "documents", corpus)
-    return row[0], sources, files
+        parts = con.execute(
+            "SELECT table_name, path, n_rows FROM parquet_files WHERE owner = ? "
+            "AND table_name IN ('documents', 'document_hashes') ORDER BY path",
+            [corpus]).fetchall()
+    documents = [(str(store.root / path), n) for table, path, n in parts if table == "documents"]
+    hashes = [str(store.root / path) for table, path, _ in parts if table == "document_hashes"]
+    return row[0], sources, documents, hashes
 
 
 def _existing(store: Store, name: str) -> dict[str, Any] | None:
@@ -157,22 +162,25 @@ def _existing(store: Store, name: str) -> dict[str, Any] | None:
 
 def _build(
     store: Store, spec: StreamSpec, corpus: str, name: str, sources: dict[str, int],
-    files: list[str], staging: Any, memory_limit: str, progress: Progress,
+    parts: list[tuple[str, int]], hash_parts: list[str], staging: Any, memory_limit: str,
+    progress: Progress,
 ) -> Built:
     import duckdb
+    import numpy as np
 
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
-        con.execute("SET preserve_insertion_order = false")
+        # Scans keep file order: the documents are joined back by position.
+        con.execute("SET preserve_insertion_order = true")
         report_progress(progress, "ordering documents", 0, 3)
-        _order(con, spec, sources, files)
+        placed, hash_words = _order(con, spec, sources, parts, progress)
         report_progress(progress, "ordering documents", 3, 3)
-        packed, count = con.execute(
-            "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
-            [spec.separator_tokens]).fetchone() or (0, 0)
-        consumed = min(int(packed), spec.token_budget or int(packed))
+        count = len(placed.rid)
+        packed = int(placed.stream_start[-1] + placed.n_tokens[-1]) + spec.separator_tokens \
+            if count else 0
+        consumed = min(packed, spec.token_budget or packed)
         steps = consumed // spec.seq_len // spec.batch
         if steps == 0:
             raise UsageError(
@@ -180,19 +188,29 @@ def _build(
                 f"{spec.batch} x {spec.seq_len} tokens; lower --batch or --seq-len"
             )
         tokens = steps * spec.batch * spec.seq_len
-        con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
-        parts, hash_parts, digest, occurrences = write_occurrences(
-            con, store, name, corpus, progress)
-        return Built(tokens, steps * spec.batch, steps, occurrences, digest, parts, hash_parts)
+        kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
+        corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
+        del hash_words
+        written = write_canonical(con, store, name, corpus, placed, kept, corpus_parts,
+                                  progress)
+        return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
+                     written.parts, written.hash_parts)
     finally:
         con.close()
 
 
 def _order(
-    con: duckdb.DuckDBPyConnection, spec: StreamSpec, sources: dict[str, int], files: list[str]
-) -> None:
-    """Create table `ordered`: every kept occurrence with ordinal and packed position."""
+    con: duckdb.DuckDBPyConnection, spec: StreamSpec, sources: dict[str, int],
+    parts: list[tuple[str, int]], progress: Progress,
+) -> tuple[Placed, UIntArray]:
+    """Every kept occurrence in stream order, with its packed position (spec §2-4).
+
+    DuckDB computes the keys on all cores, straight from the documents' Parquet parts (a
+    document's `rid` is its row in doc_id order); numpy sorts, truncates, interleaves and
+    packs (`lineage.stream.order`). Also each document's content hash as four 64-bit
+    words, in rid order: the content-hash copy is ordered by them."""
     import hashlib
+
 
     rows = []
     for source, total in sources.items():
@@ -207,113 +225,80 @@ def _order(
                 "budget BIGINT, srank INTEGER)")
     con.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?)",
                     [(*row, rank) for rank, row in enumerate(rows)])
+    con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
+    con.executemany("INSERT INTO part_rows VALUES (?, ?)", _first_rids(parts))
     prefix = f"{STREAM_SPEC}\n{spec.seed}\n"
-    # The sorts below carry only narrow rows (a row id, small numbers, the key as a 64-bit
-    # prefix plus its 32 raw bytes); the strings of each document are joined back once, at
-    # the end. Sorting by (first 8 bytes as an integer, then all 32 bytes) is the order of
-    # the hex strings, and a row a quarter as wide keeps a 10M-row sort in memory.
-    con.execute("CREATE TABLE docs AS SELECT row_number() OVER () - 1 AS rid, doc_id, "
-                "source, n_tokens, content_hash, uri FROM read_parquet(?)", [files])
-    con.execute(
+    report_progress(progress, "ordering documents", 1, 3)
+    # Only the key's first 8 bytes travel to numpy; rows that agree there (never seen:
+    # 2^-64 a pair) get their full keys from `full_keys`.
+    arrays = con.execute(
         """
-        CREATE TABLE seq AS
-        SELECT rid::UBIGINT AS rid, srank, budget, epoch::INTEGER AS epoch, n_tokens,
-               ('0x' || left(k, 16))::UBIGINT AS k64, unhex(k) AS kb
-        FROM (
-            SELECT d.rid, d.n_tokens, s.srank, s.budget, e.epoch,
-                   sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10), d.doc_id)) AS k
-            FROM docs d JOIN src s USING (source),
-                 LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
-        )
+        SELECT p.first_rid + d.file_row_number AS rid, s.srank::BIGINT AS srank,
+               e.epoch::BIGINT AS epoch, d.n_tokens,
+               ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10),
+                                           d.doc_id)), 16))::UBIGINT AS k64
+        FROM read_parquet(?, filename = true, file_row_number = true) d
+        JOIN part_rows p ON p.path = d.filename
+        JOIN src s USING (source),
+        LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
         """,
-        [prefix],
-    )
-    # Keys are never equal (they hash distinct doc_ids), so the spec's doc_id tie-break
-    # cannot change the order and is left out of the sort.
-    con.execute(
-        """
-        CREATE TABLE kept AS
-        SELECT rid, srank, epoch, n_tokens, q, c_incl - n_tokens AS c_before FROM (
-            SELECT rid, srank, budget, epoch, n_tokens,
-                   sum(n_tokens) OVER w AS c_incl, row_number() OVER w - 1 AS q
-            FROM seq
-            WINDOW w AS (PARTITION BY srank ORDER BY epoch, k64, kb
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-        ) WHERE c_incl <= budget
-        """
-    )
-    con.execute("DROP TABLE seq")
-    con.execute(
-        f"""
-        CREATE TABLE ranked AS
-        WITH totals AS (SELECT srank, sum(n_tokens) AS s_total FROM kept GROUP BY srank),
-        merged AS (
-            SELECT k.*, ((2 * k.c_before + k.n_tokens)::HUGEINT * {_TWO_64})
-                        // greatest(2 * t.s_total, 1)::HUGEINT AS m
-            FROM kept k JOIN totals t USING (srank)
-        )
-        SELECT rid, epoch, n_tokens,
-               row_number() OVER o - 1 AS ordinal,
-               sum(n_tokens + ?) OVER o - (n_tokens + ?) AS stream_start
-        FROM merged
-        WINDOW o AS (ORDER BY m, srank, q ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-        """,
-        [spec.separator_tokens, spec.separator_tokens],
-    )
-    con.execute("DROP TABLE kept")
-    con.execute(
-        """
-        CREATE TABLE ordered AS
-        SELECT d.doc_id, d.source, r.epoch::BIGINT AS epoch, r.n_tokens, d.content_hash,
-               d.uri, 0::BIGINT AS doc_offset, r.ordinal, r.stream_start
-        FROM ranked r JOIN docs d ON d.rid = r.rid
-        """
-    )
-    con.execute("DROP TABLE ranked")
-    con.execute("DROP TABLE docs")
+        [prefix, [path for path, _ in parts]],
+    ).fetchnumpy()
+    report_progress(progress, "ordering documents", 2, 3)
+    candidates = Candidates(**{key: arrays.pop(key) for key in
+                               ("rid", "srank", "epoch", "n_tokens", "k64")})
+    srcs = [row[1] for row in rows]
+
+    def full_keys(positions: Any) -> list[tuple[bytes, bytes]]:
+        keys = []
+        for rid, srank, epoch in zip(candidates.rid[positions].tolist(),
+                                     candidates.srank[positions].tolist(),
+                                     candidates.epoch[positions].tolist(), strict=True):
+            doc_id = _doc_id(con, parts, rid)
+            message = f"{prefix}{srcs[srank]}\n{epoch}\n{doc_id}".encode()
+            keys.append((hashlib.sha256(message).digest(), doc_id.encode("utf-8")))
+        return keys
+
+    # DuckDB decodes the content hashes on its threads while numpy places (one core).
+    with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
+        words = pool.submit(_hash_words, con.cursor(), [path for path, _ in parts])
+        placed = place(candidates, [row[3] for row in rows], spec.separator_tokens,
+                       full_keys)
+        return placed, words.result()
 
 
-def write_occurrences(
-    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, progress: Progress
-) -> tuple[list[WrittenPart], list[WrittenPart], str, int]:
-    """Write table `ordered` as the stream's occurrences and its content-hash index."""
-    occurrences = int((con.execute("SELECT count(*) FROM ordered").fetchone() or (0,))[0])
-    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
-    parts = _write(con, store, name, corpus, "ordinal", ["ordinal"], occurrences_schema(),
-                   [digest], occurrences, progress, "writing occurrences",
-                   ranges=["stream_start", "stream_end"])
-    try:
-        hash_parts = _write(
-            con, store, name, corpus, "('0x' || left(content_hash, 16))::UBIGINT, "
-            "content_hash, ordinal", ["content_hash"], occurrence_hashes_schema(), [],
-            occurrences, progress, "indexing occurrences", ranges=["content_hash"])
-        faults.reach("stream-written")
-    except BaseException:
-        discard_parts(parts)
-        raise
-    return parts, hash_parts, digest.prefixed(), occurrences
+def _hash_words(con: duckdb.DuckDBPyConnection, paths: list[str]) -> UIntArray:
+    """Each document's content hash as four big-endian 64-bit words, in rid order: the
+    32 raw bytes of every hash lie back to back in Arrow's buffer, so numpy reads them
+    in place."""
+    import numpy as np
+
+    from lineage.digest import string_values
+
+    table = con.sql("SELECT unhex(content_hash) AS h FROM read_parquet(?)",
+                    params=[paths]).to_arrow_table()
+    chunks = [np.frombuffer(string_values(chunk), dtype=">u8").reshape(-1, 4)
+              for chunk in table.column("h").chunks if len(chunk)]
+    words = np.concatenate(chunks) if chunks else np.zeros((0, 4), dtype=">u8")
+    return words.astype(np.uint64)
 
 
-def _write(
-    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, order: str,
-    sorted_by: list[str], schema: Any, digests: list[LineHasher], total: int,
-    progress: Progress, stage: str, *, ranges: list[str],
-) -> list[WrittenPart]:
-    table = "occurrences" if order == "ordinal" else "occurrence_hashes"
-    reader = con.cursor().sql(
-        f"""
-        SELECT ?::VARCHAR AS stream, ordinal, ?::VARCHAR AS corpus, doc_id, source, epoch,
-               stream_start, stream_start + n_tokens AS stream_end, doc_offset,
-               content_hash, uri
-        FROM ordered ORDER BY {order}
-        """,
-        params=[name, corpus],
-    ).to_arrow_reader(_FETCH_ROWS)
-    return write_parts(reader, schema=schema, out_dir=store.table_dir(table),
-                       sorted_by=sorted_by, digests=digests, progress=progress, stage=stage,
-                       total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
-                       part_rows=LOOKUP_PART_ROWS,
-                       range_columns=ranges)
+def _first_rids(parts: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Each part with the rid of its first row (parts are in doc_id order)."""
+    firsts, rid = [], 0
+    for path, n_rows in parts:
+        firsts.append((path, rid))
+        rid += n_rows
+    return firsts
+
+
+def _doc_id(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, int]], rid: int) -> str:
+    for path, first in reversed(_first_rids(parts)):
+        if rid >= first:
+            return str(con.execute(
+                "SELECT doc_id FROM read_parquet(?, file_row_number = true) "
+                "WHERE file_row_number = ?", [path, rid - first]).fetchall()[0][0])
+    raise AssertionError(f"no document has rid {rid}")
 
 
 def commit_stream(

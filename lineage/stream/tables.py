@@ -1,0 +1,230 @@
+"""Write a stream's two tables: `occurrences` in ordinal order (with the stream's digest)
+and `occurrence_hashes`, the same rows in content-hash order.
+
+A canonical stream hands over its occurrences as numpy arrays. Each document gets the
+list of its occurrences (one per epoch it was kept in), and the lists are joined to
+Parquet the corpus already has, by position, which no hash join or sort beats:
+
+* to the documents (doc_id order), then sorted by ordinal for `occurrences`;
+* to the corpus's `document_hashes` (content hash, then doc_id order), which needs no
+  sort at all: those rows already are in the index's order.
+
+A recorded stream (`lineage ingest windows`) builds a table `ordered` instead, which is
+sorted twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lineage import faults
+from lineage.digest import LINE_COLUMN, LineHasher
+from lineage.errors import StoreError
+from lineage.parts import (
+    LOOKUP_PART_ROWS,
+    LOOKUP_ROW_GROUP_ROWS,
+    SORTED_INTEGERS,
+    Progress,
+    WrittenPart,
+    discard_parts,
+    write_parts,
+)
+from lineage.schemas import occurrence_hashes_schema, occurrences_schema
+from lineage.store import Store
+from lineage.stream.order import Placed, content_hash_order
+from lineage.stream.spec import OCCURRENCE_DIGEST_COLUMNS, OCCURRENCES_SPEC
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from lineage.stream.order import IntArray, UIntArray
+
+_FETCH_ROWS = 65_536
+_HASH_ORDER = "('0x' || left(content_hash, 16))::UBIGINT, content_hash, ordinal"
+
+
+@dataclass
+class StreamTables:
+    parts: list[WrittenPart]  # occurrences
+    hash_parts: list[WrittenPart]  # occurrence_hashes
+    digest: str
+    occurrences: int
+
+
+@dataclass
+class CorpusParts:
+    """The corpus's Parquet parts the occurrences are joined to, in table order."""
+
+    documents: list[str]
+    document_hashes: list[str]
+    hash_words: UIntArray  # each document's content hash as 4 words (rid order)
+
+
+def write_canonical(
+    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, placed: Placed,
+    kept: int, corpus_parts: CorpusParts, progress: Progress,
+) -> StreamTables:
+    """The first `kept` occurrences of `placed` (ordinal order) as the stream's tables.
+
+    Both sets of lists are built first and the arrays dropped, then the copy that needs
+    no sort is written, so the Python side holds the least while DuckDB sorts."""
+    import numpy as np
+
+    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    documents = len(corpus_parts.hash_words)
+    by_rid = _occurrence_lists(placed, kept, np.arange(documents), with_tokens=False)
+    by_hash = _hash_lists(placed, kept, corpus_parts.hash_words)
+    del placed
+    corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
+    source = (
+        "(SELECT h.content_hash, h.doc_id, h.source, 0::BIGINT AS doc_offset, "
+        "('0x' || left(h.content_hash, 16))::UBIGINT <> p.h64 AS misaligned, "
+        "unnest(p.occurrences, recursive := true) "
+        "FROM read_parquet(?) h POSITIONAL JOIN placed p)"
+    )
+    # Streamed from `document_hashes` row by row: no sort. Within one content hash, rows
+    # are in (doc_id, epoch) order.
+    hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source=source,
+                        params=[corpus_parts.document_hashes], registered=by_hash,
+                        order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
+                        total=kept, progress=progress, stage="indexing occurrences")
+    del by_hash
+    source = ("(SELECT d.doc_id, d.source, d.n_tokens, d.content_hash, d.uri, "
+              "0::BIGINT AS doc_offset, unnest(p.occurrences, recursive := true) "
+              "FROM read_parquet(?) d POSITIONAL JOIN placed p)")
+    try:
+        parts = _write(con, store, "occurrences", name, corpus, source=source,
+                       params=[corpus_parts.documents], registered=by_rid, order="ordinal",
+                       digests=[digest], total=kept, progress=progress,
+                       stage="writing occurrences")
+    except BaseException:
+        discard_parts(hash_parts)
+        raise
+    try:
+        faults.reach("stream-written")
+    except BaseException:
+        discard_parts([*parts, *hash_parts])
+        raise
+    return StreamTables(parts, hash_parts, digest.prefixed(), kept)
+
+
+def _hash_lists(placed: Placed, kept: int, hash_words: UIntArray) -> pa.Table:
+    """The occurrence lists in `document_hashes` order, with each row's first hash word
+    (the writer checks it against the row it is joined to)."""
+    import pyarrow as pa
+
+    order = content_hash_order(hash_words)
+    lists = _occurrence_lists(placed, kept, order, with_tokens=True)
+    return lists.append_column("h64", pa.array(hash_words[order, 0]))
+
+
+class _Aligned:
+    """Fed the hash copy's batches: each row's content hash must begin like the one of
+    the document its occurrence list was built for (a guard on `content_hash_order`)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def update(self, batch: Any) -> None:
+        import pyarrow.compute as pc
+
+        if batch.num_rows and pc.any(batch.column("misaligned")).as_py():
+            raise StoreError(f"{self.where}: the content-hash index does not follow its "
+                               "documents; run `lineage store verify`")
+
+
+def _occurrence_lists(placed: Placed, kept: int, row_order: IntArray, *,
+                      with_tokens: bool) -> pa.Table:
+    """One row per document, in `row_order` (rids): the list of its occurrences among
+    the first `kept` (ordinal, epoch, stream_start[, n_tokens]), in epoch order."""
+    import numpy as np
+    import pyarrow as pa
+
+    rid, epoch = placed.rid[:kept], placed.epoch[:kept]
+    position = np.empty(len(row_order), dtype=np.int64)
+    position[row_order] = np.arange(len(row_order))
+    counts = np.bincount(position[rid], minlength=len(row_order))
+    offsets = np.zeros(len(row_order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    # A document kept in epoch e was kept in epochs 0..e-1 too, earlier in the stream,
+    # so the e-th entry of its list is its epoch-e occurrence.
+    slots = offsets[position[rid]] + epoch
+    del position, counts
+    values = {"ordinal": np.arange(kept, dtype=np.int64), "epoch": epoch,
+              "stream_start": placed.stream_start[:kept]}
+    if with_tokens:
+        values["n_tokens"] = placed.n_tokens[:kept]
+    fields = []
+    for column in values.values():
+        spread = np.empty(kept, dtype=np.int64)
+        spread[slots] = column
+        fields.append(pa.array(spread))
+    lists = pa.LargeListArray.from_arrays(
+        pa.array(offsets), pa.StructArray.from_arrays(fields, names=list(values)))
+    return pa.table({"occurrences": lists})
+
+
+def write_occurrences(
+    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, progress: Progress
+) -> StreamTables:
+    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort."""
+    occurrences = int(con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
+    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    parts = _write(con, store, "occurrences", name, corpus, source="ordered", params=[],
+                   order="ordinal", digests=[digest], total=occurrences, progress=progress,
+                   stage="writing occurrences")
+    try:
+        hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source="ordered",
+                            params=[], order=_HASH_ORDER, digests=[], total=occurrences,
+                            progress=progress, stage="indexing occurrences")
+        faults.reach("stream-written")
+    except BaseException:
+        discard_parts(parts)
+        raise
+    return StreamTables(parts, hash_parts, digest.prefixed(), occurrences)
+
+
+_ROW_COLUMNS = ("ordinal", "doc_id", "source", "epoch", "stream_start", "n_tokens",
+                "doc_offset", "content_hash", "uri")
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection, store: Store, table: str, name: str, corpus: str, *,
+    source: str, params: list[Any], order: str | None, digests: list[Any], total: int,
+    progress: Progress, stage: str, registered: pa.Table | None = None,
+) -> list[WrittenPart]:
+    """One table from the rows of `source` (sorted by `order` unless None, when they
+    already are in the table's order). A sort carries only the columns that vary by row
+    and that the table has; the constants, `stream_end` and the digest lines are added
+    after it."""
+    occurrences = table == "occurrences"
+    schema = occurrences_schema() if occurrences else occurrence_hashes_schema()
+    extra = ["misaligned"] if any(isinstance(d, _Aligned) for d in digests) else []
+    payload = ", ".join([c for c in _ROW_COLUMNS if c in schema.names or c == "n_tokens"]
+                        + extra)
+    lines = "".join(f", {d.sql_line()} AS {LINE_COLUMN}" for d in digests
+                    if isinstance(d, LineHasher))
+    cursor = con.cursor()
+    if registered is not None:
+        cursor.register("placed", registered)
+    reader = cursor.sql(
+        f"""
+        SELECT *{lines} FROM (
+            SELECT ?::VARCHAR AS stream, ?::VARCHAR AS corpus, *,
+                   stream_start + n_tokens AS stream_end
+            FROM (SELECT {payload} FROM {source}
+                  {f"ORDER BY {order}" if order else ""}))
+        """,
+        params=[name, corpus, *params],
+    ).to_arrow_reader(_FETCH_ROWS)
+    # In ordinal order the positions grow with the ordinal: deltas encode them best.
+    sorted_integers = ("ordinal", "stream_start", "stream_end") if occurrences else ()
+    return write_parts(
+        reader, schema=schema, out_dir=store.table_dir(table),
+        sorted_by=["ordinal"] if occurrences else ["content_hash"], digests=digests,
+        progress=progress, stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+        part_rows=LOOKUP_PART_ROWS,
+        range_columns=["stream_start", "stream_end"] if occurrences else ["content_hash"],
+        encodings=dict.fromkeys(sorted_integers, SORTED_INTEGERS))
