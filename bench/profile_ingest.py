@@ -70,7 +70,8 @@ def profile_ingest(paths: list[str], fmt: str, workers: int | None, cprofile: in
             started = time.perf_counter()
             if profiler:
                 profiler.enable()
-            result = ingest_corpus(store, paths, corpus="profile", fmt=fmt, workers=workers)
+            result = ingest_corpus(store, paths, corpus="profile", fmt=fmt, workers=workers,
+                                   fingerprints=False)
             if profiler:
                 profiler.disable()
             total = time.perf_counter() - started

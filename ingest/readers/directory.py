@@ -8,6 +8,7 @@ symbolic links are skipped and counted. Files are hashed as bytes on all cores.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from lineage.ingest.text_index import TextIndexer
 from lineage.token_count import TokenizerSpec, count_tokens
 
 _BATCH_FILES = 512
+_CHUNK_FILES = 16  # files per hashing task
 _MMAP_FROM = 1 << 22  # files this large are hashed from a memory map on all threads
 
 
@@ -133,9 +135,12 @@ def stage_directory(
         ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool,
         pq.ParquetWriter(part, schema) as writer,
     ):
-        # One lazy map over every file keeps both cores hashing; rows are written in batches.
-        hash_entry = partial(_hash_entry, keep=tok is not None or indexer is not None)
-        results = pool.map(hash_entry, listing.files, chunksize=16)
+        # One map over every file keeps both cores hashing; rows are written in batches.
+        # A thread pool ignores map's chunksize, so files go to it in chunks: one future
+        # per file cost ~10 ms of the 2,000-file benchmark.
+        hash_chunk = partial(_hash_chunk, keep=tok is not None or indexer is not None)
+        chunks = [listing.files[i:i + _CHUNK_FILES] for i in range(0, total, _CHUNK_FILES)]
+        results = itertools.chain.from_iterable(pool.map(hash_chunk, chunks))
         for start in range(0, total, _BATCH_FILES):
             batch = listing.files[start:start + _BATCH_FILES]
             hashed = [next(results) for _ in batch]
@@ -148,6 +153,10 @@ def stage_directory(
                 progress("hashing files", done, total)
     staged_fingerprints = indexer.close() if indexer else None
     return ShardSummary(str(part) if kept else None, kept, dropped, staged_fingerprints)
+
+
+def _hash_chunk(entries: list[FileEntry], *, keep: bool) -> list[tuple[str, int, bytes | None]]:
+    return [_hash_entry(entry, keep=keep) for entry in entries]
 
 
 def _hash_entry(entry: FileEntry, *, keep: bool) -> tuple[str, int, bytes | None]:
