@@ -233,8 +233,8 @@ def _order(
     # 2^-64 a pair) get their full keys from `full_keys`.
     arrays = con.execute(
         """
-        SELECT p.first_rid + d.file_row_number AS rid, s.srank::BIGINT AS srank,
-               e.epoch::BIGINT AS epoch, d.n_tokens,
+        SELECT p.first_rid + d.file_row_number AS rid, s.srank::SMALLINT AS srank,
+               e.epoch::INTEGER AS epoch, d.n_tokens,
                ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10),
                                            d.doc_id)), 16))::UBIGINT AS k64
         FROM read_parquet(?, filename = true, file_row_number = true) d
@@ -275,12 +275,17 @@ def _hash_words(con: duckdb.DuckDBPyConnection, paths: list[str]) -> UIntArray:
 
     from lineage.digest import string_values
 
-    table = con.sql("SELECT unhex(content_hash) AS h FROM read_parquet(?)",
-                    params=[paths]).to_arrow_table()
-    chunks = [np.frombuffer(string_values(chunk), dtype=">u8").reshape(-1, 4)
-              for chunk in table.column("h").chunks if len(chunk)]
-    words = np.concatenate(chunks) if chunks else np.zeros((0, 4), dtype=">u8")
-    return words.astype(np.uint64)
+    documents = int(con.execute("SELECT count(*) FROM read_parquet(?)",
+                                [paths]).fetchall()[0][0])
+    words = np.empty((documents, 4), dtype=np.uint64)
+    done = 0
+    for batch in con.sql("SELECT unhex(content_hash) AS h FROM read_parquet(?)",
+                         params=[paths]).to_arrow_reader(_FETCH_ROWS):
+        if batch.num_rows:  # converted batch by batch: never two copies of the whole
+            raw = np.frombuffer(string_values(batch.column(0)), dtype=">u8")
+            words[done:done + batch.num_rows] = raw.reshape(-1, 4)
+            done += batch.num_rows
+    return words
 
 
 def _first_rids(parts: list[tuple[str, int]]) -> list[tuple[str, int]]:

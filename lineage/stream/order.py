@@ -58,7 +58,8 @@ def place(candidates: Candidates, budgets: list[int], separator_tokens: int,
     srank = candidates.srank[order]
     n = candidates.n_tokens[order]
     kept, c_before, totals = _truncate(srank, n, np.asarray(budgets, dtype=np.int64))
-    order, srank, n, c_before = order[kept], srank[kept], n[kept], c_before[kept]
+    if not kept.all():  # whole epochs keep everything
+        order, srank, n, c_before = order[kept], srank[kept], n[kept], c_before[kept]
     high, low = merge_keys(srank, c_before, n, totals)
     # Rows are in (srank, q) order here, and within a source the merge key never falls
     # with q: a stable sort by the key breaks its ties on (srank, q), as the spec asks.
@@ -77,13 +78,17 @@ def _sequence_order(c: Candidates, full_keys: FullKeys) -> IntArray:
     import numpy as np
 
     order = np.argsort(c.k64)
-    group = c.srank * (int(c.epoch.max(initial=0)) + 1) + c.epoch
+    by_key = c.k64[order]
+    any_tie = bool((by_key[1:] == by_key[:-1]).any())  # almost never: 2^-64 a pair
+    del by_key
+    group = c.srank.astype(np.int64) * (int(c.epoch.max(initial=0)) + 1) + c.epoch
     small = group.astype(np.uint16) if group.max(initial=0) < 2**16 else group
     order = order[np.argsort(small[order], kind="stable")]  # radix sort for uint16
-    group, k64 = group[order], c.k64[order]
-    tied = (group[1:] == group[:-1]) & (k64[1:] == k64[:-1])
-    if tied.any():
-        _order_ties(order, np.flatnonzero(tied), full_keys)
+    if any_tie:
+        group, k64 = group[order], c.k64[order]
+        tied = (group[1:] == group[:-1]) & (k64[1:] == k64[:-1])
+        if tied.any():
+            _order_ties(order, np.flatnonzero(tied), full_keys)
     return order
 
 
@@ -109,9 +114,9 @@ def _truncate(srank: IntArray, n: IntArray, budgets: IntArray
     whose tokens stay within its budget (running totals never fall: n >= 0)."""
     import numpy as np
 
-    running = np.cumsum(n)
-    starts, ends = _runs(srank)
-    inclusive = running - np.repeat(running[starts] - n[starts], ends - starts)
+    inclusive = np.empty(len(n), dtype=np.int64)
+    for start, end in zip(*_runs(srank), strict=True):  # running totals per source
+        np.cumsum(n[start:end], out=inclusive[start:end])
     kept = inclusive <= budgets[srank]
     totals = np.zeros(len(budgets), dtype=np.int64)
     kept_starts, kept_ends = _runs(srank[kept])
