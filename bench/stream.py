@@ -109,14 +109,20 @@ def bench_cli(store: Path, stream: str, digest_file: Path, runs: int) -> dict[st
         subprocess.run(cmd, capture_output=True, check=False)
         return time.perf_counter() - t
 
-    floor = [timed([PY, "-c", "import duckdb; duckdb.connect().sql('select 1')"])
-             for _ in range(runs)]
-    bare = [timed([PY, "-c", "pass"]) for _ in range(runs)]
     lineage_bin = str(Path(PY).with_name("lineage"))
-    docs = [timed([lineage_bin, "--store", str(store), "docs", "--step", "1", "--stream",
-                   stream, "--json"]) for _ in range(runs)]
-    trained = [timed([lineage_bin, "--store", str(store), "trained-on", str(digest_file),
-                      "--stream", stream, "--json"]) for _ in range(runs)]
+    commands = {
+        "floor": [PY, "-c", "import duckdb; duckdb.connect().sql('select 1')"],
+        "bare": [PY, "-c", "pass"],
+        "docs": [lineage_bin, "--store", str(store), "docs", "--step", "1", "--stream",
+                 stream, "--json"],
+        "trained": [lineage_bin, "--store", str(store), "trained-on", str(digest_file),
+                    "--stream", stream, "--json"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):  # interleaved: the floor drifts by +-10 ms between runs
+        for name, cmd in commands.items():
+            times[name].append(timed(cmd))
+    floor, bare, docs, trained = (times[name] for name in commands)
     med = statistics.median
     return {"python_pass_ms": round(med(bare) * 1000), "duckdb_floor_ms": round(med(floor) * 1000),
             "cli_docs_ms": round(med(docs) * 1000), "cli_trained_on_ms": round(med(trained) * 1000),
@@ -142,7 +148,7 @@ def main() -> None:
         entry["lookups"] = lookups
         sample = args.workdir / "not-in-corpus.txt"
         sample.write_text("a file nobody put in the corpus")
-        entry["cli"] = bench_cli(store, str(lookups["stream"]), sample, 7)
+        entry["cli"] = bench_cli(store, str(lookups["stream"]), sample, 21)
         results["sizes"][str(documents)] = entry
         print(json.dumps({documents: entry}, indent=1), flush=True)
     out = REPO / "bench" / "out" / "stream.json"
