@@ -32,6 +32,7 @@ from lineage.parts import (
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
 from lineage.stream.order import Candidates, Placed, place
+from lineage.stream.order_sql import order_in_duckdb
 from lineage.stream.spec import (
     STREAM_SPEC,
     RecordedSpec,
@@ -39,7 +40,7 @@ from lineage.stream.spec import (
     parse_epochs,
     source_budget,
 )
-from lineage.stream.tables import CorpusParts, write_canonical
+from lineage.stream.tables import CorpusParts, write_canonical, write_occurrences
 
 if TYPE_CHECKING:
     import duckdb
@@ -133,17 +134,17 @@ class Built:
     hash_parts: list[WrittenPart]
 
 
-def _corpus_facts(store: Store, corpus: str
-                  ) -> tuple[str, dict[str, int], list[tuple[str, int]], list[str]]:
-    """(manifest hash, tokens per source, the documents' parts in doc_id order with
-    their row counts, the document_hashes parts in content-hash order)."""
+def _corpus_facts(store: Store, corpus: str) -> tuple[
+        str, dict[str, tuple[int, int]], list[tuple[str, int]], list[str]]:
+    """(manifest hash, (documents, tokens) per source, the documents' parts in doc_id
+    order with their row counts, the document_hashes parts in content-hash order)."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
             raise NotFoundError(f"no corpus named {corpus!r}: `lineage corpus list` shows them")
-        sources = dict(con.execute(
-            "SELECT source, tokens FROM corpus_sources WHERE corpus = ? ORDER BY source",
-            [corpus]).fetchall())
+        sources = {source: (documents, tokens) for source, documents, tokens in con.execute(
+            "SELECT source, documents, tokens FROM corpus_sources WHERE corpus = ? "
+            "ORDER BY source", [corpus]).fetchall()}
         parts = con.execute(
             "SELECT table_name, path, n_rows FROM parquet_files WHERE owner = ? "
             "AND table_name IN ('documents', 'document_hashes') ORDER BY path",
@@ -161,46 +162,125 @@ def _existing(store: Store, name: str) -> dict[str, Any] | None:
 
 
 def _build(
-    store: Store, spec: StreamSpec, corpus: str, name: str, sources: dict[str, int],
+    store: Store, spec: StreamSpec, corpus: str, name: str, sources: dict[str, tuple[int, int]],
     parts: list[tuple[str, int]], hash_parts: list[str], staging: Any, memory_limit: str,
     progress: Progress,
 ) -> Built:
     import duckdb
-    import numpy as np
 
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
-        # Scans keep file order: the documents are joined back by position.
-        con.execute("SET preserve_insertion_order = true")
+        rows = _source_rows(con, spec, sources)
+        candidates = sum(sources[source][0] * n_epochs for source, _, n_epochs, _ in rows)
         report_progress(progress, "ordering documents", 0, 3)
-        placed, hash_words = _order(con, spec, sources, parts, progress)
-        report_progress(progress, "ordering documents", 3, 3)
-        count = len(placed.rid)
-        packed = int(placed.stream_start[-1] + placed.n_tokens[-1]) + spec.separator_tokens \
-            if count else 0
-        consumed = min(packed, spec.token_budget or packed)
-        steps = consumed // spec.seq_len // spec.batch
-        if steps == 0:
-            raise UsageError(
-                f"corpus {corpus!r} packs into {packed:,} tokens: not one step of "
-                f"{spec.batch} x {spec.seq_len} tokens; lower --batch or --seq-len"
-            )
-        tokens = steps * spec.batch * spec.seq_len
-        kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
-        corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
-        del hash_words
-        written = write_canonical(con, store, name, corpus, placed, kept, corpus_parts,
-                                  progress)
-        return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
-                     written.parts, written.hash_parts)
+        if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
+            return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
+                                    progress)
+        return _build_out_of_core(con, store, spec, corpus, name, parts, progress)
     finally:
         con.close()
 
 
+# What the in-memory order holds per (document, epoch), measured at 10M documents. When
+# that fits the build's memory budget, the order is computed in numpy (twice as fast);
+# otherwise in DuckDB, out of core. The budget is then used twice at most: once by DuckDB,
+# once by the arrays.
+IN_MEMORY_BYTES_PER_ROW = 100
+
+
+def memory_bytes(limit: str) -> int:
+    """'1GB', '512MB', '2GiB' ... as bytes (KB/MB/GB are powers of 1000, as in DuckDB)."""
+    import re
+
+    found = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]i?B|B)?\s*", limit, re.IGNORECASE)
+    if not found:
+        raise UsageError(f"memory limit {limit!r}: expected a size such as 1GB or 512MB")
+    unit = (found.group(2) or "B").upper()
+    scale = 1 if unit == "B" else (1024 if "I" in unit else 1000) ** (
+        "KMGT".index(unit[0]) + 1)
+    return int(float(found.group(1)) * scale)
+
+
+def _steps(spec: StreamSpec, corpus: str, packed: int) -> tuple[int, int]:
+    """(steps, tokens consumed) of a stream that packs into `packed` tokens (spec §4)."""
+    consumed = min(packed, spec.token_budget or packed)
+    steps = consumed // spec.seq_len // spec.batch
+    if steps == 0:
+        raise UsageError(
+            f"corpus {corpus!r} packs into {packed:,} tokens: not one step of "
+            f"{spec.batch} x {spec.seq_len} tokens; lower --batch or --seq-len"
+        )
+    return steps, steps * spec.batch * spec.seq_len
+
+
+def _build_in_memory(
+    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    rows: list[tuple[str, str, int, int]], parts: list[tuple[str, int]],
+    hash_parts: list[str], progress: Progress,
+) -> Built:
+    import numpy as np
+
+    # Scans keep file order: the documents are joined back by position.
+    con.execute("SET preserve_insertion_order = true")
+    placed, hash_words = _order(con, spec, rows, parts, progress)
+    report_progress(progress, "ordering documents", 3, 3)
+    packed = int(placed.stream_start[-1] + placed.n_tokens[-1]) + spec.separator_tokens \
+        if len(placed.rid) else 0
+    steps, tokens = _steps(spec, corpus, packed)
+    kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
+    corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
+    del hash_words
+    written = write_canonical(con, store, name, corpus, placed, kept, corpus_parts, progress)
+    return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
+                 written.parts, written.hash_parts)
+
+
+def _build_out_of_core(
+    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    parts: list[tuple[str, int]], progress: Progress,
+) -> Built:
+    con.execute("SET preserve_insertion_order = false")  # the window sorts need less memory
+    order_in_duckdb(con, _key_prefix(spec), [path for path, _ in parts], spec.separator_tokens)
+    report_progress(progress, "ordering documents", 3, 3)
+    packed, count = con.execute(
+        "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
+        [spec.separator_tokens]).fetchall()[0]
+    steps, tokens = _steps(spec, corpus, int(packed))
+    con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
+    written = write_occurrences(con, store, name, corpus, progress)
+    return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
+                 written.parts, written.hash_parts)
+
+
+def _key_prefix(spec: StreamSpec) -> str:
+    return f"{STREAM_SPEC}\n{spec.seed}\n"
+
+
+def _source_rows(con: duckdb.DuckDBPyConnection, spec: StreamSpec,
+                 sources: dict[str, tuple[int, int]]) -> list[tuple[str, str, int, int]]:
+    """(source, src hex, epochs to draw, token budget) in src order, also as table `src`
+    with each source's rank (`srank`): the merge's tie-break on src is then a tie-break
+    on a small integer."""
+    import hashlib
+
+    rows = []
+    for source, (_, total) in sources.items():
+        budget = source_budget(spec.epochs[source], total)
+        n_epochs = -(-budget // total) if total else 1  # ceil; a zero-token source: 1 epoch
+        rows.append((source, hashlib.sha256(source.encode("utf-8")).hexdigest(),
+                     max(n_epochs, 1), budget))
+    rows.sort(key=lambda row: row[1])
+    con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
+                "budget BIGINT, srank INTEGER)")
+    con.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?)",
+                    [(*row, rank) for rank, row in enumerate(rows)])
+    return rows
+
+
 def _order(
-    con: duckdb.DuckDBPyConnection, spec: StreamSpec, sources: dict[str, int],
+    con: duckdb.DuckDBPyConnection, spec: StreamSpec, rows: list[tuple[str, str, int, int]],
     parts: list[tuple[str, int]], progress: Progress,
 ) -> tuple[Placed, UIntArray]:
     """Every kept occurrence in stream order, with its packed position (spec §2-4).
@@ -211,23 +291,9 @@ def _order(
     words, in rid order: the content-hash copy is ordered by them."""
     import hashlib
 
-
-    rows = []
-    for source, total in sources.items():
-        budget = source_budget(spec.epochs[source], total)
-        n_epochs = -(-budget // total) if total else 1  # ceil; a zero-token source: 1 epoch
-        rows.append((source, hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                     max(n_epochs, 1), budget))
-    # Sources are numbered by their src hex (`srank`), so the merge's tie-break on src is a
-    # tie-break on a small integer.
-    rows.sort(key=lambda row: row[1])
-    con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
-                "budget BIGINT, srank INTEGER)")
-    con.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?)",
-                    [(*row, rank) for rank, row in enumerate(rows)])
     con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
     con.executemany("INSERT INTO part_rows VALUES (?, ?)", _first_rids(parts))
-    prefix = f"{STREAM_SPEC}\n{spec.seed}\n"
+    prefix = _key_prefix(spec)
     report_progress(progress, "ordering documents", 1, 3)
     # Only the key's first 8 bytes travel to numpy; rows that agree there (never seen:
     # 2^-64 a pair) get their full keys from `full_keys`.
