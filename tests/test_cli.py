@@ -128,3 +128,10 @@ def test_the_console_script_runs_out_of_process(tmp_path: Path) -> None:
     result = run_lineage("--store", str(tmp_path / "s"), "init", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["created"] is True
     assert run_lineage("--help").stdout.count("ingest") >= 1
+
+
+def test_stream_build_refuses_a_bad_memory_limit_before_any_work(cli: Cli) -> None:
+    result = cli("stream", "build", "--corpus", "c", "--name", "s", "--seed", "1",
+                 "--seq-len", "8", "--batch", "1", "--memory-limit", "lots", code=2)
+    assert result.stderr.strip().splitlines() == [
+        "error: memory limit 'lots': expected a size such as 1GB or 512MB"]
