@@ -231,8 +231,9 @@ def _build_in_memory(
     steps, tokens = _steps(spec, corpus, packed)
     kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
     corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
-    del hash_words
-    written = write_canonical(con, store, name, corpus, placed, kept, corpus_parts, progress)
+    handed = [placed]  # write_canonical drops the arrays once it has what it needs
+    del hash_words, placed
+    written = write_canonical(con, store, name, corpus, handed, kept, corpus_parts, progress)
     return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
                  written.parts, written.hash_parts)
 

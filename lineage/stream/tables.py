@@ -15,6 +15,7 @@ sorted twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from lineage.parts import (
     Progress,
     WrittenPart,
     discard_parts,
+    write_overlapped,
     write_parts,
 )
 from lineage.schemas import occurrence_hashes_schema, occurrences_schema
@@ -63,45 +65,53 @@ class CorpusParts:
 
 
 def write_canonical(
-    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, placed: Placed,
-    kept: int, corpus_parts: CorpusParts, progress: Progress,
+    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str,
+    handed: list[Placed], kept: int, corpus_parts: CorpusParts, progress: Progress,
 ) -> StreamTables:
-    """The first `kept` occurrences of `placed` (ordinal order) as the stream's tables.
+    """The first `kept` occurrences of the placed arrays (ordinal order) as the stream's
+    tables. `handed` holds the arrays and is emptied, and `corpus_parts.hash_words`
+    dropped, as soon as the occurrence lists are built: memory is what bounds a build.
 
-    Both sets of lists are built first and the arrays dropped, then the copy that needs
-    no sort is written, so the Python side holds the least while DuckDB sorts."""
+    The content-hash copy needs no sort and is encoded on one core while DuckDB sorts
+    the occurrences on both (23.0 s -> 20.3 s at 10M, peak 1.9 GiB)."""
     import numpy as np
 
     digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
     documents = len(corpus_parts.hash_words)
+    placed = handed.pop()
     by_rid = _occurrence_lists(placed, kept, np.arange(documents), with_tokens=False)
-    by_hash = _hash_lists(placed, kept, corpus_parts.hash_words)
+    held = [_hash_lists(placed, kept, corpus_parts.hash_words)]  # dropped once written
     del placed
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
-    source = (
-        "(SELECT h.content_hash, h.doc_id, h.source, 0::BIGINT AS doc_offset, "
-        "('0x' || left(h.content_hash, 16))::UBIGINT <> p.h64 AS misaligned, "
-        "unnest(p.occurrences, recursive := true) "
-        "FROM read_parquet(?) h POSITIONAL JOIN placed p)"
-    )
-    # Streamed from `document_hashes` row by row: no sort. Within one content hash, rows
-    # are in (doc_id, epoch) order.
-    hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source=source,
-                        params=[corpus_parts.document_hashes], registered=by_hash,
-                        order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
-                        total=kept, progress=progress, stage="indexing occurrences")
-    del by_hash
-    source = ("(SELECT d.doc_id, d.source, d.n_tokens, d.content_hash, d.uri, "
-              "0::BIGINT AS doc_offset, unnest(p.occurrences, recursive := true) "
-              "FROM read_parquet(?) d POSITIONAL JOIN placed p)")
-    try:
-        parts = _write(con, store, "occurrences", name, corpus, source=source,
-                       params=[corpus_parts.documents], registered=by_rid, order="ordinal",
-                       digests=[digest], total=kept, progress=progress,
-                       stage="writing occurrences")
-    except BaseException:
-        discard_parts(hash_parts)
-        raise
+
+    def hash_copy() -> list[WrittenPart]:
+        # Streamed from `document_hashes` row by row: no sort. Within one content hash,
+        # rows are in (doc_id, epoch) order.
+        source = (
+            "(SELECT h.content_hash, h.doc_id, h.source, 0::BIGINT AS doc_offset, "
+            "('0x' || left(h.content_hash, 8))::UINTEGER <> p.h32 AS misaligned, "
+            "unnest(p.occurrences, recursive := true) "
+            "FROM read_parquet(?) h POSITIONAL JOIN placed p)"
+        )
+        try:
+            return _write(con, store, "occurrence_hashes", name, corpus, source=source,
+                          params=[corpus_parts.document_hashes], registered=held[0],
+                          order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
+                          total=kept, progress=progress, stage="indexing occurrences")
+        finally:
+            held.clear()
+
+    def in_order(start_copy: Callable[[], None]) -> list[WrittenPart]:
+        start_copy()  # it encodes on one core while DuckDB sorts on both
+        source = ("(SELECT d.doc_id, d.source, d.n_tokens, d.content_hash, d.uri, "
+                  "0::BIGINT AS doc_offset, unnest(p.occurrences, recursive := true) "
+                  "FROM read_parquet(?) d POSITIONAL JOIN placed p)")
+        return _write(con, store, "occurrences", name, corpus, source=source,
+                      params=[corpus_parts.documents], registered=by_rid, order="ordinal",
+                      digests=[digest], total=kept, progress=progress,
+                      stage="writing occurrences")
+
+    parts, hash_parts = write_overlapped(in_order, hash_copy)
     try:
         faults.reach("stream-written")
     except BaseException:
@@ -111,13 +121,14 @@ def write_canonical(
 
 
 def _hash_lists(placed: Placed, kept: int, hash_words: UIntArray) -> pa.Table:
-    """The occurrence lists in `document_hashes` order, with each row's first hash word
-    (the writer checks it against the row it is joined to)."""
+    """The occurrence lists in `document_hashes` order, with the first 4 bytes of each
+    row's hash (the writer checks them against the row it is joined to)."""
+    import numpy as np
     import pyarrow as pa
 
     order = content_hash_order(hash_words)
     lists = _occurrence_lists(placed, kept, order, with_tokens=True)
-    return lists.append_column("h64", pa.array(hash_words[order, 0]))
+    return lists.append_column("h32", pa.array((hash_words[order, 0] >> 32).astype(np.uint32)))
 
 
 class _Aligned:
@@ -158,12 +169,27 @@ def _occurrence_lists(placed: Placed, kept: int, row_order: IntArray, *,
         values["n_tokens"] = placed.n_tokens[:kept]
     fields = []
     for column in values.values():
-        spread = np.empty(kept, dtype=np.int64)
+        # 32-bit where the values fit (DuckDB widens them back): these lists are held
+        # while DuckDB sorts, and memory is what bounds the build
+        spread = np.empty(kept, dtype=_narrowest(column))
         spread[slots] = column
         fields.append(pa.array(spread))
-    lists = pa.LargeListArray.from_arrays(
-        pa.array(offsets), pa.StructArray.from_arrays(fields, names=list(values)))
+    items = pa.StructArray.from_arrays(fields, names=list(values))
+    if kept < 2**31:
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), items)
+    else:
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), items)
     return pa.table({"occurrences": lists})
+
+
+def _narrowest(column: IntArray) -> type:
+    import numpy as np
+
+    low, high = (int(column.min()), int(column.max())) if len(column) else (0, 0)
+    for kind in (np.int16, np.int32):
+        if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def write_occurrences(
