@@ -121,14 +121,16 @@ def write_parts(
 
 
 def write_overlapped(
-    first: Callable[[Callable[[], None]], Any], second: Callable[[], list[WrittenPart]]
-) -> tuple[Any, list[WrittenPart]]:
-    """Run `first(start_second)`; `start_second()` starts `second` on another thread.
+    first: Callable[[Callable[[], None]], list[WrittenPart]],
+    second: Callable[[], list[WrittenPart]],
+) -> tuple[list[WrittenPart], list[WrittenPart]]:
+    """Run `first(start_second)`; `start_second()` starts `second` on another thread,
+    when `first` chooses (at the latest when `first` returns). Returns both parts lists.
 
-    Writers of two sorted copies of a table use it to start the second copy's DuckDB sort
-    once the first copy is sorted: the first copy's Parquet is then encoded on one core,
-    which leaves the other free. (Two sorts at once are slower: each uses both cores.)
-    If either fails, the parts the other wrote are removed and the error is raised."""
+    Two sorted copies of a table overlap this way: one copy's DuckDB sort or streaming
+    runs while the other's Parquet is encoded on one core. (Two sorts at once are
+    slower: each uses both cores.) If either fails, the parts of both are removed and the
+    error is raised."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     with ThreadPoolExecutor(1, thread_name_prefix="second-copy") as pool:
@@ -138,11 +140,13 @@ def write_overlapped(
             if not started:
                 started.append(pool.submit(second))
 
+        first_parts: list[WrittenPart] = []
         try:
-            result = first(start_second)
+            first_parts = first(start_second)
             start_second()
-            return result, started[0].result()
+            return first_parts, started[0].result()
         except BaseException:
+            discard_parts(first_parts)
             for future in started:  # wait for it, then remove what it wrote
                 if future.exception() is None:
                     discard_parts(future.result())

@@ -176,6 +176,49 @@ def test_a_failed_part_write_raises_and_leaves_no_files(
     assert list((tmp_path / "full").iterdir()) == []
 
 
+@pytest.mark.parametrize("failing", ["first", "second"])
+def test_overlapped_copies_leave_no_parts_when_either_fails(tmp_path: Path,
+                                                            failing: str) -> None:
+    """Two copies written side by side: when either fails, the other's parts are removed
+    too, whichever finished first."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lineage import parts
+
+    schema = pa.schema([("n", pa.int64())])
+
+    def copy(name: str) -> list[parts.WrittenPart]:
+        batch = pa.record_batch([pa.array(range(500), pa.int64())], schema=schema)
+        written = parts.write_parts(iter([batch]), schema=schema, out_dir=tmp_path / name,
+                                    sorted_by=["n"], row_group_rows=100, part_rows=200)
+        if name == failing:  # a failing writer removes its own parts, as write_parts does
+            parts.discard_parts(written)
+            raise OSError(28, "No space left on device")
+        return written
+
+    def first(start_second: object) -> list[parts.WrittenPart]:
+        start_second()  # type: ignore[operator]
+        return copy("first")
+
+    with pytest.raises(OSError, match="No space left"):
+        parts.write_overlapped(first, lambda: copy("second"))
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    ok_first, ok_second = parts.write_overlapped(
+        lambda start: parts.write_parts(
+            iter([pa.record_batch([pa.array([1, 2], pa.int64())], schema=schema)]),
+            schema=schema, out_dir=tmp_path / "a", sorted_by=["n"]),
+        lambda: parts.write_parts(
+            iter([pa.record_batch([pa.array([3], pa.int64())], schema=schema)]),
+            schema=schema, out_dir=tmp_path / "b", sorted_by=["n"]))
+    for part, rows in ((ok_first[0], [1, 2]), (ok_second[0], [3])):
+        assert pq.read_table(part.temp).column("n").to_pylist() == rows
+        assert part.sha256 == hashlib.sha256(part.temp.read_bytes()).hexdigest()
+        assert part.n_bytes == part.temp.stat().st_size
+
+
 def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
     import datetime as dt
     import decimal
