@@ -79,7 +79,7 @@ def write_canonical(
     digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
     documents = len(corpus_parts.hash_words)
     placed = handed.pop()
-    by_rid = _occurrence_lists(placed, kept, np.arange(documents), with_tokens=False)
+    by_rid = _occurrence_lists(placed, kept, documents, with_tokens=False)
     held = [_hash_lists(placed, kept, corpus_parts.hash_words)]  # dropped once written
     del placed
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
@@ -127,7 +127,7 @@ def _hash_lists(placed: Placed, kept: int, hash_words: UIntArray) -> pa.Table:
     import pyarrow as pa
 
     order = content_hash_order(hash_words)
-    lists = _occurrence_lists(placed, kept, order, with_tokens=True)
+    lists = _occurrence_lists(placed, kept, len(order), order, with_tokens=True)
     return lists.append_column("h32", pa.array((hash_words[order, 0] >> 32).astype(np.uint32)))
 
 
@@ -146,23 +146,28 @@ class _Aligned:
                                "documents; run `lineage store verify`")
 
 
-def _occurrence_lists(placed: Placed, kept: int, row_order: IntArray, *,
-                      with_tokens: bool) -> pa.Table:
-    """One row per document, in `row_order` (rids): the list of its occurrences among
-    the first `kept` (ordinal, epoch, stream_start[, n_tokens]), in epoch order."""
+def _occurrence_lists(placed: Placed, kept: int, documents: int,
+                      row_order: IntArray | None = None, *, with_tokens: bool) -> pa.Table:
+    """One row per document, in `row_order` (rids; default: rid order): the list of its
+    occurrences among the first `kept` (ordinal, epoch, stream_start[, n_tokens]), in
+    epoch order."""
     import numpy as np
     import pyarrow as pa
 
     rid, epoch = placed.rid[:kept], placed.epoch[:kept]
-    position = np.empty(len(row_order), dtype=np.int64)
-    position[row_order] = np.arange(len(row_order))
-    counts = np.bincount(position[rid], minlength=len(row_order))
-    offsets = np.zeros(len(row_order) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    if row_order is None:
+        row = rid
+    else:
+        position = np.empty(documents, dtype=np.int64)
+        position[row_order] = np.arange(documents)
+        row = position[rid]
+        del position
+    offsets = np.zeros(documents + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=documents), out=offsets[1:])
     # A document kept in epoch e was kept in epochs 0..e-1 too, earlier in the stream,
     # so the e-th entry of its list is its epoch-e occurrence.
-    slots = offsets[position[rid]] + epoch
-    del position, counts
+    slots = offsets[row] + epoch
+    del row
     values = {"ordinal": np.arange(kept, dtype=np.int64), "epoch": epoch,
               "stream_start": placed.stream_start[:kept]}
     if with_tokens:
