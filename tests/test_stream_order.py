@@ -5,8 +5,11 @@ and the content-hash order of the corpus index."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +92,19 @@ def test_content_hash_order_is_the_order_of_the_hex_strings(
     hex_of = ["".join(f"{w:016x}" for w in h) for h in hashes]
     expected = sorted(range(len(hashes)), key=lambda rid: (hex_of[rid], rid))
     assert content_hash_order(words).tolist() == expected
+
+
+def test_a_rid_names_its_document_across_parts(tmp_path: Path) -> None:
+    """The full keys of tied rows are computed from doc_ids found by rid, part by part."""
+    import duckdb
+
+    from lineage.stream.build import _doc_id
+
+    ids = [f"doc-{i:03d}" for i in range(25)]
+    parts = []
+    for start in range(0, 25, 10):  # parts of 10, 10 and 5 rows, in doc_id order
+        path = tmp_path / f"part-{start:02d}.parquet"
+        pq.write_table(pa.table({"doc_id": ids[start:start + 10]}), path)
+        parts.append((str(path), len(ids[start:start + 10])))
+    con = duckdb.connect()
+    assert [_doc_id(con, parts, rid) for rid in range(25)] == ids

@@ -2,10 +2,11 @@
 
 Everything runs outside the catalog lock. DuckDB reads the corpus and computes the keys
 (SHA-256, §2) on all cores; numpy sorts, truncates, interleaves and packs the occurrences
-(§2-4, `lineage.stream.order`); DuckDB joins the documents back and sorts the two tables,
-spilling to the store's staging folder when they do not fit in memory. The occurrence
-table is written in ordinal order while its digest is computed from the same batches; a
-copy sorted by content hash answers "trained on?".
+(§2-4, `lineage.stream.order`) when its arrays fit the build's memory budget, else
+DuckDB does it out of core (`lineage.stream.order_sql`). The two tables are then written
+by `lineage.stream.tables`, spilling to the store's staging folder when they do not fit
+in memory: the occurrence table in ordinal order, its digest computed from the same
+batches, and a copy in content-hash order that answers "trained on?".
 """
 
 from __future__ import annotations
