@@ -38,7 +38,7 @@ def build(
     memory_limit: Annotated[
         str, typer.Option(help="Memory budget, such as 1GB: DuckDB's, and the in-memory "
                           "order's (about 100 bytes per occurrence) when it fits; a larger "
-                          "corpus is ordered out of core, about 1.5x slower.")
+                          "corpus is ordered out of core, 1.5-2x slower.")
     ] = "1GB",
     json: JsonOption = False,
 ) -> None:

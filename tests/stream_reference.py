@@ -7,6 +7,7 @@ can be compared on any manifest. It also generates the golden vectors in tests/g
 from __future__ import annotations
 
 import hashlib
+import math
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -29,7 +30,7 @@ def reference_stream(
         with localcontext() as ctx:
             ctx.prec = 200
             budget = int(Decimal(epochs.get(source, "1")) * total)
-        n_epochs = max(-(-budget // total) if total else 1, 1)
+        n_epochs = max(math.ceil(Decimal(epochs.get(source, "1"))), 1)  # e = 0..ceil(E)-1
         sequence = []
         for epoch in range(n_epochs):
             def key(d: dict[str, Any], epoch: int = epoch, src: str = src) -> tuple[str, bytes]:

@@ -121,12 +121,12 @@ def test_builder_matches_the_reference(
     assert (built.steps, built.windows, built.tokens) == (
         expected["steps"], expected["windows"], expected["tokens"])
     assert built.occurrences_digest == occurrences_digest(expected["occurrences"])
-    _assert_hash_copy(store, "s", by_ordinal=order_path == "out-of-core")
+    _assert_hash_copy(store, "s")
 
 
-def _assert_hash_copy(store: Store, name: str, *, by_ordinal: bool) -> None:
+def _assert_hash_copy(store: Store, name: str) -> None:
     """occurrence_hashes holds the occurrences again, in content-hash order, file by
-    file; equal hashes in (doc_id, epoch) order, or by ordinal when DuckDB sorted them."""
+    file; equal hashes in (doc_id, epoch) order, whichever path ordered the stream."""
     columns = "content_hash, doc_id, epoch, ordinal, stream_start, stream_end, source"
     occurrences = store.sql(f"SELECT {columns} FROM occurrences WHERE stream = '{name}'").rows
     paths = [row[0] for row in store.sql(
@@ -135,8 +135,38 @@ def _assert_hash_copy(store: Store, name: str, *, by_ordinal: bool) -> None:
     copy = [row for path in paths
             for row in pq.read_table(store.root / path, columns=columns.split(", ")).to_pylist()]
     as_rows = [tuple(row.values()) for row in copy]
-    assert as_rows == sorted(occurrences, key=lambda r: (r[0], r[3]) if by_ordinal
-                             else (r[0], r[1].encode("utf-8"), r[2]))
+    assert as_rows == sorted(occurrences, key=lambda r: (r[0], r[1].encode("utf-8"), r[2]))
+
+
+def test_positions_past_16_and_32_bits_widen_before_adding(
+    store: Store, tmp_path: Path, order_path: str
+) -> None:
+    """The occurrence lists hold positions in 16 bits here (the last start is 32,032);
+    its end, 33,032, must not overflow."""
+    docs = [{"doc_id": f"d{i:02d}", "source": "web", "n_tokens": 1000} for i in range(40)]
+    ingest_corpus(store, [_manifest(tmp_path / "m.parquet", docs)], corpus="c")
+    built = build_stream(store, corpus="c", name="s", seed=1, seq_len=1000, batch=33)
+    expected = reference_stream(docs, seed=1, seq_len=1000, batch=33)
+    assert _stored(store, "s") == expected["occurrences"]
+    assert max(r["stream_end"] for r in expected["occurrences"]) > 2**15
+    assert built.occurrences_digest == occurrences_digest(expected["occurrences"])
+    _assert_hash_copy(store, "s")
+
+
+def test_a_zero_token_document_is_kept_in_the_last_partial_epoch(
+    store: Store, tmp_path: Path, order_path: str
+) -> None:
+    """Epochs are drawn for e = 0 .. ceil(E) - 1 (spec §2): with E = 2.05 and 10 tokens,
+    the budget of 20 is spent after two epochs, and a zero-token document that sorts
+    first in epoch 2 still fits."""
+    docs = [{"doc_id": "a", "source": "web", "n_tokens": 10},
+            {"doc_id": "z", "source": "web", "n_tokens": 0}]
+    ingest_corpus(store, [_manifest(tmp_path / "m.parquet", docs)], corpus="c")
+    build_stream(store, corpus="c", name="s", seed=0, seq_len=1, batch=1,
+                 epochs=["web=2.05"])
+    expected = reference_stream(docs, seed=0, seq_len=1, batch=1, epochs={"web": "2.05"})
+    assert ("z", 2) in {(r["doc_id"], r["epoch"]) for r in expected["occurrences"]}
+    assert _stored(store, "s") == expected["occurrences"]
 
 
 def test_golden_vectors(tmp_path: Path, order_path: str) -> None:

@@ -38,6 +38,7 @@ from lineage.stream.spec import (
     STREAM_SPEC,
     RecordedSpec,
     StreamSpec,
+    epochs_drawn,
     parse_epochs,
     source_budget,
 )
@@ -270,9 +271,8 @@ def _source_rows(con: duckdb.DuckDBPyConnection, spec: StreamSpec,
     rows = []
     for source, (_, total) in sources.items():
         budget = source_budget(spec.epochs[source], total)
-        n_epochs = -(-budget // total) if total else 1  # ceil; a zero-token source: 1 epoch
         rows.append((source, hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                     max(n_epochs, 1), budget))
+                     epochs_drawn(spec.epochs[source]), budget))
     rows.sort(key=lambda row: row[1])
     con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
                 "budget BIGINT, srank INTEGER)")
@@ -301,7 +301,7 @@ def _order(
     # 2^-64 a pair) get their full keys from `full_keys`.
     arrays = con.execute(
         """
-        SELECT p.first_rid + d.file_row_number AS rid, s.srank::SMALLINT AS srank,
+        SELECT p.first_rid + d.file_row_number AS rid, s.srank::INTEGER AS srank,
                e.epoch::INTEGER AS epoch, d.n_tokens,
                ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10),
                                            d.doc_id)), 16))::UBIGINT AS k64

@@ -117,3 +117,11 @@ def source_budget(epochs: str, source_tokens: int) -> int:
     with localcontext() as ctx:
         ctx.prec = 200
         return int(Decimal(epochs) * source_tokens)  # int() truncates: floor for >= 0
+
+
+def epochs_drawn(epochs: str) -> int:
+    """The epochs whose keys a source's sequence is drawn from: e = 0 .. ceil(E_s) - 1.
+    (Fewer would do for the tokens alone, but a zero-token document may still fit in
+    the last one: the spec keeps it.)"""
+    number = Decimal(epochs)
+    return max(int(number.to_integral_value(rounding="ROUND_CEILING")), 1)

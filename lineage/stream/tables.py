@@ -44,7 +44,10 @@ if TYPE_CHECKING:
     from lineage.stream.order import IntArray, UIntArray
 
 _FETCH_ROWS = 65_536
-_HASH_ORDER = "('0x' || left(content_hash, 16))::UBIGINT, content_hash, ordinal"
+# Equal hashes in (doc_id, epoch) order, the order the in-memory path streams them in, so
+# both paths write the same bytes; ordinal breaks the ties of recorded segments.
+_HASH_ORDER = ("('0x' || left(content_hash, 16))::UBIGINT, content_hash, doc_id, epoch, "
+               "ordinal")
 
 
 @dataclass
@@ -229,7 +232,7 @@ def _write(
     """One table from the rows of `source` (sorted by `order` unless None, when they
     already are in the table's order). A sort carries only the columns that vary by row
     and that the table has; the constants, `stream_end` and the digest lines are added
-    after it."""
+    after it (positions widened first: the lists may hold them in 16 or 32 bits)."""
     occurrences = table == "occurrences"
     schema = occurrences_schema() if occurrences else occurrence_hashes_schema()
     extra = ["misaligned"] if any(isinstance(d, _Aligned) for d in digests) else []
@@ -237,25 +240,25 @@ def _write(
                         + extra)
     lines = "".join(f", {d.sql_line()} AS {LINE_COLUMN}" for d in digests
                     if isinstance(d, LineHasher))
-    cursor = con.cursor()
-    if registered is not None:
-        cursor.register("placed", registered)
-    reader = cursor.sql(
-        f"""
-        SELECT *{lines} FROM (
-            SELECT ?::VARCHAR AS stream, ?::VARCHAR AS corpus, *,
-                   stream_start + n_tokens AS stream_end
-            FROM (SELECT {payload} FROM {source}
-                  {f"ORDER BY {order}" if order else ""}))
-        """,
-        params=[name, corpus, *params],
-    ).to_arrow_reader(_FETCH_ROWS)
-    # In ordinal order the positions grow with the ordinal: deltas encode them best.
-    sorted_integers = ("ordinal", "stream_start", "stream_end") if occurrences else ()
-    return write_parts(
-        reader, schema=schema, out_dir=store.table_dir(table),
-        sorted_by=["ordinal"] if occurrences else ["content_hash"], digests=digests,
-        progress=progress, stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
-        part_rows=LOOKUP_PART_ROWS,
-        range_columns=["stream_start", "stream_end"] if occurrences else ["content_hash"],
-        encodings=dict.fromkeys(sorted_integers, SORTED_INTEGERS))
+    with con.cursor() as cursor:
+        if registered is not None:
+            cursor.register("placed", registered)
+        reader = cursor.sql(
+            f"""
+            SELECT *{lines} FROM (
+                SELECT ?::VARCHAR AS stream, ?::VARCHAR AS corpus, *,
+                       stream_start::BIGINT + n_tokens::BIGINT AS stream_end
+                FROM (SELECT {payload} FROM {source}
+                      {f"ORDER BY {order}" if order else ""}))
+            """,
+            params=[name, corpus, *params],
+        ).to_arrow_reader(_FETCH_ROWS)
+        # In ordinal order the positions grow with the ordinal: deltas encode them best.
+        sorted_integers = ("ordinal", "stream_start", "stream_end") if occurrences else ()
+        return write_parts(
+            reader, schema=schema, out_dir=store.table_dir(table),
+            sorted_by=["ordinal"] if occurrences else ["content_hash"], digests=digests,
+            progress=progress, stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+            part_rows=LOOKUP_PART_ROWS,
+            range_columns=["stream_start", "stream_end"] if occurrences else ["content_hash"],
+            encodings=dict.fromkeys(sorted_integers, SORTED_INTEGERS))
