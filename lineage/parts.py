@@ -1,10 +1,11 @@
 """Bulk tables as Parquet parts: written under temp names, published in one commit.
 
 Writers stream sorted Arrow batches into parts of at most `part_rows` rows (row groups of
-`row_group_rows`, zstd, statistics on, so range and point lookups prune row groups),
-feeding each batch to the digests that describe the table. Parts are fsynced and their
-size and SHA-256 recorded before any lock is taken; `publish_parts` then renames them into
-place and registers them inside the caller's catalog transaction.
+`row_group_rows`, zstd, min/max statistics on the sort and range columns, so range and
+point lookups prune row groups), feeding each batch to the digests that describe the
+table. Parts are hashed (SHA-256) as they are written and fsynced before any lock is
+taken; `publish_parts` then renames them into place and registers them inside the
+caller's catalog transaction.
 """
 
 from __future__ import annotations

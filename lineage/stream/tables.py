@@ -15,7 +15,7 @@ build a table `ordered` instead, which is sorted twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +100,8 @@ def write_canonical(
             return _write(con, store, "occurrence_hashes", name, corpus, source=source,
                           params=[corpus_parts.document_hashes], registered=held[0],
                           order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
-                          total=kept, progress=progress, stage="indexing occurrences")
+                          total=kept, progress=progress, stage="indexing occurrences",
+                          checks=["misaligned"])
         finally:
             held.clear()
 
@@ -228,16 +229,17 @@ def _write(
     con: duckdb.DuckDBPyConnection, store: Store, table: str, name: str, corpus: str, *,
     source: str, params: list[Any], order: str | None, digests: list[Any], total: int,
     progress: Progress, stage: str, registered: pa.Table | None = None,
+    checks: Sequence[str] = (),
 ) -> list[WrittenPart]:
     """One table from the rows of `source` (sorted by `order` unless None, when they
     already are in the table's order). A sort carries only the columns that vary by row
-    and that the table has; the constants, `stream_end` and the digest lines are added
-    after it (positions widened first: the lists may hold them in 16 or 32 bits)."""
+    and that the table has, plus the `checks` columns the digests read; the constants,
+    `stream_end` and the digest lines are added after it (positions widened first: the
+    lists may hold them in 16 or 32 bits)."""
     occurrences = table == "occurrences"
     schema = occurrences_schema() if occurrences else occurrence_hashes_schema()
-    extra = ["misaligned"] if any(isinstance(d, _Aligned) for d in digests) else []
     payload = ", ".join([c for c in _ROW_COLUMNS if c in schema.names or c == "n_tokens"]
-                        + extra)
+                        + list(checks))
     lines = "".join(f", {d.sql_line()} AS {LINE_COLUMN}" for d in digests
                     if isinstance(d, LineHasher))
     with con.cursor() as cursor:
