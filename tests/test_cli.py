@@ -135,3 +135,16 @@ def test_stream_build_refuses_a_bad_memory_limit_before_any_work(cli: Cli) -> No
                  "--seq-len", "8", "--batch", "1", "--memory-limit", "lots", code=2)
     assert result.stderr.strip().splitlines() == [
         "error: memory limit 'lots': expected a size such as 1GB or 512MB"]
+
+
+def test_stream_build_with_too_little_memory_says_so_and_stores_nothing(
+    cli: Cli, example_corpus: Path
+) -> None:
+    cli("ingest", "corpus", str(example_corpus), "--corpus", "c")
+    result = cli("stream", "build", "--corpus", "c", "--name", "s", "--seed", "1",
+                 "--seq-len", "64", "--batch", "1", "--memory-limit", "1KB", code=2)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: --memory-limit 1KB is too small for this build (")
+    assert cli("stream", "list", "--json").stdout.strip() == "[]"
+    assert cli("store", "verify", "--json").stdout.count('"ok": true') == 1
+

@@ -174,15 +174,29 @@ def _build(
     try:
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
-        rows = _source_rows(con, spec, sources)
-        candidates = sum(sources[source][0] * n_epochs for source, _, n_epochs, _ in rows)
-        report_progress(progress, "ordering documents", 0, 3)
-        if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
-            return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
-                                    progress)
-        return _build_out_of_core(con, store, spec, corpus, name, parts, progress)
+        return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
+                             memory_limit, progress)
+    except duckdb.OutOfMemoryException as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise UsageError(f"--memory-limit {memory_limit} is too small for this build "
+                         f"({first}); give it more") from exc
     finally:
         con.close()
+
+
+def _build_within(
+    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    sources: dict[str, tuple[int, int]], parts: list[tuple[str, int]],
+    hash_parts: list[str], memory_limit: str, progress: Progress,
+) -> Built:
+    """The order in memory when its arrays fit the budget, else out of core."""
+    rows = _source_rows(con, spec, sources)
+    candidates = sum(sources[source][0] * n_epochs for source, _, n_epochs, _ in rows)
+    report_progress(progress, "ordering documents", 0, 3)
+    if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
+        return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
+                                progress)
+    return _build_out_of_core(con, store, spec, corpus, name, parts, progress)
 
 
 # What the in-memory order holds per (document, epoch), measured at 10M documents. When
