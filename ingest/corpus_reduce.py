@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage import faults
 from lineage.digest import LINE_COLUMN, string_values
-from lineage.errors import InputError, UsageError
+from lineage.errors import InputError, UsageError, too_little_memory
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifests
 from lineage.ingest.staging import StagedParts, record_place
@@ -123,6 +123,9 @@ def reduce_corpus(
                 discard_parts(reduced.all_parts())
                 raise
         return reduced
+    except duckdb.OutOfMemoryException as exc:
+        raise too_little_memory(f"$LINEAGE_MEMORY_LIMIT {memory_limit()}", "ingest",
+                                exc) from exc
     finally:
         con.close()
 

@@ -32,6 +32,12 @@ class UsageError(LineageError):
     """Arguments that cannot work together."""
 
 
+def too_little_memory(setting: str, work: str, exc: Exception) -> UsageError:
+    """The error for DuckDB running out of the memory budget a user gave it."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return UsageError(f"{setting} is too small for this {work} ({first}); give it more")
+
+
 class InputError(LineageError):
     """An input file breaks a rule; the message names the file and the place."""
 

@@ -148,3 +148,13 @@ def test_stream_build_with_too_little_memory_says_so_and_stores_nothing(
     assert cli("stream", "list", "--json").stdout.strip() == "[]"
     assert cli("store", "verify", "--json").stdout.count('"ok": true') == 1
 
+
+def test_an_ingest_with_too_little_memory_says_so_and_stores_nothing(
+    cli: Cli, example_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LINEAGE_MEMORY_LIMIT", "1KB")
+    result = cli("ingest", "corpus", str(example_corpus), "--corpus", "c", code=2)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: $LINEAGE_MEMORY_LIMIT 1KB is too small for this ingest (")
+    assert cli("corpus", "list", "--json").stdout.strip() == "[]"
+

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage import faults
 from lineage.durable import remove_quietly
-from lineage.errors import ConflictError, NotFoundError, UsageError
+from lineage.errors import ConflictError, NotFoundError, UsageError, too_little_memory
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
     Progress,
@@ -177,9 +177,7 @@ def _build(
         return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
                              memory_limit, progress)
     except duckdb.OutOfMemoryException as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise UsageError(f"--memory-limit {memory_limit} is too small for this build "
-                         f"({first}); give it more") from exc
+        raise too_little_memory(f"--memory-limit {memory_limit}", "build", exc) from exc
     finally:
         con.close()
 
