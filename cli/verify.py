@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,37 +17,61 @@ def verify(
     sums: Annotated[
         Path | None, typer.Option(help="A trusted SHA256SUMS list (GNU or BSD lines).")
     ] = None,
+    strict: Annotated[
+        bool, typer.Option(help="With --sums: files the list does not name fail the check.")
+    ] = False,
     max_header_mib: Annotated[
         float, typer.Option(help="Largest safetensors header accepted (a local policy).")
     ] = 16.0,
     json: JsonOption = False,
 ) -> None:
-    """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
+    """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail.
+
+    Checksums come from --sums when given. Without it, a Hugging Face cache snapshot
+    (`models--ORG--NAME/snapshots/REV/`) is checked against its blob names: LFS blobs are
+    named by their SHA-256, other files by their Git blob SHA-1. Any other folder's
+    checksums are not checked. With --sums, files on disk that the list does not name are
+    a warning (a failure with --strict); the list and its signatures are not counted.
+    """
     from lineage.verify import verify_folder
 
-    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
+    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib, strict=strict)
     if json:
         output.emit_json(report)
     else:
-        structure, checksums = report["structure"], report["checksums"]
-        lines = [f"structure: {'ok' if structure['ok'] else 'FAILED'} ({structure['files']} "
-                 f"files, {structure['tensors']} tensors, {structure['parameters']:,} "
-                 "parameters)"]
-        lines += [f"  {e['file']}: {e['rule']}: {e['message']}" for e in structure["errors"]]
-        if checksums["ok"] is None:
-            lines.append("checksums: not checked (no --sums list)")
-        else:
-            bad = [f for f in checksums["files"] if f["status"] != "ok"]
-            lines.append(f"checksums: {'ok' if checksums['ok'] else 'FAILED'} "
-                         f"({len(checksums['files']) - len(bad)}/{len(checksums['files'])} "
-                         "files match)")
-            lines += [f"  {f['path']}: {f['status']}" for f in bad]
-            lines += [f"  line {p['line']}: {p['rule']}: {p['message']}"
-                      for p in checksums["problems"]]
-        lines.append(f"load: {report['load']}")
-        output.emit_lines(lines)
+        output.emit_lines(_verify_lines(report))
     if not report["ok"]:
         raise typer.Exit(EXIT_NO)
+
+
+def _verify_lines(report: dict[str, Any]) -> list[str]:
+    structure = report["structure"]
+    lines = []
+    if report["snapshot"]:
+        snap = report["snapshot"]
+        refs = f" ({', '.join(snap['refs'])})" if snap["refs"] else ""
+        lines.append(f"snapshot: {snap['repo_id']} revision {snap['revision']}{refs}")
+    lines.append(f"structure: {'ok' if structure['ok'] else 'FAILED'} ({structure['files']} "
+                 f"files, {structure['tensors']} tensors, {structure['parameters']:,} "
+                 "parameters)")
+    lines += [f"  {e['file']}: {e['rule']}: {e['message']}" for e in structure["errors"]]
+    return lines + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"]
+
+
+def _checksum_lines(checksums: dict[str, Any]) -> list[str]:
+    if checksums["ok"] is None:
+        return ["checksums: not checked (no --sums list, not a hub cache snapshot)"]
+    source = {"sums-list": checksums["list"], "hf-cache-blobs": "the cache's blob names"}
+    files = checksums["files"]
+    good = sum(1 for f in files if f["status"] == "ok")
+    lines = [f"checksums: {'ok' if checksums['ok'] else 'FAILED'} ({good}/{len(files)} "
+             f"files match {source[checksums['source']]})"]
+    mark = "warning: " if checksums["ok"] else ""  # when the verdict holds, all are warnings
+    for problem in checksums["problems"]:
+        where = f"line {problem['line']}: " if problem["line"] else ""
+        lines.append(f"  {mark}{where}{problem['path'] or ''}: {problem['rule']}: "
+                     f"{problem['message']}")
+    return lines
 
 
 def sums(
@@ -56,10 +80,14 @@ def sums(
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts."""
-    from lineage.formats.sha256sums import write_sums
+    """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts.
 
-    text = write_sums(folder, sums_name=out.name if out else "SHA256SUMS")
+    A Hugging Face cache snapshot is listed with the names it shows, each file hashed
+    through its vetted link into the repository's blobs.
+    """
+    from lineage.verify import folder_sums
+
+    text = folder_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:
         output.emit_raw(text)
     else:

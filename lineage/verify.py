@@ -1,22 +1,26 @@
 """`lineage verify DIR`: three verdicts on a model or checkpoint folder, never merged.
 
-structure  every safetensors rule of DOMAIN.md §1 plus dtype x shape = byte length
-checksums  the folder against a trusted SHA256SUMS list (null when none was given)
+structure  every safetensors rule plus dtype x shape = byte length
+checksums  the folder against a trusted source of hashes: a SHA256SUMS list when one is
+           given (`source` "sums-list"); else, for a Hugging Face cache snapshot, the names
+           of the cache's blobs ("hf-cache-blobs"); else not checked (`ok` and `source` null)
 load       "not-tested": lineage reads files, it never loads or runs a model
 
-Passing one verdict says nothing of the others (DESIGN.md, principle 4).
+Passing one verdict says nothing of the others.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lineage.chain import TensorDigest
-from lineage.errors import UsageError
+from lineage.errors import InputError, UsageError
+from lineage.formats import hf_cache
 from lineage.formats import safetensors as st
-from lineage.formats.sha256sums import read_sums, verify_sums
+from lineage.formats.sha256sums import SumsReport, read_sums, verify_sums, write_sums
 
 LOAD_NOT_TESTED = "not-tested"
 _CHUNK = 1 << 20
@@ -24,22 +28,52 @@ _CHUNK = 1 << 20
 
 def verify_folder(
     folder: str | Path, *, sums: str | Path | None = None, max_header_mib: float = 16,
-    workers: int | None = None,
+    workers: int | None = None, strict: bool = False,
 ) -> dict[str, Any]:
+    """The three verdicts on a folder. `strict`: files the list does not name fail it."""
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
-    structure = st.check_folder(folder, max_header_bytes=int(max_header_mib * 2**20))
-    checksums: dict[str, Any] = {"ok": None, "files": [], "problems": [], "list": None}
+    _require_folder(folder)
+    snapshot = hf_cache.find_snapshot(folder)
+    structure = st.check_folder(folder, max_header_bytes=int(max_header_mib * 2**20),
+                                vetted_links=snapshot.blobs if snapshot else None)
+    checksums: dict[str, Any] = {"ok": None, "source": None, "files": [], "problems": [],
+                                 "list": None, "unlisted": []}
     if sums is not None:
-        entries = read_sums(Path(sums))  # an unreadable or malformed list is an error (exit 2)
-        report = verify_sums(folder, entries, workers=workers)
-        checksums = {"ok": report.ok, "files": report.files, "list": str(sums),
-                     "problems": [p.__dict__ for p in report.problems],
-                     "bytes_hashed": report.bytes_hashed}
+        entries = read_sums(Path(sums))  # a missing or malformed list is an error (exit 2)
+        report = verify_sums(folder, entries, workers=workers, list_path=Path(sums),
+                             strict=strict, vetted_links=snapshot.blobs if snapshot else None)
+        checksums = _checksums(report, listed=str(sums))
+    elif snapshot is not None:
+        checksums = _checksums(hf_cache.verify_snapshot(snapshot, workers=workers))
     ran = [structure["ok"]] + ([checksums["ok"]] if checksums["ok"] is not None else [])
     return {"folder": str(folder), "ok": all(ran), "structure": structure,
-            "checksums": checksums, "load": LOAD_NOT_TESTED}
+            "checksums": checksums, "load": LOAD_NOT_TESTED,
+            "snapshot": snapshot.describe() if snapshot else None}
+
+
+def folder_sums(folder: str | Path, *, sums_name: str = "SHA256SUMS",
+                workers: int | None = None) -> str:
+    """SHA256SUMS lines for a folder; a cache snapshot is listed through its vetted blobs."""
+    folder = Path(folder)
+    _require_folder(folder)
+    snapshot = hf_cache.find_snapshot(folder)
+    if snapshot is not None:
+        return hf_cache.write_snapshot_sums(snapshot, workers=workers)
+    return write_sums(folder, sums_name=sums_name, workers=workers)
+
+
+def _require_folder(folder: Path) -> None:
+    if not folder.is_dir():
+        problem = "not a directory" if os.path.lexists(folder) else "no such directory"
+        raise InputError(folder, f"no-folder: {problem}")
+
+
+def _checksums(report: SumsReport, *, listed: str | None = None) -> dict[str, Any]:
+    return {"ok": report.ok, "source": report.source, "list": listed, "files": report.files,
+            "problems": [p.__dict__ for p in report.problems], "unlisted": report.unlisted,
+            "bytes_hashed": report.bytes_hashed}
 
 
 def safetensors_weights_digest(folder: str | Path) -> str:

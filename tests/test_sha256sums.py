@@ -61,7 +61,8 @@ def statuses(report: SumsReport) -> dict[str, str]:
 
 
 def rules(report: SumsReport) -> list[str]:
-    return [problem.rule for problem in report.problems]
+    """The rules broken by listed entries (files the list does not name are tested apart)."""
+    return [problem.rule for problem in report.problems if problem.rule != "unlisted-file"]
 
 
 FILES = {"model-00001.safetensors": b"\x00" * 3000 + b"weights", "config.json": b"{}\n",
@@ -200,9 +201,12 @@ def test_non_utf8_line_is_malformed(tmp_path: Path) -> None:
     assert rule_of(caught.value) == "malformed-line" and caught.value.where == "line 2"
 
 
-def test_unreadable_sums_file_raises(tmp_path: Path) -> None:
+def test_missing_or_unreadable_sums_file_raises(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         read_sums(tmp_path / "absent")
+    assert rule_of(caught.value) == "missing-file" and caught.value.path.endswith("absent")
+    with pytest.raises(InputError) as caught:
+        read_sums(tmp_path)  # a folder given as the list
     assert rule_of(caught.value) == "unreadable-file"
 
 
@@ -225,8 +229,11 @@ def test_same_path_same_hash_is_a_warning_only(folder: Path) -> None:
     entries = parse_sums(f"{digest}  config.json\n{digest.upper()}  ./config.json\n")
     assert [e.path for e in entries] == ["config.json", "config.json"]
     report = verify_sums(folder, entries)
-    assert report.ok  # the warning does not fail the check
-    assert [(p.line, p.rule) for p in report.problems] == [(2, "duplicate-entry")]
+    assert report.ok  # the warnings do not fail the check
+    assert [(p.line, p.rule) for p in report.problems if p.path == "config.json"] == [
+        (2, "duplicate-entry")]
+    assert report.unlisted == ["model-00001.safetensors", "sub/dir/tokenizer.json"]
+    assert {p.rule for p in report.problems} == {"duplicate-entry", "unlisted-file"}
     assert [row["status"] for row in report.files] == ["ok", "ok"]
     assert report.bytes_hashed == len(FILES["config.json"])  # read once
 

@@ -10,7 +10,8 @@ Every failure names one rule id:
 
     no-folder         the model folder does not exist or is not a directory
     no-safetensors    the folder holds no *.safetensors file
-    symlinked-shard   a *.safetensors entry is a symbolic link (rejected, never followed)
+    symlinked-shard   a *.safetensors entry is a symbolic link (rejected, never followed,
+                      unless the caller vetted it: a hub cache snapshot's link to its blob)
     unreadable        not a regular file, or the operating system refused to read it
     short-prefix      the file is shorter than the 8-byte header length prefix
     header-length     N is 0, runs beyond the end of the file, or exceeds the local cap
@@ -48,7 +49,7 @@ import os
 import posixpath
 import stat
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, NoReturn
@@ -437,11 +438,17 @@ def _check_coverage(path: Path, tensors: list[TensorInfo], data_size: int) -> No
 
 
 def check_folder(
-    folder: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    folder: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    vetted_links: Mapping[str, Path] | None = None,
 ) -> dict[str, Any]:
-    """Check every *.safetensors in a folder and the index against them; never raises."""
+    """Check every *.safetensors in a folder and the index against them; never raises.
+
+    `vetted_links` maps names in the folder to the regular files a caller has vetted them
+    to link to (a hub cache snapshot's blobs, see `hf_cache`): those links are read
+    through the vetted file. Every other symbolic link is still refused.
+    """
     folder = Path(folder)
-    report = _Report()
+    report = _Report(vetted_links)
     if not folder.is_dir():
         problem = "not a directory" if os.path.lexists(folder) else "no such directory"
         report.add(str(folder), "no-folder", problem)
@@ -455,7 +462,8 @@ def check_folder(
 
 
 class _Report:
-    def __init__(self) -> None:
+    def __init__(self, vetted: Mapping[str, Path] | None = None) -> None:
+        self.vetted = dict(vetted or {})  # name in the folder -> the file it links to
         self.errors: list[StructureError] = []
         self.tensors = 0
         self.parameters = 0
@@ -495,7 +503,7 @@ def _read_shards(
     owner: dict[str, str] = {}
     for shard in shards:
         path = folder / shard
-        if path.is_symlink():
+        if path.is_symlink() and shard not in report.vetted:
             report.add(
                 str(path),
                 "symlinked-shard",
@@ -503,8 +511,9 @@ def _read_shards(
             )
             report.failed.add(shard)
             continue
-        header, errors = check_file(path, max_header_bytes=max_header_bytes)
-        report.errors.extend(errors)
+        header, errors = check_file(report.vetted.get(shard, path),
+                                    max_header_bytes=max_header_bytes)
+        report.errors.extend(StructureError(str(path), e.rule, e.message) for e in errors)
         if header is None:
             report.failed.add(shard)
             continue
@@ -549,7 +558,7 @@ def _check_index(
 
 def _read_weight_map(index_path: Path, report: _Report, cap: int) -> dict[str, str] | None:
     try:
-        raw = _read_small_file(index_path, cap)
+        raw = _read_small_file(report.vetted.get(INDEX_NAME, index_path), cap)
         document = loads_strict(raw, source=str(index_path))
     except InputError as exc:
         report.add(str(index_path), "index-json", exc.rule)

@@ -23,29 +23,30 @@ truncated transfer.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError
+from lineage.formats.file_hash import Outcome, Progress, hash_files
+from lineage.formats.file_hash import Refusal as _Refusal
+from lineage.formats.file_hash import kind as _kind
+from lineage.formats.file_hash import reason as _reason
+from lineage.formats.file_hash import sha256_files as sha256_files  # re-exported
 
 SUMS_NAME = "SHA256SUMS"
 WARNING_RULES = frozenset({"duplicate-entry"})  # reported, but `ok` stays True
-_READ_CHUNK = 1 << 20  # large updates let hashlib release the GIL
+_SIGNATURE_SUFFIXES = (".asc", ".sig", ".gpg", ".minisig", ".sigstore")
+_HUB_METADATA = ".cache/huggingface"  # written by `hf download --local-dir`
 _HEX_LEN = 64
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 _HEX_RUN = re.compile(r"[0-9a-fA-F]*")
 _TAG = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*) ?\(")
 _UNESCAPE = {"\\": "\\", "n": "\n", "r": "\r"}
-
-Progress = Callable[[int, int], object]
-
 
 @dataclass(frozen=True)
 class SumEntry:
@@ -68,15 +69,8 @@ class SumsReport:
     files: list[dict[str, Any]] = field(default_factory=list)
     problems: list[SumProblem] = field(default_factory=list)
     bytes_hashed: int = 0
-
-
-class _Refusal(Exception):
-    """A per-line or per-file rule broken; carries the rule id and a one-line reason."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(f"{rule}: {message}")
-        self.rule = rule
-        self.message = message
+    unlisted: list[str] = field(default_factory=list)  # on disk, not named by the list
+    source: str = "sums-list"  # where the expected hashes came from
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -86,6 +80,8 @@ def read_sums(path: Path) -> list[SumEntry]:
     """Parse a sums file; InputError names the file, the line and the rule broken."""
     try:
         data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "missing-file: no such SHA256SUMS list") from None
     except OSError as exc:
         raise InputError(path, f"unreadable-file: cannot read ({exc.strerror or exc})") from exc
     return _parse_lines(data.split(b"\n"), source=str(path))
@@ -227,101 +223,6 @@ def _normalise_name(name: str) -> str:
     return "/".join(kept)
 
 
-# --- hashing -------------------------------------------------------------------------------
-
-
-def sha256_files(paths: list[Path], *, workers: int | None = None) -> dict[Path, str]:
-    """Hex SHA-256 of each path, hashed in parallel; each distinct file is read once.
-
-    InputError when a path is missing, not a regular file or unreadable.
-    """
-    real: dict[Path, Path] = {}
-    for path in paths:
-        real[path] = _resolve_regular(path)
-    digests = _hash_many(sorted(set(real.values())), workers=workers)
-    result: dict[Path, str] = {}
-    for path, target in real.items():
-        outcome = digests[target]
-        if isinstance(outcome, _Refusal):
-            raise InputError(path, str(outcome))
-        result[path] = outcome[0]
-    return result
-
-
-def _resolve_regular(path: Path) -> Path:
-    try:
-        target = Path(path).resolve(strict=True)
-        mode = target.stat().st_mode
-    except FileNotFoundError:
-        raise InputError(path, "missing-file: no such file") from None
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
-        raise InputError(path, f"unreadable-file: {_reason(exc)}") from None
-    if not stat.S_ISREG(mode):
-        raise InputError(path, f"not-a-regular-file: {_kind(mode)}")
-    return target
-
-
-def _hash_many(
-    targets: list[Path], *, workers: int | None, progress: Progress | None = None
-) -> dict[Path, tuple[str, int] | _Refusal]:
-    """Digest and size per resolved path; per-file failures come back as _Refusal."""
-    results: dict[Path, tuple[str, int] | _Refusal] = {}
-    if not targets:
-        return results
-    count = max(1, min(workers or os.cpu_count() or 1, len(targets)))
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        futures = {pool.submit(_digest_or_refusal, target): target for target in targets}
-        for done, future in enumerate(as_completed(futures), start=1):
-            results[futures[future]] = future.result()
-            if progress is not None:
-                progress(done, len(targets))
-    return results
-
-
-def _digest_or_refusal(target: Path) -> tuple[str, int] | _Refusal:
-    try:
-        return _digest_regular_file(target)
-    except _Refusal as refusal:
-        return refusal
-    except OSError as exc:
-        return _Refusal("unreadable-file", _reason(exc))
-
-
-def _digest_regular_file(target: Path) -> tuple[str, int]:
-    """Hash a resolved path. O_NONBLOCK keeps a FIFO swapped in from hanging us, O_NOFOLLOW
-    refuses a symlink swapped in after resolution, fstat confirms it is still regular."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(target, flags)
-    with open(fd, "rb", buffering=0) as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _Refusal("not-a-regular-file", _kind(mode))
-        digest = hashlib.sha256()
-        buffer = bytearray(_READ_CHUNK)
-        view = memoryview(buffer)
-        total = 0
-        while size := handle.readinto(buffer):
-            digest.update(view[:size])
-            total += size
-    return digest.hexdigest(), total
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def _reason(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc)
-
-
 # --- verifying -----------------------------------------------------------------------------
 
 
@@ -341,29 +242,74 @@ def verify_sums(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    list_path: Path | None = None,
+    strict: bool = False,
+    vetted_links: Mapping[str, Path] | None = None,
 ) -> SumsReport:
     """Check every entry against the files below `folder`; never raises for a file.
 
     `ok` only when there is at least one entry and every entry is present, regular, inside
-    the folder and matches. `progress(done, total)` is called after each distinct file.
+    the folder and matches. Files below the folder that the list does not name are
+    reported in `unlisted` (rule `unlisted-file`): a warning, or a failure when `strict`.
+    The list itself (`list_path`, or any file with its name) and its signatures are not
+    counted. `vetted_links` maps names to the files a caller vetted them to link to (a hub
+    cache snapshot's blobs); other links must stay inside the folder. `progress(done,
+    total)` is called after each distinct file.
     """
     root = Path(folder).resolve()
-    checks = [_classify(root, entry) for entry in entries]
+    checks = [_classify(root, entry, vetted_links or {}) for entry in entries]
     _refuse_conflicts(checks)
     warnings = _duplicate_warnings(checks)
     targets = sorted({c.target for c in checks if c.target is not None})
-    digests = _hash_many(targets, workers=workers, progress=progress)
+    digests = hash_files(targets, workers=workers, progress=progress)
     files = [_finish(check, digests) for check in checks]
-    problems = [c.problem for c in checks if c.problem is not None] + warnings
+    unlisted = find_unlisted(root, {e.path for e in entries}, list_path=list_path)
+    problems = [c.problem for c in checks if c.problem is not None] + warnings + [
+        SumProblem(None, rel, "unlisted-file", "on disk but not in the list") for rel in unlisted]
     if not entries:
         problems.append(SumProblem(None, None, "empty-list", "the list has no entries"))
-    problems.sort(key=lambda p: (p.line or 0, p.rule))
-    failed = any(p.rule not in WARNING_RULES for p in problems)
+    problems.sort(key=lambda p: (p.line or 0, p.rule, p.path or ""))
+    allowed = WARNING_RULES if strict else WARNING_RULES | {"unlisted-file"}
+    failed = any(p.rule not in allowed for p in problems)
     bytes_hashed = sum(d[1] for d in digests.values() if not isinstance(d, _Refusal))
-    return SumsReport(ok=not failed, files=files, problems=problems, bytes_hashed=bytes_hashed)
+    return SumsReport(ok=not failed, files=files, problems=problems, bytes_hashed=bytes_hashed,
+                      unlisted=unlisted)
 
 
-def _classify(root: Path, entry: SumEntry) -> _Check:
+def find_unlisted(
+    folder: Path, listed: set[str], *, list_path: Path | None = None
+) -> list[str]:
+    """Sorted names of the files below `folder` (links included, not followed) not in `listed`.
+
+    A list's own companions are skipped: a file named like the list, that name plus a
+    signature suffix, and the hub's local download metadata (`.cache/huggingface/`).
+    """
+    root = Path(folder)
+    list_name = list_path.name if list_path is not None else SUMS_NAME
+    companions = {list_name, SUMS_NAME} | {list_name + s for s in _SIGNATURE_SUFFIXES}
+    own = os.path.realpath(list_path) if list_path is not None else None
+    found: list[str] = []
+    for dirpath, dirnames, names in os.walk(root):  # does not descend into symlinked dirs
+        dirnames.sort()
+        here = Path(dirpath)
+        if here.relative_to(root).as_posix() == _HUB_METADATA:
+            dirnames.clear()
+            continue
+        links = [d for d in dirnames if (here / d).is_symlink()
+                 and not any(p.startswith(_rel(here / d, root) + "/") for p in listed)]
+        for name in sorted(names) + links:
+            rel = _rel(here / name, root)
+            if rel in listed or name in companions or os.path.realpath(here / name) == own:
+                continue
+            found.append(rel)
+    return sorted(found)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _classify(root: Path, entry: SumEntry, vetted: Mapping[str, Path]) -> _Check:
     """Apply the list rules again (entries may be built by hand), then locate the file."""
     check = _Check(entry)
     try:
@@ -371,7 +317,7 @@ def _classify(root: Path, entry: SumEntry) -> _Check:
             raise _Refusal("malformed-line", f"{entry.path!r} is not a normalised name")
         if not _HEX.fullmatch(entry.sha256):
             raise _Refusal("malformed-line", f"expected hash is not {_HEX_LEN} hex digits")
-        check.target = _locate(root, entry.path)
+        check.target = vetted.get(entry.path) or _locate(root, entry.path)
     except _Refusal as refusal:
         status = "missing" if refusal.rule == "missing-file" else "refused"
         _fail(check, status, refusal.rule, refusal.message)
@@ -427,7 +373,7 @@ def _fail(check: _Check, status: str, rule: str, message: str) -> None:
     check.problem = SumProblem(check.entry.line, check.entry.path, rule, message)
 
 
-def _finish(check: _Check, digests: dict[Path, tuple[str, int] | _Refusal]) -> dict[str, Any]:
+def _finish(check: _Check, digests: dict[Path, Outcome]) -> dict[str, Any]:
     entry = check.entry
     expected = entry.sha256.lower()
     row: dict[str, Any] = {"path": entry.path, "expected": expected, "actual": None,
@@ -436,7 +382,8 @@ def _finish(check: _Check, digests: dict[Path, tuple[str, int] | _Refusal]) -> d
         return row
     outcome = digests[check.target]
     if isinstance(outcome, _Refusal):
-        _fail(check, "refused", outcome.rule, outcome.message)
+        status = "missing" if outcome.rule == "missing-file" else "refused"
+        _fail(check, status, outcome.rule, outcome.message)
     elif outcome[0] != expected:
         _fail(check, "mismatch", "hash-mismatch",
               f"sha256 {outcome[0][:16]}…, list says {expected[:16]}…")
@@ -464,6 +411,9 @@ def write_sums(
     `<folder>/<sums_name>`. `files` may be absolute or relative to `folder`. Raises
     InputError for a file outside the folder, missing, not regular or with a non-UTF-8 name.
     """
+    if not Path(folder).is_dir():
+        problem = "not a directory" if os.path.lexists(folder) else "no such directory"
+        raise InputError(folder, f"no-folder: {problem}")
     root = Path(folder).resolve()
     rels = _walk(root, sums_name) if files is None else [_relative(root, f) for f in files]
     rels = sorted(set(rels))
@@ -475,12 +425,24 @@ def write_sums(
             targets[rel] = _locate(root, rel)
         except _Refusal as refusal:
             raise InputError(root / rel, str(refusal)) from None
-    digests = _hash_many(sorted(set(targets.values())), workers=workers)
-    return "".join(_format_line(rel, _digest_of(root / rel, digests[t]))
-                   for rel, t in targets.items())
+    return format_sums(targets, workers=workers, where=root)
 
 
-def _digest_of(path: Path, outcome: tuple[str, int] | _Refusal) -> str:
+def format_sums(
+    targets: Mapping[str, Path], *, workers: int | None = None, where: Path | None = None
+) -> str:
+    """GNU-format lines for vetted files: listed name -> resolved regular file, sorted.
+
+    The names must already be normalised; `where` (the listed folder) only names a file
+    that fails to hash in the InputError.
+    """
+    digests = hash_files(sorted(set(targets.values())), workers=workers)
+    base = where if where is not None else Path()
+    return "".join(_format_line(rel, _digest_of(base / rel, digests[targets[rel]]))
+                   for rel in sorted(targets))
+
+
+def _digest_of(path: Path, outcome: Outcome) -> str:
     if isinstance(outcome, _Refusal):
         raise InputError(path, str(outcome))
     return outcome[0]

@@ -1,0 +1,147 @@
+"""Hashing files in parallel without being fooled by what a folder holds.
+
+Two digests, both over the exact bytes of a regular file:
+
+    sha256    what `sha256sum` prints; also the name of a Git LFS blob in a hub cache
+    git-sha1  Git's blob id: SHA-1 of `b"blob <size>\\0"` followed by the bytes; the name
+              a hub cache gives the blob of a file stored in Git itself (configs, tokenizers)
+
+Each distinct file is read once, by a thread pool (large reads let hashlib release the GIL).
+A file is opened without following a symbolic link and without blocking on a FIFO, and is
+checked to be regular after opening, so a file swapped after it was vetted is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from lineage.errors import InputError
+
+ALGORITHMS = ("sha256", "git-sha1")
+_READ_CHUNK = 1 << 20
+
+Progress = Callable[[int, int], object]
+
+
+class Refusal(Exception):
+    """A rule a file (or a line) broke: the rule id and a one-line reason."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{rule}: {message}")
+        self.rule = rule
+        self.message = message
+
+
+Outcome = tuple[str, int] | Refusal  # (hex digest, bytes read), or why the file was refused
+
+
+def sha256_files(paths: list[Path], *, workers: int | None = None) -> dict[Path, str]:
+    """Hex SHA-256 of each path, hashed in parallel; each distinct file is read once.
+
+    InputError when a path is missing, not a regular file or unreadable.
+    """
+    real: dict[Path, Path] = {}
+    for path in paths:
+        real[path] = resolve_regular(path)
+    digests = hash_files(sorted(set(real.values())), workers=workers)
+    result: dict[Path, str] = {}
+    for path, target in real.items():
+        outcome = digests[target]
+        if isinstance(outcome, Refusal):
+            raise InputError(path, str(outcome))
+        result[path] = outcome[0]
+    return result
+
+
+def resolve_regular(path: Path) -> Path:
+    """The resolved regular file behind `path`; InputError names what else it is."""
+    try:
+        target = Path(path).resolve(strict=True)
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(path, "missing-file: no such file") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise InputError(path, f"unreadable-file: {reason(exc)}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"not-a-regular-file: {kind(mode)}")
+    return target
+
+
+def hash_files(
+    targets: list[Path], *, algorithm: str | Mapping[Path, str] = "sha256",
+    workers: int | None = None, progress: Progress | None = None,
+) -> dict[Path, Outcome]:
+    """Digest and size per resolved path; per-file failures come back as Refusal.
+
+    `algorithm` is one of ALGORITHMS for every file, or a mapping path -> algorithm.
+    `progress(done, total)` is called after each file.
+    """
+    results: dict[Path, Outcome] = {}
+    if not targets:
+        return results
+    chosen = (lambda t: algorithm) if isinstance(algorithm, str) else algorithm.__getitem__
+    count = max(1, min(workers or os.cpu_count() or 1, len(targets)))
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = {pool.submit(_digest_or_refusal, t, chosen(t)): t for t in targets}
+        for done, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            if progress is not None:
+                progress(done, len(targets))
+    return results
+
+
+def _digest_or_refusal(target: Path, algorithm: str) -> Outcome:
+    try:
+        return digest_regular_file(target, algorithm)
+    except Refusal as refusal:
+        return refusal
+    except FileNotFoundError:  # gone since it was located: missing, not a mismatch
+        return Refusal("missing-file", "no such file (removed while verifying?)")
+    except OSError as exc:
+        return Refusal("unreadable-file", reason(exc))
+
+
+def digest_regular_file(target: Path, algorithm: str = "sha256") -> tuple[str, int]:
+    """Hash a resolved path. O_NONBLOCK keeps a FIFO swapped in from hanging us, O_NOFOLLOW
+    refuses a symlink swapped in after resolution, fstat confirms it is still regular."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(target, flags)
+    with open(fd, "rb", buffering=0) as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refusal("not-a-regular-file", kind(info.st_mode))
+        digest = hashlib.sha256() if algorithm == "sha256" else hashlib.sha1(
+            b"blob %d\0" % info.st_size, usedforsecurity=False)
+        buffer = bytearray(_READ_CHUNK)
+        view = memoryview(buffer)
+        total = 0
+        while size := handle.readinto(buffer):
+            digest.update(view[:size])
+            total += size
+    if algorithm == "git-sha1" and total != info.st_size:  # the header promised another size
+        raise Refusal("unreadable-file", f"size changed while reading ({info.st_size} -> {total})")
+    return digest.hexdigest(), total
+
+
+def kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
