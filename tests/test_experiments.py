@@ -113,6 +113,8 @@ def test_a_passing_experiment_records_everything(weights: Path, tmp_path: Path) 
         (lambda f: (f / "config.json").write_text('{"model_type": "other"}'), "hash mismatch",
          True),
         (lambda f: (f / "model.onnx").unlink(), "files missing", True),
+        (lambda f: ((f / "model.onnx").unlink(), (f / "config.json").write_text("{}")),
+         "hash mismatch and files missing", True),
         (lambda f: save_file({"x": np.zeros(2, np.float32)}, str(f / "extra.safetensors")),
          "index missing", False),
     ],

@@ -25,6 +25,8 @@ from lineage.formats.sha256sums import (
     write_sums,
 )
 
+from .conftest import Cli
+
 SHA256SUM = shutil.which("sha256sum")
 SHASUM = shutil.which("shasum")
 # coreutils and perl are part of every machine this runs on; a missing tool fails loudly.
@@ -347,6 +349,66 @@ def test_unreadable_file_is_refused(folder: Path, monkeypatch: pytest.MonkeyPatc
     report = verify_sums(folder, listed(folder))
     assert statuses(report)["config.json"] == "refused"
     assert rules(report) == ["unreadable-file"]
+
+
+def test_a_file_removed_while_verifying_is_missing_not_a_mismatch(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def vanish(path: object, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("tokenizer.json"):  # located, then gone before it is read
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", vanish)
+    report = verify_sums(folder, listed(folder))
+    assert statuses(report)["sub/dir/tokenizer.json"] == "missing"
+    assert rules(report) == ["missing-file"]
+
+
+# --- files on disk that the list does not name ---------------------------------------------
+
+
+def test_unlisted_files_warn_and_fail_when_strict(folder: Path, tmp_path: Path) -> None:
+    make(folder, {"extra.bin": b"x", "sub/dir/notes.txt": b"n"})
+    (folder / "link-to-config").symlink_to("config.json")
+    sums = make(tmp_path, {"list.txt": run_sha256sum(folder, *FILES).encode()}) / "list.txt"
+    report = verify_sums(folder, read_sums(sums), list_path=sums)
+    assert report.ok and rules(report) == []
+    assert report.unlisted == ["extra.bin", "link-to-config", "sub/dir/notes.txt"]
+    assert [(p.path, p.rule) for p in report.problems] == [
+        (rel, "unlisted-file") for rel in report.unlisted]
+    strict = verify_sums(folder, read_sums(sums), list_path=sums, strict=True)
+    assert not strict.ok and strict.unlisted == report.unlisted
+
+
+def test_the_list_and_its_companions_are_not_unlisted(folder: Path, tmp_path: Path) -> None:
+    (folder / "SHA256SUMS").write_text(run_sha256sum(folder, *FILES))
+    make(folder, {"SHA256SUMS.asc": b"sig", "weights.sums.minisig": b"sig",
+                  ".cache/huggingface/download/config.json.metadata": b"m",
+                  ".cache/other/x": b"kept"})
+    (folder / "linked").symlink_to("sub", target_is_directory=True)
+    inside = verify_sums(folder, read_sums(folder / "SHA256SUMS"),
+                         list_path=folder / "SHA256SUMS")
+    assert inside.unlisted == [".cache/other/x", "linked", "weights.sums.minisig"]
+    outside = tmp_path / "weights.sums"
+    tokenizer = sha(FILES["sub/dir/tokenizer.json"])
+    outside.write_text(run_sha256sum(folder, *FILES) + f"{tokenizer}  linked/dir/tokenizer.json\n")
+    report = verify_sums(folder, read_sums(outside), list_path=outside)
+    assert report.ok and report.unlisted == [".cache/other/x"]  # SHA256SUMS: the usual name
+
+
+def test_cli_verify_reports_unlisted_files(folder: Path, tmp_path: Path) -> None:
+    (folder / "SHA256SUMS").write_text(run_sha256sum(folder, *FILES))
+    (folder / "stray.py").write_text("print('hi')\n")
+    cli = Cli(tmp_path / "unused-store")
+    sums = str(folder / "SHA256SUMS")
+    warned = cli.json("verify", str(folder), "--sums", sums, code=1)  # no safetensors header
+    assert warned["checksums"]["ok"] and warned["checksums"]["unlisted"] == ["stray.py"]
+    strict = cli.json("verify", str(folder), "--sums", sums, "--strict", code=1)
+    assert strict["checksums"]["ok"] is False
+    assert [p["rule"] for p in strict["checksums"]["problems"]] == ["unlisted-file"]
 
 
 def test_progress_counts_distinct_files(folder: Path) -> None:

@@ -111,16 +111,32 @@ def _checksums(record: dict[str, Any], folder: Path, sums: Path) -> dict[str, An
     report = verify_sums(folder, read_sums(sums))
     record["checks"].append({"name": "checksums", "exit_code": 0 if report.ok else 1,
                              "ok": report.ok, "files": report.files})
-    if report.ok:
-        return None
-    missing = [f["path"] for f in report.files if f["status"] == "missing"]
-    changed = [f["path"] for f in report.files if f["status"] not in ("ok", "missing")]
-    if missing and not changed:
-        return {"type": "files missing", "files": missing,
-                "action": "the transfer is incomplete: fetch the missing files"}
-    return {"type": "hash mismatch", "files": changed + missing,
-            "action": "re-fetch only these files, and make sure a resumed download did not "
-                      "splice two revisions"}
+    return None if report.ok else _checksum_failure(report.files)
+
+
+# Checksum statuses -> (failure type, the action it calls for). A missing file is never
+# called a mismatch: one needs a fetch, the other a re-fetch and a look at the source.
+_CHECKSUM_FAILURES = {
+    "mismatch": ("hash mismatch", "re-fetch only these files, and make sure a resumed "
+                 "download did not splice two revisions"),
+    "missing": ("files missing", "the transfer is incomplete: fetch the missing files"),
+    "refused": ("files refused", "a listed name is not a regular file inside the folder "
+                "(a link leaving it, a FIFO, a folder): replace it with the real file"),
+}
+
+
+def _checksum_failure(files: list[dict[str, Any]]) -> dict[str, Any]:
+    """One failure naming each bad file under its own status, worst first."""
+    by_status = {status: [f["path"] for f in files if f["status"] == status]
+                 for status in _CHECKSUM_FAILURES}
+    found = [status for status, paths in by_status.items() if paths]
+    if not found:  # an empty list or a bad list: nothing was compared
+        return {"type": "no checksums", "files": [], "by_status": {},
+                "action": "the list names no file that could be checked"}
+    return {"type": " and ".join(_CHECKSUM_FAILURES[s][0] for s in found),
+            "files": [path for s in found for path in by_status[s]],
+            "by_status": {s: by_status[s] for s in found},
+            "action": "; ".join(_CHECKSUM_FAILURES[s][1] for s in found)}
 
 
 def _run(command: list[str], folder: Path, timeout: float | None

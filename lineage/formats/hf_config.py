@@ -182,7 +182,7 @@ def _check_folder(folder: Path) -> None:
 
 
 def _check_inside(folder: Path, path: Path) -> None:
-    if not path.is_symlink():
+    if not path.is_symlink() or _is_vetted_cache_link(path):
         return
     try:
         real = path.resolve()
@@ -190,6 +190,13 @@ def _check_inside(folder: Path, path: Path) -> None:
         _fail(path, "unreadable", "symbolic link cannot be resolved (a loop?)")
     if not real.is_relative_to(folder.resolve()):
         _fail(path, "unreadable", "symbolic link leading out of the folder (a hub cache?)")
+
+
+def _is_vetted_cache_link(path: Path) -> bool:
+    """A hub cache snapshot's link into its own repository's blobs (see `hf_cache`)."""
+    from lineage.formats.hf_cache import vetted_blob
+
+    return vetted_blob(path) is not None
 
 
 def _read_bounded(path: Path, max_bytes: int) -> bytes:

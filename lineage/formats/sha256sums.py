@@ -281,12 +281,15 @@ def find_unlisted(
 ) -> list[str]:
     """Sorted names of the files below `folder` (links included, not followed) not in `listed`.
 
-    A list's own companions are skipped: a file named like the list, that name plus a
-    signature suffix, and the hub's local download metadata (`.cache/huggingface/`).
+    A list's own companions are skipped: a file named like the list or SHA256SUMS, those
+    names plus a signature suffix (.asc .sig .gpg .minisig .sigstore), and the hub's local
+    download metadata (`.cache/huggingface/`). A linked folder counts as listed when the
+    list names a file through it.
     """
     root = Path(folder)
     list_name = list_path.name if list_path is not None else SUMS_NAME
-    companions = {list_name, SUMS_NAME} | {list_name + s for s in _SIGNATURE_SUFFIXES}
+    companions = {name + suffix for name in (list_name, SUMS_NAME)
+                  for suffix in ("", *_SIGNATURE_SUFFIXES)}
     own = os.path.realpath(list_path) if list_path is not None else None
     found: list[str] = []
     for dirpath, dirnames, names in os.walk(root):  # does not descend into symlinked dirs

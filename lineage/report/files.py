@@ -44,7 +44,8 @@ def sniff(path: Path) -> str:
 
 
 def list_files(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every file below `folder` (links not followed) and the symlinks found."""
+    """Every file below `folder` and the symlinks found. Links are not followed, except a
+    hub cache snapshot's vetted links into its own blobs: those are files too."""
     files, links = [], []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -54,11 +55,21 @@ def list_files(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
             if path.is_symlink():
                 target = os.path.realpath(path)
                 inside = Path(target).is_relative_to(folder.resolve())
-                links.append({"path": rel, "target": target, "inside": inside})
-                continue
+                cache_blob = _vetted_cache_blob(path)
+                links.append({"path": rel, "target": target, "inside": inside,
+                              "cache_blob": cache_blob is not None})
+                if cache_blob is None:
+                    continue
             anatomy = parse_model_name(path.name)
             files.append({"path": rel, "format": sniff(path), "size": path.stat().st_size,
                           "shard": list(anatomy["shard"]) if anatomy["shard"] else None,
                           "name": {k: v for k, v in anatomy.items()
                                    if v and k not in ("shard", "extra")}})
     return files, links
+
+
+def _vetted_cache_blob(link: Path) -> Path | None:
+    """The blob a hub cache snapshot link leads to, if `hf_cache` vetted it (else None)."""
+    from lineage.formats.hf_cache import vetted_blob
+
+    return vetted_blob(link)

@@ -14,15 +14,22 @@ _KNOWN = (
 _MAX = 256 * 1024
 
 
+def _readable(path: Path) -> bool:
+    """A regular file, not a link; or a hub cache snapshot's vetted link to its blob."""
+    from lineage.formats.hf_cache import vetted_blob
+
+    return path.is_file() and (not path.is_symlink() or vetted_blob(path) is not None)
+
+
 def find_license(folder: Path, gguf_license: str | None = None) -> dict[str, Any]:
     sources: list[dict[str, str]] = []
     card = folder / "README.md"
-    if card.is_file() and not card.is_symlink():
+    if _readable(card):
         value = _front_matter_license(card.read_bytes()[:_MAX].decode("utf-8", "replace"))
         if value:
             sources.append({"file": "README.md", "license": value, "how": "front matter"})
     for path in sorted(folder.glob("LICEN[CS]E*")):
-        if path.is_file() and not path.is_symlink():
+        if _readable(path):
             text = path.read_bytes()[:_MAX].decode("utf-8", "replace")
             guess = next((spdx for marker, spdx in _KNOWN if marker.lower() in text.lower()),
                          "unrecognised text")

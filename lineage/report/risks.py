@@ -1,6 +1,7 @@
 """Is it safe to open? Code paths and unverifiable content, found without running anything.
 
 dangerous  a pickle importing a known code-execution path; a symlink leaving the folder
+           (a hub cache snapshot's links into its own repository's blobs are not risks)
 unknown    pickle globals outside the allowlist, unverifiable archives, Python files and
            `auto_map` (loading needs trust_remote_code, which runs them)
 info       Jinja chat templates (template engines have had vulnerabilities; lineage never
@@ -23,7 +24,7 @@ def find_risks(
 ) -> list[dict[str, Any]]:
     risks = []
     for link in links:
-        if not link["inside"]:
+        if not link["inside"] and not link.get("cache_blob"):  # a vetted hub cache link is safe
             risks.append(_risk(link["path"], "symlink-outside", "dangerous",
                                f"symbolic link leaves the folder to {link['target']}"))
     for entry in files:
