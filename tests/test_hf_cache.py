@@ -212,8 +212,10 @@ def test_links_leaving_the_repository_are_refused_by_name(snapshot: Path, tmp_pa
     _relink(snapshot / "config.json", outside)  # absolute, out of the cache
     _relink(snapshot / "vocab.txt", "../../../outside.txt")  # relative, next to the repo
     _relink(snapshot / "README.md", f"../../../{other.parent.parent.name}/blobs/{other_blob.name}")
-    _relink(snapshot / "modules.json", "modules.json")  # itself: a loop
+    _relink(snapshot / "special_tokens_map.json", "special_tokens_map.json")  # a loop
     _relink(snapshot / "tokenizer.json", "../../refs/main")  # in the repo, not a blob
+    (repo / "blobs" / "not-a-digest").write_text("{}")
+    _relink(snapshot / "modules.json", "../../blobs/not-a-digest")
     (snapshot / "data_config.json").unlink()
     shutil.copyfile(minilm_folder / "data_config.json", snapshot / "data_config.json")
     found = hf_cache.find_snapshot(snapshot)
@@ -221,7 +223,8 @@ def test_links_leaving_the_repository_are_refused_by_name(snapshot: Path, tmp_pa
     rules = {p.path: p.rule for p in found.problems}
     assert rules == {"config.json": "link-leaves-repository",
                      "vocab.txt": "link-leaves-repository",
-                     "README.md": "link-into-other-repo", "modules.json": "link-loop",
+                     "README.md": "link-into-other-repo",
+                     "special_tokens_map.json": "link-loop", "modules.json": "unnamed-blob",
                      "tokenizer.json": "link-not-a-blob",
                      "data_config.json": "not-a-cache-link"}
     assert not set(rules) & set(found.blobs)  # none of them is followed
