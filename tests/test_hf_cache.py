@@ -136,6 +136,10 @@ def test_recognised_from_a_file_inside_and_for_datasets(snapshot: Path, tmp_path
     dataset = put_in_cache(source, tmp_path / "other", repo_id="org/set", repo_type="dataset")
     found = hf_cache.find_snapshot(dataset)
     assert found is not None and (found.kind, found.repo_id) == ("dataset", "org/set")
+    (tmp_path / "my-model").symlink_to(snapshot, target_is_directory=True)
+    linked = hf_cache.find_snapshot(tmp_path / "my-model")  # a link the user made to it
+    assert linked is not None and linked.folder == snapshot.resolve() and not linked.problems
+    assert verify_folder(tmp_path / "my-model")["checksums"]["source"] == "hf-cache-blobs"
     assert hf_cache.find_snapshot(snapshot.parent) is None  # snapshots/ itself is not one
     assert hf_cache.find_snapshot(source) is None
 

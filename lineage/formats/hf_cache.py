@@ -117,7 +117,7 @@ def snapshot_folder(path: str | Path) -> Path | None:
     path = Path(path)
     if not os.path.lexists(path):
         return None
-    if path.is_dir() and not path.is_symlink():
+    if path.is_dir():  # the snapshot folder itself, or a link the user made to it
         candidates = [Path(os.path.realpath(path))]
     else:  # a file, or a link, in the snapshot or one of its subfolders
         start = Path(os.path.realpath(path.parent))
