@@ -28,6 +28,10 @@ repository's `blobs/`; anything else refuses that file, with one rule id per rea
     not-a-cache-link        a plain file in the snapshot: no blob name vouches for it
     not-a-regular-file      the blob is a FIFO, device or folder
     missing-file            the blob the link names is not there (status `missing`)
+    unreadable-file         the system refused to list a folder or read a blob
+
+`verify_snapshot` then hashes each vetted blob once: `hash-mismatch` when the digest is not
+the blob's name, `empty-snapshot` when there was nothing to check.
 """
 
 from __future__ import annotations
