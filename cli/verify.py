@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption
 from lineage.errors import EXIT_NO
+
+AllowRiskOption = Annotated[
+    list[str] | None,
+    typer.Option("--allow-risk", metavar="KIND",
+                 help="Accept risks of this kind (e.g. python-code); repeatable."),
+]
 
 
 def verify(
@@ -20,34 +27,54 @@ def verify(
     max_header_mib: Annotated[
         float, typer.Option(help="Largest safetensors header accepted (a local policy).")
     ] = 16.0,
+    allow_risk: AllowRiskOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
+    """Four separate verdicts: structure, risks, checksums, load (not tested); exit 1 on a fail."""
     from lineage.verify import verify_folder
 
-    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
+    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib,
+                           allow_risks=allow_risk or ())
     if json:
         output.emit_json(report)
     else:
-        structure, checksums = report["structure"], report["checksums"]
-        lines = [f"structure: {'ok' if structure['ok'] else 'FAILED'} ({structure['files']} "
-                 f"files, {structure['tensors']} tensors, {structure['parameters']:,} "
-                 "parameters)"]
-        lines += [f"  {e['file']}: {e['rule']}: {e['message']}" for e in structure["errors"]]
-        if checksums["ok"] is None:
-            lines.append("checksums: not checked (no --sums list)")
-        else:
-            bad = [f for f in checksums["files"] if f["status"] != "ok"]
-            lines.append(f"checksums: {'ok' if checksums['ok'] else 'FAILED'} "
-                         f"({len(checksums['files']) - len(bad)}/{len(checksums['files'])} "
-                         "files match)")
-            lines += [f"  {f['path']}: {f['status']}" for f in bad]
-            lines += [f"  line {p['line']}: {p['rule']}: {p['message']}"
-                      for p in checksums["problems"]]
-        lines.append(f"load: {report['load']}")
-        output.emit_lines(lines)
+        output.emit_lines(_structure_lines(report["structure"]) + _risk_lines(report["risks"])
+                          + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"])
     if not report["ok"]:
         raise typer.Exit(EXIT_NO)
+
+
+def _structure_lines(structure: dict[str, Any]) -> list[str]:
+    formats = ", ".join(f"{k} {v}" for k, v in structure["formats"].items()) or "no weights"
+    lines = [f"structure: {'ok' if structure['ok'] else 'FAILED'} ({formats}; "
+             f"{structure['tensors']} tensors, {structure['parameters']:,} parameters)"]
+    for e in structure["errors"]:
+        lines += [f"  {e['file']}: {e['rule']}: {e['message']}", f"    action: {e['action']}"]
+    for w in structure["warnings"]:
+        lines += [f"  warning: {w['file']}: {w['rule']}: {w['message']}",
+                  f"    action: {w['action']}"]
+    return lines
+
+
+def _risk_lines(risks: dict[str, Any]) -> list[str]:
+    counts = Counter(f["severity"] for f in risks["findings"])
+    summary = ", ".join(f"{n} {severity}" for severity, n in sorted(counts.items()))
+    allowed = f"; allowed: {', '.join(risks['allowed'])}" if risks["allowed"] else ""
+    lines = [f"risks: {'ok' if risks['ok'] else 'FAILED'} ({summary or 'no findings'}{allowed})"]
+    lines += [f"  {f['file']}: {f['kind']} ({f['severity']}): {f['detail']}"
+              for f in risks["findings"] if f["severity"] != "info"]
+    return lines
+
+
+def _checksum_lines(checksums: dict[str, Any]) -> list[str]:
+    if checksums["ok"] is None:
+        return ["checksums: not checked (no --sums list)"]
+    bad = [f for f in checksums["files"] if f["status"] != "ok"]
+    lines = [f"checksums: {'ok' if checksums['ok'] else 'FAILED'} "
+             f"({len(checksums['files']) - len(bad)}/{len(checksums['files'])} files match)"]
+    lines += [f"  {f['path']}: {f['status']}" for f in bad]
+    lines += [f"  line {p['line']}: {p['rule']}: {p['message']}" for p in checksums["problems"]]
+    return lines
 
 
 def sums(
