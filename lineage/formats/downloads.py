@@ -100,7 +100,7 @@ def _lfs_pointer(rel: str, text: bytes) -> dict[str, Any]:
 
 def _error_page(path: Path, rel: str, head: bytes, size: int) -> dict[str, Any] | None:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text or b"\0" in head or not _is_text(head):
+    if not text or b"\0" in head or not _is_text(text):
         return None
     lowered = text[:200].lower()
     if text.startswith(b"<") and (b"html" in lowered or b"<!doctype" in lowered

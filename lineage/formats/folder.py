@@ -173,7 +173,8 @@ class _Check:
         self._configs()
         if whole_folder:
             top = {f["path"] for f in self.files} | {lk["path"] for lk in self.links}
-            self.warnings += downloads.runnable_warnings({n for n in top if "/" not in n})
+            for warning in downloads.runnable_warnings({n for n in top if "/" not in n}):
+                self._add(self.warnings, warning["file"], warning["rule"], warning["message"])
         if not self.sets and not self.download and not self.errors:
             self._add(self.errors, ".", "no-weights",
                       "no safetensors, GGUF, ONNX or torch pickle file in this folder")
@@ -182,14 +183,17 @@ class _Check:
 
     def _classify(self) -> None:
         names = {f["path"] for f in self.files}
+        # aria2 writes into the final name and keeps its progress beside it in X.aria2
+        written = {n[: -len(".aria2")] for n in names if n.lower().endswith(".aria2")}
         for entry in self.files:
             rel = entry["path"]
-            suffix = downloads.in_progress_suffix(rel)
+            suffix = downloads.in_progress_suffix(rel) or (".aria2" if rel in written else None)
             if suffix:
                 entry["format"] = "partial-download"
                 self.flagged.add(rel)
+                said = "an aria2 control file beside it" if rel in written else f"named {suffix}"
                 self._add(self.download, rel, "download-in-progress",
-                          f"named {suffix}: a download still being written (or abandoned)")
+                          f"{said}: a download still being written (or abandoned)")
                 continue
             problem = downloads.content_problem(self.root / rel, rel, entry["size"])
             if problem:
