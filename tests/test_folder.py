@@ -129,6 +129,12 @@ def _broken_gguf(folder: Path) -> Path:
     return folder
 
 
+def _bad_config(folder: Path) -> Path:
+    _safetensors_folder(folder)
+    (folder / "config.json").write_text('{"model_type": "tiny", "model_type": "other"}')
+    return folder
+
+
 def _empty(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text('{"model_type": "tiny"}')
@@ -145,6 +151,7 @@ FOLDERS: dict[str, tuple[Callable[[Path], Path], bool, set[str]]] = {
     "broken-pickle": (_broken_pickle, False, {"bad-zip"}),
     "broken-gguf": (_broken_gguf, False, {"offset", "truncated"}),
     "no-weights": (_empty, False, {"no-weights"}),
+    "bad-config": (_bad_config, False, {"json"}),
 }
 
 
@@ -199,6 +206,17 @@ def test_mixed_folder_lists_every_set(tmp_path: Path) -> None:
     assert structure["parameters"] == 12 + 3 * 256 + 64 * 32
 
 
+def test_one_file_is_judged_alone_with_its_split_siblings(tmp_path: Path) -> None:
+    folder = _broken_safetensors(tmp_path / "m")
+    parts = gguf_with_tensors(folder / "tiny.gguf", split_max_tensors=1)
+    part = read_folder(parts[1]).structure
+    assert part["ok"] and part["sets"] == [
+        {"format": "gguf", "kind": "split", "files": [p.name for p in parts]}]
+    alone = read_folder(folder / "model.safetensors").structure
+    assert [e["rule"] for e in alone["errors"]] in (["offsets"], ["coverage"])
+    assert not read_folder(folder).structure["ok"]
+
+
 # ---------------------------------------------------------------------------------------------
 # GGUF splits and ONNX external data
 
@@ -236,6 +254,24 @@ def test_gguf_parts_that_disagree_on_the_count(tmp_path: Path) -> None:
     errors = verify_folder(folder)["structure"]["errors"]
     assert any("split.count is 3" in e["message"] for e in errors)
     assert all(e["rule"] == "incomplete-set" for e in errors)
+
+
+def test_split_metadata_must_count_the_tensors_of_every_part(tmp_path: Path) -> None:
+    folder = tmp_path / "hand-split"
+    folder.mkdir()
+    for no in (1, 2):
+        writer = GGUFWriter(folder / f"tiny-0000{no}-of-00002.gguf", arch="llama")
+        writer.add_uint16("split.no", no - 1)
+        writer.add_uint16("split.count", 2)
+        writer.add_int32("split.tensors.count", 5)  # the two parts hold 2
+        writer.add_tensor(f"blk.{no}.w", np.ones((4, 32), np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+    (error,) = verify_folder(folder)["structure"]["errors"]
+    assert error["rule"] == "incomplete-set"
+    assert error["message"] == "split.tensors.count says 5, the 2 parts hold 2 tensors"
 
 
 def test_a_lone_split_part_is_an_incomplete_set(tmp_path: Path) -> None:
@@ -377,6 +413,16 @@ def test_aria2_writes_into_the_final_name(tmp_path: Path) -> None:
     assert "aria2 control file" in errors[0]["message"]
 
 
+@pytest.mark.parametrize("name", ["model.safetensors.part", "model.gguf.crdownload",
+                                  "model.onnx.download/model.onnx", "tmp/model.bin.partial"])
+def test_other_downloaders_names_for_unfinished_files(tmp_path: Path, name: str) -> None:
+    folder = _gguf_only(tmp_path / "g")
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(VOCAB_GGUF.read_bytes()[:2048])
+    errors = verify_folder(folder)["structure"]["errors"]
+    assert [(e["file"], e["rule"]) for e in errors] == [(name, "download-in-progress")]
+
+
 def test_an_lfs_pointer_in_place_of_weights(cli: Cli, tmp_path: Path,
                                            minilm_folder: Path) -> None:
     folder = _minilm_without_weights(minilm_folder, tmp_path / "m")
@@ -474,6 +520,10 @@ def test_verify_a_missing_folder_or_a_file_is_bad_input(cli: Cli, tmp_path: Path
     missing = cli("verify", str(tmp_path / "nonexistent"), code=2)
     assert missing.stdout == ""
     assert missing.stderr == f"error: {tmp_path / 'nonexistent'}: no such folder\n"
+    gate = cli("exp", "run", "--weights", str(tmp_path / "nonexistent"), "--revision", "r",
+               "--", "true", code=2)
+    assert gate.stderr.count("\n") == 1 and "no such weights folder" in gate.stderr
+    assert cli.json("exp", "list") == []  # bad input leaves no record
     file = cli("verify", str(VOCAB_GGUF), code=2)
     assert file.stderr.count("\n") == 1 and str(VOCAB_GGUF) in file.stderr
     assert "not a folder" in file.stderr

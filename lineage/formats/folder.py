@@ -221,7 +221,8 @@ class _Check:
     def _safetensors(self) -> None:
         named = [f["path"] for f in self.files if f["path"].endswith(".safetensors")]
         named += [lk["path"] for lk in self.links if lk["path"].endswith(".safetensors")]
-        for directory in sorted({posixpath.dirname(p) for p in named}):
+        directories = sorted({posixpath.dirname(p) for p in named}) if self.whole_folder else []
+        for directory in directories:
             result = st.check_folder(self.root / directory, max_header_bytes=self.cap)
             shards = sorted(p for p in named if posixpath.dirname(p) == directory)
             index = posixpath.join(directory, st.INDEX_NAME)
@@ -234,8 +235,9 @@ class _Check:
                 rel = self._rel(error["file"])
                 if rel not in self.flagged:
                     self._add(self.errors, rel, error["rule"], error["message"])
-        for entry in self.files:  # safetensors by content under another name
-            if entry["format"] == "safetensors" and not entry["path"].endswith(".safetensors"):
+        for entry in self.files:  # one file chosen, or safetensors under another name
+            if entry["format"] == "safetensors" and not (
+                    self.whole_folder and entry["path"].endswith(".safetensors")):
                 header, errors = st.check_file(self.root / entry["path"],
                                                max_header_bytes=self.cap)
                 self.sets.append({"format": "safetensors", "kind": "single",
