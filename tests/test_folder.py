@@ -435,9 +435,16 @@ def test_an_lfs_pointer_in_place_of_weights(cli: Cli, tmp_path: Path,
     assert (error["file"], error["rule"]) == ("model.safetensors", "lfs-pointer")
     assert f"sha256:{oid}" in error["message"] and "90868376" in error["message"]
     assert "fetch the LFS object" in error["action"] and f"sha256:{oid}" in error["action"]
+    tokenizer = (folder / "tokenizer.json").read_bytes()  # large tokenizers are LFS objects too
+    (folder / "tokenizer.json").write_text("version https://git-lfs.github.com/spec/v1\noid "
+                                           f"sha256:{hashlib.sha256(tokenizer).hexdigest()}\n"
+                                           f"size {len(tokenizer)}\n")
+    both = verify_folder(folder)["structure"]["errors"]
+    assert [(e["file"], e["rule"]) for e in both] == [("model.safetensors", "lfs-pointer"),
+                                                      ("tokenizer.json", "lfs-pointer")]
     record = run_experiment(weights=folder, revision="r", command=["true"])
     assert record["failure"]["type"] == "LFS pointer"
-    assert record["failure"]["files"] == ["model.safetensors"]
+    assert record["failure"]["files"] == ["model.safetensors", "tokenizer.json"]
     assert f"sha256:{oid}" in record["failure"]["action"]
 
 

@@ -30,6 +30,8 @@ cannot be read fails it (`json`, `config`, `unreadable`, hf_config's rules).
 
 Pickle scans, configs and the GGUF chat-template flag are kept on the `FolderModel` so
 risks (`lineage.report.risks`) reuse them instead of reading the files again.
+`list_folder` is the one listing every check starts from: a layout with its own rules
+(a hub cache snapshot whose files are links into a blob store) plugs in there.
 """
 
 from __future__ import annotations
@@ -219,7 +221,8 @@ class _Check:
     # -- each format's own check --------------------------------------------------------------
 
     def _safetensors(self) -> None:
-        named = [f["path"] for f in self.files if f["path"].endswith(".safetensors")]
+        named = [f["path"] for f in self.files
+                 if f["path"].endswith(".safetensors") and f["path"] not in self.flagged]
         named += [lk["path"] for lk in self.links if lk["path"].endswith(".safetensors")]
         directories = sorted({posixpath.dirname(p) for p in named}) if self.whole_folder else []
         for directory in directories:
@@ -322,8 +325,10 @@ class _Check:
                 found.append(reader(self.root))
             except InputError as exc:
                 found.append(None)
-                self._add(self.errors, self._rel(exc.path), getattr(exc, "rule_id", "json"),
-                          getattr(exc, "message", str(exc)))
+                rel = self._rel(exc.path)
+                if rel not in self.flagged:  # an LFS pointer config is reported as one
+                    self._add(self.errors, rel, getattr(exc, "rule_id", "json"),
+                              getattr(exc, "message", str(exc)))
         self.configs = (found[0], found[1], found[2])
 
     # -- the verdict ----------------------------------------------------------------------------
