@@ -3,10 +3,10 @@
 Checks run in order, and the first failure stops the gate: the structure of the weights
 (the folder model `lineage verify` and `inspect` use), the risks (no dangerous or unknown
 finding unless its kind is allowed with `allow_risks`), then the checksums against a
-trusted list, then the command. Whatever the outcome, the
-record keeps what ran, on which files, with which exit codes, on which machine, with
-which runtime versions, and what the command reported (first load, output digest,
-providers requested and obtained), so the next machine can be compared with this one.
+trusted list, then the command. Whatever the outcome, the record keeps what ran, on which
+files, with which exit codes, on which machine, with which runtime versions, and what the
+command reported (first load, output digest, providers requested and obtained), so the
+next machine can be compared with this one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from lineage.exp.facts import host_facts, runtime_versions
 from lineage.exp.providers import REPORT_ENV
 from lineage.formats.folder import failure_type, read_folder
 from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
-from lineage.report.risks import check_risk_kinds, folder_risks, risk_verdict
+from lineage.report.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
 
 EXPERIMENT_SPEC = "lineage-experiment/1"
 TAIL_BYTES = 4096
@@ -98,14 +98,14 @@ def _stop(record: dict[str, Any], failure: dict[str, Any]) -> dict[str, Any]:
 
 def _structure_failure(errors: list[dict[str, str]]) -> dict[str, Any]:
     first = errors[0]
-    files = sorted({e["file"] for e in errors if e["rule"] == first["rule"]})
-    return {"type": failure_type(first["rule"])[0], "action": first["action"], "files": files,
-            "rule": first["rule"]}
+    kind = failure_type(first["rule"])[0]
+    files = sorted({e["file"] for e in errors if failure_type(e["rule"])[0] == kind})
+    return {"type": kind, "action": first["action"], "files": files, "rule": first["rule"]}
 
 
 def _risk_failure(risks: dict[str, Any]) -> dict[str, Any]:
     blocking = [f for f in risks["findings"]
-                if f["severity"] in ("dangerous", "unknown") and f["kind"] not in risks["allowed"]]
+                if f["severity"] in NOT_OK and f["kind"] not in risks["allowed"]]
     dangerous = [f for f in blocking if f["severity"] == "dangerous"]
     shown = dangerous or blocking
     kinds = sorted({f["kind"] for f in shown})
