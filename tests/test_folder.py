@@ -217,6 +217,17 @@ def test_one_file_is_judged_alone_with_its_split_siblings(tmp_path: Path) -> Non
     assert not read_folder(folder).structure["ok"]
 
 
+def test_a_git_clones_object_store_is_not_the_model(tmp_path: Path) -> None:
+    folder = _gguf_only(tmp_path / "clone")
+    objects = folder / ".git" / "lfs" / "objects" / "7b" / "ea"
+    objects.mkdir(parents=True)
+    shutil.copy(TORCH / "torch_state_dict.pt", objects / ("7bea37ec266141ea" + "0" * 48))
+    (folder / ".gitattributes").write_text("*.gguf filter=lfs diff=lfs merge=lfs -text\n")
+    model = read_folder(folder)
+    assert model.structure["formats"] == {"gguf": 1} and model.scans == {}
+    assert all(not f["path"].startswith(".git/") for f in model.files)
+
+
 # ---------------------------------------------------------------------------------------------
 # GGUF splits and ONNX external data
 

@@ -116,11 +116,13 @@ def _error_page(path: Path, rel: str, head: bytes, size: int) -> dict[str, Any] 
 
 
 def _is_text(head: bytes) -> bool:
-    try:
-        decoded = head.decode("utf-8")
-    except UnicodeDecodeError:
-        decoded = head[:-3].decode("utf-8", "replace")  # a character cut at the boundary
-    return all(c.isprintable() or c in "\t\r\n" for c in decoded)
+    for cut in range(4):  # the read may end inside a character of up to 4 bytes
+        try:
+            decoded = head[: len(head) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return all(c.isprintable() or c in "\t\r\n" for c in decoded)
+    return False
 
 
 def _json_document(path: Path, size: int) -> bool:

@@ -127,6 +127,10 @@ def read_folder(
         raise InputError(path, "no such file or folder")
     root = path if path.is_dir() else path.parent
     files, links = list_folder(root)
+    # A git clone's object store (.git/lfs/objects holds copies of the weights) is not
+    # the model: nothing loads from it.
+    files = [f for f in files if not f["path"].startswith(".git/")]
+    links = [lk for lk in links if not lk["path"].startswith(".git/")]
     if path.is_file():
         files, links = _select(files, path.name), []
     check = _Check(root, files, links, max_header_bytes)
