@@ -28,6 +28,10 @@ def run(
     allow_fallback: Annotated[
         bool, typer.Option(help="Accept a provider fallback reported by the command.")
     ] = False,
+    allow_risk: Annotated[
+        list[str] | None,
+        typer.Option("--allow-risk", metavar="KIND", help="Accept risks of this kind; repeatable."),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Checks, then `-- CMD ARGS...`: stop at the first failure and record everything."""
@@ -42,7 +46,7 @@ def run(
     store = current_store(ctx)
     record = run_experiment(weights=weights, revision=revision, command=command, sums=sums,
                             quantization=quantization, source=source, name=name,
-                            allow_fallback=allow_fallback)
+                            allow_fallback=allow_fallback, allow_risks=allow_risk or ())
     exp_id, _ = save_record(store, record)
     if json:
         output.emit_json({"id": exp_id, **record})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +11,12 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption
 from lineage.errors import EXIT_NO
+
+AllowRiskOption = Annotated[
+    list[str] | None,
+    typer.Option("--allow-risk", metavar="KIND",
+                 help="Accept risks of this kind (e.g. python-code); repeatable."),
+]
 
 
 def verify(
@@ -23,9 +30,10 @@ def verify(
     max_header_mib: Annotated[
         float, typer.Option(help="Largest safetensors header accepted (a local policy).")
     ] = 16.0,
+    allow_risk: AllowRiskOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail.
+    """Four separate verdicts: structure, risks, checksums, load (not tested); exit 1 on a fail.
 
     Checksums come from --sums when given. Without it, a Hugging Face cache snapshot
     (`models--ORG--NAME/snapshots/REV/`) is checked against its blob names: LFS blobs are
@@ -35,27 +43,45 @@ def verify(
     """
     from lineage.verify import verify_folder
 
-    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib, strict=strict)
+    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib, strict=strict,
+                           allow_risks=allow_risk or ())
     if json:
         output.emit_json(report)
     else:
-        output.emit_lines(_verify_lines(report))
+        output.emit_lines(_snapshot_lines(report["snapshot"])
+                          + _structure_lines(report["structure"]) + _risk_lines(report["risks"])
+                          + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"])
     if not report["ok"]:
         raise typer.Exit(EXIT_NO)
 
 
-def _verify_lines(report: dict[str, Any]) -> list[str]:
-    structure = report["structure"]
-    lines = []
-    if report["snapshot"]:
-        snap = report["snapshot"]
-        refs = f" ({', '.join(snap['refs'])})" if snap["refs"] else ""
-        lines.append(f"snapshot: {snap['repo_id']} revision {snap['revision']}{refs}")
-    lines.append(f"structure: {'ok' if structure['ok'] else 'FAILED'} ({structure['files']} "
-                 f"files, {structure['tensors']} tensors, {structure['parameters']:,} "
-                 "parameters)")
-    lines += [f"  {e['file']}: {e['rule']}: {e['message']}" for e in structure["errors"]]
-    return lines + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"]
+def _snapshot_lines(snap: dict[str, Any] | None) -> list[str]:
+    if not snap:
+        return []
+    refs = f" ({', '.join(snap['refs'])})" if snap["refs"] else ""
+    return [f"snapshot: {snap['repo_id']} revision {snap['revision']}{refs}"]
+
+
+def _structure_lines(structure: dict[str, Any]) -> list[str]:
+    formats = ", ".join(f"{k} {v}" for k, v in structure["formats"].items()) or "no weights"
+    lines = [f"structure: {'ok' if structure['ok'] else 'FAILED'} ({formats}; "
+             f"{structure['tensors']} tensors, {structure['parameters']:,} parameters)"]
+    for e in structure["errors"]:
+        lines += [f"  {e['file']}: {e['rule']}: {e['message']}", f"    action: {e['action']}"]
+    for w in structure["warnings"]:
+        lines += [f"  warning: {w['file']}: {w['rule']}: {w['message']}",
+                  f"    action: {w['action']}"]
+    return lines
+
+
+def _risk_lines(risks: dict[str, Any]) -> list[str]:
+    counts = Counter(f["severity"] for f in risks["findings"])
+    summary = ", ".join(f"{n} {severity}" for severity, n in sorted(counts.items()))
+    allowed = f"; allowed: {', '.join(risks['allowed'])}" if risks["allowed"] else ""
+    lines = [f"risks: {'ok' if risks['ok'] else 'FAILED'} ({summary or 'no findings'}{allowed})"]
+    lines += [f"  {f['file']}: {f['kind']} ({f['severity']}): {f['detail']}"
+              for f in risks["findings"] if f["severity"] != "info"]
+    return lines
 
 
 def _checksum_lines(checksums: dict[str, Any]) -> list[str]:

@@ -1,18 +1,26 @@
-"""`lineage verify DIR`: three verdicts on a model or checkpoint folder, never merged.
+"""`lineage verify DIR`: four verdicts on a model or checkpoint folder, never merged.
 
-structure  every safetensors rule plus dtype x shape = byte length
+structure  one verdict for the whole folder from the folder model (lineage.formats.folder):
+           safetensors (every header rule, dtype x shape = byte length, the index), GGUF
+           (single or split), ONNX (with its external data), torch pickles (the opcode
+           stream decodes), and downloads that are not what they claim (a download in
+           progress, a git-LFS pointer, an error page, an incomplete set); warnings (no
+           config, no tokenizer) never fail it
+risks      is it safe to open: no dangerous or unknown finding (lineage.report.risks), except
+           the kinds allowed by name (`allow_risks`)
 checksums  the folder against a trusted source of hashes: a SHA256SUMS list when one is
            given (`source` "sums-list"); else, for a Hugging Face cache snapshot, the names
            of the cache's blobs ("hf-cache-blobs"); else not checked (`ok` and `source` null)
 load       "not-tested": lineage reads files, it never loads or runs a model
 
-Passing one verdict says nothing of the others.
+Passing one verdict says nothing of the others. A path that is not a folder is bad input
+(InputError, exit 2), not a failed verdict.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +28,9 @@ from lineage.chain import TensorDigest
 from lineage.errors import InputError, UsageError
 from lineage.formats import hf_cache
 from lineage.formats import safetensors as st
+from lineage.formats.folder import read_folder
 from lineage.formats.sha256sums import SumsReport, read_sums, verify_sums, write_sums
+from lineage.report.risks import folder_risks, risk_verdict
 
 LOAD_NOT_TESTED = "not-tested"
 _CHUNK = 1 << 20
@@ -28,29 +38,43 @@ _CHUNK = 1 << 20
 
 def verify_folder(
     folder: str | Path, *, sums: str | Path | None = None, max_header_mib: float = 16,
-    workers: int | None = None, strict: bool = False,
+    workers: int | None = None, strict: bool = False, allow_risks: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The three verdicts on a folder. `strict`: files the list does not name fail it."""
+    """The four verdicts on a folder. `strict`: files the list does not name fail it."""
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
     _require_folder(folder)
-    snapshot = hf_cache.find_snapshot(folder)
-    structure = st.check_folder(folder, max_header_bytes=int(max_header_mib * 2**20),
-                                vetted_links=snapshot.blobs if snapshot else None)
-    checksums: dict[str, Any] = {"ok": None, "source": None, "files": [], "problems": [],
-                                 "list": None, "unlisted": []}
+    model = read_folder(folder, max_header_bytes=int(max_header_mib * 2**20))
+    snapshot = model.snapshot
+    risks = risk_verdict(folder_risks(model), allow=allow_risks)
+    checksums = checksums_verdict(folder, sums, workers=workers, strict=strict,
+                                  snapshot=snapshot)
+    ran = [model.structure["ok"], risks["ok"]]
+    ran += [checksums["ok"]] if checksums["ok"] is not None else []
+    return {"folder": str(folder), "ok": all(ran), "structure": model.structure,
+            "risks": risks, "checksums": checksums, "load": LOAD_NOT_TESTED,
+            "snapshot": snapshot.describe() if snapshot else None}
+
+
+def checksums_verdict(
+    folder: Path, sums: str | Path | None, *, workers: int | None = None, strict: bool = False,
+    snapshot: hf_cache.Snapshot | None = None,
+) -> dict[str, Any]:
+    """The folder against a trusted source: a SHA256SUMS list, else a snapshot's blob names.
+
+    `ok` is None when there is neither.
+    """
+    vetted = snapshot.blobs if snapshot else None
     if sums is not None:
         entries = read_sums(Path(sums))  # a missing or malformed list is an error (exit 2)
         report = verify_sums(folder, entries, workers=workers, list_path=Path(sums),
-                             strict=strict, vetted_links=snapshot.blobs if snapshot else None)
-        checksums = _checksums(report, listed=str(sums))
-    elif snapshot is not None:
-        checksums = _checksums(hf_cache.verify_snapshot(snapshot, workers=workers))
-    ran = [structure["ok"]] + ([checksums["ok"]] if checksums["ok"] is not None else [])
-    return {"folder": str(folder), "ok": all(ran), "structure": structure,
-            "checksums": checksums, "load": LOAD_NOT_TESTED,
-            "snapshot": snapshot.describe() if snapshot else None}
+                             strict=strict, vetted_links=vetted)
+        return _checksums(report, listed=str(sums))
+    if snapshot is not None:
+        return _checksums(hf_cache.verify_snapshot(snapshot, workers=workers))
+    return {"ok": None, "source": None, "files": [], "problems": [], "list": None,
+            "unlisted": []}
 
 
 def folder_sums(folder: str | Path, *, sums_name: str = "SHA256SUMS",

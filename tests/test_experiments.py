@@ -90,7 +90,7 @@ def test_a_passing_experiment_records_everything(weights: Path, tmp_path: Path) 
                             command=_command(tmp_path))
     assert record["outcome"] == "passed" and record["failure"] is None
     assert [(c["name"], c["exit_code"]) for c in record["checks"]] == [
-        ("structure", 0), ("checksums", 0)]
+        ("structure", 0), ("risks", 0), ("checksums", 0)]
     files = {f["path"]: f for f in record["weights"]["files"]}
     assert set(files) == {"model.safetensors", "model.onnx", "config.json"}
     assert files["config.json"]["size"] == 22

@@ -364,3 +364,16 @@ def test_any_flipped_blob_byte_fails_exactly_its_files(tmp_path: Path, files: di
     bad = {r for r, s in statuses(hf_cache.verify_snapshot(found)).items() if s != "ok"}
     assert bad == {r for r, f in found.files.items() if f.blob == blob}  # same blob, same fate
     assert digest_regular_file(blob, "git-sha1")[0] == git_blob_ids([blob])[0]
+
+
+def test_the_experiment_gate_reads_a_snapshot_as_verify_does(snapshot: Path,
+                                                            tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "store")
+    cli("init")
+    record = cli.json("exp", "run", "--weights", str(snapshot), "--revision", REVISION,
+                      "--json", "--", "true")
+    checks = {c["name"]: c["ok"] for c in record["checks"]}
+    assert checks["structure"] and checks["risks"] and record["outcome"] == "passed"
+    verdict = cli.json("verify", str(snapshot))
+    assert verdict["structure"]["errors"] == [e for c in record["checks"]
+                                              if c["name"] == "structure" for e in c["errors"]]

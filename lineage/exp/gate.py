@@ -1,10 +1,12 @@
 """`lineage exp run`: the gate of DOMAIN.md §1 in front of an experiment, and its record.
 
-Checks run in order, and the first failure stops the gate: the structure of the weights,
-then the checksums against a trusted list, then the command. Whatever the outcome, the
-record keeps what ran, on which files, with which exit codes, on which machine, with
-which runtime versions, and what the command reported (first load, output digest,
-providers requested and obtained), so the next machine can be compared with this one.
+Checks run in order, and the first failure stops the gate: the structure of the weights
+(the folder model `lineage verify` and `inspect` use), the risks (no dangerous or unknown
+finding unless its kind is allowed with `allow_risks`), then the checksums against a
+trusted list, then the command. Whatever the outcome, the record keeps what ran, on which
+files, with which exit codes, on which machine, with which runtime versions, and what the
+command reported (first load, output digest, providers requested and obtained), so the
+next machine can be compared with this one.
 """
 
 from __future__ import annotations
@@ -13,37 +15,21 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import blake3
 
-from lineage.errors import UsageError
+from lineage.errors import InputError, UsageError
 from lineage.exp.facts import host_facts, runtime_versions
 from lineage.exp.providers import REPORT_ENV
-from lineage.formats.safetensors import check_folder
+from lineage.formats.folder import failure_type, read_folder
 from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
+from lineage.report.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
 
 EXPERIMENT_SPEC = "lineage-experiment/1"
 TAIL_BYTES = 4096
-
-# Structure rules -> (failure type, the action it calls for), DOMAIN.md §1.
-_ACTIONS = {
-    "short-prefix": ("short prefix", "is the download finished? compare byte counts with "
-                     "the source"),
-    "header-length": ("bad header length", "is the download finished? compare byte counts "
-                      "with the source"),
-    "index-mismatch": ("index mismatch", "quarantine extra files; do not edit the index to "
-                       "fit unknown weights"),
-    "missing-index": ("index missing", "several shards without an index: fetch the index of "
-                      "the same revision"),
-    "duplicate-tensor": ("index mismatch", "a tensor is in two shards: quarantine the shard "
-                         "from another revision"),
-    "no-safetensors": ("no weights", "the folder holds no *.safetensors file"),
-    "no-folder": ("no weights", "the weights folder does not exist"),
-}
-_CORRUPT = ("corrupt shard", "re-fetch the files named; then check their hashes")
-
 
 def run_experiment(
     *,
@@ -56,23 +42,35 @@ def run_experiment(
     name: str | None = None,
     allow_fallback: bool = False,
     timeout: float | None = None,
+    allow_risks: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Run the gate and the command; return the record (not yet stored)."""
     if not command:
         raise UsageError("give the command to run after `--`")
     folder = Path(weights)
+    allowed = check_risk_kinds(allow_risks)
+    if not folder.is_dir():
+        raise InputError(folder, "no such weights folder" if not folder.exists()
+                         else "not a folder (--weights takes the weights folder)")
     record: dict[str, Any] = {
         "spec": EXPERIMENT_SPEC, "name": name, "created_at": _now(), "revision": revision,
         "quantization": quantization, "source": source, "allow_fallback": allow_fallback,
+        "allow_risks": allowed,
         "weights": {"path": str(folder.resolve()), "files": _files(folder)},
         "sums": None, "checks": [], "failure": None, "command": None, "report": {},
         "host": host_facts(), "runtime": runtime_versions(), "outcome": "passed",
     }
-    structure = check_folder(folder)
+    model = read_folder(folder)
+    structure = model.structure
     record["checks"].append({"name": "structure", "exit_code": 0 if structure["ok"] else 1,
-                             "ok": structure["ok"], "errors": structure["errors"]})
+                             "ok": structure["ok"], "errors": structure["errors"],
+                             "warnings": structure["warnings"]})
     if not structure["ok"]:
         return _stop(record, _structure_failure(structure["errors"]))
+    risks = risk_verdict(folder_risks(model), allow=allowed)
+    record["checks"].append({"name": "risks", "exit_code": 0 if risks["ok"] else 1, **risks})
+    if not risks["ok"]:
+        return _stop(record, _risk_failure(risks))
     if sums is not None:
         failure = _checksums(record, folder, Path(sums))
         if failure:
@@ -99,9 +97,22 @@ def _stop(record: dict[str, Any], failure: dict[str, Any]) -> dict[str, Any]:
 
 
 def _structure_failure(errors: list[dict[str, str]]) -> dict[str, Any]:
-    kind, action = _ACTIONS.get(errors[0]["rule"], _CORRUPT)
-    files = sorted({Path(e["file"]).name for e in errors})
-    return {"type": kind, "action": action, "files": files, "rule": errors[0]["rule"]}
+    first = errors[0]
+    kind = failure_type(first["rule"])[0]
+    files = sorted({e["file"] for e in errors if failure_type(e["rule"])[0] == kind})
+    return {"type": kind, "action": first["action"], "files": files, "rule": first["rule"]}
+
+
+def _risk_failure(risks: dict[str, Any]) -> dict[str, Any]:
+    blocking = [f for f in risks["findings"]
+                if f["severity"] in NOT_OK and f["kind"] not in risks["allowed"]]
+    dangerous = [f for f in blocking if f["severity"] == "dangerous"]
+    shown = dangerous or blocking
+    kinds = sorted({f["kind"] for f in shown})
+    return {"type": "dangerous risk" if dangerous else "unknown risk", "rule": kinds[0],
+            "files": sorted({f["file"] for f in shown}),
+            "action": f"do not open these files; {shown[0]['detail']}. Review them, or accept "
+                      f"the kind by name: --allow-risk {' --allow-risk '.join(kinds)}"}
 
 
 def _checksums(record: dict[str, Any], folder: Path, sums: Path) -> dict[str, Any] | None:

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError, UsageError
-from lineage.formats import hf_config
-from lineage.report.files import WEIGHT_FORMATS, list_files
+from lineage.formats.folder import FolderModel, read_folder
+from lineage.report.files import WEIGHT_FORMATS
 from lineage.report.license import find_license
 from lineage.report.memory import estimate_memory
 from lineage.report.provenance import provenance
-from lineage.report.risks import find_risks
+from lineage.report.risks import folder_risks
 from lineage.report.weights import quantization, weights_summary
 from lineage.store import Store
-from lineage.verify import verify_folder
+from lineage.verify import checksums_verdict
 
 REPORT_SPEC = "lineage-report/1"
 
@@ -34,15 +34,11 @@ def inspect_model(
         raise InputError(path, "no such file or folder")
     if context < 1 or batch < 1:
         raise UsageError("--context and --batch must be at least 1")
-    folder = path if path.is_dir() else path.parent
-    files, links = list_files(folder)
-    if path.is_file():
-        files = [f for f in files if f["path"] == path.name]
+    model = read_folder(path)  # the folder model verify and the exp gate use too
+    folder, files, links = model.root, model.files, model.links
     weights = weights_summary(folder, files)
-    config, tokenizer, adapter, problems = _configs(folder)
-    python = hf_config.python_files(folder) if path.is_dir() else []
-    risks = find_risks(folder, files, links, config, tokenizer, python,
-                       bool(weights["gguf"].get("chat_template")))
+    config, tokenizer, adapter = model.config, model.tokenizer, model.adapter
+    risks = folder_risks(model)
     has_weights = any(f["format"] in WEIGHT_FORMATS for f in files)
     return {
         "spec": REPORT_SPEC, "path": str(path.resolve()),
@@ -53,7 +49,7 @@ def inspect_model(
         "memory": _memory(weights, config, context, batch),
         "precision_warnings": _precision_warnings(weights, config),
         "risks": risks,
-        "integrity": _integrity(folder, files, weights, problems, sums),
+        "integrity": _integrity(model, sums),
         "provenance": provenance(folder, has_weights=has_weights, store=store),
         "license": find_license(folder, weights["gguf"].get("license")),
         "config": _config_dict(config), "tokenizer": _tokenizer_dict(tokenizer),
@@ -61,20 +57,6 @@ def inspect_model(
         "architecture": (config.model_type if config else None)
         or weights["gguf"].get("architecture"),
     }
-
-
-def _configs(folder: Path) -> tuple[Any, Any, Any, list[dict[str, str]]]:
-    problems: list[dict[str, str]] = []
-    results = []
-    for reader in (hf_config.read_config, hf_config.read_tokenizer_files,
-                   hf_config.read_adapter_config):
-        try:
-            results.append(reader(folder))
-        except InputError as exc:
-            results.append(None)
-            problems.append({"file": exc.path, "rule": getattr(exc, "rule_id", "json"),
-                             "message": str(exc)})
-    return results[0], results[1], results[2], problems
 
 
 def _memory(weights: dict[str, Any], config: Any, context: int, batch: int) -> dict[str, Any]:
@@ -102,20 +84,11 @@ def _precision_warnings(weights: dict[str, Any], config: Any) -> list[str]:
     return warnings
 
 
-def _integrity(folder: Path, files: list[dict[str, Any]], weights: dict[str, Any],
-               problems: list[dict[str, str]], sums: str | Path | None) -> dict[str, Any]:
-    has_safetensors = any(f["format"] == "safetensors" for f in files)
-    verdict = verify_folder(folder, sums=sums) if (has_safetensors or sums) else None
-    errors = list(weights["errors"]) + problems
-    structure_ok = not errors
-    if verdict is not None and has_safetensors:
-        errors = verdict["structure"]["errors"] + [
-            e for e in errors if not e["file"].endswith(".safetensors")]
-        structure_ok = verdict["structure"]["ok"] and not problems and not [
-            e for e in weights["errors"] if not e["file"].endswith(".safetensors")]
-    checksums = verdict["checksums"] if verdict is not None else {"ok": None, "files": []}
-    return {"structure": {"ok": structure_ok, "errors": errors},
-            "checksums": {"ok": checksums["ok"], "files": checksums.get("files", [])},
+def _integrity(model: FolderModel, sums: str | Path | None) -> dict[str, Any]:
+    """Three verdicts never merged; the structure one is the folder model's (as in verify)."""
+    checksums = checksums_verdict(model.root, sums, snapshot=model.snapshot)
+    return {"structure": model.structure,
+            "checksums": {"ok": checksums["ok"], "files": checksums["files"]},
             "load": "not-tested"}
 
 
