@@ -11,8 +11,9 @@ from lineage.cli import output
 from lineage.cli.common import JsonOption, store_root
 from lineage.errors import EXIT_NO, UsageError
 
-ContextOption = Annotated[int, typer.Option(help="Context length for the memory estimate.",
-                                            min=1)]
+ContextOption = Annotated[int, typer.Option(
+    help="Context length for the memory estimate (clamped to the model's maximum positions).",
+    min=1)]
 BatchOption = Annotated[int, typer.Option(help="Batch size for the memory estimate.", min=1)]
 HashOption = Annotated[bool | None, typer.Option(
     "--hash/--no-hash",

@@ -32,6 +32,12 @@ HF_ENCODER_DECODERS = frozenset({
     "bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "marian", "m2m_100",
     "nllb-moe", "whisper", "blenderbot", "prophetnet", "led", "fsmt", "switch_transformers",
 })  # fmt: skip
+HF_DECODERS = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+    "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "gptj", "falcon",
+    "opt", "bloom", "mpt", "starcoder2", "olmo", "olmo2", "deepseek_v2", "deepseek_v3",
+    "cohere", "granite", "smollm3", "gpt_oss", "stablelm", "llava", "mistral3",
+})  # fmt: skip
 # GGUF general.architecture values (llama.cpp) of encoders and of recurrent models.
 GGUF_ENCODERS = frozenset({
     "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "t5encoder",
@@ -83,12 +89,16 @@ def _config_kind(config: ModelConfig) -> tuple[str, str]:
         return "encoder-decoder", "config.json is_encoder_decoder: true"
     if config.is_decoder:
         return "decoder", "config.json is_decoder: true"
+    model_type = (config.model_type or "").lower()
     for name in config.architectures:
         if name.endswith(_DECODER_CLASSES):
             return "decoder", f"config.json architectures: {name}"
         if name.endswith(_ENCODER_CLASSES):
             return "encoder", f"config.json architectures: {name}"
-    model_type = (config.model_type or "").lower()
+        if name.endswith("ForConditionalGeneration") and model_type not in HF_ENCODER_DECODERS:
+            return "decoder", f"config.json architectures: {name} (a generative model)"
+    if model_type in HF_DECODERS:
+        return "decoder", f"config.json model_type {model_type}"
     if model_type in HF_ENCODERS:
         return "encoder", f"config.json model_type {model_type}: an encoder-only family"
     if model_type in HF_ENCODER_DECODERS:

@@ -105,7 +105,8 @@ def _memory(weights: dict[str, Any], architecture: dict[str, Any], context: int,
     return estimate_memory(
         weights_bytes=weights["weights_bytes"] + weights["buffers"]["bytes"],
         architecture=architecture, context=context, batch=batch,
-        weights_present=weights["present"], absent_reason=weights["absent_reason"])
+        weights_present=weights["present"], absent_reason=weights["absent_reason"],
+        uncounted=weights["uncounted_pickles"])
 
 
 def _precision_warnings(weights: dict[str, Any], config: Any) -> list[str]:

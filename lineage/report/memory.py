@@ -31,12 +31,16 @@ _NO_CACHE = {
 def estimate_memory(
     *, weights_bytes: int, architecture: dict[str, Any], context: int, batch: int,
     weights_present: bool = True, absent_reason: str | None = None,
+    uncounted: list[str] | None = None,
 ) -> dict[str, Any]:
     if not weights_present:
         return _no_estimate(context, batch, absent_reason or "no weights in this folder")
     used, clamp_note = _clamp(context, architecture.get("positions"))
     assumptions = [f"weights: {weights_bytes:,} bytes as stored, buffers included "
                    "(no dequantization)"]
+    if uncounted:
+        assumptions.append("not counted: the weights in pickle files (never loaded): "
+                           + ", ".join(uncounted))
     if clamp_note:
         assumptions.append(clamp_note)
     kv, kv_note = _kv_cache(architecture, used, batch)

@@ -46,7 +46,16 @@ def quantization(weights: dict[str, Any], config: ModelConfig | None,
             "bits_per_weight": weights["bits_per_weight"],
             "declared": declared, "name_hint": hint, "disagreements": disagreements,
             "evidence": evidence,
-            "reason": None if weights["present"] else "no weights in this folder"}
+            "reason": _reason(weights)}
+
+
+def _reason(weights: dict[str, Any]) -> str | None:
+    """Why there is no answer, when there is none."""
+    if not weights["present"]:
+        return "no weights in this folder"
+    if not weights["parameters"]:
+        return "the weights are in pickle files, never loaded here, so not counted"
+    return None
 
 
 def _method(weights: dict[str, Any], config: ModelConfig | None,

@@ -56,14 +56,16 @@ def render_html(report: dict[str, Any]) -> str:
         for r in sec.risk_rows(report)) or "<tr><td colspan=4>No risk found.</td></tr>"
     q, m, p = report["quantization"], report["memory"], report["provenance"]
     total_params = report["parameters"] or 1
-    dtype_bars = _bars([(k, v, f"{v / total_params:.1%}") for k, v in report["dtypes"].items()])
+    dtype_bars = _bars([(k, v, f"{v / total_params:.1%}") for k, v in report["dtypes"].items()]
+                       ) if report["dtypes"] else ""
     file_bars = _bars([(f["path"], f["size"], sec.size(f["size"])) for f in report["files"]])
     bits = q.get("bits_per_weight")
     facts = [("Model", sec.show((report.get("model") or {}).get("summary"))),
              ("Parameters", f"{report['parameters']:,}" if _has_weights(report)
               else "none (no weights)"),
-             ("Quantization", f"{sec.show(q.get('method'), sec.DASH)} "
-                              f"({sec.show(bits, sec.DASH)} bits/weight)"),
+             ("Quantization", f"{sec.show(q.get('method'), sec.DASH)} ("
+              + (f"{bits} bits/weight)" if bits is not None else
+                 f"{sec.show(q.get('reason'))})")),
              ("Memory estimate", sec.size(m["total_bytes"], "not estimated")),
              ("Provenance tier", p["tier"]),
              ("Licence", sec.licence_text(report))]
@@ -71,8 +73,9 @@ def render_html(report: dict[str, Any]) -> str:
                         "</div>" for k, v in facts)
     header = "".join(f"<li>{e(x)}</li>" for x in sec.header_items(report))
     load = sec.show(report["integrity"]["load"])
-    file_rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
-                        for row in sec.file_rows(report))
+    file_rows = "".join(
+        "<tr>" + "".join(f"<td class=hash>{e(c)}</td>" if i == 3 else f"<td>{e(c)}</td>"
+                         for i, c in enumerate(row)) + "</tr>" for row in sec.file_rows(report))
     return f"""<!doctype html>
 <html lang=en><head><meta charset=utf-8><title>Model report</title>
 <style>
@@ -80,7 +83,8 @@ body{{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:980px;color
 h1{{font-size:20px;word-break:break-all}} h2{{font-size:16px;margin-top:28px}}
 .banner{{background:{banner[worst]};color:#fff;padding:12px 16px;border-radius:6px}}
 table{{border-collapse:collapse;width:100%}} td,th{{border-bottom:1px solid #ddd;padding:4px 8px;
-text-align:left;vertical-align:top;word-break:break-all}}
+text-align:left;vertical-align:top;overflow-wrap:break-word}}
+td.hash{{font:12px/1.3 monospace;word-break:break-all}}
 tr.dangerous td:first-child{{color:#b00020;font-weight:bold}}
 tr.unknown td:first-child{{color:#b26a00;font-weight:bold}}
 .facts{{display:flex;flex-wrap:wrap;gap:12px}} .fact{{border:1px solid #ddd;border-radius:6px;
