@@ -238,3 +238,5 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120).stdout
     assert f"{report['parameters']:,}" in dom and "python-code" in dom
     assert "open weights" in dom and "<svg" in dom
+    assert report["model"]["summary"] in dom and f"lineage {lineage.__version__}" in dom
+    assert report["hashes"]["files"]["model.safetensors"] in dom

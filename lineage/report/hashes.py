@@ -1,8 +1,8 @@
 """SHA-256 of each file of a folder, for the report's evidence.
 
 Hashing reads every byte, so it is done only when it is cheap or asked for: by default when
-the folder's files add up to at most `AUTO_LIMIT` (1 GiB, about 0.6 s at the 1.7 GB/s one
-core hashes a cached file here), always with `hash_files=True` (`--hash`), never with
+the folder's files add up to at most `AUTO_LIMIT` (1 GiB: about 1.5 s on a loaded 2-core
+machine, bench/model_report.py), always with `hash_files=True` (`--hash`), never with
 `hash_files=False` (`--no-hash`). Files a `--sums` check already hashed are not read again.
 """
 
