@@ -280,3 +280,26 @@ def test_pickles_may_hold_weights_but_trainer_state_does_not(tmp_path: Path) -> 
     assert report["provenance"]["tier"] == "open weights"
     assert any("pytorch_model.bin" in a for a in report["memory"]["assumptions"])
     assert "None" not in render_markdown(report) + render_html(report)
+
+
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False}
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_quantization_config_is_checked_against_the_tensors(tmp_path: Path,
+                                                            packed: bool) -> None:
+    if packed:  # the layout AutoGPTQ writes: int32 qweight / qzeros / g_idx, F16 scales
+        tensors = {"l.qweight": np.zeros((8, 64), np.int32), "l.qzeros": np.zeros((1, 8), np.int32),
+                   "l.scales": np.ones((1, 64), np.float16), "l.g_idx": np.zeros(64, np.int32)}
+    else:  # dequantized weights left under a config that still says GPTQ
+        tensors = {"l.weight": np.zeros((64, 64), np.float16)}
+    save_file(tensors, str(tmp_path / "tiny-GPTQ-Int4.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "qwen2", "torch_dtype": "float16", "quantization_config": GPTQ}))
+    q = inspect_model(tmp_path)["quantization"]
+    assert q["method"] == ("gptq" if packed else "none")
+    assert [(d["value"], d["agrees"]) for d in q["declared"]] == [("gptq 4-bit", packed)]
+    assert q["name_hint"]["value"] == "GPTQ-Int4" and q["name_hint"]["agrees"] is packed
+    assert q["disagreements"] == ([] if packed else [
+        "config.json declares gptq quantization but the weights are all F16",
+        "the weights file name says GPTQ-Int4, the weights are all F16"])

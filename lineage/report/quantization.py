@@ -63,8 +63,10 @@ def _method(weights: dict[str, Any], config: ModelConfig | None,
     dtypes = set(weights["dtypes"])
     if not dtypes:
         return None
-    if config and config.quantization:
-        return config.quantization.method
+    configured = next((d for d in declared
+                       if d["source"] == "config.json quantization_config"), None)
+    if config and config.quantization and configured and configured["agrees"] is not False:
+        return config.quantization.method  # the weights do not contradict it
     quantized = dtypes - FLOAT_DTYPES
     gguf_types = {t for g in weights["gguf_files"] for t in g["tensor_types"]}
     if quantized & gguf_types:
@@ -91,7 +93,10 @@ def _declared(weights: dict[str, Any], config: ModelConfig | None) -> list[dict[
         q = config.quantization
         value = q.method + (f" {q.bits}-bit" if q.bits else "") + (f" {q.detail}" if q.detail
                                                                     else "")
-        out.append(_decl("config.json quantization_config", value, None, ""))
+        agrees = _config_method_agrees(q.method, weights["dtypes"])
+        out.append(_decl("config.json quantization_config", value, agrees,
+                         f"config.json declares {q.method} quantization but the weights are "
+                         f"{_stored(weights['dtypes'])}"))
     if config and config.torch_dtype and not config.quantization:
         agrees = _torch_dtype_agrees(config.torch_dtype, weights["dtypes"])
         out.append(_decl("config.json torch_dtype", config.torch_dtype, agrees,
@@ -101,7 +106,20 @@ def _declared(weights: dict[str, Any], config: ModelConfig | None) -> list[dict[
 
 
 def _decl(source: str, value: str, agrees: bool | None, detail: str) -> dict[str, Any]:
-    return {"source": source, "value": value, "agrees": agrees, "detail": detail}
+    return {"source": source, "value": value, "agrees": agrees,
+            "detail": detail if agrees is False else ""}
+
+
+def _config_method_agrees(method: str, dtypes: dict[str, int]) -> bool | None:
+    """Does a quantization_config method match the stored dtypes? None: cannot tell."""
+    if not dtypes:
+        return None
+    stored = set(dtypes)
+    if method in ("gptq", "awq", "bitsandbytes", "mxfp4", "hqq", "exl2", "exl3", "eetq", "mlx"):
+        return bool(stored & {"I32", "U32", "I8", "U8", "I16", "U16", "F4"})
+    if method == "fp8":
+        return any(d.startswith("F8_") for d in stored)
+    return None
 
 
 def _file_type_agrees(file_type: str, tensor_types: dict[str, int]) -> bool | None:
@@ -121,8 +139,8 @@ def _tensor_type(name: str) -> str:
 
 def _torch_dtype_agrees(torch_dtype: str, dtypes: dict[str, int]) -> bool | None:
     expected = _TORCH_DTYPES.get(torch_dtype.removeprefix("torch."))
-    if expected is None or not dtypes:
-        return None
+    if expected is None or not dtypes or set(dtypes) - FLOAT_DTYPES:
+        return None  # quantized weights keep some tensors in a float of their own choosing
     floats = {_FLOAT_ALIASES.get(d, d) for d in dtypes if d in FLOAT_DTYPES}
     return expected == _dominant({_FLOAT_ALIASES.get(d, d): n for d, n in dtypes.items()},
                                  floats) if floats else None
@@ -157,9 +175,9 @@ def _hint_agrees(hint: str, dtypes: dict[str, int],
         return any(d.startswith(("F8_", "FLOAT8")) for d in dtypes)
     configured = [d["value"].split()[0] for d in declared
                   if d["source"] == "config.json quantization_config"]
-    if family and configured:
-        return family == configured[0]
-    return None
+    if family is None or (configured and family != configured[0]):
+        return None if family is None else False
+    return _config_method_agrees(family, dtypes)
 
 
 def _stored(dtypes: dict[str, int]) -> str:
