@@ -101,7 +101,7 @@ def quantization_items(q: dict[str, Any]) -> list[Item]:
                           f"{show(q.get('stored'), DASH)}; {bits_text}", [])]
     for d in q.get("declared", []):
         check = {True: "agrees with the weights", False: "DISAGREES with the weights",
-                 None: "nothing to check it against"}[d["agrees"]]
+                 None: "not checkable against the weights"}[d["agrees"]]
         items.append((f"declared by {d['source']}: {d['value']} ({check})", []))
     hint = q.get("name_hint")
     if hint:
