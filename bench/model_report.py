@@ -1,5 +1,6 @@
-"""Model report benchmarks: `report` on a 100-shard folder (headers only) and the pickle
-scan of a 1 GiB torch-layout archive (only the pickle members are read).
+"""Model report benchmarks: `report` on a 100-shard folder (headers only), `report` on a
+1 GiB safetensors folder with and without file hashes, and the pickle scan of a 1 GiB
+torch-layout archive (only the pickle members are read).
 
     .venv/bin/python bench/model_report.py [--runs 5] [--workdir DIR]
 
@@ -43,6 +44,24 @@ def sharded_folder(root: Path, shards: int = 100) -> Path:
     return folder
 
 
+def one_gib_folder(root: Path) -> Path:
+    """One safetensors file of 1023 MiB of F16 zeros, just under the 1 GiB hashed by default
+    (written sparse: hashing is the cost measured, not the disk)."""
+    folder = root / "model-1gib"
+    path = folder / "model.safetensors"
+    if path.exists():
+        return folder
+    folder.mkdir(parents=True)
+    data = 2**30 - 2**20
+    header = json.dumps({"w": {"dtype": "F16", "shape": [data // 8192, 4096],
+                               "data_offsets": [0, data]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as handle:
+        handle.write(len(header).to_bytes(8, "little") + header)
+        handle.truncate(8 + len(header) + data)
+    return folder
+
+
 def torch_layout_archive(root: Path, gib: float = 1.0) -> Path:
     """A zip laid out as torch.save writes one: data.pkl plus big stored storage blobs."""
     path = root / "big-checkpoint.pt"
@@ -71,11 +90,19 @@ def main() -> None:
     folder = sharded_folder(args.workdir)
     report = inspect_model(folder)
     assert report["integrity"]["structure"]["ok"] and len(report["files"]) == 102
+    big = one_gib_folder(args.workdir)
+    hashed = inspect_model(big)["hashes"]
+    assert hashed["computed"] and not inspect_model(big, hash_files=False)["hashes"]["computed"]
     archive = torch_layout_archive(args.workdir)
     scan = scan_pickle_file(archive)
     results = {
         "report_100_shards": {**timed(lambda: inspect_model(folder), args.runs),
                               "parameters": report["parameters"], "target_s": 2.0},
+        "report_100_shards_no_hash": timed(lambda: inspect_model(folder, hash_files=False),
+                                           args.runs),
+        "report_1gib_hashed": {**timed(lambda: inspect_model(big), args.runs),
+                               "bytes": (big / "model.safetensors").stat().st_size},
+        "report_1gib_no_hash": timed(lambda: inspect_model(big, hash_files=False), args.runs),
         "pickle_scan_1gib": {**timed(lambda: scan_pickle_file(archive), args.runs),
                              "archive_bytes": archive.stat().st_size,
                              "bytes_read": scan.bytes_read, "verdict": scan.verdict,

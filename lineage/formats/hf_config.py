@@ -122,6 +122,9 @@ class ModelConfig:
     quantization: Quantization | None
     auto_map: dict[str, Any] | None
     has_vision_config: bool
+    # transformers' flags, None when not written: a decoder-mode BERT, a T5, ...
+    is_decoder: bool | None = None
+    is_encoder_decoder: bool | None = None
 
     @property
     def context_length(self) -> int | None:
@@ -248,6 +251,13 @@ def _get_str(path: Path, doc: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+def _get_bool(path: Path, doc: Mapping[str, Any], key: str) -> bool | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, bool):
+        _fail(path, "config", f"`{key}` is {show_value(value, limit=_VALUE_LIMIT)}, not a boolean")
+    return value
+
+
 def _get_object(path: Path, doc: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = doc.get(key)
     if value is None:
@@ -298,6 +308,8 @@ def read_config(folder: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Mo
         quantization=_quantization(path, top),
         auto_map=_get_object(path, top, "auto_map"),
         has_vision_config=_get_object(path, top, "vision_config") is not None,
+        is_decoder=_get_bool(path, top, "is_decoder"),
+        is_encoder_decoder=_get_bool(path, top, "is_encoder_decoder"),
         **values,
     )
 

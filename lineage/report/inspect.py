@@ -8,17 +8,20 @@ open its provenance is, and which licence it claims. Nothing is loaded or execut
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError, UsageError
 from lineage.formats.folder import FolderModel, read_folder
-from lineage.report.files import WEIGHT_FORMATS
+from lineage.report.architecture import describe_architecture
+from lineage.report.hashes import file_hashes, hashes_from_sums
 from lineage.report.license import find_license
 from lineage.report.memory import estimate_memory
 from lineage.report.provenance import provenance
+from lineage.report.quantization import quantization
 from lineage.report.risks import folder_risks
-from lineage.report.weights import quantization, weights_summary
+from lineage.report.weights import weights_summary
 from lineage.store import Store
 from lineage.verify import checksums_verdict
 
@@ -27,8 +30,13 @@ REPORT_SPEC = "lineage-report/1"
 
 def inspect_model(
     path: str | Path, *, sums: str | Path | None = None, context: int = 4096, batch: int = 1,
-    store: Store | None = None,
+    store: Store | None = None, hash_files: bool | None = None,
 ) -> dict[str, Any]:
+    """The inspection as a dict (docs/reports.md lists its keys).
+
+    `hash_files`: SHA-256 every file (True), none (False), or only when the files add up
+    to at most 1 GiB (None, the default; lineage.report.hashes).
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or folder")
@@ -36,50 +44,63 @@ def inspect_model(
         raise UsageError("--context and --batch must be at least 1")
     model = read_folder(path)  # the folder model verify and the exp gate use too
     folder, files, links = model.root, model.files, model.links
-    weights = weights_summary(folder, files)
     config, tokenizer, adapter = model.config, model.tokenizer, model.adapter
+    weights = weights_summary(folder, files, config)
+    architecture = describe_architecture(config, weights["gguf"])
     risks = folder_risks(model)
-    has_weights = any(f["format"] in WEIGHT_FORMATS for f in files)
-    return {
-        "spec": REPORT_SPEC, "path": str(path.resolve()),
+    report = {
+        "spec": REPORT_SPEC, "path": str(path.resolve()), "generated": _generated(),
         "files": files, "links": links,
+        "weights": {"present": weights["present"], "reason": weights["absent_reason"]},
         "parameters": weights["parameters"], "tensors": weights["tensors"],
-        "dtypes": weights["dtypes"], "uncounted_pickles": weights["uncounted_pickles"],
+        "dtypes": weights["dtypes"], "buffers": weights["buffers"],
+        "uncounted_pickles": weights["uncounted_pickles"],
         "quantization": quantization(weights, config, files),
-        "memory": _memory(weights, config, context, batch),
+        "model": architecture,
+        "memory": _memory(weights, architecture, context, batch),
         "precision_warnings": _precision_warnings(weights, config),
         "risks": risks,
         "integrity": _integrity(model, sums),
-        "provenance": provenance(folder, has_weights=has_weights, store=store),
+        "provenance": provenance(folder, has_weights=weights["present"], store=store,
+                                 absent_reason=weights["absent_reason"]),
         "license": find_license(folder, weights["gguf"].get("license")),
         "config": _config_dict(config), "tokenizer": _tokenizer_dict(tokenizer),
         "adapter": adapter.__dict__ if adapter else None,
-        "architecture": (config.model_type if config else None)
-        or weights["gguf"].get("architecture"),
+        "architecture": architecture["family"],
     }
+    report["hashes"] = file_hashes(folder, files, hash_files=hash_files,
+                                   known=hashes_from_sums(report["integrity"]),
+                                   vetted=model.snapshot.blobs if model.snapshot else None)
+    return report
 
 
-def _memory(weights: dict[str, Any], config: Any, context: int, batch: int) -> dict[str, Any]:
-    g = weights["gguf"]
-    if config is not None and config.num_hidden_layers:
-        shape = (config.num_hidden_layers, config.num_key_value_heads, config.head_dim,
-                 "config.json")
-    elif g:
-        shape = (g.get("layers"), g.get("kv_heads"), g.get("head_dim"), "GGUF metadata")
-    else:
-        shape = (None, None, None, "neither config.json nor GGUF metadata")
-    layers, kv_heads, head_dim, source = shape
-    return estimate_memory(weights_bytes=weights["weights_bytes"], layers=layers,
-                           kv_heads=kv_heads, head_dim=head_dim, context=context, batch=batch,
-                           source=source)
+def _generated() -> dict[str, str]:
+    """Which lineage wrote the report, and when (UTC, to the second)."""
+    from lineage import __version__
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    return {"lineage": __version__, "at": now.isoformat().replace("+00:00", "Z")}
+
+
+def _memory(weights: dict[str, Any], architecture: dict[str, Any], context: int,
+            batch: int) -> dict[str, Any]:
+    return estimate_memory(
+        weights_bytes=weights["weights_bytes"] + weights["buffers"]["bytes"],
+        architecture=architecture, context=context, batch=batch,
+        weights_present=weights["present"], absent_reason=weights["absent_reason"],
+        uncounted=weights["uncounted_pickles"])
 
 
 def _precision_warnings(weights: dict[str, Any], config: Any) -> list[str]:
+    dtypes = set(weights["dtypes"])
     warnings = []
-    if "BF16" in weights["dtypes"] or (config and config.torch_dtype == "bfloat16"):
+    if dtypes & {"BF16", "BFLOAT16"}:
         warnings.append("BF16 weights run as FP16 can overflow to inf/NaN (FP16 max 65504): "
                         "keep BF16 or FP32 where the runtime allows")
-    if set(weights["dtypes"]) & {"F8_E4M3", "F8_E5M2"}:
+    elif config and config.torch_dtype == "bfloat16" and dtypes & {"F16", "FLOAT16"}:
+        warnings.append("config.json says bfloat16 but the weights are stored as F16: a BF16 "
+                        "to FP16 conversion can have overflowed to inf/NaN (FP16 max 65504)")
+    if dtypes & {"F8_E4M3", "F8_E5M2", "FLOAT8E4M3FN", "FLOAT8E5M2"}:
         warnings.append("FP8 weights need a runtime with FP8 support (or dequantization)")
     return warnings
 
@@ -88,7 +109,8 @@ def _integrity(model: FolderModel, sums: str | Path | None) -> dict[str, Any]:
     """Three verdicts never merged; the structure one is the folder model's (as in verify)."""
     checksums = checksums_verdict(model.root, sums, snapshot=model.snapshot)
     return {"structure": model.structure,
-            "checksums": {"ok": checksums["ok"], "files": checksums["files"]},
+            "checksums": {"ok": checksums["ok"], "source": checksums["source"],
+                          "files": checksums["files"]},
             "load": "not-tested"}
 
 

@@ -4,6 +4,12 @@ The estimate states its assumptions: the KV cache in 16-bit floats, two tensors 
 per layer of num_key_value_heads x head_dim per token (grouped-query attention aware),
 and an overhead of 1 GiB plus 10 % of the weights for runtime buffers and activations.
 Reality varies with the runtime; the assumptions say which way.
+
+Only a decoder keeps a KV cache. An encoder (BERT, sentence embedders) reads its whole
+input at once and caches nothing; a recurrent model (Mamba, RWKV) keeps a fixed-size state.
+The context is never taken beyond the model's maximum positions (`max_position_embeddings`,
+`<arch>.context_length`): a larger request is clamped, and the estimate says so. A folder
+without weights gets no estimate at all.
 """
 
 from __future__ import annotations
@@ -14,24 +20,73 @@ GIB = 2**30
 KV_BYTES = 2
 OVERHEAD_FIXED = GIB
 OVERHEAD_SHARE = 0.10
+_NO_CACHE = {
+    "encoder": "no KV cache: {family} is an encoder ({evidence}); it attends over the whole "
+               "input at once and caches nothing between tokens",
+    "recurrent": "no KV cache: {family} is a recurrent model ({evidence}); it keeps a "
+                 "fixed-size state instead",
+}  # fmt: skip
 
 
 def estimate_memory(
-    *, weights_bytes: int, layers: int | None, kv_heads: int | None, head_dim: int | None,
-    context: int, batch: int, source: str,
+    *, weights_bytes: int, architecture: dict[str, Any], context: int, batch: int,
+    weights_present: bool = True, absent_reason: str | None = None,
+    uncounted: list[str] | None = None,
 ) -> dict[str, Any]:
-    assumptions = [
-        f"weights: {weights_bytes:,} bytes as stored (no dequantization)",
-        f"KV cache: 2 x layers x kv_heads x head_dim x context {context:,} x batch {batch} "
-        f"x {KV_BYTES} bytes (FP16), shape from {source}",
-        f"overhead: 1 GiB + {OVERHEAD_SHARE:.0%} of the weights (runtime buffers, activations)",
-    ]
-    kv = None
-    if layers and kv_heads and head_dim:
-        kv = 2 * layers * kv_heads * head_dim * context * batch * KV_BYTES
-    else:
-        assumptions.append("KV cache unknown: layers, KV heads or head size not found")
+    if not weights_present:
+        return _no_estimate(context, batch, absent_reason or "no weights in this folder")
+    used, clamp_note = _clamp(context, architecture.get("positions"))
+    assumptions = [f"weights: {weights_bytes:,} bytes as stored, buffers included "
+                   "(no dequantization)"]
+    if uncounted:
+        assumptions.append("not counted: the weights in pickle files (never loaded): "
+                           + ", ".join(uncounted))
+    if clamp_note:
+        assumptions.append(clamp_note)
+    kv, kv_note = _kv_cache(architecture, used, batch)
+    assumptions.append(kv_note)
+    assumptions.append(f"overhead: 1 GiB + {OVERHEAD_SHARE:.0%} of the weights "
+                       "(runtime buffers, activations)")
     overhead = OVERHEAD_FIXED + int(weights_bytes * OVERHEAD_SHARE)
-    return {"weights_bytes": weights_bytes, "kv_cache_bytes": kv, "overhead_bytes": overhead,
-            "total_bytes": weights_bytes + (kv or 0) + overhead, "context": context,
-            "batch": batch, "assumptions": assumptions}
+    return {"estimated": True, "reason": None, "weights_bytes": weights_bytes,
+            "kv_cache_bytes": kv, "kv_cache_note": kv_note, "overhead_bytes": overhead,
+            "total_bytes": weights_bytes + (kv or 0) + overhead, "context": used,
+            "context_requested": context, "context_clamped": used != context,
+            "max_positions": architecture.get("positions"), "batch": batch,
+            "assumptions": assumptions}
+
+
+def _clamp(context: int, positions: int | None) -> tuple[int, str | None]:
+    if positions and context > positions:
+        return positions, (f"context: {context:,} requested, clamped to the model's maximum "
+                           f"of {positions:,} positions")
+    return context, None
+
+
+def _kv_cache(arch: dict[str, Any], context: int, batch: int) -> tuple[int | None, str]:
+    """(bytes, the sentence saying how they were found), bytes 0 for no cache, None unknown."""
+    kind = arch.get("kind")
+    family = arch.get("name") or "this model"
+    if kind in _NO_CACHE:
+        return 0, _NO_CACHE[kind].format(family=family, evidence=arch["kind_evidence"])
+    layers, kv_heads, head_dim = arch.get("layers"), arch.get("kv_heads"), arch.get("head_dim")
+    if not (layers and kv_heads and head_dim):
+        return None, ("KV cache unknown: layers, KV heads or head size not found in "
+                      f"{arch.get('source') or 'any config'}")
+    kv = 2 * layers * kv_heads * head_dim * context * batch * KV_BYTES
+    note = (f"KV cache: 2 x {layers} layers x {kv_heads} KV heads x {head_dim} head dim x "
+            f"context {context:,} x batch {batch} x {KV_BYTES} bytes (FP16), shape from "
+            f"{arch['source']}")
+    if kind == "encoder-decoder":
+        note += "; the decoder's self-attention only (the cross-attention cache is not counted)"
+    elif kind == "unknown":
+        note += f"; a decoder is assumed ({arch['kind_evidence']})"
+    return kv, note
+
+
+def _no_estimate(context: int, batch: int, reason: str) -> dict[str, Any]:
+    return {"estimated": False, "reason": reason, "weights_bytes": 0, "kv_cache_bytes": None,
+            "kv_cache_note": f"no KV cache: {reason}", "overhead_bytes": None,
+            "total_bytes": None, "context": context, "context_requested": context,
+            "context_clamped": False, "max_positions": None, "batch": batch,
+            "assumptions": [f"not estimated: {reason}"]}

@@ -1,7 +1,8 @@
 """How open is this model's provenance? Tiers of DOMAIN.md §4, decided from evidence.
 
-closed            no weights in the folder
-open weights      weights, nothing about their data
+closed            no weights in the folder (a tokenizer-only folder, a vocabulary-only GGUF):
+                  nothing here to be open about, whatever the model's weights are elsewhere
+open weights      weights (at least one float or quantized tensor), nothing about their data
 open source       weights whose digest matches a checkpoint of a recorded run, whose stream
                   orders a registered corpus manifest (data and recipe are named)
 fully auditable   the same, and the run's step hash chain verifies and that checkpoint
@@ -19,9 +20,12 @@ from lineage.errors import InputError, LineageError
 from lineage.store import Store
 
 
-def provenance(folder: Path, *, has_weights: bool, store: Store | None) -> dict[str, Any]:
+def provenance(folder: Path, *, has_weights: bool, store: Store | None,
+               absent_reason: str | None = None) -> dict[str, Any]:
     if not has_weights:
-        return {"tier": "closed", "missing": ["weights"], "evidence": []}
+        why = f"no weights in this folder: {absent_reason}" if absent_reason else \
+            "no weights in this folder"
+        return {"tier": "closed", "missing": ["weights"], "evidence": [why]}
     missing = []
     evidence: list[str] = []
     checkpoint = _matching_checkpoint(folder, store) if store else None
