@@ -116,6 +116,8 @@ def test_risks_dangerous_pickles_remote_code_and_links(tmp_path: Path) -> None:
     kinds = {(r["kind"], r["severity"]) for r in report["risks"]}
     assert ("symlink-outside", "dangerous") in kinds
     assert ("python-code", "unknown") in kinds and ("auto-map", "unknown") in kinds
+    auto_map = next(r["detail"] for r in report["risks"] if r["kind"] == "auto-map")
+    assert auto_map.startswith("auto_map AutoModel: ")  # named, not a Python list
     assert any(r["severity"] == "dangerous" and r["file"] == "pytorch_model.bin"
                for r in report["risks"])
     assert report["risks"][0]["severity"] == "dangerous"  # risks come first, worst first

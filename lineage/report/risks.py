@@ -49,7 +49,7 @@ def find_risks(
                            "Python file: runs only with trust_remote_code; review it first"))
     if config and config.needs_remote_code:
         risks.append(_risk("config.json", "auto-map", "unknown",
-                           f"auto_map {sorted(config.auto_map or {})}: loading needs "
+                           f"auto_map {', '.join(sorted(config.auto_map or {}))}: loading needs "
                            "trust_remote_code"))
     if tokenizer and tokenizer.auto_map:
         risks.append(_risk("tokenizer_config.json", "auto-map", "unknown",
