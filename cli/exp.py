@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import JsonOption, current_store, require_folder
 from lineage.errors import EXIT_NO, UsageError
 
 app = typer.Typer(help="Experiment records that travel across rented machines.",
@@ -40,6 +40,7 @@ def run(
     if not command:
         raise UsageError("give the command after `--`, e.g. -- python run.py")
     store = current_store(ctx)
+    require_folder(weights)  # a missing folder is a mistake in the command, not a record
     record = run_experiment(weights=weights, revision=revision, command=command, sums=sums,
                             quantization=quantization, source=source, name=name,
                             allow_fallback=allow_fallback)

@@ -27,7 +27,9 @@ class LineageGroup(TyperGroup):
         except LineageError as exc:
             if _debug(ctx):
                 raise
-            output.error((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            # The whole message: a newline in it belongs to a value (a path, a name), and
+            # output.error shows it escaped, on the one line.
+            output.error(str(exc).strip() or type(exc).__name__)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             if _debug(ctx):

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption
+from lineage.cli.common import JsonOption, require_folder
 from lineage.errors import EXIT_NO
 
 
@@ -25,7 +25,7 @@ def verify(
     """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
     from lineage.verify import verify_folder
 
-    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
+    report = verify_folder(require_folder(folder), sums=sums, max_header_mib=max_header_mib)
     if json:
         output.emit_json(report)
     else:
@@ -59,7 +59,7 @@ def sums(
     """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts."""
     from lineage.formats.sha256sums import write_sums
 
-    text = write_sums(folder, sums_name=out.name if out else "SHA256SUMS")
+    text = write_sums(require_folder(folder), sums_name=out.name if out else "SHA256SUMS")
     if out is None:
         output.emit_raw(text)
     else:
