@@ -42,6 +42,18 @@ def shown(value: Any) -> str:
     return _UNSAFE.sub(_escape, _plain(value))
 
 
+def shown_values(value: Any) -> Any:
+    """The same structure with every string in it, keys included, passed through `shown`:
+    for renderers that build a document from an answer's values."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {shown_values(k): shown_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown_values(v) for v in value]
+    return value
+
+
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
