@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from lineage.cli.docgen import iter_commands
 from lineage.cli.main import app
@@ -100,7 +101,7 @@ def test_a_missing_object_is_an_error_of_one_line(
     places: dict[str, str], name: str, index: int
 ) -> None:
     args = _fill(MISSING_OBJECTS[name][index], places)
-    result = typer.testing.CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, (args, result.exit_code, result.stdout, result.stderr)
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
@@ -130,3 +131,22 @@ def test_a_no_is_still_exit_1(cli: Cli, example_shards: Path, tmp_path: Path) ->
     stranger.write_text("nothing like any sonnet at all\n")
     answer = cli.json("trained-on", str(stranger), code=1)
     assert [r["verdict"] for r in answer["results"]] == ["not-found"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("docs", "--step", "x"), "error: Invalid value for '--step': 'x' is not a valid integer "
+     "range. (see `lineage docs -h`)"),
+    (("docs", "--step", "1", "--rank", "\x1b[31m"), "error: Invalid value for '--rank': "
+     "'\\x1b[31m' is not a valid integer range. (see `lineage docs -h`)"),
+    (("--bogus",), "error: No such option '--bogus'. (see `lineage -h`)"),
+    (("no[b]pe:x:",), "error: No such command 'no[b]pe:x:'. (see `lineage -h`)"),
+    (("corpus", "show"), "error: Missing argument 'NAME'. (see `lineage corpus show -h`)"),
+])
+def test_a_usage_error_is_one_line_too(args: tuple[str, ...], line: str) -> None:
+    result = CliRunner().invoke(app, list(args))
+    assert (result.exit_code, result.stderr, result.stdout) == (2, line + "\n", "")
+
+
+def test_a_group_without_a_command_still_shows_its_help() -> None:
+    result = CliRunner().invoke(app, ["corpus"])
+    assert "list" in result.stdout and "show" in result.stdout and "error" not in result.stderr
