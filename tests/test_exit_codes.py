@@ -42,6 +42,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "ingest steps": [(*S, "ingest", "steps", "{MISSING}", "--run", "r", "--stream", "s",
                       "--world-size", "1")],
     "ingest windows": [(*S, "ingest", "windows", "{MISSING}", "--stream", "s", "--corpus", "c",
+                        "--seq-len", "8", "--batch", "1"),
+                       (*S, "ingest", "windows", "{FILE}", "--stream", "s", "--corpus", "nope",
                         "--seq-len", "8", "--batch", "1")],
     "init": [("--store", "{FILE}/store", "init")],
     "inspect": [("inspect", "{MISSING}")],
@@ -57,7 +59,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "stream list": [(*NS, "stream", "list")],
     "stream show": [(*S, "stream", "show", "nope"), (*NS, "stream", "show", "nope")],
     "sums": [("sums", "{MISSING}"), ("sums", "{FILE}")],
-    "trace": [(*S, "trace", "--run", "nope"), (*NS, "trace", "--run", "nope")],
+    "trace": [(*S, "trace", "--run", "nope", "--clipped"),
+              (*NS, "trace", "--run", "nope", "--step", "0")],
     "trained-on": [(*S, "trained-on", "{MISSING}"), (*S, "trained-on", "{MISSING}", "--json"),
                    (*S, "trained-on", "--text", "words", "--run", "nope"),
                    (*S, "trained-on", "--text", "words", "--stream", "nope"),
@@ -106,6 +109,9 @@ def test_a_missing_object_is_an_error_of_one_line(
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert not (Path(places["{NOSTORE}"])).exists(), "an error created the store"
+    named = [places[k] for k in ("{MISSING}", "{NOSTORE}", "{FILE}") if k in " ".join(
+        MISSING_OBJECTS[name][index])] + ["nope"]
+    assert any(thing in result.stderr for thing in named), result.stderr  # says what is missing
 
 
 @pytest.mark.parametrize("args", [
