@@ -66,6 +66,8 @@ def json_text(value: Any) -> str:
     import json
 
     text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
+    if text.isascii():  # constant time in CPython: most answers end here
+        return text
     # A lone surrogate (an undecodable byte of a file name) cannot be written as UTF-8:
     # JSON's own escape for it reads back as the same string.
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

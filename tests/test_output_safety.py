@@ -4,6 +4,8 @@ errors and info messages, in process and through a real pipe."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -23,6 +25,7 @@ from lineage.cli import output
 from lineage.cli.main import app
 from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
+from lineage.query import json_text
 from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
 
@@ -133,39 +136,35 @@ def test_shown_leaves_nothing_a_terminal_acts_on_and_changes_nothing_else(value:
         assert shown == value
 
 
+@given(st.dictionaries(VALUES, VALUES, max_size=3))
+def test_json_is_exact_and_always_writable_as_utf8(value: dict[str, str]) -> None:
+    text = json_text(value)
+    text.encode("utf-8")  # a lone surrogate is written as its JSON escape
+    assert json.loads(text) == value
+
+
+def _printed(write: Any, *args: Any, **kwargs: Any) -> tuple[str, str]:
+    """What one output function wrote to stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        write(*args, **kwargs)
+    return out.getvalue(), err.getvalue()
+
+
 @given(VALUES)
 def test_a_line_prints_exactly_as_shown(value: str) -> None:
-    result = CliRunner().invoke(_printer, [value])
-    assert result.stdout == output.shown(value) + "\n"
-    assert result.stderr == f"error: {output.shown(value)}\n"
+    assert _printed(output.emit_lines, [value]) == (output.shown(value) + "\n", "")
+    assert _printed(output.error, value) == ("", f"error: {output.shown(value)}\n")
+    assert _printed(output.info, value) == ("", f"{output.shown(value)}\n")
 
 
 @given(VALUES.filter(lambda v: v.strip() == v != "" and not {"│", "┃"} & set(v)))
 def test_a_table_cell_and_title_print_exactly_as_shown(value: str) -> None:
-    result = CliRunner().invoke(_printer, [value, "--table"])
-    title, header, _, row = result.stdout.splitlines()
+    printed, _ = _printed(output.emit_table, ("n", value), [[1000, value]], title=value)
+    title, header, _, row = printed.splitlines()
     assert title == output.shown(value)
     assert [c.strip() for c in header.split("┃")] == ["n", output.shown(value)]
     assert [c.strip() for c in row.split("│")] == ["1,000", output.shown(value)]
-
-
-def _printer_main(value: str, table: bool = False) -> None:
-    if table:
-        output.emit_table(("n", value), [[1000, value]], title=value)
-    else:
-        output.emit_lines([value])
-        output.error(value)
-
-
-def _make_printer() -> Any:
-    import typer
-
-    printer = typer.Typer()
-    printer.command()(_printer_main)
-    return printer
-
-
-_printer = _make_printer()
 
 
 # -- every command that prints a name ---------------------------------------------------
