@@ -11,7 +11,8 @@ are written as escapes, so a value stays on its line and cannot restyle the scre
 `\t` `\n` `\r`, `\xNN` for the other C0 controls, DEL and C1 controls (ESC is `\x1b`),
 `\uNNNN` for line and paragraph separators, bidirectional overrides and lone surrogates
 (an undecodable byte N in a file name is `\udcNN`). A backslash is shown as is. `--json`
-output is exact (JSON escapes these itself).
+output is exact (JSON escapes these itself), and so is `emit_raw`, kept for formats other
+tools read (a checksum list, a report asked for in a format).
 """
 
 from __future__ import annotations
