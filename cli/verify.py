@@ -24,8 +24,9 @@ def verify(
 ) -> None:
     """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
     from lineage.verify import verify_folder
+    require_folder(folder)  # a missing folder is an error (exit 2), not a failed check
 
-    report = verify_folder(require_folder(folder), sums=sums, max_header_mib=max_header_mib)
+    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
     if json:
         output.emit_json(report)
     else:
@@ -58,8 +59,9 @@ def sums(
 ) -> None:
     """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts."""
     from lineage.formats.sha256sums import write_sums
+    require_folder(folder)
 
-    text = write_sums(require_folder(folder), sums_name=out.name if out else "SHA256SUMS")
+    text = write_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:
         output.emit_raw(text)
     else:
