@@ -25,7 +25,8 @@ def current_store(ctx: typer.Context) -> Store:
 
 def require_folder(path: Path) -> Path:
     """The folder a command was given, or an error (exit 2) when there is none to check:
-    a missing path is a mistake in the question, not a failed check."""
+    a missing path is a mistake in the question, not a failed check. A parameter callback,
+    so the check runs before the command does anything."""
     if not path.exists():
         raise InputError(path, "no such directory")
     if not path.is_dir():

@@ -19,7 +19,8 @@ app = typer.Typer(help="Experiment records that travel across rented machines.",
                                       "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    weights: Annotated[Path, typer.Option(help="The frozen weights folder.")],
+    weights: Annotated[Path, typer.Option(help="The frozen weights folder.",
+                                          callback=require_folder)],
     revision: Annotated[str, typer.Option(help="The model revision id actually obtained.")],
     sums: Annotated[Path | None, typer.Option(help="Trusted SHA256SUMS list.")] = None,
     quantization: Annotated[str | None, typer.Option(help="Quantization setting.")] = None,
@@ -40,7 +41,6 @@ def run(
     if not command:
         raise UsageError("give the command after `--`, e.g. -- python run.py")
     store = current_store(ctx)
-    require_folder(weights)  # a missing folder is a mistake in the command, not a record
     record = run_experiment(weights=weights, revision=revision, command=command, sums=sums,
                             quantization=quantization, source=source, name=name,
                             allow_fallback=allow_fallback)

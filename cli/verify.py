@@ -13,7 +13,8 @@ from lineage.errors import EXIT_NO
 
 
 def verify(
-    folder: Annotated[Path, typer.Argument(help="A model or checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(help="A model or checkpoint folder.",
+                                           callback=require_folder)],
     sums: Annotated[
         Path | None, typer.Option(help="A trusted SHA256SUMS list (GNU or BSD lines).")
     ] = None,
@@ -24,7 +25,6 @@ def verify(
 ) -> None:
     """Three separate verdicts: structure, checksums, load (not tested); exit 1 on a fail."""
     from lineage.verify import verify_folder
-    require_folder(folder)  # a missing folder is an error (exit 2), not a failed check
 
     report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib)
     if json:
@@ -52,14 +52,13 @@ def verify(
 
 
 def sums(
-    folder: Annotated[Path, typer.Argument(help="The folder to list.")],
+    folder: Annotated[Path, typer.Argument(help="The folder to list.", callback=require_folder)],
     out: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
     """Write a SHA256SUMS list of every file in the folder that `sha256sum -c` accepts."""
     from lineage.formats.sha256sums import write_sums
-    require_folder(folder)
 
     text = write_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:
