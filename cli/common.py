@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from lineage.errors import InputError
 from lineage.store import Store, open_store, resolve_store_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
@@ -19,3 +21,14 @@ def store_root(ctx: typer.Context) -> str:
 
 def current_store(ctx: typer.Context) -> Store:
     return open_store(store_root(ctx))
+
+
+def require_folder(path: Path) -> Path:
+    """The folder a command was given, or an error (exit 2) when there is none to check:
+    a missing path is a mistake in the question, not a failed check. A parameter callback,
+    so the check runs before the command does anything."""
+    if not path.exists():
+        raise InputError(path, "no such directory")
+    if not path.is_dir():
+        raise InputError(path, "not a directory (give the folder that holds it)")
+    return path

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import JsonOption, current_store, require_folder
 from lineage.errors import EXIT_NO, UsageError
 
 app = typer.Typer(help="Experiment records that travel across rented machines.",
@@ -19,7 +19,8 @@ app = typer.Typer(help="Experiment records that travel across rented machines.",
                                       "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    weights: Annotated[Path, typer.Option(help="The frozen weights folder.")],
+    weights: Annotated[Path, typer.Option(help="The frozen weights folder.",
+                                          callback=require_folder)],
     revision: Annotated[str, typer.Option(help="The model revision id actually obtained.")],
     sums: Annotated[Path | None, typer.Option(help="Trusted SHA256SUMS list.")] = None,
     quantization: Annotated[str | None, typer.Option(help="Quantization setting.")] = None,

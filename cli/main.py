@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
@@ -21,13 +21,24 @@ class LineageGroup(TyperGroup):
     Living in the group (not in `run`) means CliRunner tests see exactly what users see.
     """
 
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # a bad global option
+            _usage_error(exc)
+
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # an unknown command, a bad option or value
+            _usage_error(exc)
         except LineageError as exc:
             if _debug(ctx):
                 raise
-            output.error((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            # The whole message: a newline in it belongs to a value (a path, a name), and
+            # output.error shows it escaped, on the one line.
+            output.error(str(exc).strip() or type(exc).__name__)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             if _debug(ctx):
@@ -44,6 +55,15 @@ class LineageGroup(TyperGroup):
             raise typer.Exit(EXIT_ERROR) from None
 
 
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """Click's usage errors as one line too, pointing at the help (exit 2)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # the help was asked for by omission
+        raise exc
+    where = f" (see `{exc.ctx.command_path} -h`)" if exc.ctx else ""
+    output.error(exc.format_message() + where)
+    raise click.exceptions.Exit(exc.exit_code) from None
+
+
 def _debug(ctx: typer.Context) -> bool:
     state = ctx.obj if isinstance(ctx.obj, dict) else {}
     return bool(state.get("debug")) or os.environ.get("LINEAGE_DEBUG") == "1"
@@ -53,6 +73,8 @@ app = typer.Typer(
     cls=LineageGroup,
     name="lineage",
     help="Provenance and lineage of training data: what went in, in which order, with evidence.",
+    epilog="Exit codes: 0 ok, 1 a check or lookup answered no, 2 an error (a missing path, "
+    "an unknown name, a bad option value), 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},

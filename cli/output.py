@@ -1,11 +1,23 @@
-"""The one place that writes to the terminal: data to stdout, messages to stderr.
+r"""The one place that writes to the terminal: data to stdout, messages to stderr.
 
 Tables are for people, `--json` for programs. Progress bars go to stderr, only when
 stderr is a terminal and the output is not JSON.
+
+Data is shown as it is. Every value a person reads (table cells, titles, lines, errors)
+passes through `shown`, and rich only ever receives the result as a `Text`, on consoles
+with markup, emoji codes and highlighting off: `[b]`, `:x:` or `[link=...]` in a file
+name print as those characters. Characters a terminal would act on instead of showing
+are written as escapes, so a value stays on its line and cannot restyle the screen:
+`\t` `\n` `\r`, `\xNN` for the other C0 controls, DEL and C1 controls (ESC is `\x1b`),
+`\uNNNN` for line and paragraph separators, bidirectional overrides and lone surrogates
+(an undecodable byte N in a file name is `\udcNN`). A backslash is shown as is. `--json`
+output is exact (JSON escapes these itself), and so is `emit_raw`, kept for formats other
+tools read (a checksum list, a report asked for in a format).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,17 +27,72 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
+
+# C0 controls, DEL, C1 controls, line/paragraph separators, bidirectional embeddings,
+# overrides and isolates, and lone surrogates (how Python spells undecodable name bytes).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# Piped tables are read by scripts and people alike: never fold a value across lines.
+_PIPED_WIDTH = 1_000_000
+
+
+def shown(value: Any) -> str:
+    """Any value as one line of plain text that a terminal shows character for character."""
+    return _UNSAFE.sub(_escape, _plain(value))
+
+
+def shown_values(value: Any) -> Any:
+    """The same structure with every string in it, keys included, passed through `shown`:
+    for renderers that build a document from an answer's values."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {shown_values(k): shown_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown_values(v) for v in value]
+    return value
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _text(value: Any, style: str = "") -> Text:
+    from rich.text import Text
+
+    return Text(shown(value), style=style)
 
 
 @cache
 def _console(to_stderr: bool) -> Console:
-    """Rich consoles are made on first use: JSON output never pays for importing rich."""
+    """Rich consoles are made on first use: JSON output never pays for importing rich.
+
+    Markup, emoji codes and highlighting are off: nothing in a value is ever interpreted.
+    """
     from rich.console import Console
 
     if to_stderr:
-        return Console(stderr=True, soft_wrap=True, highlight=False)
-    # Piped output is read by scripts and people alike: do not fold it to 80 columns.
-    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 200)
+        return Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
+    width = None if sys.stdout.isatty() else _PIPED_WIDTH
+    return Console(soft_wrap=True, markup=False, emoji=False, highlight=False, width=width)
 
 
 def emit_json(value: Any) -> None:
@@ -39,21 +106,30 @@ def emit_table(
 ) -> None:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = Table(title=None if title is None else _text(title), title_justify="left",
+                  show_edge=False, pad_edge=False)
     for name in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(_text(name), overflow="fold")
     for row in rows:
-        table.add_row(*("" if v is None else _cell(v) for v in row))
+        table.add_row(*(_text(v) for v in row))
     _console(False).print(table)
 
 
-def emit_lines(lines: Sequence[str]) -> None:
+def emit_lines(lines: Sequence[Any]) -> None:
+    """Each item on its own line; a newline inside one is shown as `\\n`."""
+    console = _console(False)
     for line in lines:
-        _console(False).print(line, markup=False)
+        console.print(_text(line))
+
+
+def emit_document(text: str) -> None:
+    """A multi-line document for people (e.g. a Markdown report): its own line breaks are
+    kept, every other character a terminal would act on is escaped as `shown` does."""
+    sys.stdout.write("\n".join(shown(line) for line in text.split("\n")))
 
 
 def emit_raw(text: str) -> None:
-    """Text exactly as given (e.g. a checksum list other tools will read)."""
+    """Text exactly as given, for other tools to read (e.g. a checksum list)."""
     sys.stdout.write(text)
 
 
@@ -68,12 +144,13 @@ def write_file(path: Path, text: str) -> None:
     info(f"wrote {path}")
 
 
-def info(message: str) -> None:
-    _console(True).print(message, markup=False)
+def info(message: Any) -> None:
+    _console(True).print(_text(message))
 
 
-def error(message: str) -> None:
-    _console(True).print(f"error: {message}", markup=False, style="red")
+def error(message: Any) -> None:
+    """One line on stderr, whatever the message holds."""
+    _console(True).print(_text(f"error: {_plain(message)}", style="red"))
 
 
 @contextmanager
@@ -85,24 +162,16 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[str, int | None, int | Non
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(),
         console=_console(True), transient=True,
     ) as bar:
         tasks: dict[str, Any] = {}
 
         def report(stage: str, done: int | None, total: int | None) -> None:
             if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
+                tasks[stage] = bar.add_task(shown(stage), total=total)
             bar.update(tasks[stage], completed=done or 0, total=total)
 
         yield report
 
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value)
-    return str(value)

@@ -48,7 +48,7 @@ def inspect(
     else:
         from lineage.report.render import render_markdown
 
-        output.emit_raw(render_markdown(report))
+        output.emit_document(render_markdown(output.shown_values(report)))
     if any(r["severity"] == "dangerous" for r in report["risks"]):
         raise typer.Exit(EXIT_NO)
 

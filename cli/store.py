@@ -86,4 +86,5 @@ def gc(
 @app.command("migrate")
 def migrate(ctx: typer.Context, json: JsonOption = False) -> None:
     """Bring the store's catalog to this version's schema."""
+    current_store(ctx)  # an existing store: migrating a missing one is an error, not a new one
     init(ctx, json=json)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption
+from lineage.cli.common import JsonOption, require_folder
 from lineage.errors import EXIT_NO
 
 AllowRiskOption = Annotated[
@@ -20,7 +20,8 @@ AllowRiskOption = Annotated[
 
 
 def verify(
-    folder: Annotated[Path, typer.Argument(help="A model or checkpoint folder.")],
+    folder: Annotated[Path, typer.Argument(help="A model or checkpoint folder.",
+                                           callback=require_folder)],
     sums: Annotated[
         Path | None, typer.Option(help="A trusted SHA256SUMS list (GNU or BSD lines).")
     ] = None,
@@ -101,7 +102,7 @@ def _checksum_lines(checksums: dict[str, Any]) -> list[str]:
 
 
 def sums(
-    folder: Annotated[Path, typer.Argument(help="The folder to list.")],
+    folder: Annotated[Path, typer.Argument(help="The folder to list.", callback=require_folder)],
     out: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.durable import blake3_file
-from lineage.errors import ConflictError, InputError, NotFoundError
+from lineage.errors import ConflictError, InputError, UnknownObjectError
 from lineage.formats.sha256sums import sha256_files
 from lineage.store import Store
 from lineage.verify import safetensors_weights_digest, verify_folder
@@ -35,7 +35,7 @@ def ingest_checkpoint(
         digest = safetensors_weights_digest(folder)
     with store.reader(views=False) as con:
         if con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchone() is None:
-            raise NotFoundError(f"no run named {run!r}")
+            raise UnknownObjectError(f"no run named {run!r}")
         row = con.execute("SELECT weights_digest FROM steps WHERE run = ? AND step = ?",
                           [run, step]).fetchone()
     recorded = row[0] if row else None

@@ -20,7 +20,7 @@ from typing import Any
 import blake3
 
 from lineage.durable import remove_quietly
-from lineage.errors import ConflictError, InputError, NotFoundError, UsageError
+from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import Progress, part_files
 from lineage.scratch import new_staging_dir
@@ -58,7 +58,7 @@ def ingest_windows(
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
-            raise NotFoundError(f"no corpus named {corpus!r}")
+            raise UnknownObjectError(f"no corpus named {corpus!r}")
         documents = part_files(con, store, "documents", corpus)
         existing = stream_row(con, stream)
     spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash)

@@ -15,6 +15,7 @@ from lineage.errors import (
     StoreBusyError,
     StoreError,
     StoreFullError,
+    UnknownObjectError,
     UsageError,
 )
 from lineage.store import Store, init_store, open_store
@@ -32,6 +33,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "StoreFullError",
+    "UnknownObjectError",
     "UsageError",
     "__version__",
     "init_store",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage.errors import NotFoundError
+from lineage.errors import UnknownObjectError
 from lineage.store import Store
 
 
@@ -21,7 +21,7 @@ def list_corpora(store: Store) -> list[dict[str, Any]]:
 
 
 def get_corpus(store: Store, name: str) -> dict[str, Any]:
-    """One corpus with its sources and token shares; NotFoundError when absent."""
+    """One corpus with its sources and token shares; UnknownObjectError when absent."""
     with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         row = con.execute(
             "SELECT name, manifest_hash, manifest_spec, documents, tokens, bytes, dropped_empty, "
@@ -31,7 +31,7 @@ def get_corpus(store: Store, name: str) -> dict[str, Any]:
         if row is None:
             known = [r[0] for r in con.execute("SELECT name FROM corpora ORDER BY name").fetchall()]
             hint = f"known: {', '.join(known)}" if known else "the store has no corpora yet"
-            raise NotFoundError(f"no corpus named {name!r} ({hint})")
+            raise UnknownObjectError(f"no corpus named {name!r} ({hint})")
         sources = con.execute(
             "SELECT source, documents, tokens, bytes, licenses FROM corpus_sources "
             "WHERE corpus = ? ORDER BY source",

@@ -5,6 +5,8 @@
     ├── InputError                a bad input file: names the file, the place and the rule
     │   └── RuleError             ... from a format reader, with a rule id (`.rule_id`)
     ├── ConflictError             the store already holds other content under that name
+    ├── UnknownObjectError        a named corpus, stream, run, step, experiment or
+    │                             checkpoint does not exist: an error in the question
     ├── NotFoundError             a lookup answered "no" (exit 1)
     └── StoreError                the store is missing, damaged or of an unknown schema
         ├── StoreBusyError        another process holds the catalog for too long
@@ -12,6 +14,9 @@
 
 The command line maps these to exit codes in one place (`lineage.cli.main`), following
 grep: 0 ok or yes, 1 a check or lookup answered no, 2 an error, 130 interrupted.
+"No" is an answer about something that exists (`trained-on` found no match, a chain is
+broken, a check failed); asking about something that does not exist (`corpus show nope`,
+`docs --stream nope`, a missing path) is an error, exit 2.
 """
 
 from __future__ import annotations
@@ -85,8 +90,13 @@ class ConflictError(LineageError):
     """The store already holds different content under the requested name."""
 
 
+class UnknownObjectError(LineageError):
+    """The question names something the store does not hold (a corpus, stream, run, step,
+    experiment or checkpoint): an error in the question, not a "no" (exit 2)."""
+
+
 class NotFoundError(LineageError):
-    """A lookup found nothing."""
+    """A lookup about something that exists answered "no" (exit 1)."""
 
     exit_code = EXIT_NO
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from lineage.errors import UsageError
 from lineage.store import Store
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _READING = {"SELECT", "EXPLAIN", "PRAGMA", "DESCRIBE", "SHOW", "SUMMARIZE"}
 
 
@@ -63,7 +65,12 @@ def json_text(value: Any) -> str:
     json's `default` hook, so large answers are not walked twice."""
     import json
 
-    return json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
+    if text.isascii():  # constant time in CPython: most answers end here
+        return text
+    # A lone surrogate (an undecodable byte of a file name) cannot be written as UTF-8:
+    # JSON's own escape for it reads back as the same string.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _json_scalar(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage.errors import NotFoundError
+from lineage.errors import UnknownObjectError
 from lineage.store import Store
 
 
@@ -24,7 +24,7 @@ def _summary(con: Any, name: str, *, detail: bool = False) -> dict[str, Any]:
                       "WHERE name = ?", [name]).fetchone()
     if row is None:
         known = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
-        raise NotFoundError(f"no run named {name!r} (runs: {', '.join(known) or 'none yet'})")
+        raise UnknownObjectError(f"no run named {name!r} (runs: {', '.join(known) or 'none yet'})")
     keys = ("name", "stream", "world_size", "chain", "algorithm", "genesis")
     run = dict(zip(keys, row, strict=True))
     steps_total = con.execute("SELECT steps FROM streams WHERE name = ?",

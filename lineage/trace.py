@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage.errors import NotFoundError, UsageError
+from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs import _summary
 from lineage.store import Store
 from lineage.stream.query import _resolve, step_range, step_segments
@@ -34,8 +34,8 @@ def trace(
             f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash FROM steps "
             f"WHERE {where} ORDER BY step LIMIT ?", [*params, limit]).fetchall()
         if step is not None and not rows:
-            raise NotFoundError(f"run {run!r} has no record of step {step} "
-                                f"(steps {info['first_step']}..{info['last_step']})")
+            raise UnknownObjectError(f"run {run!r} has no record of step {step} "
+                                     f"(steps {info['first_step']}..{info['last_step']})")
         steps = []
         for s, loss, norm, lr, was_clipped, was_skipped, state_hash in rows:
             span = step_range(stream, s)

@@ -64,7 +64,7 @@ def test_human_output_of_show(cli: Cli, example_shards: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (("corpus", "show", "nope"), 1, "no corpus named 'nope'"),
+        (("corpus", "show", "nope"), 2, "no corpus named 'nope'"),
         (("sql", "DELETE FROM corpora"), 2, "read-only: DELETE statements are not allowed"),
         (("ingest", "corpus", "/no/such/dir", "--corpus", "c"), 2, "/no/such/dir: no such file"),
         (("ingest", "corpus", ".", "--corpus", "bad name"), 2, "--corpus 'bad name'"),

@@ -77,7 +77,7 @@ def test_errors_are_reported_by_the_full_command_line(streamed: Store,
     assert run_fast(["--store", str(streamed.root), "docs", "--step", "99999", "--json"]) is None
     assert capsys.readouterr().out == ""
     result = run_lineage("--store", str(streamed.root), "docs", "--step", "99999", "--json")
-    assert result.returncode == 1 and result.stderr.startswith("error: stream 'main' has steps")
+    assert result.returncode == 2 and result.stderr.startswith("error: stream 'main' has steps")
 
 
 def test_the_console_script_takes_the_lean_path(streamed: Store) -> None:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage.errors import ConflictError, NotFoundError, UsageError
+from lineage.errors import ConflictError, UnknownObjectError, UsageError
 from lineage.ingest import ingest_corpus
 from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
@@ -251,7 +251,7 @@ def test_rebuild_is_a_no_op_and_other_parameters_are_refused(
     assert again.occurrences_digest == first.occurrences_digest
     with pytest.raises(ConflictError, match="other parameters"):
         build_stream(store, corpus="ex", name="s", seed=43, seq_len=2048, batch=8)
-    with pytest.raises(NotFoundError, match="no corpus named 'nope'"):
+    with pytest.raises(UnknownObjectError, match="no corpus named 'nope'"):
         build_stream(store, corpus="nope", name="t", seed=1, seq_len=8, batch=1)
     with pytest.raises(UsageError, match="no source 'web'"):
         build_stream(store, corpus="ex", name="t", seed=1, seq_len=8, batch=1,

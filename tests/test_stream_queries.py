@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage.errors import NotFoundError, UsageError
+from lineage.errors import UnknownObjectError, UsageError
 from lineage.ingest import ingest_corpus
 from lineage.store import Store
 from lineage.stream.build import build_stream
@@ -69,7 +69,7 @@ def test_ranks_split_a_step_and_windows_narrow_it(streamed: Store) -> None:
         streamed.docs_in_step(3, stream="s0", rank=0, world_size=3)
     with pytest.raises(UsageError, match="go together"):
         streamed.docs_in_step(3, stream="s0", rank=1)
-    with pytest.raises(NotFoundError, match="has steps 0.."):
+    with pytest.raises(UnknownObjectError, match="has steps 0.."):
         streamed.docs_in_step(10**9, stream="s0")
     with pytest.raises(UsageError, match="say which stream"):
         streamed.docs_in_step(0)

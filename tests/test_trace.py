@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lineage.errors import NotFoundError, UsageError
+from lineage.errors import UnknownObjectError, UsageError
 from lineage.ingest.steps import ingest_steps
 from lineage.store import Store
 
@@ -38,7 +38,7 @@ def test_trace_names_the_documents_of_clipped_and_skipped_steps(traced: Store) -
     assert [s["step"] for s in one["steps"]] == [3] and one["spec_hash"].startswith("blake3:")
     with pytest.raises(UsageError, match="exactly one"):
         traced.trace("r", clipped=True, skipped=True)
-    with pytest.raises(NotFoundError, match="no record of step 99"):
+    with pytest.raises(UnknownObjectError, match="no record of step 99"):
         traced.trace("r", step=99)
 
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from lineage.chain import blake3_hex, canonical_json
-from lineage.errors import NotFoundError
+from lineage.errors import UnknownObjectError
 from lineage.store import Store
 
 
@@ -63,9 +63,9 @@ def get_record(store: Store, exp_id: str) -> dict[str, Any]:
     elif len(prefixed) == 1:
         chosen = rows[0]
     elif prefixed:
-        raise NotFoundError(f"{exp_id!r} is ambiguous: {', '.join(sorted(prefixed))}")
+        raise UnknownObjectError(f"{exp_id!r} is ambiguous: {', '.join(sorted(prefixed))}")
     else:
-        raise NotFoundError(f"no experiment {exp_id!r} (`lineage exp list` shows them)")
+        raise UnknownObjectError(f"no experiment {exp_id!r} (`lineage exp list` shows them)")
     return {"id": chosen[0], **json.loads(chosen[2])}
 
 

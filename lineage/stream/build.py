@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage import faults
 from lineage.durable import remove_quietly
-from lineage.errors import ConflictError, NotFoundError, UsageError, too_little_memory
+from lineage.errors import ConflictError, UnknownObjectError, UsageError, too_little_memory
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
     Progress,
@@ -143,7 +143,8 @@ def _corpus_facts(store: Store, corpus: str) -> tuple[
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
-            raise NotFoundError(f"no corpus named {corpus!r}: `lineage corpus list` shows them")
+            raise UnknownObjectError(
+                f"no corpus named {corpus!r}: `lineage corpus list` shows them")
         sources = {source: (documents, tokens) for source, documents, tokens in con.execute(
             "SELECT source, documents, tokens FROM corpus_sources WHERE corpus = ? "
             "ORDER BY source", [corpus]).fetchall()}

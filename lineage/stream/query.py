@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage.errors import NotFoundError, UsageError
+from lineage.errors import UnknownObjectError, UsageError
 from lineage.parts import part_files
 from lineage.store import Store
 
@@ -71,7 +71,7 @@ def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]
     row = stream_row(con, name)
     if row is None:
         listed = ", ".join(names) if names else "none yet"
-        raise NotFoundError(f"no stream named {name!r} (streams: {listed})")
+        raise UnknownObjectError(f"no stream named {name!r} (streams: {listed})")
     return row
 
 
@@ -92,7 +92,8 @@ def step_range(
     """The windows a query covers, checked against the stream's shape."""
     batch, steps = int(stream["batch"]), int(stream["steps"])
     if not 0 <= step < steps:
-        raise NotFoundError(f"stream {stream['name']!r} has steps 0..{steps - 1}, not {step}")
+        raise UnknownObjectError(
+            f"stream {stream['name']!r} has steps 0..{steps - 1}, not {step}")
     first, last = step * batch, (step + 1) * batch - 1
     if (rank is None) != (world_size is None):
         raise UsageError("--rank and --world-size go together")

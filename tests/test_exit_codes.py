@@ -1,0 +1,158 @@
+"""Exit codes hold for every command: naming something that does not exist is an error
+(exit 2, one line on stderr, nothing on stdout), never a "no" (exit 1).
+
+The table below lists the missing-object cases of each command; `iter_commands` walks the
+real command tree, so a command added without a row here fails the test until it has one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lineage.cli.docgen import iter_commands
+from lineage.cli.main import app
+
+from .conftest import Cli, run_lineage
+
+# {STORE}: an existing empty store; {NOSTORE}: a store path that does not exist;
+# {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
+S, NS = ("--store", "{STORE}"), ("--store", "{NOSTORE}")
+MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
+    "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
+    "corpus list": [(*NS, "corpus", "list")],
+    "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],
+    "docs": [(*S, "docs", "--step", "0", "--stream", "nope"),
+             (*S, "docs", "--step", "0", "--stream", "nope", "--json"),
+             (*NS, "docs", "--step", "0", "--json")],
+    "exp diff": [(*S, "exp", "diff", "nope", "nada")],
+    "exp export": [(*S, "exp", "export", "nope", "-o", "{DIR}/out.bundle")],
+    "exp import": [(*S, "exp", "import", "{MISSING}")],
+    "exp list": [(*NS, "exp", "list")],
+    "exp providers": [("exp", "providers", "{MISSING}", "--request", "CPUExecutionProvider")],
+    "exp run": [(*S, "exp", "run", "--weights", "{MISSING}", "--revision", "r", "--", "true"),
+                (*NS, "exp", "run", "--weights", "{DIR}", "--revision", "r", "--", "true")],
+    "exp show": [(*S, "exp", "show", "nope"), (*NS, "exp", "show", "nope")],
+    "ingest checkpoint": [(*S, "ingest", "checkpoint", "{MISSING}", "--run", "r", "--step", "0")],
+    "ingest corpus": [(*S, "ingest", "corpus", "{MISSING}", "--corpus", "c"),
+                      (*NS, "ingest", "corpus", "{DIR}", "--corpus", "c")],
+    "ingest steps": [(*S, "ingest", "steps", "{MISSING}", "--run", "r", "--stream", "s",
+                      "--world-size", "1")],
+    "ingest windows": [(*S, "ingest", "windows", "{MISSING}", "--stream", "s", "--corpus", "c",
+                        "--seq-len", "8", "--batch", "1"),
+                       (*S, "ingest", "windows", "{FILE}", "--stream", "s", "--corpus", "nope",
+                        "--seq-len", "8", "--batch", "1")],
+    "init": [("--store", "{FILE}/store", "init")],
+    "inspect": [("inspect", "{MISSING}")],
+    "report": [("report", "{MISSING}")],
+    "run list": [(*NS, "run", "list")],
+    "run show": [(*S, "run", "show", "nope"), (*NS, "run", "show", "nope")],
+    "sql": [(*NS, "sql", "SELECT 1"), (*S, "sql", "SELECT * FROM nope")],
+    "store gc": [(*NS, "store", "gc")],
+    "store migrate": [(*NS, "store", "migrate")],
+    "store verify": [(*NS, "store", "verify")],
+    "stream build": [(*S, "stream", "build", "--corpus", "nope", "--name", "s", "--seed", "1",
+                      "--seq-len", "8", "--batch", "1")],
+    "stream list": [(*NS, "stream", "list")],
+    "stream show": [(*S, "stream", "show", "nope"), (*NS, "stream", "show", "nope")],
+    "sums": [("sums", "{MISSING}"), ("sums", "{FILE}")],
+    "trace": [(*S, "trace", "--run", "nope", "--clipped"),
+              (*NS, "trace", "--run", "nope", "--step", "0")],
+    "trained-on": [(*S, "trained-on", "{MISSING}"), (*S, "trained-on", "{MISSING}", "--json"),
+                   (*S, "trained-on", "--text", "words", "--run", "nope"),
+                   (*S, "trained-on", "--text", "words", "--stream", "nope"),
+                   (*NS, "trained-on", "{FILE}", "--json")],
+    "verify": [("verify", "{MISSING}"), ("verify", "{FILE}"),
+               ("verify", "{DIR}", "--sums", "{MISSING}")],
+}
+
+
+def test_every_command_has_missing_object_cases() -> None:
+    commands = {" ".join(path) for path, command in
+                iter_commands(typer.main.get_command(app)) if not hasattr(command, "commands")}
+    assert commands == set(MISSING_OBJECTS), (
+        f"without cases: {sorted(commands - set(MISSING_OBJECTS))}; "
+        f"not commands: {sorted(set(MISSING_OBJECTS) - commands)}")
+
+
+@pytest.fixture
+def places(cli: Cli, tmp_path: Path) -> dict[str, str]:
+    file = tmp_path / "a-file.txt"
+    file.write_text("some words\n")
+    folder = tmp_path / "empty-folder"
+    folder.mkdir()
+    return {"{STORE}": str(cli.store_path), "{NOSTORE}": str(tmp_path / "no-store"),
+            "{MISSING}": str(tmp_path / "no-such-thing"), "{FILE}": str(file),
+            "{DIR}": str(folder)}
+
+
+def _fill(args: tuple[str, ...], places: dict[str, str]) -> list[str]:
+    filled = []
+    for arg in args:
+        for key, value in places.items():
+            arg = arg.replace(key, value)
+        filled.append(arg)
+    return filled
+
+
+@pytest.mark.parametrize(("name", "index"), [(name, i) for name, cases in
+                                             MISSING_OBJECTS.items() for i in range(len(cases))])
+def test_a_missing_object_is_an_error_of_one_line(
+    places: dict[str, str], name: str, index: int
+) -> None:
+    args = _fill(MISSING_OBJECTS[name][index], places)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, (args, result.exit_code, result.stdout, result.stderr)
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert not (Path(places["{NOSTORE}"])).exists(), "an error created the store"
+    named = [places[k] for k in ("{MISSING}", "{NOSTORE}", "{FILE}") if k in " ".join(
+        MISSING_OBJECTS[name][index])] + ["nope"]
+    assert any(thing in result.stderr for thing in named), result.stderr  # says what is missing
+
+
+@pytest.mark.parametrize("args", [
+    ("docs", "--step", "0", "--stream", "nope", "--json"),
+    ("trained-on", "{MISSING}", "--json"),
+    ("trained-on", "{FILE}", "--run", "nope", "--json"),
+    ("verify", "{MISSING}"),
+])
+def test_the_console_script_agrees(places: dict[str, str], args: tuple[str, ...]) -> None:
+    """The lean path (docs/trained-on --json) and the full one give the same error."""
+    result = run_lineage("--store", places["{STORE}"], *_fill(args, places))
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert result.stdout == ""
+
+
+def test_a_no_is_still_exit_1(cli: Cli, example_shards: Path, tmp_path: Path) -> None:
+    """Asked about things that exist, a lookup that finds nothing answers no (exit 1)."""
+    cli("ingest", "corpus", str(example_shards / "sonnets.jsonl.gz"), "--corpus", "c")
+    cli("stream", "build", "--corpus", "c", "--name", "s", "--seed", "1", "--seq-len", "64",
+        "--batch", "2")
+    stranger = tmp_path / "stranger.txt"
+    stranger.write_text("nothing like any sonnet at all\n")
+    answer = cli.json("trained-on", str(stranger), code=1)
+    assert [r["verdict"] for r in answer["results"]] == ["not-found"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("docs", "--step", "x"), "error: Invalid value for '--step': 'x' is not a valid integer "
+     "range. (see `lineage docs -h`)"),
+    (("docs", "--step", "1", "--rank", "\x1b[31m"), "error: Invalid value for '--rank': "
+     "'\\x1b[31m' is not a valid integer range. (see `lineage docs -h`)"),
+    (("--bogus",), "error: No such option '--bogus'. (see `lineage -h`)"),
+    (("no[b]pe:x:",), "error: No such command 'no[b]pe:x:'. (see `lineage -h`)"),
+    (("corpus", "show"), "error: Missing argument 'NAME'. (see `lineage corpus show -h`)"),
+])
+def test_a_usage_error_is_one_line_too(args: tuple[str, ...], line: str) -> None:
+    result = CliRunner().invoke(app, list(args))
+    assert (result.exit_code, result.stderr, result.stdout) == (2, line + "\n", "")
+
+
+def test_a_group_without_a_command_still_shows_its_help() -> None:
+    result = CliRunner().invoke(app, ["corpus"])
+    assert "list" in result.stdout and "show" in result.stdout and "error" not in result.stderr
