@@ -44,7 +44,7 @@ def verify_folder(
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
-    _require_folder(folder)
+    require_folder(folder)
     model = read_folder(folder, max_header_bytes=int(max_header_mib * 2**20))
     snapshot = model.snapshot
     risks = risk_verdict(folder_risks(model), allow=allow_risks)
@@ -81,14 +81,14 @@ def folder_sums(folder: str | Path, *, sums_name: str = "SHA256SUMS",
                 workers: int | None = None) -> str:
     """SHA256SUMS lines for a folder; a cache snapshot is listed through its vetted blobs."""
     folder = Path(folder)
-    _require_folder(folder)
+    require_folder(folder)
     snapshot = hf_cache.find_snapshot(folder)
     if snapshot is not None:
         return hf_cache.write_snapshot_sums(snapshot, workers=workers)
     return write_sums(folder, sums_name=sums_name, workers=workers)
 
 
-def _require_folder(folder: Path) -> None:
+def require_folder(folder: Path) -> None:
     if not folder.is_dir():
         problem = "not a directory" if os.path.lexists(folder) else "no such directory"
         raise InputError(folder, f"no-folder: {problem}")

@@ -540,7 +540,7 @@ def test_verify_a_missing_folder_or_a_file_is_bad_input(cli: Cli, tmp_path: Path
     assert missing.stderr == f"error: {tmp_path / 'nonexistent'}: no-folder: no such directory\n"
     gate = cli("exp", "run", "--weights", str(tmp_path / "nonexistent"), "--revision", "r",
                "--", "true", code=2)
-    assert gate.stderr.count("\n") == 1 and "no such weights folder" in gate.stderr
+    assert gate.stderr.count("\n") == 1 and "no-folder: no such directory" in gate.stderr
     assert cli.json("exp", "list") == []  # bad input leaves no record
     file = cli("verify", str(VOCAB_GGUF), code=2)
     assert file.stderr.count("\n") == 1 and str(VOCAB_GGUF) in file.stderr

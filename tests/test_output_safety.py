@@ -258,10 +258,10 @@ def test_verify_and_inspect_name_a_file_as_it_is(weird: dict, tmp_path: Path) ->
     save_file({"w": np.zeros(2, np.float32)}, str(folder / "good:x:.safetensors"))
     (folder / "bad:x:[b]\x1b[2J\n.safetensors").write_bytes(b"\x10\x00")
     out, _ = _both(weird["store"], "verify", str(folder), code=1)
-    assert f"  {folder}/bad:x:[b]\\x1b[2J\\n.safetensors: short-prefix: " in out
+    assert "  bad:x:[b]\\x1b[2J\\n.safetensors: short-prefix: " in out  # relative to the folder
     report = _json(weird["store"], "verify", str(folder), code=1)
-    assert f"{folder}/bad:x:[b]\x1b[2J\n.safetensors" in {e["file"] for e in
-                                                         report["structure"]["errors"]}
+    assert report["folder"] == str(folder)
+    assert "bad:x:[b]\x1b[2J\n.safetensors" in {e["file"] for e in report["structure"]["errors"]}
     out, _ = _both(weird["store"], "inspect", str(folder))
     assert f"# Model report: {folder}" in out.splitlines()
     assert "bad:x:[b]\\x1b[2J\\n.safetensors" in out
