@@ -23,6 +23,7 @@ from lineage.exp.facts import env_facts, git_facts, host_facts, lineage_version
 from lineage.exp.probe import probe_runtime
 from lineage.exp.providers import REPORT_ENV
 from lineage.exp.runner import (
+    EXIT_TIMEOUT,
     Interrupted,
     OutputCallback,
     exit_status,
@@ -157,12 +158,14 @@ def _interrupted(record: dict[str, Any], signum: int, during: str) -> dict[str, 
 
 def exit_code(record: dict[str, Any]) -> int:
     """What `lineage exp run` exits with: 128 + signal when interrupted, 1 when a check
-    stopped the gate, else the command's own exit code (1 for a provider fallback the
-    command itself did not fail on)."""
+    stopped the gate, 124 on a timeout, else the command's own exit code (128 + N when a
+    signal N ended it; 1 for a provider fallback the command itself did not fail on)."""
     if record.get("interrupted"):
         return 128 + signal.Signals[record["interrupted"]["signal"]].value
     if record["outcome"] == "check-failed" or not record.get("command"):
         return 1 if record["outcome"] != "passed" else 0
+    if record["command"].get("timed_out"):
+        return EXIT_TIMEOUT
     code = exit_status(record["command"]["exit_code"])
     return code if code != 0 else (0 if record["outcome"] == "passed" else 1)
 

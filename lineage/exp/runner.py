@@ -30,6 +30,7 @@ EXIT_NOT_FOUND = 127  # as a shell
 TERM_GRACE_S = 5.0  # after SIGTERM on a timeout, before SIGKILL
 _READ_SIZE = 1 << 16
 _DRAIN_S = 5.0  # how long to wait for output still held by an escaped process
+_GROUP_END_S = 2.0  # for killed members to be reaped (a zombie still counts as a member)
 
 
 class Interrupted(BaseException):
@@ -206,6 +207,7 @@ def run_command(
         finally:
             kill_group(proc.pid, signal.SIGKILL)  # whatever the command left behind
             proc.wait()
+            _await_group_end(proc.pid)
             for capture in captures:
                 capture.thread.join(_DRAIN_S)
                 if not capture.thread.is_alive():
@@ -219,6 +221,17 @@ def run_command(
     for capture in captures:
         result[capture.name] = capture.summary()
     return result
+
+
+def _await_group_end(group: int) -> None:
+    """Give the killed members a moment to go, so none is left when lineage exits."""
+    deadline = time.monotonic() + _GROUP_END_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
