@@ -394,3 +394,49 @@ def test_an_old_bundle_without_logs_still_imports(tmp_path: Path) -> None:
     assert "lineage's own (recorded before probing)" in shown
     assert "recorded before lineage kept whole logs" in cli("exp", "logs", "old", code=1).stderr
     assert cli.json("exp", "diff", "old", "old")["same"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_second_signal_kills_a_command_that_ignores_the_first(
+    store: Store, weights: Path, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    script = f"trap '' INT; echo $$ > {pidfile}; echo started; sleep 300"
+    proc = spawn_lineage("--store", str(store.root), "exp", "run", "--weights", str(weights),
+                         "--revision", "r", "--name", "stubborn", "--", "bash", "-c", script)
+    assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+    proc.send_signal(signal.SIGINT)  # ignored by the command: lineage keeps waiting
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+    proc.send_signal(signal.SIGINT)  # the second one is SIGKILL for the group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert _live_members(int(pidfile.read_text())) == []
+    record = Cli(store.root).json("exp", "show", "stubborn")
+    assert record["command"]["signal"] == "SIGKILL" and record["outcome"] == "interrupted"
+
+
+def test_output_held_by_an_escaped_process_is_marked_incomplete(
+    weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lineage.exp.runner._DRAIN_S", 0.5)
+    pidfile = tmp_path / "escaped"
+    script = (f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 30' & "
+              f"until [ -s {pidfile} ]; do sleep 0.05; done; echo done")
+    try:
+        record = run_experiment(weights=weights, revision="r", logs_dir=tmp_path,
+                                command=["bash", "-c", script])
+    finally:
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)  # out of lineage's reach
+    assert record["outcome"] == "passed"
+    assert "incomplete" in record["command"]["stdout"]
+
+
+def test_gc_removes_log_files_no_record_registers(cli: Cli, store: Store, weights: Path) -> None:
+    record = json.loads(_run(cli, weights, "--json", "--", "echo", "kept").stdout)
+    orphan = store.root / "logs" / ("ab" * 32 + ".zst")
+    orphan.write_bytes(b"left by a killed run")
+    os.utime(orphan, (0, 0))
+    assert cli.json("store", "verify")["unregistered"] == ["logs/" + orphan.name]
+    assert cli.json("store", "gc")["removed"] == ["logs/" + orphan.name]
+    assert cli("exp", "logs", record["id"]).stdout == "kept\n"

@@ -138,14 +138,15 @@ class _Capture:
         writer = None
         if self.log_path:
             sink = open(self.log_path, "wb")  # noqa: SIM115 (closed with the writer)
-            writer = zstandard.ZstdCompressor(level=9).stream_writer(sink)
-        while chunk := os.read(self.pipe.fileno(), _READ_SIZE):
-            self.hasher.update(chunk)
-            self.size += len(chunk)
-            if writer:
-                writer = self._log(writer, chunk)
-            if self.on_output:
-                self._tell(chunk)
+            writer = zstandard.ZstdCompressor().stream_writer(sink)
+        with self.pipe:  # the thread owns it: an escaped process may hold it open long
+            while chunk := os.read(self.pipe.fileno(), _READ_SIZE):
+                self.hasher.update(chunk)
+                self.size += len(chunk)
+                if writer:
+                    writer = self._log(writer, chunk)
+                if self.on_output:
+                    self._tell(chunk)
         if writer:
             self._log(writer, None)
 
@@ -210,8 +211,6 @@ def run_command(
             _await_group_end(proc.pid)
             for capture in captures:
                 capture.thread.join(_DRAIN_S)
-                if not capture.thread.is_alive():
-                    capture.pipe.close()  # else an escaped process holds it: leave it be
     code = proc.returncode
     result: dict[str, Any] = {
         "argv": argv, "cwd": str(cwd), "exit_code": code,
