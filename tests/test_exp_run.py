@@ -21,7 +21,7 @@ from safetensors.numpy import save_file
 from lineage.errors import InputError
 from lineage.exp.bundle import import_bundle
 from lineage.exp.gate import run_experiment
-from lineage.exp.probe import find_interpreter
+from lineage.exp.probe import find_interpreter, probe_runtime
 from lineage.store import Store
 
 from .conftest import Cli, spawn_lineage
@@ -190,6 +190,17 @@ def test_runtime_versions_come_from_the_command_interpreter(weights: Path, tmp_p
 def test_a_command_that_is_not_python_is_not_probed(weights: Path) -> None:
     record = run_experiment(weights=weights, revision="r", command=["bash", "-c", "true"])
     assert record["runtime"]["status"] == "not probed" and "packages" not in record["runtime"]
+
+
+def test_the_probe_looks_through_env_and_sees_pythonpath(tmp_path: Path) -> None:
+    site = tmp_path / "extra-site" / "vllm-0.0.1.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.0.1\n")
+    argv = ["env", "-u", "NOTHING", f"PYTHONPATH={site.parent}", sys.executable, "-c", "pass"]
+    found = probe_runtime(argv, env=dict(os.environ), cwd=tmp_path)
+    assert found["interpreter"] == sys.executable and found["packages"]["vllm"] == "0.0.1"
+    plain = probe_runtime([sys.executable], env={**os.environ, "PYTHONPATH": ""}, cwd=tmp_path)
+    assert "vllm" not in plain["packages"]
 
 
 def test_find_interpreter(tmp_path: Path) -> None:

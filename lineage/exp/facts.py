@@ -25,8 +25,8 @@ RUNTIME_PACKAGES = (
 
 # Recorded on every run (unset ones as null): they change what a run computes or where.
 ENV_ALLOWLIST = (
-    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "OMP_NUM_THREADS",
-    "PYTORCH_CUDA_ALLOC_CONF", "HF_HUB_OFFLINE", "HF_HUB_REVISION",
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF", "HF_HUB_OFFLINE",
 )  # fmt: skip
 NOT_A_REPOSITORY = "not a git repository"
 _GIT_TIMEOUT_S = 10.0

@@ -94,13 +94,15 @@ def run_experiment(
         "weights": {"path": str(folder.resolve()), "files": [], "digest": None},
         "sums": None, "checks": [], "failure": None, "command": None, "report": {},
         "params": dict(sorted((params or {}).items())), "metrics": None,
-        "env": env_facts(env_names, env), "git": git_facts(workdir), "host": host_facts(),
-        "runtime": probe_runtime(command, env=env, cwd=workdir),
-        "lineage": lineage_version(), "interrupted": None, "outcome": "passed",
+        "env": env_facts(env_names, env), "git": None, "host": host_facts(),
+        "runtime": None, "lineage": lineage_version(), "interrupted": None,
+        "outcome": "passed",
     }
     with interruptions() as guard:
         try:
             with guard.raising():
+                record["git"] = git_facts(workdir)
+                record["runtime"] = probe_runtime(command, env=env, cwd=workdir)
                 stopped = _gate_checks(record, folder, sums)
         except Interrupted as exc:
             return _interrupted(record, exc.signum, "checks")

@@ -50,6 +50,7 @@ print(json.dumps({"python": platform.python_version(),
 
 def probe_runtime(argv: list[str], *, env: dict[str, str], cwd: Path) -> dict[str, Any]:
     """`{"status": "probed", "interpreter", "python", "packages", ...}` or why not."""
+    argv, env = _through_env(argv, env)
     interpreter, reason = find_interpreter(argv, env=env, cwd=cwd)
     if interpreter is None:
         return {"status": NOT_PROBED, "reason": reason}
@@ -67,6 +68,25 @@ def probe_runtime(argv: list[str], *, env: dict[str, str], cwd: Path) -> dict[st
         return {"status": "probe failed", "interpreter": interpreter,
                 "reason": f"exit {done.returncode}: {last}"}
     return {"status": "probed", "interpreter": interpreter, "via": reason, **found}
+
+
+def _through_env(argv: list[str], env: dict[str, str]
+                 ) -> tuple[list[str], dict[str, str]]:
+    """`env [-i] [VAR=value ...] python ...` runs python with those variables."""
+    if Path(argv[0]).name != "env":
+        return argv, env
+    rest, env = argv[1:], dict(env)
+    while rest and ("=" in rest[0] or rest[0].startswith("-")):
+        word, rest = rest[0], rest[1:]
+        if word in ("-i", "--ignore-environment"):
+            env = {}
+        elif word in ("-u", "--unset") and rest:
+            env.pop(rest[0], None)
+            rest = rest[1:]
+        elif not word.startswith("-"):
+            name, _, value = word.partition("=")
+            env[name] = value
+    return (rest, env) if rest else (argv, env)
 
 
 def find_interpreter(argv: list[str], *, env: dict[str, str], cwd: Path
