@@ -24,7 +24,7 @@ LINEAGE = [sys.executable, "-m", "lineage.cli"]
 
 
 def commands(mib: int) -> dict[str, list[str]]:
-    lines = mib * 2**20 // 9  # `seq` lines average about 9 bytes here
+    lines = mib * 2**20 // 9  # `seq` lines average a little over 8 bytes here
     return {
         "text (seq)": ["seq", "1", str(lines)],
         "random bytes": ["head", "-c", str(mib * 2**20), "/dev/urandom"],
