@@ -90,6 +90,7 @@ def test_a_damaged_log_is_refused_not_printed(cli: Cli, store: Store, weights: P
     (["--", "bash", "-c", "exit 3"], 3, "command-failed"),
     (["--", "true"], 0, "passed"),
     (["--", "no-such-command-xyz"], 127, "command-failed"),
+    (["--", "/"], 126, "command-failed"),  # a directory: not executable
     (["--timeout", "0.5", "--", "sleep", "30"], 124, "command-failed"),
     (["--", "bash", "-c", "kill -KILL $$"], 137, "command-failed"),
 ])

@@ -87,17 +87,10 @@ def run_experiment(
     folder = Path(weights)
     workdir = Path(cwd).resolve() if cwd else Path.cwd()
     env = {**os.environ, "LINEAGE_EXP_WEIGHTS": str(folder)}
-    record: dict[str, Any] = {
-        "spec": EXPERIMENT_SPEC, "name": name, "attempt": attempt, "created_at": _now(),
-        "revision": revision, "quantization": quantization, "source": source,
-        "allow_fallback": allow_fallback, "allowed_risks": sorted(set(allow_risks)),
-        "weights": {"path": str(folder.resolve()), "files": [], "digest": None},
-        "sums": None, "checks": [], "failure": None, "command": None, "report": {},
-        "params": dict(sorted((params or {}).items())), "metrics": None,
-        "env": env_facts(env_names, env), "git": None, "host": host_facts(),
-        "runtime": None, "lineage": lineage_version(), "interrupted": None,
-        "outcome": "passed",
-    }
+    record = _new_record(revision=revision, name=name, attempt=attempt, folder=folder,
+                         quantization=quantization, source=source, params=params or {},
+                         allow_fallback=allow_fallback, allow_risks=allow_risks,
+                         env=env_facts(env_names, env))
     with interruptions() as guard:
         try:
             with guard.raising():
@@ -114,6 +107,23 @@ def run_experiment(
         if guard.signum is not None:
             return _interrupted(record, guard.signum, "command")
     return _judge_command(record, allow_fallback)
+
+
+def _new_record(*, revision: str, name: str | None, attempt: int | None, folder: Path,
+                quantization: str | None, source: str | None, params: dict[str, str],
+                allow_fallback: bool, allow_risks: tuple[str, ...], env: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A record before anything was checked or run (spec 2; docs/experiments.md)."""
+    return {
+        "spec": EXPERIMENT_SPEC, "name": name, "attempt": attempt, "created_at": _now(),
+        "revision": revision, "quantization": quantization, "source": source,
+        "allow_fallback": allow_fallback, "allowed_risks": sorted(set(allow_risks)),
+        "weights": {"path": str(folder.resolve()), "files": [], "digest": None},
+        "sums": None, "checks": [], "failure": None, "command": None, "report": {},
+        "params": dict(sorted(params.items())), "metrics": None, "env": env, "git": None,
+        "host": host_facts(), "runtime": None, "lineage": lineage_version(),
+        "interrupted": None, "outcome": "passed",
+    }
 
 
 def _gate_checks(record: dict[str, Any], folder: Path, sums: str | Path | None

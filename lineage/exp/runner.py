@@ -26,7 +26,7 @@ import blake3
 OutputCallback = Callable[[str, bytes], None]
 STREAMS = ("stdout", "stderr")
 EXIT_TIMEOUT = 124  # as timeout(1)
-EXIT_NOT_FOUND = 127  # as a shell
+EXIT_CANNOT_RUN, EXIT_NOT_FOUND = 126, 127  # as a shell
 TERM_GRACE_S = 5.0  # after SIGTERM on a timeout, before SIGKILL
 _READ_SIZE = 1 << 16
 _DRAIN_S = 5.0  # how long to wait for output still held by an escaped process
@@ -252,13 +252,15 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
 
 def _not_started(argv: list[str], cwd: Path, exc: OSError,
                  on_output: OutputCallback | None) -> dict[str, Any]:
-    """A command that could not start: recorded like a shell reports it (127)."""
-    reason = "command not found" if isinstance(exc, FileNotFoundError) else "cannot run"
+    """A command that could not start: recorded like a shell reports it (127, 126)."""
+    found = isinstance(exc, FileNotFoundError)
+    reason = "command not found" if found else f"cannot run ({exc.strerror})"
     message = f"lineage: {reason}: {argv[0]}\n".encode()
     if on_output:
         on_output("stderr", message)
     empty = {"blake3": "blake3:" + blake3.blake3(b"").hexdigest(), "bytes": 0}
-    return {"argv": argv, "cwd": str(cwd), "exit_code": EXIT_NOT_FOUND, "signal": None,
+    return {"argv": argv, "cwd": str(cwd), "exit_code": EXIT_NOT_FOUND if found
+            else EXIT_CANNOT_RUN, "signal": None,
             "timed_out": False, "duration_s": 0.0, "not_started": f"{reason}: {argv[0]}",
             "stdout": dict(empty), "stderr": dict(empty)}
 
