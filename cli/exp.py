@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -65,8 +66,8 @@ def run(
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(metavar="SECONDS", help="Stop the command's process group after this "
-                     "long (exit 124)."),
+        typer.Option(metavar="SECONDS", min=0.0, help="Stop the command's process group "
+                     "after this long (exit 124)."),
     ] = None,
     json: JsonOption = False,
 ) -> None:
@@ -83,7 +84,7 @@ def run(
         current_store(ctx), weights=weights, revision=revision, command=command, sums=sums,
         quantization=quantization, source=source, name=name, attempt=attempt,
         allow_fallback=allow_fallback, allow_risks=tuple(allow_risk or ()),
-        env_names=tuple(env or ()), params=_params(param or []), metrics=metrics,
+        env_names=_env_names(env or []), params=_params(param or []), metrics=metrics,
         timeout=timeout, on_output=output.passthrough(stdout_to_stderr=json))
     for warning in record.get("warnings", []):
         output.warning(warning)
@@ -92,6 +93,13 @@ def run(
     else:
         output.info("\n".join(render.run_summary(exp_id, record)))
     raise typer.Exit(exit_code(record))
+
+
+def _env_names(names: list[str]) -> tuple[str, ...]:
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--env {name!r}: give the name of a variable, not a value")
+    return tuple(names)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:

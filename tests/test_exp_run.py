@@ -16,6 +16,8 @@ from typing import Any
 import blake3
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
 from lineage.errors import InputError
@@ -269,6 +271,8 @@ def test_malformed_metrics_are_an_error_in_the_record(
     (["--bogus-flag", "1", "--", "echo", "hi"], "No such option"),
     (["echo", "hi"], "unexpected extra argument"),
     (["--param", "lr", "--", "true"], "write it as KEY=VALUE"),
+    (["--env", "A=1", "--", "true"], "give the name of a variable"),
+    (["--timeout", "-1", "--", "true"], "-1"),
     (["--param", "a=1", "--param", "a=2", "--", "true"], "'a' is given twice"),
     ([], "give the command after `--`"),
 ])
@@ -452,3 +456,43 @@ def test_gc_removes_log_files_no_record_registers(cli: Cli, store: Store, weight
     assert cli.json("store", "verify")["unregistered"] == ["logs/" + orphan.name]
     assert cli.json("store", "gc")["removed"] == ["logs/" + orphan.name]
     assert cli("exp", "logs", record["id"]).stdout == "kept\n"
+
+
+_names = st.text(alphabet="abcdefgh_", min_size=1, max_size=4)
+_values = st.one_of(st.none(), st.text(alphabet="xyz019.", max_size=5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(env_a=st.dictionaries(_names, _values), env_b=st.dictionaries(_names, _values),
+       params_a=st.dictionaries(_names, _values), params_b=st.dictionaries(_names, _values))
+def test_diff_lists_exactly_the_differing_facts_both_ways(
+    env_a: dict[str, Any], env_b: dict[str, Any], params_a: dict[str, Any],
+    params_b: dict[str, Any]
+) -> None:
+    from lineage.exp.diff import diff_records
+
+    base = {"weights": {"files": []}, "host": {}, "revision": "r"}
+    a, b = {**base, "env": env_a, "params": params_a}, {**base, "env": env_b, "params": params_b}
+    expected = {(field, key) for field, one, two in (("env", env_a, env_b),
+                                                     ("params", params_a, params_b))
+                for key in set(one) | set(two) if one.get(key) != two.get(key)}
+    forward, backward = diff_records(a, b), diff_records(b, a)
+    assert {(c["field"], c.get("key")) for c in forward["changes"]} == expected
+    assert {(c["field"], c.get("key"), c["a"], c["b"]) for c in forward["changes"]} == {
+        (c["field"], c.get("key"), c["b"], c["a"]) for c in backward["changes"]}
+    assert forward["same"] == (not expected) and diff_records(a, a)["same"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+    | st.text(alphabet="abc 019-_.:", max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(alphabet="abc", min_size=1, max_size=3), inner, max_size=3),
+    max_leaves=12)
+
+
+@given(_json)
+def test_readable_never_prints_a_python_repr(value: Any) -> None:
+    from lineage.cli.exp_render import readable
+
+    assert not re.search(r"None|True|False|\{'|\['|\('", readable(value))
