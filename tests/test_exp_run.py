@@ -496,3 +496,18 @@ def test_readable_never_prints_a_python_repr(value: Any) -> None:
     from lineage.cli.exp_render import readable
 
     assert not re.search(r"None|True|False|\{'|\['|\('", readable(value))
+
+
+def test_the_python_api_records_like_the_cli(store: Store, weights: Path) -> None:
+    from lineage.exp.gate import exit_code
+    from lineage.exp.logs import iter_log
+    from lineage.exp.recorder import record_experiment
+
+    seen: list[tuple[str, bytes]] = []
+    exp_id, record = record_experiment(
+        store, weights=weights, revision="r", command=["bash", "-c", "echo hi; exit 4"],
+        name="api", params={"temperature": "0"},
+        on_output=lambda stream, chunk: seen.append((stream, chunk)))
+    assert seen == [("stdout", b"hi\n")] and exit_code(record) == 4
+    assert b"".join(iter_log(store, exp_id, "stdout")) == b"hi\n"
+    assert record["params"] == {"temperature": "0"} and record["attempt"] == 1
