@@ -511,3 +511,20 @@ def test_the_python_api_records_like_the_cli(store: Store, weights: Path) -> Non
     assert seen == [("stdout", b"hi\n")] and exit_code(record) == 4
     assert b"".join(iter_log(store, exp_id, "stdout")) == b"hi\n"
     assert record["params"] == {"temperature": "0"} and record["attempt"] == 1
+
+
+def test_a_name_taken_while_the_command_ran_becomes_the_next_attempt(
+    store: Store, weights: Path
+) -> None:
+    from lineage.exp.recorder import record_experiment
+
+    # The command itself records an experiment of the same name in the same store.
+    inner = [sys.executable, "-m", "lineage.cli", "--store", str(store.root), "exp", "run",
+             "--weights", str(weights), "--revision", "r", "--name", "race", "--", "true"]
+    exp_id, record = record_experiment(store, weights=weights, revision="r", command=inner,
+                                       name="race")
+    assert record["command"]["exit_code"] == 0 and record["attempt"] == 2
+    assert "this is attempt 2" in record["warnings"][-1]
+    listed = {r["id"]: r["attempt"] for r in Cli(store.root).json("exp", "list")}
+    assert sorted(listed.values()) == [1, 2] and listed[exp_id] == 2
+    assert Cli(store.root).json("exp", "show", "race")["id"] == exp_id  # the highest attempt

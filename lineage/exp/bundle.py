@@ -44,6 +44,9 @@ def export_bundle(store: Store, ids: list[str], output: str | Path) -> dict[str,
             members[f"sums/{real_id}.SHA256SUMS"] = sums.encode("utf-8")
         for stream in STREAMS:
             found = find_log(store, real_id, stream)
+            if found and not (store.root / found["path"]).is_file():
+                raise StoreError(f"{store.root / found['path']}: the {stream} log of "
+                                 f"{real_id} is missing; run `lineage store verify`")
             if found:
                 logs[found["path"]] = store.root / found["path"]
     listed = {name: blake3_hex(data) for name, data in members.items()}

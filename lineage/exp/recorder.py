@@ -40,7 +40,7 @@ def record_experiment(
         with interruptions():  # from here on, a signal is recorded, never lost
             record = run_experiment(revision=revision, name=name, attempt=number, sums=sums,
                                     logs_dir=staging, **options)
-            record["warnings"] = baseline_warnings(store, record)
+            record["warnings"] = baseline_warnings(store, record) + _renumber(store, record)
             exp_id, _ = save_record(store, record, publish_logs(store, staging, record))
     finally:
         remove_quietly(staging)
@@ -60,6 +60,19 @@ def next_attempt(store: Store, name: str | None, attempt: bool) -> int | None:
                             f"{last['attempt']}); pass --attempt to record attempt "
                             f"{last['attempt'] + 1}, or choose another --name")
     return 1 + max((e["attempt"] for e in earlier), default=0)
+
+
+def _renumber(store: Store, record: dict[str, Any]) -> list[str]:
+    """Another run took this name while the command ran: keep the record, as the next
+    attempt, and say so (the record is committed whatever happens)."""
+    if record["name"] is None:
+        return []
+    latest = max((e["attempt"] for e in attempts_of(store, record["name"])), default=0)
+    if latest < record["attempt"]:
+        return []
+    record["attempt"] = latest + 1
+    return [f"another run recorded {record['name']!r} while this one ran: this is attempt "
+            f"{record['attempt']}"]
 
 
 def refuse_foreign_baseline(store: Store, sums: Path, revision: str) -> None:

@@ -68,6 +68,9 @@ def get_record(store: Store, exp_id: str) -> dict[str, Any]:
     exact = [r for r in rows if r[0] == exp_id]
     named = [r for r in rows if r[1] == exp_id]
     prefixed = {r[0] for r in rows if r[0].startswith(exp_id)}
+    if not exact and named:  # the highest attempt, which is not always the newest
+        latest = max(attempts_of(store, exp_id), key=lambda e: e["attempt"])
+        named = [r for r in named if r[0] == latest["id"]]
     if exact or named:
         chosen = (exact or named)[0]
     elif len(prefixed) == 1:
