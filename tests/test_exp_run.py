@@ -412,6 +412,21 @@ def test_an_old_bundle_without_logs_still_imports(tmp_path: Path) -> None:
     assert cli.json("exp", "diff", "old", "old")["same"]
 
 
+def test_a_python_command_output_shows_at_once(store: Store, weights: Path) -> None:
+    import select
+
+    script = "import time; print('first'); time.sleep(60)"  # no flush: a pipe buffers
+    proc = spawn_lineage("--store", str(store.root), "exp", "run", "--weights", str(weights),
+                         "--revision", "r", "--", sys.executable, "-c", script,
+                         env={"PYTHONUNBUFFERED": ""})  # empty is unset, for Python
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    assert ready and proc.stdout.readline() == "first\n"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_a_second_signal_kills_a_command_that_ignores_the_first(
     store: Store, weights: Path, tmp_path: Path

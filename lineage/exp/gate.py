@@ -87,6 +87,9 @@ def run_experiment(
     folder = Path(weights)
     workdir = Path(cwd).resolve() if cwd else Path.cwd()
     env = {**os.environ, "LINEAGE_EXP_WEIGHTS": str(folder)}
+    # A Python command writing to a pipe holds its output back in a block buffer:
+    # unbuffered, it shows as it comes.
+    env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED") or "1"
     record = _new_record(revision=revision, name=name, attempt=attempt, folder=folder,
                          quantization=quantization, source=source, params=params or {},
                          allow_fallback=allow_fallback, allow_risks=allow_risks,
