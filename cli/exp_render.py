@@ -59,6 +59,9 @@ def show_lines(record: dict[str, Any]) -> list[str]:
     ]
     if record.get("failure"):
         lines.append(f"failure     {record['failure']['type']}: {record['failure']['action']}")
+    if record.get("interrupted"):
+        stop = record["interrupted"]
+        lines.append(f"interrupted by {stop['signal']} during the {stop['during']}")
     lines += _command_lines(record, command)
     lines += _report_lines(record.get("report") or {})
     lines += [f"interpreter {_interpreter(record.get('runtime') or {})}",
@@ -78,9 +81,6 @@ def _command_lines(record: dict[str, Any], command: dict[str, Any]) -> list[str]
     lines = [f"command     {shlex.join(command['argv'])}",
              f"            in {command.get('cwd', '-')}: {_exit(command)} in "
              f"{command['duration_s']} s"]
-    if record.get("interrupted"):
-        stop = record["interrupted"]
-        lines.append(f"interrupted by {stop['signal']} during the {stop['during']}")
     for stream in ("stdout", "stderr"):
         kept = command.get(stream) or {}
         note = kept.get("incomplete") or kept.get("log_error") or ""
@@ -117,6 +117,8 @@ def _named(record: dict[str, Any]) -> str:
 
 
 def _interpreter(runtime: dict[str, Any]) -> str:
+    if not runtime:
+        return "- (the run stopped before the probe)"
     status = runtime.get("status", "probed")
     if status != "probed":
         return f"{status}: {runtime.get('reason', '-')}"

@@ -165,6 +165,11 @@ def test_a_signal_during_the_checks_is_recorded(
     assert record["outcome"] == "interrupted" and record["command"] is None
     assert record["interrupted"] == {"signal": "SIGTERM", "during": "checks"}
     assert gate.exit_code(record) == 143 and not marker.exists()
+    from lineage.cli.exp_render import show_lines
+
+    shown = "\n".join(show_lines({"id": "exp-x", **record}))
+    assert "interrupted by SIGTERM during the checks" in shown
+    assert "command     (not run)" in shown
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
 
 

@@ -137,9 +137,13 @@ class _Capture:
 
         writer = None
         if self.log_path:
-            sink = open(self.log_path, "wb")  # noqa: SIM115 (closed with the writer)
-            # level 1: text logs still shrink ~4x, and it keeps up with a chatty command
-            writer = zstandard.ZstdCompressor(level=1).stream_writer(sink)
+            try:
+                sink = open(self.log_path, "wb")  # noqa: SIM115 (closed with the writer)
+            except OSError as exc:
+                self.log_error = f"{type(exc).__name__}: {exc}"
+            else:
+                # level 1 keeps up with a chatty command; text still shrinks many times
+                writer = zstandard.ZstdCompressor(level=1).stream_writer(sink)
         with self.pipe:  # the thread owns it: an escaped process may hold it open long
             while chunk := os.read(self.pipe.fileno(), _READ_SIZE):
                 self.hasher.update(chunk)
