@@ -246,8 +246,10 @@ def test_git_env_params_and_metrics_are_recorded(
     monkeypatch.setenv("MY_SETTING", "on")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     record = json.loads(_run(cli, weights, "--json", "--env", "MY_SETTING", "--param", "lr=0.1",
-                             "--param", "seed=7", "--metrics", "metrics.json", "--", "bash",
+                             "--param", "seed=7", "--metrics", "metrics.json", "--allow-risk",
+                             "pickle", "--allow-risk", "archive", "--", "bash",
                              "train.sh").stdout)
+    assert record["allowed_risks"] == ["archive", "pickle"]
     assert record["git"]["commit"] == _git(repo, "rev-parse", "HEAD")
     assert record["git"]["dirty"] is True and record["git"]["changed_files"] == 1
     assert record["git"]["remote"] == "https://example.com/team/repo.git"  # no credentials
