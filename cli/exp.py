@@ -1,12 +1,16 @@
-"""`lineage exp run|list|show|diff|export|import|providers`."""
+"""`lineage exp run|logs|list|show|diff|export|import|providers`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperCommand
 
+from lineage.cli import exp_render as render
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store, require_folder
 from lineage.errors import EXIT_NO, UsageError
@@ -15,8 +19,18 @@ app = typer.Typer(help="Experiment records that travel across rented machines.",
                   no_args_is_help=True)
 
 
-@app.command("run", context_settings={"allow_extra_args": True,
-                                      "ignore_unknown_options": True})
+class _CommandAfterDashes(TyperCommand):
+    """Options, then `--`, then the command: everything before `--` is parsed strictly
+    (an unknown option or a stray word is a usage error), nothing after it is."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            args, ctx.meta["exp_command"] = args[:cut], args[cut + 1 :]
+        return super().parse_args(ctx, args)
+
+
+@app.command("run", cls=_CommandAfterDashes, options_metavar="[OPTIONS] -- COMMAND [ARGS]...")
 def run(
     ctx: typer.Context,
     weights: Annotated[Path, typer.Option(help="The frozen weights folder.",
@@ -25,45 +39,95 @@ def run(
     sums: Annotated[Path | None, typer.Option(help="Trusted SHA256SUMS list.")] = None,
     quantization: Annotated[str | None, typer.Option(help="Quantization setting.")] = None,
     source: Annotated[str | None, typer.Option(help="Where the weights came from.")] = None,
-    name: Annotated[str | None, typer.Option(help="A name for the record.")] = None,
+    name: Annotated[str | None, typer.Option(help="A name for the record (unique).")] = None,
+    attempt: Annotated[
+        bool, typer.Option("--attempt", help="Record a new attempt of the experiment --name.")
+    ] = False,
     allow_fallback: Annotated[
         bool, typer.Option(help="Accept a provider fallback reported by the command.")
     ] = False,
     allow_risk: Annotated[
         list[str] | None,
-        typer.Option("--allow-risk", metavar="KIND", help="Accept risks of this kind; repeatable."),
+        typer.Option("--allow-risk", metavar="KIND", help="Accept a risk of this kind "
+                     "(repeatable); recorded as allowed_risks."),
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", metavar="NAME", help="Also record this environment variable "
+                     "(repeatable)."),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", metavar="KEY=VALUE", help="A parameter to record "
+                     "(repeatable)."),
+    ] = None,
+    metrics: Annotated[
+        Path | None,
+        typer.Option(help="A JSON object the command writes; read after it exits."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(metavar="SECONDS", min=0.0, help="Stop the command's process group "
+                     "after this long (exit 124)."),
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Checks, then `-- CMD ARGS...`: stop at the first failure and record everything."""
-    from lineage.exp.gate import run_experiment
-    from lineage.exp.records import save_record
+    """Checks, then the command after `--`: its output passes through live and is kept
+    whole; the record is committed whatever happens; lineage exits with the command's
+    exit code (1 when a check stopped it, 130/143 when interrupted)."""
+    from lineage.exp.gate import exit_code
+    from lineage.exp.recorder import record_experiment
 
-    command = list(ctx.args)
-    if command and command[0] == "--":
-        command = command[1:]
+    command = list(ctx.meta.get("exp_command") or [])
     if not command:
         raise UsageError("give the command after `--`, e.g. -- python run.py")
-    store = current_store(ctx)
-    record = run_experiment(weights=weights, revision=revision, command=command, sums=sums,
-                            quantization=quantization, source=source, name=name,
-                            allow_fallback=allow_fallback, allow_risks=allow_risk or ())
-    exp_id, _ = save_record(store, record)
+    exp_id, record = record_experiment(
+        current_store(ctx), weights=weights, revision=revision, command=command, sums=sums,
+        quantization=quantization, source=source, name=name, attempt=attempt,
+        allow_fallback=allow_fallback, allow_risks=tuple(allow_risk or ()),
+        env_names=_env_names(env or []), params=_params(param or []), metrics=metrics,
+        timeout=timeout, on_output=output.passthrough(stdout_to_stderr=json))
+    for warning in record.get("warnings", []):
+        output.warning(warning)
     if json:
         output.emit_json({"id": exp_id, **record})
     else:
-        lines = [f"experiment {exp_id}: {record['outcome']}"]
-        lines += [f"  {c['name']}: exit {c['exit_code']}" for c in record["checks"]]
-        if record["command"]:
-            lines.append(f"  command: exit {record['command']['exit_code']} in "
-                         f"{record['command']['duration_s']} s")
-        if record["failure"]:
-            failure = record["failure"]
-            files = f" ({', '.join(failure['files'])})" if failure.get("files") else ""
-            lines.append(f"stopped: {failure['type']}{files}: {failure['action']}")
-        output.emit_lines(lines)
-    if record["outcome"] != "passed":
-        raise typer.Exit(EXIT_NO)
+        output.info("\n".join(render.run_summary(exp_id, record)))
+    raise typer.Exit(exit_code(record))
+
+
+def _env_names(names: list[str]) -> tuple[str, ...]:
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--env {name!r}: give the name of a variable, not a value")
+    return tuple(names)
+
+
+def _params(pairs: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {pair!r}: write it as KEY=VALUE")
+        if key in params:
+            raise UsageError(f"--param {key!r} is given twice")
+        params[key] = value
+    return params
+
+
+@app.command("logs")
+def logs(
+    ctx: typer.Context,
+    exp_id: Annotated[str, typer.Argument(metavar="ID", help="Id, id prefix, name or NAME#N.")],
+    stderr: Annotated[bool, typer.Option("--stderr", help="The command's stderr.")] = False,
+) -> None:
+    """The command's stdout (or stderr) exactly as it wrote it, checked against its BLAKE3."""
+    from lineage.exp.logs import iter_log
+    from lineage.exp.records import get_record
+
+    store = current_store(ctx)
+    record = get_record(store, exp_id)
+    output.emit_bytes(iter_log(store, record["id"], "stderr" if stderr else "stdout"))
 
 
 @app.command("list")
@@ -75,7 +139,7 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         output.emit_json(rows)
         return
-    columns = ("id", "name", "outcome", "revision", "exit_code", "created_at")
+    columns = ("id", "name", "attempt", "outcome", "revision", "exit_code", "created_at")
     output.emit_table(columns, [[r[c] for c in columns] for r in rows])
 
 
@@ -92,26 +156,7 @@ def show(
     if json:
         output.emit_json(record)
         return
-    cmd = record.get("command") or {}
-    report = record.get("report") or {}
-    providers = report.get("providers") or {}
-    output.emit_lines([
-        f"experiment  {record['id']} ({record['outcome']})",
-        f"revision    {record['revision']}  quantization {record.get('quantization') or '-'}",
-        f"weights     {record['weights']['path']} ({len(record['weights']['files'])} files)",
-        "checks      " + ", ".join(f"{c['name']} exit {c['exit_code']}"
-                                     for c in record["checks"]),
-        f"command     {' '.join(cmd.get('argv', [])) or '(not run)'} -> exit "
-        f"{cmd.get('exit_code', '-')}",
-        f"providers   requested {providers.get('requested', '-')} obtained "
-        f"{providers.get('obtained', '-')}",
-        f"output      {report.get('output_digest', '-')}  first load "
-        f"{report.get('first_load', '-')}",
-        f"host        {record['host']['os']} {record['host']['machine']}, "
-        f"{record['host']['cpu']}, {record['host']['cores']} cores",
-        f"python      {record['runtime']['python']}; "
-        + ", ".join(f"{k} {v}" for k, v in record["runtime"]["packages"].items()),
-    ])
+    output.emit_lines(render.show_lines(record))
 
 
 @app.command("diff")
@@ -119,21 +164,29 @@ def diff(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(help="First record.")],
     b: Annotated[str, typer.Argument(help="Second record.")],
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every field, the same ones too (marked =).")
+    ] = False,
     json: JsonOption = False,
 ) -> None:
-    """What changed between two records, most consequential first (exit 1 when any)."""
-    from lineage.exp.records import diff_records, get_record
+    """Every field that differs between two records, most consequential first (exit 1
+    when any)."""
+    from lineage.exp.diff import diff_records
+    from lineage.exp.records import get_record
 
     store = current_store(ctx)
-    result = diff_records(get_record(store, a), get_record(store, b))
+    result = diff_records(get_record(store, a), get_record(store, b), everything=all_)
     if json:
         output.emit_json(result)
-    elif result["same"]:
+    elif result["same"] and not all_:
         output.emit_lines(["no differences"])
     else:
-        output.emit_table(("field", "key", "a", "b"),
-                          [[c["field"], c.get("key", ""), c["a"], c["b"]]
-                           for c in result["changes"]])
+        rows = [("≠", c) for c in result["changes"]]
+        rows += [("=", c) for c in result.get("unchanged", [])]
+        columns = ("", "field", "key", "a", "b") if all_ else ("field", "key", "a", "b")
+        output.emit_table(columns, [
+            [mark] * all_ + [c["field"], c.get("key", ""), render.diff_cell(c["field"], c["a"]),
+                             render.diff_cell(c["field"], c["b"])] for mark, c in rows])
     if not result["same"]:
         raise typer.Exit(EXIT_NO)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -133,6 +133,29 @@ def emit_raw(text: str) -> None:
     sys.stdout.write(text)
 
 
+def emit_bytes(chunks: Iterable[bytes]) -> None:
+    """Bytes exactly as given (e.g. a command's stored output)."""
+    sys.stdout.flush()
+    for chunk in chunks:
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.flush()
+
+
+def passthrough(*, stdout_to_stderr: bool) -> Callable[[str, bytes], None]:
+    """A callback that shows a command's output as it comes: its stdout on ours (on
+    stderr when ours carries JSON), its stderr on ours."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    targets = {"stdout": sys.stderr if stdout_to_stderr else sys.stdout, "stderr": sys.stderr}
+
+    def show(stream: str, chunk: bytes) -> None:
+        target = targets[stream].buffer
+        target.write(chunk)
+        target.flush()
+
+    return show
+
+
 def write_file(path: Path, text: str) -> None:
     """Write a result file atomically (temp file, fsync, rename) and say so on stderr."""
     from lineage.durable import publish, temp_path_for
@@ -146,6 +169,11 @@ def write_file(path: Path, text: str) -> None:
 
 def info(message: Any) -> None:
     _console(True).print(_text(message))
+
+
+def warning(message: Any) -> None:
+    """One line on stderr, whatever the message holds."""
+    _console(True).print(_text(f"warning: {_plain(message)}", style="yellow"))
 
 
 def error(message: Any) -> None:

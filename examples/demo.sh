@@ -50,4 +50,5 @@ lineage sums demo-run/checkpoint-199 -o demo-run/checkpoint-199.SHA256SUMS 2>/de
 step lineage exp run --weights demo-run/checkpoint-199 --revision tiny@199 \
     --sums demo-run/checkpoint-199.SHA256SUMS --name local-check -- python examples/exp_check.py
 step lineage exp show local-check
+step lineage exp logs local-check
 step lineage store verify

@@ -3,7 +3,8 @@
 Parquet page checksums do not catch every flipped byte, so verification re-hashes each
 registered file and compares size and SHA-256 with the catalog's record. Files under
 `tables/` that the catalog does not list are garbage from an interrupted write: reported
-by verify, removed by gc.
+by verify, removed by gc. The same holds for the experiment logs under `logs/`
+(`experiment_logs` lists them).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def verify_store(store: Store, *, workers: int | None = None) -> dict[str, Any]:
     """Check every registered Parquet file; `ok` is False when any differs or is missing."""
     with store.reader(views=False) as con:
         rows = con.execute(
-            "SELECT path, table_name, n_bytes, sha256 FROM parquet_files ORDER BY path"
+            "SELECT path, table_name, n_bytes, sha256 FROM parquet_files UNION "
+            "SELECT DISTINCT path, 'experiment_logs', stored_bytes, stored_sha256 "
+            "FROM experiment_logs ORDER BY path"
         ).fetchall()
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         checked = list(pool.map(lambda row: _check_file(store.root, *row), rows))
@@ -48,7 +51,8 @@ def gc_store(store: Store, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, 
 
     removed: list[str] = []
     with store.writer() as con:  # holding the lock: no commit can register a file meanwhile
-        registered = {r[0] for r in con.execute("SELECT path FROM parquet_files").fetchall()}
+        registered = {r[0] for r in con.execute(
+            "SELECT path FROM parquet_files UNION SELECT path FROM experiment_logs").fetchall()}
         now = time.time()
         for rel in _table_files(store):
             path = store.root / rel
@@ -82,10 +86,10 @@ def _check_file(root: Path, rel: str, table: str, size: int, sha256: str) -> dic
 
 
 def _table_files(store: Store) -> list[str]:
-    if not store.tables_dir.is_dir():
-        return []
+    folders = [d for d in (store.tables_dir, store.root / "logs") if d.is_dir()]
     return sorted(
         p.relative_to(store.root).as_posix()
-        for p in store.tables_dir.rglob("*")
+        for folder in folders
+        for p in folder.rglob("*")
         if p.is_file()
     )

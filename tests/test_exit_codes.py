@@ -32,6 +32,7 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "exp export": [(*S, "exp", "export", "nope", "-o", "{DIR}/out.bundle")],
     "exp import": [(*S, "exp", "import", "{MISSING}")],
     "exp list": [(*NS, "exp", "list")],
+    "exp logs": [(*S, "exp", "logs", "nope"), (*NS, "exp", "logs", "nope")],
     "exp providers": [("exp", "providers", "{MISSING}", "--request", "CPUExecutionProvider")],
     "exp run": [(*S, "exp", "run", "--weights", "{MISSING}", "--revision", "r", "--", "true"),
                 (*NS, "exp", "run", "--weights", "{DIR}", "--revision", "r", "--", "true")],

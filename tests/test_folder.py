@@ -360,7 +360,7 @@ def test_allow_risk_names_the_kind_and_is_recorded(cli: Cli, tmp_path: Path) -> 
     record = json.loads(cli("exp", "run", "--weights", str(folder), "--revision", "r",
                             "--allow-risk", "pickle-dangerous-global", "--json", "--",
                             "true").stdout)
-    assert record["outcome"] == "passed" and record["allow_risks"] == ["pickle-dangerous-global"]
+    assert record["outcome"] == "passed" and record["allowed_risks"] == ["pickle-dangerous-global"]
     bad = cli("verify", str(folder), "--allow-risk", "everything", code=2)
     assert bad.stderr.startswith("error: --allow-risk everything: not a risk kind")
 
@@ -377,7 +377,7 @@ def test_unknown_never_counts_as_ok(cli: Cli, tmp_path: Path) -> None:
     assert record["failure"]["type"] == "unknown risk" and record["command"] is None
     kinds = sorted({f["kind"] for f in report["risks"]["findings"]})
     passed = run_experiment(weights=folder, revision="r", command=["true"], allow_risks=kinds)
-    assert passed["outcome"] == "passed" and passed["allow_risks"] == kinds
+    assert passed["outcome"] == "passed" and passed["allowed_risks"] == kinds
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,14 +120,15 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     con.execute("INSERT INTO schema_info VALUES ('schema_version', '1')")
     con.close()
     store = Store(root)
-    with pytest.raises(StoreError, match="older than v3; run `lineage store migrate`"):
+    with pytest.raises(StoreError, match="older than v6; run `lineage store migrate`"):
         store.corpora()
     result = init_store(root)  # what `lineage store migrate` does
-    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 3)
+    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 6)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
-    assert store.sql("SELECT value FROM schema_info").rows == [("3",)]
+    assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
+    assert store.sql("SELECT value FROM schema_info").rows == [("6",)]
 
 
 def test_bulk_view_columns_match_the_arrow_schemas() -> None:

@@ -1,1 +1,1 @@
-"""Experiment records that travel across rented machines (DOMAIN.md §1 and §3)."""
+"""Experiment records that travel across rented machines (docs/experiments.md)."""

@@ -2,9 +2,12 @@
 rental ends).
 
 A bundle is a zip archive with `records/<id>.json` (canonical JSON), `sums/<id>.SHA256SUMS`
-(the checksum list each record used, verbatim) and `MANIFEST.json`: every member's BLAKE3
-and a digest over the manifest's member list. Import checks every member against the
-manifest and the manifest against its digest before storing anything, and is idempotent.
+(the checksum list each record used, verbatim), `logs/<hex>.zst` (each command output the
+store kept, zstd, named by the BLAKE3 of the bytes the command wrote) and `MANIFEST.json`:
+every member's BLAKE3 and a digest over the manifest's member list. Import checks every
+member against the manifest and the manifest against its digest, and each log against
+the digest its record gives, before storing anything; it is idempotent. Bundles written
+before logs were kept (`lineage-experiment-bundle/1`) import as they are.
 """
 
 from __future__ import annotations
@@ -15,17 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from lineage.chain import blake3_hex, canonical_json
-from lineage.durable import publish, temp_path_for
-from lineage.errors import InputError
+from lineage.durable import blake3_file, publish, remove_quietly, temp_path_for
+from lineage.errors import InputError, StoreError
+from lineage.exp.logs import find_log, log_name, store_log_file
 from lineage.exp.records import get_record, record_id, save_record
+from lineage.exp.runner import STREAMS
+from lineage.scratch import new_staging_dir
 from lineage.store import Store
 
-BUNDLE_SPEC = "lineage-experiment-bundle/1"
-_MAX_MEMBER = 64 * 2**20
+BUNDLE_SPEC = "lineage-experiment-bundle/2"
+_READABLE_SPECS = ("lineage-experiment-bundle/1", BUNDLE_SPEC)
+_MAX_MEMBER = 64 * 2**20  # records and checksum lists; logs are streamed
+_CHUNK = 1 << 20
 
 
 def export_bundle(store: Store, ids: list[str], output: str | Path) -> dict[str, Any]:
     members: dict[str, bytes] = {}
+    logs: dict[str, Path] = {}
     for exp_id in ids:
         record = get_record(store, exp_id)
         real_id = record.pop("id")
@@ -33,34 +42,87 @@ def export_bundle(store: Store, ids: list[str], output: str | Path) -> dict[str,
         sums = (record.get("sums") or {}).get("text")
         if sums:
             members[f"sums/{real_id}.SHA256SUMS"] = sums.encode("utf-8")
-    manifest = _manifest(members)
+        for stream in STREAMS:
+            found = find_log(store, real_id, stream)
+            if found and not (store.root / found["path"]).is_file():
+                raise StoreError(f"{store.root / found['path']}: the {stream} log of "
+                                 f"{real_id} is missing; run `lineage store verify`")
+            if found:
+                logs[found["path"]] = store.root / found["path"]
+    listed = {name: blake3_hex(data) for name, data in members.items()}
+    listed |= {name: "blake3:" + blake3_file(path) for name, path in logs.items()}
+    manifest = _manifest(listed)
     output = Path(output)
     temp = temp_path_for(output.resolve())
     with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(members):
             archive.writestr(_entry(name), members[name])
+        for name in sorted(logs):
+            _write_file(archive, name, logs[name])
         archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
     publish(temp, output.resolve())
-    return {"bundle": str(output), "records": len(ids), "digest": manifest["digest"]}
+    return {"bundle": str(output), "records": len(ids), "logs": len(logs),
+            "digest": manifest["digest"]}
 
 
 def import_bundle(store: Store, bundle: str | Path) -> dict[str, Any]:
     bundle = Path(bundle)
-    members = _read_verified(bundle)
-    added, present = [], []
-    for name in sorted(n for n in members if n.startswith("records/")):
-        record = json.loads(members[name])
-        if f"records/{record_id(record)}.json" != name:
-            raise InputError(bundle, f"{name}: its content does not give its id")
-        exp_id, is_new = save_record(store, record)
-        (added if is_new else present).append(exp_id)
-    return {"bundle": str(bundle), "added": added, "already_present": present}
+    staging = new_staging_dir(store.staging_dir)
+    try:
+        members, logs = _read_verified(bundle, staging)
+        records = []
+        for name in sorted(n for n in members if n.startswith("records/")):
+            record = json.loads(members[name])
+            if f"records/{record_id(record)}.json" != name:
+                raise InputError(bundle, f"{name}: its content does not give its id")
+            records.append(record)
+        rows = _store_logs(store, bundle, records, logs)
+        added, present = [], []
+        for record in records:
+            exp_id, is_new = save_record(store, record, rows.get(record_id(record), []))
+            (added if is_new else present).append(exp_id)
+    finally:
+        remove_quietly(staging)
+    return {"bundle": str(bundle), "added": added, "already_present": present,
+            "logs": len({r["path"] for found in rows.values() for r in found})}
 
 
-def _manifest(members: dict[str, bytes]) -> dict[str, Any]:
-    listed = {name: blake3_hex(data) for name, data in sorted(members.items())}
+def _store_logs(store: Store, bundle: Path, records: list[dict[str, Any]],
+                logs: dict[str, Path]) -> dict[str, list[dict[str, Any]]]:
+    """Each record's logs, checked against the record's digests and moved into the store."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    stored: dict[str, dict[str, Any]] = {}
+    for record in records:
+        command = record.get("command") or {}
+        for stream in STREAMS:
+            summary = command.get(stream) or {}
+            name = log_name(summary["blake3"]) if summary.get("blake3") else None
+            if name not in logs and name not in stored:
+                continue
+            if name not in stored:
+                try:
+                    stored[name] = store_log_file(store, logs[name], summary["blake3"],
+                                                  summary["bytes"])
+                except StoreError as exc:
+                    raise InputError(bundle, f"{name} does not match its record: refused"
+                                     ) from exc
+            rows.setdefault(record_id(record), []).append({**stored[name], "stream": stream})
+    return rows
+
+
+def _manifest(listed: dict[str, str]) -> dict[str, Any]:
+    listed = dict(sorted(listed.items()))
     return {"spec": BUNDLE_SPEC, "members": listed,
             "digest": blake3_hex(canonical_json(listed).encode("utf-8"))}
+
+
+def _write_file(archive: zipfile.ZipFile, name: str, path: Path) -> None:
+    """A log, already compressed: stored as is, copied in chunks."""
+    info = _entry(name)
+    info.compress_type = zipfile.ZIP_STORED
+    with open(path, "rb") as source, archive.open(info, "w", force_zip64=True) as target:
+        while chunk := source.read(_CHUNK):
+            target.write(chunk)
 
 
 def _entry(name: str) -> zipfile.ZipInfo:
@@ -69,7 +131,9 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def _read_verified(bundle: Path) -> dict[str, bytes]:
+def _read_verified(bundle: Path, staging: Path) -> tuple[dict[str, bytes], dict[str, Path]]:
+    """Small members in memory, logs copied to `staging`; all checked against the
+    manifest, and the manifest against its digest."""
     try:
         archive = zipfile.ZipFile(bundle)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -77,19 +141,34 @@ def _read_verified(bundle: Path) -> dict[str, bytes]:
     with archive:
         names = archive.namelist()
         for info in archive.infolist():
-            if info.file_size > _MAX_MEMBER or ".." in info.filename.split("/") \
-                    or info.filename.startswith("/"):
+            is_log = info.filename.startswith("logs/")
+            if (info.file_size > _MAX_MEMBER and not is_log) or ".." in \
+                    info.filename.split("/") or info.filename.startswith("/"):
                 raise InputError(bundle, f"{info.filename}: refused (size or path)")
         if "MANIFEST.json" not in names:
             raise InputError(bundle, "no MANIFEST.json: not a lineage bundle")
         manifest = json.loads(archive.read("MANIFEST.json"))
-        members = {n: archive.read(n) for n in names if n != "MANIFEST.json"}
-    listed = manifest.get("members", {})
-    if blake3_hex(canonical_json(listed).encode("utf-8")) != manifest.get("digest"):
-        raise InputError(bundle, "the manifest does not match its digest: refused")
-    if set(listed) != set(members):
-        raise InputError(bundle, "members differ from the manifest: refused")
+        if manifest.get("spec") not in _READABLE_SPECS:
+            raise InputError(bundle, f"unknown bundle spec {manifest.get('spec')!r}")
+        listed = manifest.get("members", {})
+        if blake3_hex(canonical_json(listed).encode("utf-8")) != manifest.get("digest"):
+            raise InputError(bundle, "the manifest does not match its digest: refused")
+        if set(listed) != set(names) - {"MANIFEST.json"}:
+            raise InputError(bundle, "members differ from the manifest: refused")
+        members = {n: archive.read(n) for n in listed if not n.startswith("logs/")}
+        logs = {n: _copy_member(archive, n, staging) for n in listed if n.startswith("logs/")}
     for name, data in members.items():
         if blake3_hex(data) != listed[name]:
             raise InputError(bundle, f"{name} does not match the manifest: refused")
-    return members
+    for name, path in logs.items():
+        if "blake3:" + blake3_file(path) != listed[name]:
+            raise InputError(bundle, f"{name} does not match the manifest: refused")
+    return members, logs
+
+
+def _copy_member(archive: zipfile.ZipFile, name: str, staging: Path) -> Path:
+    target = staging / name.replace("/", "-")
+    with archive.open(name) as source, open(target, "wb") as sink:
+        while chunk := source.read(_CHUNK):
+            sink.write(chunk)
+    return target

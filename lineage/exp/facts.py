@@ -1,7 +1,8 @@
-"""What a record keeps about the machine: host facts and the runtime versions that matter.
+"""What a record keeps about the machine and the command's surroundings: host facts,
+the git state of the working directory, and the environment variables that change results.
 
-Versions come from installed distribution metadata (nothing is imported), so asking about
-torch or vllm costs nothing and cannot fail because of a broken install.
+Runtime versions are asked of the command's own interpreter (lineage.exp.probe), never
+taken from lineage's process.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
-from importlib import metadata
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 # The packages whose versions explain why two machines give different numbers.
 RUNTIME_PACKAGES = (
@@ -22,16 +23,59 @@ RUNTIME_PACKAGES = (
     "sentence-transformers", "lineage",
 )  # fmt: skip
 
+# Recorded on every run (unset ones as null): they change what a run computes or where.
+ENV_ALLOWLIST = (
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF", "HF_HUB_OFFLINE",
+)  # fmt: skip
+NOT_A_REPOSITORY = "not a git repository"
+_GIT_TIMEOUT_S = 10.0
 
-def runtime_versions() -> dict[str, Any]:
-    packages = {}
-    for name in RUNTIME_PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return {"python": platform.python_version(), "implementation": sys.implementation.name,
-            "packages": packages}
+
+def lineage_version() -> str:
+    from lineage import __version__
+
+    return __version__
+
+
+def env_facts(names: tuple[str, ...] | list[str], env: dict[str, str]) -> dict[str, Any]:
+    """The allowlisted variables and those the user named: value, or None when unset."""
+    return {name: env.get(name) for name in sorted({*ENV_ALLOWLIST, *names})}
+
+
+def git_facts(cwd: Path) -> dict[str, Any] | str:
+    """Commit, dirty state and remote of the repository `cwd` is in, asked of `git`."""
+    if shutil.which("git") is None:
+        return NOT_A_REPOSITORY + " (git is not installed)"
+    commit = _git(cwd, "rev-parse", "HEAD")
+    if commit is None:
+        return NOT_A_REPOSITORY
+    status = (_git(cwd, "status", "--porcelain") or "").splitlines()
+    untracked = [line for line in status if line.startswith("??")]
+    remotes = (_git(cwd, "remote") or "").split()
+    remote_name = "origin" if "origin" in remotes else (remotes[0] if remotes else None)
+    remote = _git(cwd, "remote", "get-url", remote_name) if remote_name else None
+    return {"commit": commit, "dirty": len(status) > len(untracked),
+            "changed_files": len(status) - len(untracked), "untracked_files": len(untracked),
+            "remote": _without_credentials(remote) if remote else None,
+            "root": _git(cwd, "rev-parse", "--show-toplevel")}
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
+                              timeout=_GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _without_credentials(url: str) -> str:
+    """A remote as shared in a bundle: `https://user:token@host/x` loses `user:token@`."""
+    parts = urlsplit(url)
+    if parts.scheme and "@" in parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return url
 
 
 def host_facts() -> dict[str, Any]:

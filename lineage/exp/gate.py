@@ -1,35 +1,44 @@
-"""`lineage exp run`: the gate of DOMAIN.md §1 in front of an experiment, and its record.
+"""`lineage exp run`: checks in front of an experiment, the command, and its record.
 
 Checks run in order, and the first failure stops the gate: the structure of the weights
 (the folder model `lineage verify` and `inspect` use), the risks (no dangerous or unknown
 finding unless its kind is allowed with `allow_risks`), then the checksums against a
-trusted list, then the command. Whatever the outcome, the record keeps what ran, on which
-files, with which exit codes, on which machine, with which runtime versions, and what the
-command reported (first load, output digest, providers requested and obtained), so the
-next machine can be compared with this one.
+trusted list, then the command (lineage.exp.runner runs it).
+Whatever the outcome, interrupted runs included, the record keeps what ran, where, on
+which files, with which exit codes, on which machine, with which interpreter and runtime
+versions, and what the command reported (first load, output digest, providers requested
+and obtained, metrics), so the next machine can be compared with this one.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
+import signal
 import tempfile
-import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import blake3
-
+from lineage.chain import blake3_hex, canonical_json
 from lineage.errors import InputError, UsageError
-from lineage.exp.facts import host_facts, runtime_versions
+from lineage.exp.facts import env_facts, git_facts, host_facts, lineage_version
+from lineage.exp.probe import probe_runtime
 from lineage.exp.providers import REPORT_ENV
+from lineage.exp.runner import (
+    EXIT_TIMEOUT,
+    Interrupted,
+    OutputCallback,
+    exit_status,
+    interruptions,
+    run_command,
+)
 from lineage.formats.folder import failure_type, read_folder
 from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
 from lineage.report.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
 
-EXPERIMENT_SPEC = "lineage-experiment/1"
-TAIL_BYTES = 4096
+EXPERIMENT_SPEC = "lineage-experiment/2"
+MAX_REPORT_BYTES = 16 * 2**20  # a report or metrics file is a small JSON object
+_COMMAND_FAILURES = ("command failed", "provider fallback", "timeout")
 
 def run_experiment(
     *,
@@ -42,24 +51,78 @@ def run_experiment(
     name: str | None = None,
     allow_fallback: bool = False,
     timeout: float | None = None,
-    allow_risks: Iterable[str] = (),
+    allow_risks: tuple[str, ...] = (),
+    attempt: int | None = None,
+    cwd: str | Path | None = None,
+    env_names: tuple[str, ...] = (),
+    params: dict[str, str] | None = None,
+    metrics: str | Path | None = None,
+    on_output: OutputCallback | None = None,
+    logs_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the gate and the command; return the record (not yet stored)."""
+    """Run the gate and the command; return the record (not yet stored).
+
+    The command's output goes to `on_output(stream, bytes)` as it comes and, with
+    `logs_dir`, whole to `<logs_dir>/stdout.zst` and `stderr.zst`. SIGINT and SIGTERM
+    stop the run and are recorded (`outcome` "interrupted"); `exit_code(record)` says
+    what lineage should exit with.
+    """
     if not command:
         raise UsageError("give the command to run after `--`")
     folder = Path(weights)
-    allowed = check_risk_kinds(allow_risks)
+    allowed = tuple(check_risk_kinds(allow_risks))
     if not folder.is_dir():
         raise InputError(folder, "no such weights folder" if not folder.exists()
                          else "not a folder (--weights takes the weights folder)")
-    record: dict[str, Any] = {
-        "spec": EXPERIMENT_SPEC, "name": name, "created_at": _now(), "revision": revision,
-        "quantization": quantization, "source": source, "allow_fallback": allow_fallback,
-        "allow_risks": allowed,
-        "weights": {"path": str(folder.resolve()), "files": _files(folder)},
+    workdir = Path(cwd).resolve() if cwd else Path.cwd()
+    env = {**os.environ, "LINEAGE_EXP_WEIGHTS": str(folder)}
+    # A Python command writing to a pipe holds its output back in a block buffer:
+    # unbuffered, it shows as it comes.
+    env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED") or "1"
+    record = _new_record(revision=revision, name=name, attempt=attempt, folder=folder,
+                         quantization=quantization, source=source, params=params or {},
+                         allow_fallback=allow_fallback, allow_risks=allowed,
+                         env=env_facts(env_names, env))
+    with interruptions() as guard:
+        try:
+            with guard.raising():
+                record["git"] = git_facts(workdir)
+                record["runtime"] = probe_runtime(command, env=env, cwd=workdir)
+                stopped = _gate_checks(record, folder, sums, allowed)
+        except Interrupted as exc:
+            return _interrupted(record, exc.signum, "checks")
+        if stopped is not None:
+            return stopped
+        _run(record, command, env, workdir, timeout, on_output, logs_dir)
+        if metrics is not None:
+            record["metrics"] = read_metrics(workdir / metrics)
+        if guard.signum is not None:
+            return _interrupted(record, guard.signum, "command")
+    return _judge_command(record, allow_fallback)
+
+
+def _new_record(*, revision: str, name: str | None, attempt: int | None, folder: Path,
+                quantization: str | None, source: str | None, params: dict[str, str],
+                allow_fallback: bool, allow_risks: tuple[str, ...], env: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A record before anything was checked or run (spec 2; docs/experiments.md)."""
+    return {
+        "spec": EXPERIMENT_SPEC, "name": name, "attempt": attempt, "created_at": _now(),
+        "revision": revision, "quantization": quantization, "source": source,
+        "allow_fallback": allow_fallback, "allowed_risks": sorted(set(allow_risks)),
+        "weights": {"path": str(folder.resolve()), "files": [], "digest": None},
         "sums": None, "checks": [], "failure": None, "command": None, "report": {},
-        "host": host_facts(), "runtime": runtime_versions(), "outcome": "passed",
+        "params": dict(sorted(params.items())), "metrics": None, "env": env, "git": None,
+        "host": host_facts(), "runtime": None, "lineage": lineage_version(),
+        "interrupted": None, "outcome": "passed",
     }
+
+
+def _gate_checks(record: dict[str, Any], folder: Path, sums: str | Path | None,
+                 allowed: tuple[str, ...]) -> dict[str, Any] | None:
+    """The checks in front of the command; the stopped record, or None when all passed."""
+    record["weights"]["files"] = _files(folder)
+    record["weights"]["digest"] = weights_digest(record["weights"]["files"])
     model = read_folder(folder)
     structure = model.structure
     record["checks"].append({"name": "structure", "exit_code": 0 if structure["ok"] else 1,
@@ -75,8 +138,16 @@ def run_experiment(
         failure = _checksums(record, folder, Path(sums))
         if failure:
             return _stop(record, failure)
-    record["command"], record["report"] = _run(command, folder, timeout)
-    if record["command"]["exit_code"] != 0:
+    return None
+
+
+def _judge_command(record: dict[str, Any], allow_fallback: bool) -> dict[str, Any]:
+    command = record["command"]
+    if command.get("timed_out"):
+        return _stop(record, {"type": "timeout", "files": [],
+                              "action": "the command ran out of its --timeout; its process "
+                              "group was stopped"})
+    if command["exit_code"] != 0:
         return _stop(record, {"type": "command failed", "files": [],
                               "action": "the checks passed: now look at architecture, "
                               "quantization, runtime versions and memory pressure"})
@@ -89,10 +160,30 @@ def run_experiment(
     return record
 
 
+def _interrupted(record: dict[str, Any], signum: int, during: str) -> dict[str, Any]:
+    record["interrupted"] = {"signal": signal.Signals(signum).name, "during": during}
+    record["outcome"] = "interrupted"
+    return record
+
+
+def exit_code(record: dict[str, Any]) -> int:
+    """What `lineage exp run` exits with: 128 + signal when interrupted, 1 when a check
+    stopped the gate, 124 on a timeout, else the command's own exit code (128 + N when a
+    signal N ended it; 1 for a provider fallback the command itself did not fail on)."""
+    if record.get("interrupted"):
+        return 128 + signal.Signals[record["interrupted"]["signal"]].value
+    if record["outcome"] == "check-failed" or not record.get("command"):
+        return 1 if record["outcome"] != "passed" else 0
+    if record["command"].get("timed_out"):
+        return EXIT_TIMEOUT
+    code = exit_status(record["command"]["exit_code"])
+    return code if code != 0 else (0 if record["outcome"] == "passed" else 1)
+
+
 def _stop(record: dict[str, Any], failure: dict[str, Any]) -> dict[str, Any]:
     record["failure"] = failure
-    record["outcome"] = "command-failed" if failure["type"] in (
-        "command failed", "provider fallback") else "check-failed"
+    record["outcome"] = ("command-failed" if failure["type"] in _COMMAND_FAILURES
+                         else "check-failed")
     return record
 
 
@@ -150,31 +241,46 @@ def _checksum_failure(files: list[dict[str, Any]]) -> dict[str, Any]:
             "action": "; ".join(_CHECKSUM_FAILURES[s][1] for s in found)}
 
 
-def _run(command: list[str], folder: Path, timeout: float | None
-         ) -> tuple[dict[str, Any], dict[str, Any]]:
-    import json
-
+def _run(record: dict[str, Any], command: list[str], env: dict[str, str], workdir: Path,
+         timeout: float | None, on_output: OutputCallback | None, logs_dir: Path | None
+         ) -> None:
+    """Run the command with a report file of its own; keep what it did and reported."""
     with tempfile.TemporaryDirectory(prefix="lineage-exp-") as scratch:
         report_path = Path(scratch) / "report.json"
-        env = {**os.environ, REPORT_ENV: str(report_path), "LINEAGE_EXP_WEIGHTS": str(folder)}
-        started = time.monotonic()
-        try:
-            done = subprocess.run(command, capture_output=True, env=env, timeout=timeout,
-                                  check=False)
-            code, out, err = done.returncode, done.stdout, done.stderr
-        except FileNotFoundError:
-            code, out, err = 127, b"", f"command not found: {command[0]}".encode()
-        except subprocess.TimeoutExpired as exc:
-            code, out, err = 124, exc.stdout or b"", (exc.stderr or b"") + b"\n[timeout]"
-        duration = round(time.monotonic() - started, 3)
-        report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    return {"argv": command, "exit_code": code, "duration_s": duration,
-            "stdout": _stream(out), "stderr": _stream(err)}, report
+        record["command"] = run_command(command, env={**env, REPORT_ENV: str(report_path)},
+                                        cwd=workdir, timeout=timeout, on_output=on_output,
+                                        logs_dir=logs_dir)
+        if report_path.exists():
+            report, error = read_json_object(report_path, what="report")
+            record["report"] = {"error": error} if error else report
 
 
-def _stream(data: bytes) -> dict[str, Any]:
-    return {"blake3": "blake3:" + blake3.blake3(data).hexdigest(), "bytes": len(data),
-            "tail": data[-TAIL_BYTES:].decode("utf-8", errors="replace")}
+def read_metrics(path: Path) -> dict[str, Any]:
+    """The JSON object the command wrote to `--metrics`; a problem is recorded, not raised."""
+    values, error = read_json_object(path, what="metrics")
+    return {"path": str(path), "error": error} if error else {"path": str(path),
+                                                              "values": values}
+
+
+def read_json_object(path: Path, *, what: str) -> tuple[dict[str, Any], str | None]:
+    """A small JSON object a command wrote, or ({}, what is wrong with it)."""
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            return {}, f"{path}: larger than {MAX_REPORT_BYTES} bytes"
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, f"{path}: the command did not write its {what} file"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return {}, f"{path}: not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return {}, f"{path}: {what} must be a JSON object, not {type(value).__name__}"
+    return value, None
+
+
+def weights_digest(files: list[dict[str, Any]]) -> str:
+    """The identity of a folder's bytes: BLAKE3 of its sorted (path, SHA-256) list."""
+    listed = [[f["path"], f["sha256"]] for f in sorted(files, key=lambda f: f["path"])]
+    return blake3_hex(canonical_json(listed).encode("utf-8"))
 
 
 def _files(folder: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Requested is not obtained: ONNX Runtime execution providers (DOMAIN.md §3).
+"""Requested is not obtained: ONNX Runtime execution providers (docs/experiments.md).
 
 A missing provider is a silent fallback: the session is created, inference runs, exit
 code 0. What counts is `session.get_providers()`. A command run by `lineage exp run`

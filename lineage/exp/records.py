@@ -1,4 +1,4 @@
-"""Experiment records in the store: save, list, show, diff.
+"""Experiment records in the store: save, list, show.
 
 A record's id is derived from its content ('exp-' + 12 hex of the BLAKE3 of its
 canonical JSON), so the same record imported twice is one record.
@@ -7,10 +7,12 @@ canonical JSON), so the same record imported twice is one record.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from lineage.chain import blake3_hex, canonical_json
 from lineage.errors import UnknownObjectError
+from lineage.exp.logs import register_logs
 from lineage.store import Store
 
 
@@ -22,12 +24,15 @@ def record_id(record: dict[str, Any]) -> str:
     return "exp-" + record_digest(record).split(":", 1)[1][:12]
 
 
-def save_record(store: Store, record: dict[str, Any]) -> tuple[str, bool]:
-    """Store a record; returns (id, added). Saving the same record again adds nothing."""
+def save_record(store: Store, record: dict[str, Any],
+                logs: Sequence[dict[str, Any]] = ()) -> tuple[str, bool]:
+    """Store a record and register its logs (rows of lineage.exp.logs, files already in
+    place) in one transaction; returns (id, added). Saving it again adds nothing."""
     text = canonical_json(record)
     exp_id, digest = record_id(record), record_digest(record)
     sums = (record.get("sums") or {}).get("text")
     with store.writer() as con:
+        register_logs(con, exp_id, list(logs))
         if con.execute("SELECT 1 FROM experiments WHERE id = ?", [exp_id]).fetchone():
             return exp_id, False
         con.execute("INSERT INTO experiments VALUES (?, ?, ?, ?, ?::TIMESTAMPTZ, ?, ?, ?)",
@@ -43,14 +48,19 @@ def list_records(store: Store) -> list[dict[str, Any]]:
     result = []
     for exp_id, name, outcome, revision, created, text in rows:
         record = json.loads(text)
-        result.append({"id": exp_id, "name": name, "outcome": outcome, "revision": revision,
-                       "created_at": str(created), "host_cpu": record["host"].get("cpu"),
+        result.append({"id": exp_id, "name": name, "attempt": record.get("attempt"),
+                       "outcome": outcome, "revision": revision, "created_at": str(created),
+                       "host_cpu": record["host"].get("cpu"),
                        "exit_code": (record.get("command") or {}).get("exit_code")})
     return result
 
 
 def get_record(store: Store, exp_id: str) -> dict[str, Any]:
-    """A record by id, by a unique id prefix, or by name (the latest with that name)."""
+    """A record by id, by a unique id prefix, by name (its latest attempt) or by
+    NAME#N (attempt N of that name)."""
+    name, _, number = exp_id.rpartition("#")
+    if name and number.isdigit():
+        return _get_attempt(store, name, int(number))
     with store.reader(views=False) as con:
         rows = con.execute(
             "SELECT id, name, record FROM experiments WHERE id = ? OR id LIKE ? OR name = ? "
@@ -58,6 +68,9 @@ def get_record(store: Store, exp_id: str) -> dict[str, Any]:
     exact = [r for r in rows if r[0] == exp_id]
     named = [r for r in rows if r[1] == exp_id]
     prefixed = {r[0] for r in rows if r[0].startswith(exp_id)}
+    if not exact and named:  # the highest attempt, which is not always the newest
+        latest = max(attempts_of(store, exp_id), key=lambda e: e["attempt"])
+        named = [r for r in named if r[0] == latest["id"]]
     if exact or named:
         chosen = (exact or named)[0]
     elif len(prefixed) == 1:
@@ -69,55 +82,18 @@ def get_record(store: Store, exp_id: str) -> dict[str, Any]:
     return {"id": chosen[0], **json.loads(chosen[2])}
 
 
-# What changed between two records, most consequential first.
-_ORDER = ("files", "revision", "quantization", "source", "checks", "failure", "packages",
-          "python", "providers", "output_digest", "first_load", "exit_code", "host")
+def _get_attempt(store: Store, name: str, number: int) -> dict[str, Any]:
+    for attempt in attempts_of(store, name):
+        if attempt["attempt"] == number:
+            return get_record(store, attempt["id"])
+    raise UnknownObjectError(f"no attempt {number} of experiment {name!r} "
+                        "(`lineage exp list` shows them)")
 
 
-def diff_records(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    changes: list[dict[str, Any]] = []
-    changes += _file_changes(a, b)
-    for field in ("revision", "quantization", "source"):
-        if a.get(field) != b.get(field):
-            changes.append({"field": field, "a": a.get(field), "b": b.get(field)})
-    checks = lambda r: {c["name"]: c["exit_code"] for c in r.get("checks", [])}  # noqa: E731
-    if checks(a) != checks(b):
-        changes.append({"field": "checks", "a": checks(a), "b": checks(b)})
-    if (a.get("failure") or {}).get("type") != (b.get("failure") or {}).get("type"):
-        changes.append({"field": "failure", "a": (a.get("failure") or {}).get("type"),
-                        "b": (b.get("failure") or {}).get("type")})
-    changes += _package_changes(a, b)
-    if a["runtime"].get("python") != b["runtime"].get("python"):
-        changes.append({"field": "python", "a": a["runtime"]["python"],
-                        "b": b["runtime"]["python"]})
-    for field in ("providers", "output_digest", "first_load"):
-        va, vb = a.get("report", {}).get(field), b.get("report", {}).get(field)
-        if field == "providers":
-            va, vb = (va or {}).get("obtained"), (vb or {}).get("obtained")
-        if va != vb:
-            changes.append({"field": field, "a": va, "b": vb})
-    code = lambda r: (r.get("command") or {}).get("exit_code")  # noqa: E731
-    if code(a) != code(b):
-        changes.append({"field": "exit_code", "a": code(a), "b": code(b)})
-    for key in ("os", "release", "machine", "cpu", "cores", "memory_bytes", "accelerators"):
-        if a["host"].get(key) != b["host"].get(key):
-            changes.append({"field": "host", "key": key, "a": a["host"].get(key),
-                            "b": b["host"].get(key)})
-    changes.sort(key=lambda c: _ORDER.index(c["field"]))
-    return {"a": a.get("id"), "b": b.get("id"), "same": not changes, "changes": changes}
-
-
-def _file_changes(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    fa = {f["path"]: f["sha256"] for f in a["weights"]["files"]}
-    fb = {f["path"]: f["sha256"] for f in b["weights"]["files"]}
-    changes = []
-    for path in sorted(set(fa) | set(fb)):
-        if fa.get(path) != fb.get(path):
-            changes.append({"field": "files", "key": path, "a": fa.get(path), "b": fb.get(path)})
-    return changes
-
-
-def _package_changes(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    pa, pb = a["runtime"]["packages"], b["runtime"]["packages"]
-    return [{"field": "packages", "key": name, "a": pa.get(name), "b": pb.get(name)}
-            for name in sorted(set(pa) | set(pb)) if pa.get(name) != pb.get(name)]
+def attempts_of(store: Store, name: str) -> list[dict[str, Any]]:
+    """The records with this name, oldest first; a record without a number counts as 1."""
+    with store.reader(views=False) as con:
+        rows = con.execute(
+            "SELECT id, TRY_CAST(json_extract(record, '$.attempt') AS BIGINT) FROM experiments "
+            "WHERE name = ? ORDER BY created_at, id", [name]).fetchall()
+    return [{"id": exp_id, "attempt": attempt or 1} for exp_id, attempt in rows]
