@@ -14,6 +14,7 @@ from typing import Any
 
 from lineage.errors import InputError
 from lineage.formats.hf_config import ModelConfig, TokenizerFiles
+from lineage.report.files import PICKLE_BEARING
 
 
 def find_risks(
@@ -27,7 +28,7 @@ def find_risks(
             risks.append(_risk(link["path"], "symlink-outside", "dangerous",
                                f"symbolic link leaves the folder to {link['target']}"))
     for entry in files:
-        if entry["format"] in ("pickle", "zip"):
+        if entry["format"] in PICKLE_BEARING:
             risks += _pickle_risks(folder, entry["path"])
     for name in python:
         risks.append(_risk(name, "python-code", "unknown",
