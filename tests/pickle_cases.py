@@ -10,14 +10,18 @@ callable and its arguments, and the rest is assembled opcode by opcode. Each cas
 from __future__ import annotations
 
 import base64
+import bz2
 import functools
+import gzip
 import io
+import lzma
 import operator
 import os
 import pickle
 import struct
 import subprocess
 import zipfile
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,6 +371,14 @@ def _containers(touch: str) -> list[Case]:
          "archive member that is a pickle by content"),
         ("nested_zip_payload.zip", zipped({"inner.zip": zipped({"x.pkl": payload})}),
          "archive inside an archive"),
+        # joblib.dump(compress=...) writes these streams; joblib.load inflates and unpickles
+        ("zlib_payload.joblib", zlib.compress(payload), "zlib, joblib's default compressor"),
+        ("gzip_payload.pkl.gz", gzip.compress(payload), "gzip"),
+        ("bz2_payload.dat", bz2.compress(payload), "bz2, misnamed"),
+        ("xz_payload", lzma.compress(payload), "xz, no extension"),
+        ("lzma_payload.joblib", lzma.compress(payload, format=lzma.FORMAT_ALONE), "lzma alone"),
+        ("zlib_split.joblib", zlib.compress(payload[:9]) + zlib.compress(payload[9:]),
+         "one pickle split over two concatenated streams"),
     ]
     return [Case(n, d, "dangerous", note) for n, d, note in cases]
 
@@ -390,6 +402,8 @@ def clean_cases() -> list[Case]:
              "structured, no objects"),
         Case("numeric.npz", npz(a=np.arange(3), b=np.ones((2, 2))), "ok", "npz"),
         Case("state_no_extension", pickle.dumps(state, protocol=0), "ok", "protocol 0, no name"),
+        Case("state_zlib.joblib", zlib.compress(pickle.dumps(state, protocol=4)), "ok", "zlib"),
+        Case("state_xz.joblib", lzma.compress(pickle.dumps(state, protocol=2)), "ok", "xz"),
     ]
     return cases
 

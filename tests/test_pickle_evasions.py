@@ -6,11 +6,13 @@ create the marker file, which the module checks before and after.
 
 from __future__ import annotations
 
+import gzip
 import os
 import pickle
 import pickletools
 import re
 import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lineage.errors import InputError
+from lineage.formats.compressed import compression_of
 from lineage.formats.npy import parse_npy_header
 from lineage.formats.pickle_scan import (
     SAFE_GLOBALS,
@@ -78,7 +81,7 @@ def test_the_corpus_covers_every_listed_evasion() -> None:
 def test_hand_assembled_streams_are_well_formed() -> None:
     """pickletools decodes every plain-pickle case to its STOP (statically: it runs nothing)."""
     for case in DANGEROUS + CLEAN + UNKNOWN:
-        if case.data.startswith((b"PK", b"\x93NUMPY")):
+        if case.data.startswith((b"PK", b"\x93NUMPY")) or compression_of(case.data[:4]):
             continue
         ops = list(pickletools.genops(case.data))
         assert ops[-1][0].name == "STOP", case.name
@@ -272,6 +275,29 @@ def test_unreadable_paths_have_no_pickle_kind(tmp_path: Path) -> None:
         scan_pickle_file(tmp_path / "missing")
 
 
+def test_compressed_data_that_is_no_pickle_is_not_one(tmp_path: Path) -> None:
+    path = tmp_path / "notes.gz"
+    path.write_bytes(gzip.compress(b"plain text\n" * 1000))
+    assert pickle_kind(path) is None
+
+
+def test_compressed_bombs_inflate_only_to_the_cap(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.joblib"
+    path.write_bytes(gzip.compress(b"N" * (200 * 2**20)))  # 200 MiB of NONE opcodes
+    result = scan_pickle_file(path, max_member_bytes=2**20)
+    assert result.verdict == "unknown" and "scan-limit" in {f.kind for f in result.findings}
+    assert result.bytes_read < path.stat().st_size
+
+
+@pytest.mark.parametrize("damage", ["cut", "junk"])
+def test_damaged_compressed_streams_are_never_ok(tmp_path: Path, damage: str) -> None:
+    data = zlib.compress(pickle.dumps({"w": [1.0] * 100}, protocol=4))
+    path = tmp_path / "model.joblib"
+    path.write_bytes(data[:-3] if damage == "cut" else data + b"junk")
+    result = scan_pickle_file(path)
+    assert result.verdict == "unknown" and "read-error" in {f.kind for f in result.findings}
+
+
 # ---------------------------------------------------------------------------------------------
 # NumPy arrays
 
@@ -367,12 +393,16 @@ def test_random_streams_with_a_call_off_the_allowlist_are_never_ok(data: bytes) 
         assert verdict == "dangerous", findings
 
 
+_PREFIXES = st.sampled_from([b"", b"\x80\x02", b"\x93NUMPY\x01\x00\x10\x00", b"x\x9c",
+                             b"\x1f\x8b\x08", b"BZh9", b"PK\x03\x04"])
+
+
 @settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(_NOISE, _NAMES.map(lambda n: stack_global(*n)), st.binary(max_size=8)),
-                max_size=40))
+@given(_PREFIXES, st.lists(st.one_of(_NOISE, _NAMES.map(lambda n: stack_global(*n)),
+                                     st.binary(max_size=8)), max_size=40))
 def test_random_streams_never_crash_the_scanner(tmp_path_factory: pytest.TempPathFactory,
-                                                parts: list[bytes]) -> None:
-    data = b"".join(parts)
+                                                prefix: bytes, parts: list[bytes]) -> None:
+    data = prefix + b"".join(parts)
     path = tmp_path_factory.getbasetemp() / "random-stream"
     path.write_bytes(data)
     result = scan_pickle_file(path)

@@ -29,6 +29,8 @@ Formats (`PickleScan.format`) are sniffed from the content, never from the file 
     npy           a NumPy array (magic \x93NUMPY): an object dtype means the data is a pickle,
                   scanned; a plain dtype is raw data, not read (lineage/formats/npy.py)
     npz           a zip archive of .npy members (numpy.savez), each judged as above
+    compressed-pickle  a zlib, gzip, bz2, xz or lzma stream (joblib's compress=): inflated as it
+                  is decoded, never past max_member_bytes (lineage/formats/compressed.py)
     zip           any other zip archive
 
 `pickle_kind(path)` answers the same question before any scan, for a folder's file list: it
@@ -86,6 +88,8 @@ Finding kinds (severity):
     npy-array           (info)          a NumPy array's header: dtype, shape, pickle or plain data
     bad-npy             (unverifiable)  an unreadable .npy header, or a dtype not known as plain
                                         data (what follows is then scanned as a pickle)
+    compressed          (info)          the file is zlib / gzip / bz2 / xz / lzma compressed (as
+                                        joblib writes): the inflated stream is scanned
 
 `PickleScan.verdict` is "dangerous" if any finding is dangerous, "unknown" if any is unknown or
 unverifiable, else "ok": only when every global is on the allowlist and nothing else is called.
@@ -117,6 +121,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from lineage.errors import InputError
+from lineage.formats.compressed import InflatingReader, compression_of
 from lineage.formats.messages import show as _show
 from lineage.formats.messages import show_value
 from lineage.formats.npy import MAGIC as NPY_MAGIC
@@ -204,6 +209,7 @@ FINDING_KINDS = (
     "pickle-like-data",
     "npy-array",
     "bad-npy",
+    "compressed",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -1522,7 +1528,8 @@ def pickle_kind(path: Path | str) -> str | None:
     """What in a file loading could unpickle, from its bytes alone (the name is never read).
 
     "torch-zip", "npz" or "zip" for a zip archive (its member names decide), "npy" for a NumPy
-    array (object dtype or not: the scan tells), "torch-legacy", "pickle" for a pickle of any
+    array (object dtype or not: the scan tells), "compressed-pickle" for a compressed stream
+    whose first inflated bytes are a pickle, "torch-legacy", "pickle" for a pickle of any
     protocol (0 and 1 have no header: the first opcodes must decode, see _decodes_as_pickle),
     None for anything else or a file that cannot be read.
     """
@@ -1541,12 +1548,23 @@ def pickle_kind(path: Path | str) -> str | None:
                 return "torch-legacy"
             if _has_pickle_header(head):
                 return "pickle"
+            method = compression_of(head)
+            if method is not None:
+                return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None
             if not head or head[0] not in _OPCODES:
                 return None
             window = head + raw.read(SNIFF_WINDOW - len(head) + 1)
         except OSError:
             return None
     return "pickle" if _decodes_as_pickle(window) else None
+
+
+def _inflates_to_pickle(raw: BinaryIO, head: bytes, method: str) -> bool:
+    try:
+        window = InflatingReader(raw, method, prefix=head).read(SNIFF_WINDOW + 1)
+    except Exception:  # damaged data (zlib, lzma, EOF errors): the content cannot be told
+        return False
+    return _has_pickle_header(window) or _decodes_as_pickle(window)
 
 
 SNIFF_WINDOW = 64 * 1024  # bytes decoded to recognise a pickle without a protocol header
@@ -1618,6 +1636,9 @@ def _scan_file(counting: _CountingFile, size: int, scan: _Scan) -> str:
         _scan_npy(source, None, scan, 0)
         _report_read_error(source, scan)
         return "npy"
+    method = compression_of(head)
+    if method is not None:
+        return _scan_compressed(fp, head, method, scan)
     legacy = head.startswith(_LEGACY_MAGIC)
     source = _Source(
         fp,
@@ -1630,6 +1651,22 @@ def _scan_file(counting: _CountingFile, size: int, scan: _Scan) -> str:
     _scan_pickles(source, None, scan, 0, legacy=legacy)
     _report_read_error(source, scan)
     return "torch-legacy" if legacy else "pickle"
+
+
+def _scan_compressed(fp: BinaryIO, head: bytes, method: str, scan: _Scan) -> str:
+    """A joblib-style compressed pickle: scanned as it inflates, never past the byte caps."""
+    inflated = cast(BinaryIO, InflatingReader(fp, method, prefix=head))
+    source = _Source(inflated, limit=scan.max_member_bytes, budget=scan.budget)
+    scan.add(None, "compressed", "info", f"{method}-compressed: the pickle inside is scanned")
+    _scan_pickles(source, None, scan, 0)
+    _report_read_error(source, scan)
+    if source.eof and source.error is None:  # a short read hides what ended the data
+        try:
+            inflated.read(1)
+        except Exception as exc:  # damaged or cut-off compressed data after the last pickle
+            detail = f"the compressed data is damaged after byte {source.pos} ({_describe(exc)})"
+            scan.add(None, "read-error", "unverifiable", detail)
+    return "compressed-pickle"
 
 
 def _report_read_error(source: _Source, scan: _Scan) -> None:

@@ -15,7 +15,7 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 _SNIFF = 16
 # pickle_kind's answers as file formats: torch archives and legacy files are pickles.
 _PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
-                   "npy": "npy", "npz": "npz", "zip": "zip"}
+                   "compressed-pickle": "pickle", "npy": "npy", "npz": "npz", "zip": "zip"}
 
 
 def sniff(path: Path) -> str:
