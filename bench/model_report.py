@@ -1,5 +1,6 @@
-"""Model report benchmarks: `report` on a 100-shard folder (headers only) and the pickle
-scan of a 1 GiB torch-layout archive (only the pickle members are read).
+"""Model report benchmarks: `report` on a 100-shard folder (headers only), the pickle
+scan of a 1 GiB torch-layout archive (only the pickle members are read), and sniffing every
+file of the Python standard library's folder (what each file is, pickles by content).
 
     .venv/bin/python bench/model_report.py [--runs 5] [--workdir DIR]
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import zipfile
 from collections import OrderedDict
@@ -61,6 +63,7 @@ def torch_layout_archive(root: Path, gib: float = 1.0) -> Path:
 
 def main() -> None:
     from lineage.formats.pickle_scan import scan_pickle_file
+    from lineage.report.files import list_files
     from lineage.report.inspect import inspect_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,6 +76,8 @@ def main() -> None:
     assert report["integrity"]["structure"]["ok"] and len(report["files"]) == 102
     archive = torch_layout_archive(args.workdir)
     scan = scan_pickle_file(archive)
+    stdlib = Path(os.__file__).parent
+    stdlib_files, _ = list_files(stdlib)
     results = {
         "report_100_shards": {**timed(lambda: inspect_model(folder), args.runs),
                               "parameters": report["parameters"], "target_s": 2.0},
@@ -80,6 +85,11 @@ def main() -> None:
                              "archive_bytes": archive.stat().st_size,
                              "bytes_read": scan.bytes_read, "verdict": scan.verdict,
                              "members_scanned": scan.members_scanned},
+        "sniff_stdlib": {**timed(lambda: list_files(stdlib), args.runs),
+                         "files": len(stdlib_files),
+                         "bytes": sum(f["size"] for f in stdlib_files),
+                         "pickles": sorted(f["path"] for f in stdlib_files
+                                           if f["format"] in ("pickle", "npy", "npz"))},
     }
     out = REPO / "bench" / "out" / "model_report.json"
     out.parent.mkdir(exist_ok=True)
