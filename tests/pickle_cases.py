@@ -245,6 +245,12 @@ def _evasions(marker: Path, touch: str) -> list[Case]:
         ("weights.safetensors", dumps(os.system, touch, protocol=3), "named like safetensors"),
         ("notes.txt", global_op("os", "system") + b"(S'" + touch.encode() + b"'\ntR.",
          "hand-written protocol 0 named .txt"),
+        ("garbage_after_call.dat", global_op("os", "system") + b"(S'" + touch.encode()
+         + b"'\ntR" + b"\xff not a pickle any more", "the call runs before loading fails"),
+        ("mark_left_over.dat", b"(" + global_op("os", "system") + b"(S'" + touch.encode()
+         + b"'\ntR.", "a MARK left on the stack at STOP (the unpickler ignores it)"),
+        ("hex_int_first.dat", b"I0x10\n0I010\n0F1e3\n0" + global_op("os", "system") + b"(S'"
+         + touch.encode() + b"'\ntR.", "INT and FLOAT lines in forms the unpickler accepts"),
     ]
     return [Case(n, d, "dangerous", note) for n, d, note in cases]
 

@@ -78,10 +78,17 @@ def test_the_corpus_covers_every_listed_evasion() -> None:
             "object_array.npz", "payload", "payload.dat", "model.joblib"} <= set(names)
 
 
+# Streams the unpickler takes that pickletools refuses: hex and octal INT lines (C strtol with
+# base 0), and garbage after a call (loading fails, after the call has run).
+NOT_FOR_PICKLETOOLS = {"garbage_after_call.dat", "hex_int_first.dat"}
+
+
 def test_hand_assembled_streams_are_well_formed() -> None:
     """pickletools decodes every plain-pickle case to its STOP (statically: it runs nothing)."""
     for case in DANGEROUS + CLEAN + UNKNOWN:
         if case.data.startswith((b"PK", b"\x93NUMPY")) or compression_of(case.data[:4]):
+            continue
+        if case.name in NOT_FOR_PICKLETOOLS:
             continue
         ops = list(pickletools.genops(case.data))
         assert ops[-1][0].name == "STOP", case.name
@@ -244,6 +251,8 @@ def test_plain_text_and_binary_files_are_not_pickles(tmp_path: Path) -> None:
         "README.md": b"# Model\n\nFUNC: 1.0\n",
         "floats.txt": b"FUNC:_ZGT\nF1.0\n" * 20,
         "release.txt": b"Git v2.31.7 Release Notes.\n",
+        "requirements.txt": b"certifi\nrequests\ntorch==2.1\n",
+        "symbols.txt": b"FUNC:_ZGTtNKSt11logic_error4whatEv@@GLIBCXX_3.4.22\n" * 50,
         "empty": b"",
         "weights.bin": bytes(range(256)) * 64,
     }

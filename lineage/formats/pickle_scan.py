@@ -35,8 +35,7 @@ Formats (`PickleScan.format`) are sniffed from the content, never from the file 
 
 `pickle_kind(path)` answers the same question before any scan, for a folder's file list: it
 also recognises protocol 0 and 1 pickles, which have no header, by decoding their first opcodes
-strictly (a pickle ending in STOP with nothing left over that imports, calls or holds enough
-opcodes, or a run of valid opcodes filling the first SNIFF_WINDOW bytes).
+strictly (see _decodes_as_pickle), and compressed pickles by inflating their first bytes.
 
 Zip members are sniffed by content: a member starting with a PROTO header (80 00..05) or named
 *.pkl / *.pickle is scanned as a pickle; a member starting PK\\x03\\x04 is scanned as a nested
@@ -236,7 +235,7 @@ class PickleFinding:
 @dataclass
 class PickleScan:
     path: str
-    format: str  # "pickle" | "torch-zip" | "torch-legacy" | "zip"
+    format: str  # "pickle", "torch-zip", "torch-legacy", "npy", "npz", "compressed-pickle", "zip"
     globals: list[GlobalRef]
     findings: list[PickleFinding]
     members_scanned: list[str]  # archive members decoded as pickles (empty for a plain file)
@@ -569,14 +568,41 @@ def _stack_effect(op: pickletools.OpcodeInfo) -> tuple[int, bool, int]:
 
 _EFFECTS = {op.name: _stack_effect(op) for op in pickletools.opcodes}
 
-# Text arguments as pickle writers produce them, checked only when sniffing (see pickle_kind):
-# ordinary text passes the looser forms the unpickler accepts surprisingly often.
-_STRICT_LINES = {
-    "decimalnl_short": re.compile(rb"[+-]?\d{1,30}"),
-    "decimalnl_long": re.compile(rb"[+-]?\d+L?"),
-    "floatnl": re.compile(rb"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|inf|nan)"),
-    "stringnl_noescape": re.compile(rb"[\w.]+"),
-    "stringnl_noescape_pair": re.compile(rb"[\w.]+"),
+# Text arguments as the unpickler accepts them, checked only when sniffing (see pickle_kind):
+# ordinary text often passes the scanner's own reading, which never converts numbers.
+_NAME_LINE = re.compile(rb"[\w.]+")  # a module or attribute path that can be imported
+_C_OCTAL = re.compile(r"\s*[+-]?0[0-7]*\s*")  # INT goes through C strtol(base 0) first
+
+
+def _int_line(line: bytes) -> bool:
+    text = line.decode("latin-1")
+    return bool(_C_OCTAL.fullmatch(text)) or _parses(lambda: int(text, 0))
+
+
+def _long_line(line: bytes) -> bool:
+    text = line.decode("latin-1")
+    return _parses(lambda: int(text[:-1] if text.endswith("L") else text, 0))
+
+
+def _float_line(line: bytes) -> bool:
+    text = line.decode("latin-1")  # PyOS_string_to_double: no blanks, no underscores
+    return "_" not in text and text == text.strip() and _parses(lambda: float(text))
+
+
+def _parses(convert: Callable[[], object]) -> bool:
+    try:
+        convert()
+    except ValueError:
+        return False
+    return True
+
+
+_STRICT_LINES: dict[str, Callable[[bytes], bool]] = {
+    "decimalnl_short": _int_line,
+    "decimalnl_long": _long_line,
+    "floatnl": _float_line,
+    "stringnl_noescape": lambda line: all(0x20 <= byte < 0x7F for byte in line),  # PERSID
+    "stringnl_noescape_pair": lambda line: bool(_NAME_LINE.fullmatch(line)),
 }
 
 
@@ -596,6 +622,7 @@ class _Decoder:
         self.calls: Counter[str] = Counter()
         self.persistent = 0
         self.opcodes = 0  # opcodes started, the last one possibly cut short
+        self.clean_calls = 0  # calls decoded before any structural problem
         self.stack_error_reported = False
 
     def run(self) -> bool:
@@ -666,9 +693,9 @@ class _Decoder:
         )
 
     def _checked(self, kind: str, line: bytes, pos: int, name: str) -> bytes:
-        """In strict mode (sniffing), text arguments must look like what a writer produces."""
-        form = _STRICT_LINES.get(kind) if self.strict else None
-        if form is not None and not form.fullmatch(line):
+        """In strict mode (sniffing), text arguments must be what the unpickler accepts."""
+        accepts = _STRICT_LINES.get(kind) if self.strict else None
+        if accepts is not None and not accepts(line):
             detail = f"{name} at byte {pos}: argument {line[:40]!r} is not of its form"
             raise _Stop("broken-opcode", "unverifiable", detail)
         return line
@@ -787,6 +814,8 @@ class _Decoder:
     def _call(self, callee: _Value, opcode: str, pos: int) -> _Made:
         """Judge what a REDUCE / NEWOBJ / NEWOBJ_EX / OBJ / INST runs; the result it pushes."""
         self.calls[opcode] += 1
+        if not self.scan.collector.structural:  # the unpickler gets this far and runs it
+            self.clean_calls += 1
         if isinstance(callee, _Imported):
             if callee.verdict == "unknown":  # dangerous names were reported when imported
                 key = (self.member, f"{callee.module} {callee.name}", "call")
@@ -1572,11 +1601,14 @@ _SNIFF_MIN_OPCODES = 8
 
 
 def _decodes_as_pickle(data: bytes) -> bool:
-    """Do the first opcodes decode strictly: a pickle ending in STOP with nothing left on the
-    stack, or (when the data is longer than the window) a run of valid opcodes filling it?
+    """Would the unpickler take these bytes for a pickle and act on them?
 
-    Strict means no unknown opcode, no bad argument, no stack or memo error: ordinary text
-    and binary formats fail within a few bytes.
+    Yes if the first opcodes decode strictly (every argument as the unpickler parses it, no
+    unknown opcode, no stack or memo error) and either call something before anything goes
+    wrong (the call runs even if loading fails later), or end in STOP having imported
+    something, or end in STOP with an empty stack after at least _SNIFF_MIN_OPCODES opcodes,
+    or fill the window (the data being longer) with that many. Ordinary text and binary
+    formats fail within a few bytes; a pickle that imports and calls nothing cannot run code.
     """
     whole = len(data) <= SNIFF_WINDOW
     data = data[:SNIFF_WINDOW]
@@ -1585,11 +1617,13 @@ def _decodes_as_pickle(data: bytes) -> bool:
                      size=len(data) if whole else None)
     decoder = _Decoder(source, None, scan, 0, strict=True)
     stopped = decoder.run()
+    if decoder.clean_calls:
+        return True
     if scan.collector.structural:
         return False
-    if stopped:  # a pickle that imports or calls nothing is harmless; text often ends this way
-        named = bool(scan.collector.globals) or bool(decoder.calls)
-        return not decoder.stack and (named or decoder.opcodes >= _SNIFF_MIN_OPCODES)
+    if stopped:
+        long_enough = not decoder.stack and decoder.opcodes >= _SNIFF_MIN_OPCODES
+        return bool(scan.collector.globals) or long_enough
     return not whole and source.limited and decoder.opcodes >= _SNIFF_MIN_OPCODES
 
 
