@@ -249,6 +249,9 @@ def _evasions(marker: Path, touch: str) -> list[Case]:
          + b"'\ntR" + b"\xff not a pickle any more", "the call runs before loading fails"),
         ("mark_left_over.dat", b"(" + global_op("os", "system") + b"(S'" + touch.encode()
          + b"'\ntR.", "a MARK left on the stack at STOP (the unpickler ignores it)"),
+        ("safetensors_shaped.bin", b"NNX" + struct.pack("<I", 32) + b"\x00{" + b"a" * 30
+         + b"000" + global_op("os", "system") + b"(S'" + touch.encode() + b"'\ntR.",
+         "first bytes shaped like a safetensors header (length < 2**32, then '{')"),
         ("hex_int_first.dat", b"I0x10\n0I010\n0F1e3\n0" + global_op("os", "system") + b"(S'"
          + touch.encode() + b"'\ntR.", "INT and FLOAT lines in forms the unpickler accepts"),
     ]

@@ -261,6 +261,21 @@ def test_plain_text_and_binary_files_are_not_pickles(tmp_path: Path) -> None:
         assert pickle_kind(tmp_path / name) is None, name
 
 
+def test_safetensors_whose_header_length_starts_like_a_protocol_header(tmp_path: Path) -> None:
+    # A 640-byte header is written as 80 02 00 00 ...: PROTO 2, then no opcode.
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "model.safetensors"
+    for pad in range(700):
+        save_file({"w": np.zeros(2, np.float32)}, str(path), metadata={"pad": "x" * pad})
+        if path.read_bytes()[:2] == b"\x80\x02":
+            break
+    assert path.read_bytes()[:3] == b"\x80\x02\x00"
+    assert pickle_kind(path) is None and sniff(path) == "safetensors"
+    renamed = path.rename(tmp_path / "model.bin")
+    assert sniff(renamed) == "safetensors"
+
+
 def test_protocol_0_longer_than_the_sniff_window(tmp_path: Path) -> None:
     path = tmp_path / "big"
     path.write_bytes(pickle.dumps([str(i) * 5 for i in range(30_000)], protocol=0))

@@ -1575,8 +1575,8 @@ def pickle_kind(path: Path | str) -> str | None:
                 return "npy"
             if head.startswith(_LEGACY_MAGIC):
                 return "torch-legacy"
-            if _has_pickle_header(head):
-                return "pickle"
+            if _has_pickle_header(head) and head[2:3] and head[2] in _OPCODES:
+                return "pickle"  # PROTO and a first opcode (a safetensors length can be 80 02 00)
             method = compression_of(head)
             if method is not None:
                 return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None

@@ -33,12 +33,12 @@ def sniff(path: Path) -> str:
             head = handle.read(_SNIFF)
     except OSError:
         return "unreadable"
-    if head.startswith(b"GGUF"):
-        return "gguf"
-    kind = pickle_kind(path)
+    kind = pickle_kind(path)  # first: a pickle can be shaped to pass the checks below
     if kind is not None:
         return "pickle" if kind == "zip" and name.endswith(PICKLE_SUFFIXES) else \
             _PICKLE_FORMATS[kind]
+    if head.startswith(b"GGUF"):
+        return "gguf"
     if name.endswith(".safetensors") or (len(head) >= 9 and head[8:9] == b"{"
                                          and int.from_bytes(head[:8], "little") < 2**32):
         return "safetensors"
