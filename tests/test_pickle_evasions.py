@@ -478,6 +478,22 @@ def test_inspect_of_plain_arrays_and_state_dicts_exits_0(cli, tmp_path: Path) ->
     assert formats["state_no_extension"] == "pickle"
 
 
+def test_the_new_format_modules_import_nothing_that_loads() -> None:
+    import ast
+
+    import lineage.formats.compressed as compressed
+    import lineage.formats.npy as npy
+    import lineage.formats.pickle_globals as pickle_globals
+
+    for module in (compressed, npy, pickle_globals):
+        tree = ast.parse(Path(module.__file__ or "").read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"pickle", "_pickle", "numpy", "torch", "dill", "joblib"}, module
+
+
 def test_zz_no_payload_ran() -> None:
     """Last on purpose: every scan above is done, and no marker file was created."""
     assert not MARKER.exists()
