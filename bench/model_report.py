@@ -1,6 +1,7 @@
 """Model report benchmarks: `report` on a 100-shard folder (headers only), `report` on a
-1 GiB safetensors folder with and without file hashes, and the pickle scan of a 1 GiB
-torch-layout archive (only the pickle members are read).
+1 GiB safetensors folder with and without file hashes, the pickle scan of a 1 GiB
+torch-layout archive (only the pickle members are read), and sniffing every file of the
+Python standard library's folder (what each file is, pickles by content).
 
     .venv/bin/python bench/model_report.py [--runs 5] [--workdir DIR]
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import zipfile
 from collections import OrderedDict
@@ -80,6 +82,7 @@ def torch_layout_archive(root: Path, gib: float = 1.0) -> Path:
 
 def main() -> None:
     from lineage.formats.pickle_scan import scan_pickle_file
+    from lineage.report.files import list_files
     from lineage.report.inspect import inspect_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -95,6 +98,8 @@ def main() -> None:
     assert hashed["computed"] and not inspect_model(big, hash_files=False)["hashes"]["computed"]
     archive = torch_layout_archive(args.workdir)
     scan = scan_pickle_file(archive)
+    stdlib = Path(os.__file__).parent
+    stdlib_files, _ = list_files(stdlib)
     results = {
         "report_100_shards": {**timed(lambda: inspect_model(folder), args.runs),
                               "parameters": report["parameters"], "target_s": 2.0},
@@ -107,6 +112,11 @@ def main() -> None:
                              "archive_bytes": archive.stat().st_size,
                              "bytes_read": scan.bytes_read, "verdict": scan.verdict,
                              "members_scanned": scan.members_scanned},
+        "sniff_stdlib": {**timed(lambda: list_files(stdlib), args.runs),
+                         "files": len(stdlib_files),
+                         "bytes": sum(f["size"] for f in stdlib_files),
+                         "pickles": sorted(f["path"] for f in stdlib_files
+                                           if f["format"] in ("pickle", "npy", "npz"))},
     }
     out = REPO / "bench" / "out" / "model_report.json"
     out.parent.mkdir(exist_ok=True)

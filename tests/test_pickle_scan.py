@@ -321,7 +321,7 @@ SAFE_OBJECTS = {
 @pytest.mark.parametrize("name", sorted(SAFE_OBJECTS))
 def test_plain_data_is_safe_at_every_protocol(name: str, protocol: int) -> None:
     refs, findings, verdict = scan(pickle.dumps(SAFE_OBJECTS[name], protocol=protocol))
-    assert verdict == "safe", findings
+    assert verdict == "ok", findings
     assert all(classify_global(r.module, r.name)[0] == "safe" for r in refs)
     assert {f.kind for f in findings} <= {"calls"}
 
@@ -330,7 +330,7 @@ def test_protocol_0_is_text_and_still_decoded() -> None:
     data = pickle.dumps(SAFE_OBJECTS["ordered"], protocol=0)
     assert data.isascii() and b"\x80" not in data
     refs, findings, verdict = scan(data)
-    assert verdict == "safe"
+    assert verdict == "ok"
     assert names(refs) == {("collections", "OrderedDict")}
     assert refs[0].opcode == "GLOBAL"
 
@@ -339,7 +339,7 @@ def test_protocol_0_is_text_and_still_decoded() -> None:
 def test_numpy_arrays_and_scalars_are_safe(protocol: int) -> None:
     value = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "loss": np.float64(0.25)}
     refs, findings, verdict = scan(pickle.dumps(value, protocol=protocol))
-    assert verdict == "safe", findings
+    assert verdict == "ok", findings
     assert ("numpy", "dtype") in names(refs)
 
 
@@ -487,7 +487,7 @@ def test_python2_names_are_mapped_like_the_unpickler_does() -> None:
     for module, name in [("__builtin__", "eval"), ("__builtin__", "getattr"), ("commands", "x")]:
         data = valid(proto(2) + global_op(module, name) + call1(text("1")) + pickle.STOP)
         assert scan(data)[2] == "dangerous", (module, name)
-    assert scan(valid(proto(2) + global_op("__builtin__", "set") + pickle.STOP))[2] == "safe"
+    assert scan(valid(proto(2) + global_op("__builtin__", "set") + pickle.STOP))[2] == "ok"
 
 
 def test_dotted_names_through_dunders_are_dangerous() -> None:
@@ -520,11 +520,15 @@ def test_unicode_escapes_in_module_names() -> None:
     for data in (escaped_unicode, escaped_string):
         refs, _, verdict = scan(data)
         assert names(refs) == {("os", "system")} and verdict == "dangerous"
-    # GLOBAL takes its line verbatim: an escape there names a module that cannot exist.
+    # GLOBAL takes its line verbatim: an escape there names a module that cannot exist, but
+    # a function called `system` is judged by its name in any module.
     refs, findings, verdict = scan(b"c\\u006fs\nsystem\n.")
-    assert names(refs) == {("\\u006fs", "system")} and verdict == "unknown"
-    # A look-alike (Cyrillic o) is not on any list: unknown, never safe.
-    assert scan(valid(b"\x80\x04" + text("\u043es") + text("system") + b"\x93."))[2] == "unknown"
+    assert names(refs) == {("\\u006fs", "system")} and verdict == "dangerous"
+    assert scan(b"c\\u006fs\nsystemd\n.")[2] == "unknown"
+    # A look-alike module (Cyrillic o) is not on any list: unknown, never ok; dangerous when
+    # the name itself is one that runs commands.
+    assert scan(valid(b"\x80\x04" + text("\u043es") + text("sep") + b"\x93."))[2] == "unknown"
+    assert scan(valid(b"\x80\x04" + text("\u043es") + text("system") + b"\x93."))[2] == "dangerous"
 
 
 def test_nested_pickle_in_bytes_value() -> None:
@@ -567,7 +571,7 @@ def test_nesting_deeper_than_max_depth_is_not_clean() -> None:
 def test_bytes_that_merely_start_like_a_pickle_are_data() -> None:
     blob = b"\x80\x02" + bytes(range(256)) * 4  # PROTO 2, then 0x00: no pickle opcode
     _, findings, verdict = scan(pickle.dumps({"tensor": blob}, protocol=4))
-    assert verdict == "safe" and "nested-pickle" not in kinds(findings)
+    assert verdict == "ok" and "nested-pickle" not in kinds(findings)
 
 
 def test_data_after_stop_is_scanned() -> None:
@@ -613,7 +617,7 @@ def test_broken_arguments() -> None:
     for data in cases:
         _, findings, verdict = scan(data)
         assert "broken-opcode" in kinds(findings), data
-        assert verdict != "safe"
+        assert verdict != "ok"
 
 
 def test_huge_declared_lengths_use_no_memory() -> None:
@@ -640,7 +644,7 @@ def test_huge_declared_lengths_use_no_memory() -> None:
 
 def test_torch_state_dict_zip() -> None:
     result = scan_pickle_file(TORCH / "torch_state_dict.pt")
-    assert result.format == "torch-zip" and result.verdict == "safe"
+    assert result.format == "torch-zip" and result.verdict == "ok"
     assert result.members_scanned == ["torch_state_dict/data.pkl"]
     assert names(result.globals) == {
         ("collections", "OrderedDict"),
@@ -656,7 +660,7 @@ def test_torch_legacy_format() -> None:
     path = TORCH / "torch_legacy_state_dict.pt"
     assert path.read_bytes()[:4] == b"\x80\x02\x8a\x0a"
     result = scan_pickle_file(path)
-    assert result.format == "torch-legacy" and result.verdict == "safe"
+    assert result.format == "torch-legacy" and result.verdict == "ok"
     assert "data-after-stop" not in kinds(result.findings)
     [storage] = [f for f in result.findings if f.kind == "storage-data"]
     assert storage.detail.startswith("76 bytes")  # per storage: u64 count, then 12 or 3 floats
@@ -679,7 +683,7 @@ def test_torch_legacy_cut_short_and_with_a_payload(tmp_path: Path) -> None:
 
 def test_torch_checkpoint_with_parameters_dtypes_sizes_devices() -> None:
     result = scan_pickle_file(TORCH / "torch_checkpoint_misc.pt")
-    assert result.verdict == "safe", result.findings
+    assert result.verdict == "ok", result.findings
     assert {
         ("torch._utils", "_rebuild_parameter"),
         ("torch", "BFloat16Storage"),
@@ -690,11 +694,14 @@ def test_torch_checkpoint_with_parameters_dtypes_sizes_devices() -> None:
     } <= names(result.globals)
 
 
-def test_whole_pickled_module_is_unknown_as_weights_only_would_refuse() -> None:
+def test_whole_pickled_module_is_dangerous_as_weights_only_would_refuse() -> None:
+    # Loading it imports torch.nn.modules.linear and instantiates Linear: a call off the list.
     result = scan_pickle_file(TORCH / "torch_full_module.pt")
-    assert result.verdict == "unknown"
+    assert result.verdict == "dangerous"
     unknown = [f for f in result.findings if f.kind == "unknown-global"]
     assert any("torch.nn.modules.linear" in f.detail for f in unknown)
+    calls = [f.detail for f in result.findings if f.kind == "dangerous-call"]
+    assert any("torch.nn.modules.linear" in d and "Linear" in d for d in calls), calls
 
 
 def test_torch_save_of_a_reduce_payload() -> None:
@@ -713,7 +720,7 @@ def test_hand_built_torch_layout_matches_the_real_writer(tmp_path: Path) -> None
     real_members = member_shapes(TORCH / "torch_state_dict.pt")  # two tensors: data/0, data/1
     made_members = member_shapes(path)
     assert made_members == real_members
-    assert (made.format, made.verdict) == (real.format, real.verdict) == ("torch-zip", "safe")
+    assert (made.format, made.verdict) == (real.format, real.verdict) == ("torch-zip", "ok")
     assert names(made.globals) == names(real.globals)
     assert kinds(made.findings) == kinds(real.findings)
 
@@ -728,14 +735,21 @@ MODELAUDIT_EXPECTED = {
     "multiple_stream_attack.pkl": ("dangerous", {("builtins", "eval")}),
     "exploit2_advanced_torch_bypass.pkl": ("dangerous", {("subprocess", "call")}),
     "exploit9_manual_construction.pkl": ("dangerous", {("os", "system")}),
-    "nested_pickle_multistage.pkl": ("unknown", {("builtins", "print")}),
-    "nested_pickle_hex.pkl": ("unknown", {("builtins", "print")}),
+    "nested_pickle_multistage.pkl": ("dangerous", {("builtins", "print")}),
+    "nested_pickle_hex.pkl": ("dangerous", {("builtins", "print")}),
     "dill_func.pkl": ("dangerous", {("dill._dill", "_create_code")}),
-    "safe_data.pkl": ("safe", set()),
-    "simple_nested.pkl": ("safe", set()),
+    "safe_data.pkl": ("ok", set()),
+    "simple_nested.pkl": ("ok", set()),
     "malicious_eval.pt": ("dangerous", {("builtins", "eval")}),
-    "safe_model.pt": ("safe", set()),
+    "safe_model.pt": ("ok", set()),
     "path_traversal.zip": ("dangerous", {("posix", "system")}),
+    "exploit6_ordereddict_bypass.pkl": ("dangerous", {("os", "system")}),
+    "exploit7_nested_collections.pkl": ("dangerous", {("subprocess", "Popen")}),
+    "stack_global_attack.pkl": ("dangerous", {("posix", "system")}),
+    "decode_exec_chain.pkl": ("dangerous", {("builtins", "print")}),
+    "nested_pickle_raw.pkl": ("dangerous", {("builtins", "print")}),
+    "safe_model_with_encoding.pkl": ("ok", set()),
+    "safe_model_with_binary.pkl": ("ok", set()),
 }
 
 
@@ -780,7 +794,7 @@ def test_large_storage_blob_is_never_read(tmp_path: Path) -> None:
     )
     assert path.stat().st_size > blob_size
     result = scan_pickle_file(path)
-    assert result.format == "torch-zip" and result.verdict == "safe", result.findings
+    assert result.format == "torch-zip" and result.verdict == "ok", result.findings
     assert result.members_scanned == ["big/data.pkl"]
     assert result.bytes_read < 64 * 1024  # directory, data.pkl and a few sniffed bytes
 
@@ -799,7 +813,7 @@ def test_storage_blob_starting_like_a_pickle_is_data(tmp_path: Path) -> None:
     blob = b"\x80\x02" + blob  # what a float32 storage may start with by chance
     path = write_zip(tmp_path / "m.pt", torch_like_members("m", torch_like_data_pkl(), blob))
     result = scan_pickle_file(path)
-    assert result.verdict == "safe"
+    assert result.verdict == "ok"
     assert "pickle-like-data" in kinds(result.findings)
     assert result.members_scanned == ["m/data.pkl"]
 
@@ -970,7 +984,7 @@ def test_result_types() -> None:
         ref.module = "x"  # type: ignore[misc]
     assert ref == GlobalRef("subprocess", "call", "STACK_GLOBAL", 31, None)
     assert all(f.severity in SEVERITIES and f.kind in FINDING_KINDS for f in result.findings)
-    assert verdict_of([PickleFinding(None, "calls", "info", "")]) == "safe"
+    assert verdict_of([PickleFinding(None, "calls", "info", "")]) == "ok"
     assert verdict_of([PickleFinding(None, "memo-trick", "unverifiable", "")]) == "unknown"
 
 
@@ -1067,7 +1081,7 @@ def mutated(draw: st.DrawFn) -> bytes:
 def check_result(refs: list[GlobalRef], findings: list[PickleFinding]) -> None:
     assert all(isinstance(ref, GlobalRef) for ref in refs)
     assert all(f.severity in SEVERITIES and f.kind in FINDING_KINDS for f in findings)
-    assert verdict_of(findings) in ("safe", "unknown", "dangerous")
+    assert verdict_of(findings) in ("ok", "unknown", "dangerous")
 
 
 @settings(max_examples=1000, deadline=2000, suppress_health_check=[HealthCheck.too_slow])

@@ -318,8 +318,10 @@ class _Check:
             self.parameters += sum(t.elements for t in model.initializers)
 
     def _pickles(self) -> None:
+        from lineage.report.files import PICKLE_BEARING  # pickles, archives, NumPy arrays
+
         for entry in self.files:
-            if entry["format"] not in ("pickle", "zip"):
+            if entry["format"] not in PICKLE_BEARING:
                 continue
             rel = entry["path"]
             try:

@@ -3,12 +3,22 @@
 Nothing is ever unpickled and no model library is imported. A bounded decoder walks the
 opcodes (argument layouts from `pickletools.opcodes`), keeps a symbolic stack and memo so that
 STACK_GLOBAL operands pushed as strings, fetched from the memo or duplicated are resolved the
-way the unpickler would resolve them, and classifies every imported name:
+way the unpickler would resolve them, and classifies every imported name
+(`classify_global`, lineage/formats/pickle_globals.py):
 
-    dangerous  a known code-execution path (DANGEROUS_MODULES, DANGEROUS_NAMES, or a name that
-               walks through a dunder attribute such as `__globals__`)
-    safe       on SAFE_GLOBALS, a small allowlist modelled on torch's weights-only unpickler
+    dangerous  a known code-execution path (DANGEROUS_MODULES, DANGEROUS_NAMES, a name that
+               runs code in any module, an attribute path reaching one such as
+               `posixpath.os.system`, or a walk through a dunder such as `__globals__`)
+    safe       exactly on SAFE_GLOBALS, a small allowlist modelled on torch's weights-only
+               unpickler
     unknown    anything else: importing a module runs its code, so "not known bad" is not clean
+
+The stack also remembers which imported name each value is, and what a call returned, so every
+call is judged by what it calls: REDUCE, NEWOBJ, NEWOBJ_EX, OBJ and INST calling a name off the
+allowlist are dangerous (loading runs it), and so is a call of anything that is not an imported
+name (what another call returned, a memo slot never filled) and BUILD on an imported name
+itself (it sets attributes on a class, function or module). A name off the allowlist that is
+only referenced, never called, is unknown.
 
 Formats (`PickleScan.format`) are sniffed from the content, never from the file name:
 
@@ -16,19 +26,31 @@ Formats (`PickleScan.format`) are sniffed from the content, never from the file 
     torch-legacy  torch.save(..., _use_new_zipfile_serialization=False): starts 80 02 8a 0a (the
                   magic-number pickle); five pickles follow each other, then raw storage bytes
     torch-zip     a zip archive holding `<folder>/data.pkl` (torch.save since torch 1.6)
+    npy           a NumPy array (magic \x93NUMPY): an object dtype means the data is a pickle,
+                  scanned; a plain dtype is raw data, not read (lineage/formats/npy.py)
+    npz           a zip archive of .npy members (numpy.savez), each judged as above
+    compressed-pickle  a zlib, gzip, bz2, xz or lzma stream (joblib's compress=): inflated as it
+                  is decoded, never past max_member_bytes (lineage/formats/compressed.py)
     zip           any other zip archive
+
+`pickle_kind(path)` answers the same question before any scan, for a folder's file list: it
+also recognises protocol 0 and 1 pickles, which have no header, by decoding their first opcodes
+strictly (see _decodes_as_pickle), and compressed pickles by inflating their first bytes.
 
 Zip members are sniffed by content: a member starting with a PROTO header (80 00..05) or named
 *.pkl / *.pickle is scanned as a pickle; a member starting PK\\x03\\x04 is scanned as a nested
-archive; anything else (torch's `data/N` storage blobs, `version`, `byteorder`) is skipped after
-reading its first bytes. A `data/N` blob that starts like a pickle is scanned too, and dropped
-as tensor data only if it neither parses nor names a global. Reads are bounded: at most
-`max_member_bytes` of any one stream (never more decompressed output than that), at most
-`max_total_bytes` over the whole scan, nesting to `max_depth`.
+archive, one starting \\x93NUMPY or named *.npy as an array; anything else (torch's `data/N`
+storage blobs, `version`, `byteorder`) is skipped after reading its first bytes. A `data/N` blob
+that starts like a pickle is scanned too, and dropped as tensor data only if it neither parses
+nor names a global. Reads are bounded: at most `max_member_bytes` of any one stream (never more
+decompressed output than that), `max_total_bytes` over the whole scan, nesting to `max_depth`.
 
 Finding kinds (severity):
 
     dangerous-global    (dangerous)     GLOBAL / INST / STACK_GLOBAL names a code-execution path
+    dangerous-call      (dangerous)     a call opcode calls a name off the allowlist, or BUILD sets
+                                        state on an imported name itself
+    unresolved-call     (dangerous)     a call opcode calls a value that is not an imported name
     unresolved-global   (dangerous)     STACK_GLOBAL operands that are not plain strings (built by
                                         a call, taken from a missing memo slot), or EXT1/2/4,
                                         which import through the copyreg extension registry
@@ -62,16 +84,21 @@ Finding kinds (severity):
                                         scanned as `<outer>!<inner>`
     storage-data        (info)          raw tensor bytes after a legacy file's five pickles
     pickle-like-data    (info)          a `data/N` blob that starts like a pickle but is not one
+    npy-array           (info)          a NumPy array's header: dtype, shape, pickle or plain data
+    bad-npy             (unverifiable)  an unreadable .npy header, or a dtype not known as plain
+                                        data (what follows is then scanned as a pickle)
+    compressed          (info)          the file is zlib / gzip / bz2 / xz / lzma compressed (as
+                                        joblib writes): the inflated stream is scanned
 
 `PickleScan.verdict` is "dangerous" if any finding is dangerous, "unknown" if any is unknown or
-unverifiable, else "safe". `scan_pickle_file` raises InputError only when the file cannot be
+unverifiable, else "ok": only when every global is on the allowlist and nothing else is called.
+"unknown" is never "ok". `scan_pickle_file` raises InputError only when the file cannot be
 opened; every problem in its content becomes a finding. CRC-32 is checked for the members read
 in full (pickles, nested archives), not for skipped storage blobs.
 """
 
 from __future__ import annotations
 
-import _compat_pickle  # the stdlib's Python 2 -> 3 name table, as Unpickler(fix_imports=True)
 import base64
 import binascii
 import codecs
@@ -93,9 +120,22 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from lineage.errors import InputError
+from lineage.formats.compressed import InflatingReader, compression_of
 from lineage.formats.messages import show as _show
+from lineage.formats.messages import show_value
+from lineage.formats.npy import MAGIC as NPY_MAGIC
+from lineage.formats.npy import MAX_HEADER_BYTES as NPY_MAX_HEADER
+from lineage.formats.npy import npy_prefix_size, parse_npy_header
+from lineage.formats.pickle_globals import (
+    DANGEROUS_LAST_NAMES,
+    DANGEROUS_MODULES,
+    DANGEROUS_NAMES,
+    SAFE_GLOBALS,
+    classify_global,
+)
 
 __all__ = [
+    "DANGEROUS_LAST_NAMES",
     "DANGEROUS_MODULES",
     "DANGEROUS_NAMES",
     "DEFAULT_MAX_DEPTH",
@@ -108,6 +148,7 @@ __all__ = [
     "SAFE_GLOBALS",
     "SEVERITIES",
     "classify_global",
+    "pickle_kind",
     "scan_pickle_bytes",
     "scan_pickle_file",
 ]
@@ -131,13 +172,16 @@ _KEEP_VALUE_BYTES = 64 * 1024  # larger string/bytes values are skipped unless t
 _SNIFF_BYTES = 4
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+_NPY_SNIFF = NPY_MAGIC[:_SNIFF_BYTES]
 _STORAGE_BLOB = re.compile(r"(^|/)data/\d+$")  # torch's tensor storages inside the zip
 
 SEVERITIES = ("dangerous", "unknown", "unverifiable", "info")
 
 FINDING_KINDS = (
     "dangerous-global",
+    "dangerous-call",
     "unresolved-global",
+    "unresolved-call",
     "zip-slip",
     "unknown-global",
     "data-after-stop",
@@ -162,161 +206,10 @@ FINDING_KINDS = (
     "nested-archive",
     "storage-data",
     "pickle-like-data",
+    "npy-array",
+    "bad-npy",
+    "compressed",
 )
-
-# ---------------------------------------------------------------------------------------------
-# What is safe, what is dangerous
-
-_TORCH_STORAGES = (
-    "BFloat16Storage BoolStorage ByteStorage CharStorage ComplexDoubleStorage ComplexFloatStorage "
-    "DoubleStorage FloatStorage HalfStorage IntStorage LongStorage QInt32Storage QInt8Storage "
-    "QUInt2x4Storage QUInt4x2Storage QUInt8Storage ShortStorage"
-).split()
-_TORCH_DTYPES = (
-    "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 float16 bfloat16 float32 float64 "
-    "complex32 complex64 complex128 float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz "
-    "float8_e8m0fnu qint8 quint8 qint32 quint4x2 quint2x4"
-).split()
-_TORCH_QSCHEMES = (
-    "per_tensor_affine per_tensor_symmetric per_channel_affine per_channel_symmetric "
-    "per_channel_affine_float_qparams"
-).split()
-_TORCH_REBUILDERS = (
-    "_rebuild_tensor _rebuild_tensor_v2 _rebuild_tensor_v3 _rebuild_parameter "
-    "_rebuild_parameter_with_state _rebuild_qtensor"
-).split()
-
-# A subset of torch 2.13's weights-only allowlist (torch/_weights_only_unpickler.py,
-# _get_allowed_globals: what torch.load(weights_only=True), the default since 2.6, accepts):
-# the containers, CPU storage classes, dtypes, qschemes and dense-tensor rebuild functions that
-# torch.save writes for state dicts and training checkpoints. Left out: legacy *Tensor classes,
-# torch.cuda.* / sparse / nested / wrapper-subclass rebuilders, sub-byte dtypes, Counter.
-# Added: frozenset and bytes (plain pickles of those at protocol <= 3 need them) and numpy's
-# array / scalar reconstructors (both numpy 1 `numpy.core` and numpy 2 `numpy._core` paths, as
-# picklescan allows), common in .pkl / .pt files; torch leaves numpy off by default.
-SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("collections", "OrderedDict"),
-        ("builtins", "set"),
-        ("builtins", "frozenset"),
-        ("builtins", "bytearray"),
-        ("builtins", "bytes"),
-        ("builtins", "complex"),
-        ("_codecs", "encode"),  # how protocols 0-2 write bytes: encode(latin-1 text)
-        ("torch", "Size"),
-        ("torch", "device"),
-        ("torch.nn.parameter", "Parameter"),
-        ("torch.storage", "TypedStorage"),
-        ("torch.storage", "UntypedStorage"),
-        *(("torch", name) for name in _TORCH_STORAGES),
-        *(("torch", name) for name in _TORCH_DTYPES),
-        *(("torch", name) for name in _TORCH_QSCHEMES),
-        *(("torch._utils", name) for name in _TORCH_REBUILDERS),
-        *(
-            (f"numpy.{core}.{module}", name)
-            for core in ("core", "_core")
-            for module, name in (
-                ("multiarray", "_reconstruct"),
-                ("multiarray", "scalar"),
-                ("numeric", "_frombuffer"),
-            )
-        ),
-        ("numpy", "ndarray"),
-        ("numpy", "dtype"),
-    }
-)
-
-# Whole modules (and their submodules) whose every export can run commands or code, do I/O,
-# or load further pickles. Gathered from the brief's list, torch's blocklist (sys, os, posix, nt)
-# and picklescan's unsafe globals.
-DANGEROUS_MODULES: frozenset[str] = frozenset(
-    {
-        "os", "posix", "nt", "sys", "subprocess", "_posixsubprocess", "pty", "commands", "popen2",
-        "runpy", "importlib", "imp", "zipimport", "pickle", "_pickle", "marshal", "dill",
-        "shutil", "socket", "ssl", "http", "httplib", "urllib", "urllib2", "requests", "aiohttp",
-        "ftplib", "smtplib", "telnetlib", "webbrowser", "antigravity", "code", "codeop", "pdb",
-        "bdb", "ctypes", "_ctypes", "multiprocessing", "asyncio", "timeit", "cProfile", "profile",
-        "trace", "pydoc", "pip", "venv", "ensurepip", "distutils", "torch.hub", "numpy.f2py",
-        "numpy.testing._private.utils",
-    }
-)  # fmt: skip
-
-# Single names that call, compile, import, open files or reach arbitrary attributes.
-DANGEROUS_NAMES: frozenset[tuple[str, str]] = frozenset(
-    {
-        *(
-            ("builtins", name)
-            for name in (
-                "eval exec compile getattr setattr delattr __import__ open input breakpoint "
-                "globals locals vars apply execfile file reload"
-            ).split()
-        ),
-        *(("types", name) for name in ("FunctionType", "CodeType", "LambdaType", "MethodType")),
-        *(("functools", name) for name in ("partial", "partialmethod", "reduce")),
-        *(("_functools", name) for name in ("partial", "reduce")),
-        *(("operator", name) for name in ("attrgetter", "methodcaller", "itemgetter")),
-        *(("_operator", name) for name in ("attrgetter", "methodcaller", "itemgetter")),
-        *(("io", name) for name in ("open", "open_code", "FileIO")),
-        *(("_io", name) for name in ("open", "open_code", "FileIO")),
-        ("torch", "load"),
-        ("torch.serialization", "load"),
-        ("torch._inductor.codecache", "compile_file"),
-        ("torch.jit.unsupported_tensor_ops", "execWrapper"),
-        ("torch.utils.collect_env", "run"),
-        ("numpy", "load"),
-        ("numpy.ctypeslib", "load_library"),
-        ("pandas", "read_pickle"),
-        ("pandas.io.pickle", "read_pickle"),
-    }
-)
-
-_HARMLESS_DUNDERS = frozenset({"__newobj__", "__newobj_ex__"})  # copyreg's cls.__new__ helpers
-
-
-def classify_global(module: str, name: str) -> tuple[str, str]:
-    """("dangerous" | "safe" | "unknown", why) for one imported name.
-
-    Both spellings count: Unpickler(fix_imports=True) maps Python 2 names (`__builtin__.eval`)
-    to Python 3 ones before importing.
-    """
-    spellings = {(module, name), _python3_spelling(module, name)}
-    for mod, attr in sorted(spellings):
-        reason = _danger(mod, attr)
-        if reason:
-            return "dangerous", reason
-    if spellings & SAFE_GLOBALS:
-        return "safe", "on the allowlist"
-    return (
-        "unknown",
-        "not on the allowlist: importing runs the module's code and loading may call it",
-    )
-
-
-def _python3_spelling(module: str, name: str) -> tuple[str, str]:
-    mapped = _compat_pickle.NAME_MAPPING.get((module, name))
-    if mapped is not None:
-        return mapped
-    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
-
-
-def _danger(module: str, name: str) -> str | None:
-    parts = name.split(".")
-    # Protocol 4+ resolves dotted names attribute by attribute: `X.__globals__` reaches anything.
-    if name not in _HARMLESS_DUNDERS and any(_is_dunder(part) for part in parts):
-        return "the name walks through a dunder attribute, a way to reach arbitrary objects"
-    pieces = module.split(".")
-    for end in range(1, len(pieces) + 1):
-        prefix = ".".join(pieces[:end])
-        if prefix in DANGEROUS_MODULES:
-            return f"module {prefix} can run commands or code, do I/O or load more pickles"
-    if (module, parts[0]) in DANGEROUS_NAMES:
-        return "a known way to run code, import modules, open files or reach any attribute"
-    return None
-
-
-def _is_dunder(part: str) -> bool:
-    return len(part) > 4 and part.startswith("__") and part.endswith("__")
-
 
 # ---------------------------------------------------------------------------------------------
 # Results
@@ -342,7 +235,7 @@ class PickleFinding:
 @dataclass
 class PickleScan:
     path: str
-    format: str  # "pickle" | "torch-zip" | "torch-legacy" | "zip"
+    format: str  # "pickle", "torch-zip", "torch-legacy", "npy", "npz", "compressed-pickle", "zip"
     globals: list[GlobalRef]
     findings: list[PickleFinding]
     members_scanned: list[str]  # archive members decoded as pickles (empty for a plain file)
@@ -359,7 +252,7 @@ def _verdict(findings: Iterable[PickleFinding]) -> str:
         return "dangerous"
     if severities & {"unknown", "unverifiable"}:
         return "unknown"
-    return "safe"
+    return "ok"
 
 
 class _Collector:
@@ -611,7 +504,23 @@ class _Token(Enum):
     OPAQUE = "opaque"  # a value the scanner does not track (numbers, containers, call results)
 
 
-_Value = str | bytes | _Token
+@dataclass(frozen=True)
+class _Imported:
+    """A name a GLOBAL / INST / STACK_GLOBAL put on the stack, with its classification."""
+
+    module: str
+    name: str
+    verdict: str  # "safe" | "unknown" | "dangerous"
+
+
+@dataclass(frozen=True)
+class _Made:
+    """What a call returned; `callee` is the allowlisted name that made it, if one did."""
+
+    callee: _Imported | None
+
+
+_Value = str | bytes | _Token | _Imported | _Made
 
 
 class _Stop(Exception):
@@ -647,7 +556,6 @@ _VALUE_ARGS = frozenset(  # arguments whose content matters: strings (names) and
     {"string1", "bytes1", "unicodestring1", "string4", "bytes4", "unicodestring4", "bytes8",
      "bytearray8", "unicodestring8"}
 )  # fmt: skip
-_CALL_OPS = ("REDUCE", "BUILD", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST")
 
 
 def _stack_effect(op: pickletools.OpcodeInfo) -> tuple[int, bool, int]:
@@ -660,11 +568,51 @@ def _stack_effect(op: pickletools.OpcodeInfo) -> tuple[int, bool, int]:
 
 _EFFECTS = {op.name: _stack_effect(op) for op in pickletools.opcodes}
 
+# Text arguments as the unpickler accepts them, checked only when sniffing (see pickle_kind):
+# ordinary text often passes the scanner's own reading, which never converts numbers.
+_NAME_LINE = re.compile(rb"[\w.]+")  # a module or attribute path that can be imported
+_C_OCTAL = re.compile(r"\s*[+-]?0[0-7]*\s*")  # INT goes through C strtol(base 0) first
+
+
+def _int_line(line: bytes) -> bool:
+    text = line.decode("latin-1")
+    return bool(_C_OCTAL.fullmatch(text)) or _parses(lambda: int(text, 0))
+
+
+def _long_line(line: bytes) -> bool:
+    text = line.decode("latin-1")
+    return _parses(lambda: int(text[:-1] if text.endswith("L") else text, 0))
+
+
+def _float_line(line: bytes) -> bool:
+    text = line.decode("latin-1")  # PyOS_string_to_double: no blanks, no underscores
+    return "_" not in text and text == text.strip() and _parses(lambda: float(text))
+
+
+def _parses(convert: Callable[[], object]) -> bool:
+    try:
+        convert()
+    except ValueError:
+        return False
+    return True
+
+
+_STRICT_LINES: dict[str, Callable[[bytes], bool]] = {
+    "decimalnl_short": _int_line,
+    "decimalnl_long": _long_line,
+    "floatnl": _float_line,
+    "stringnl_noescape": lambda line: all(0x20 <= byte < 0x7F for byte in line),  # PERSID
+    "stringnl_noescape_pair": lambda line: bool(_NAME_LINE.fullmatch(line)),
+}
+
 
 class _Decoder:
     """Decodes one pickle from a source, reporting into a scan; never executes anything."""
 
-    def __init__(self, source: _Source, member: str | None, scan: _Scan, depth: int) -> None:
+    def __init__(
+        self, source: _Source, member: str | None, scan: _Scan, depth: int, *, strict: bool = False
+    ) -> None:
+        self.strict = strict
         self.source = source
         self.member = member
         self.scan = scan
@@ -673,6 +621,8 @@ class _Decoder:
         self.memo: dict[int, _Value] = {}
         self.calls: Counter[str] = Counter()
         self.persistent = 0
+        self.opcodes = 0  # opcodes started, the last one possibly cut short
+        self.clean_calls = 0  # calls decoded before any structural problem
         self.stack_error_reported = False
 
     def run(self) -> bool:
@@ -680,6 +630,7 @@ class _Decoder:
         try:
             while True:
                 pos = self.source.pos
+                self.opcodes += 1
                 code = self.source.read(1)
                 if not code:
                     self._truncated(pos, "the pickle ends without a STOP opcode")
@@ -731,14 +682,23 @@ class _Decoder:
         if kind in _SIZED_ARGS:
             return self._read_sized(op.name, kind, pos)
         if kind in _LINE_ARGS or kind == "unicodestringnl":
-            return self._line(pos, op.name)
+            return self._checked(kind, self._line(pos, op.name), pos, op.name)
         if kind == "stringnl_noescape_pair":
-            return self._line(pos, op.name), self._line(pos, op.name)
+            pair = self._line(pos, op.name), self._line(pos, op.name)
+            return tuple(self._checked(kind, line, pos, op.name) for line in pair)
         raise _Stop(
             "broken-opcode",
             "unverifiable",
             f"{op.name} at byte {pos} has an argument this scanner cannot read",
         )
+
+    def _checked(self, kind: str, line: bytes, pos: int, name: str) -> bytes:
+        """In strict mode (sniffing), text arguments must be what the unpickler accepts."""
+        accepts = _STRICT_LINES.get(kind) if self.strict else None
+        if accepts is not None and not accepts(line):
+            detail = f"{name} at byte {pos}: argument {line[:40]!r} is not of its form"
+            raise _Stop("broken-opcode", "unverifiable", detail)
+        return line
 
     def _exact(self, n: int, pos: int, name: str) -> bytes:
         data = self.source.read(n)
@@ -777,8 +737,6 @@ class _Decoder:
         handler = _HANDLERS.get(op.name)
         if handler is not None:
             return handler(self, arg, pos)
-        if op.name in _CALL_OPS:
-            self.calls[op.name] += 1
         self._generic(op.name, pos)
         return False
 
@@ -808,13 +766,17 @@ class _Decoder:
             return _Token.OPAQUE
         return self.stack[-1]
 
-    def _pop_to_mark(self, pos: int, name: str) -> None:
+    def _pop_to_mark(self, pos: int, name: str) -> list[_Value]:
+        """The objects above the topmost MARK, which is removed with them."""
         for index in range(len(self.stack) - 1, -1, -1):
             if self.stack[index] is _Token.MARK:
+                items = self.stack[index + 1 :]
                 del self.stack[index:]
-                return
+                return items
         self._stack_error(pos, f"{name} finds no MARK on the stack")
+        items = self.stack[:]
         self.stack.clear()
+        return items
 
     def _report_counts(self) -> None:
         if self.calls:
@@ -842,6 +804,35 @@ class _Decoder:
 
     def _unresolved(self, pos: int, what: str) -> None:
         self._finding("unresolved-global", "dangerous", f"at byte {pos}: {what}")
+
+    def _imported(self, module: str, name: str, opcode: str, pos: int) -> _Imported:
+        self._record_global(module, name, opcode, pos)
+        return _Imported(module, name, classify_global(module, name)[0])
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def _call(self, callee: _Value, opcode: str, pos: int) -> _Made:
+        """Judge what a REDUCE / NEWOBJ / NEWOBJ_EX / OBJ / INST runs; the result it pushes."""
+        self.calls[opcode] += 1
+        if not self.scan.collector.structural:  # the unpickler gets this far and runs it
+            self.clean_calls += 1
+        if isinstance(callee, _Imported):
+            if callee.verdict == "unknown":  # dangerous names were reported when imported
+                key = (self.member, f"{callee.module} {callee.name}", "call")
+                detail = (
+                    f"{opcode} at byte {pos} calls {_show(callee.module)} {_show(callee.name)}, "
+                    "which is not on the allowlist: loading runs it"
+                )
+                self.scan.collector.add_once(key, "dangerous-call", "dangerous", detail)
+            return _Made(callee if callee.verdict == "safe" else None)
+        what = "the result of another call" if isinstance(callee, _Made) else "not an imported name"
+        detail = (
+            f"{opcode} at byte {pos} calls a value that is {what}: what runs cannot be told "
+            "without running it"
+        )
+        self.scan.collector.add_once((self.member, "", f"unresolved-call {opcode}"),
+                                     "unresolved-call", "dangerous", detail)
+        return _Made(None)
 
     # -- nested pickles ---------------------------------------------------------------------------
 
@@ -926,17 +917,61 @@ def _memo_index(arg: object, pos: int, name: str) -> int:
 
 def _h_global(decoder: _Decoder, arg: object, pos: int) -> bool:
     module, name = _global_names(arg, pos, "GLOBAL")
-    decoder._record_global(module, name, "GLOBAL", pos)
-    decoder.stack.append(_Token.OPAQUE)
+    decoder.stack.append(decoder._imported(module, name, "GLOBAL", pos))
     return False
 
 
 def _h_inst(decoder: _Decoder, arg: object, pos: int) -> bool:
     module, name = _global_names(arg, pos, "INST")
-    decoder._record_global(module, name, "INST", pos)
-    decoder.calls["INST"] += 1
+    callee = decoder._imported(module, name, "INST", pos)
     decoder._pop_to_mark(pos, "INST")
-    decoder.stack.append(_Token.OPAQUE)
+    decoder.stack.append(decoder._call(callee, "INST", pos))
+    return False
+
+
+def _h_reduce(decoder: _Decoder, arg: object, pos: int) -> bool:
+    decoder._pop(pos, "REDUCE")  # the argument tuple
+    callee = decoder._pop(pos, "REDUCE")
+    decoder.stack.append(decoder._call(callee, "REDUCE", pos))
+    return False
+
+
+def _h_newobj(decoder: _Decoder, arg: object, pos: int) -> bool:
+    decoder._pop(pos, "NEWOBJ")
+    callee = decoder._pop(pos, "NEWOBJ")  # cls.__new__(cls, *args)
+    decoder.stack.append(decoder._call(callee, "NEWOBJ", pos))
+    return False
+
+
+def _h_newobj_ex(decoder: _Decoder, arg: object, pos: int) -> bool:
+    decoder._pop(pos, "NEWOBJ_EX")
+    decoder._pop(pos, "NEWOBJ_EX")
+    callee = decoder._pop(pos, "NEWOBJ_EX")  # cls.__new__(cls, *args, **kwargs)
+    decoder.stack.append(decoder._call(callee, "NEWOBJ_EX", pos))
+    return False
+
+
+def _h_obj(decoder: _Decoder, arg: object, pos: int) -> bool:
+    items = decoder._pop_to_mark(pos, "OBJ")  # MARK cls args...: cls(*args)
+    callee = items[0] if items else _Token.OPAQUE
+    if not items:
+        decoder._stack_error(pos, "OBJ finds no class after its MARK")
+    decoder.stack.append(decoder._call(callee, "OBJ", pos))
+    return False
+
+
+def _h_build(decoder: _Decoder, arg: object, pos: int) -> bool:
+    """BUILD calls obj.__setstate__(state), or sets attributes: judged by what obj is."""
+    decoder.calls["BUILD"] += 1
+    decoder._pop(pos, "BUILD")
+    target = decoder._top(pos, "BUILD")
+    if isinstance(target, _Imported):
+        detail = (
+            f"BUILD at byte {pos} sets state on {_show(target.module)} {_show(target.name)} "
+            "itself (an imported class, function or module), which no saved object needs"
+        )
+        key = (decoder.member, f"{target.module} {target.name}", "build")
+        decoder.scan.collector.add_once(key, "dangerous-call", "dangerous", detail)
     return False
 
 
@@ -954,13 +989,13 @@ def _h_stack_global(decoder: _Decoder, arg: object, pos: int) -> bool:
     name = decoder._pop(pos, "STACK_GLOBAL")
     module = decoder._pop(pos, "STACK_GLOBAL")
     if isinstance(module, str) and isinstance(name, str):
-        decoder._record_global(module, name, "STACK_GLOBAL", pos)
-    else:
-        decoder._unresolved(
-            pos,
-            "STACK_GLOBAL operands are not strings pushed by this pickle: what it imports "
-            "cannot be told without running it",
-        )
+        decoder.stack.append(decoder._imported(module, name, "STACK_GLOBAL", pos))
+        return False
+    decoder._unresolved(
+        pos,
+        "STACK_GLOBAL operands are not strings pushed by this pickle: what it imports "
+        "cannot be told without running it",
+    )
     decoder.stack.append(_Token.OPAQUE)
     return False
 
@@ -1056,6 +1091,11 @@ _HANDLERS: dict[str, _Handler] = {
     "LONG_BINGET": _h_get,
     "GLOBAL": _h_global,
     "INST": _h_inst,
+    "REDUCE": _h_reduce,
+    "NEWOBJ": _h_newobj,
+    "NEWOBJ_EX": _h_newobj_ex,
+    "OBJ": _h_obj,
+    "BUILD": _h_build,
     "STACK_GLOBAL": _h_stack_global,
     "EXT1": _h_ext,
     "EXT2": _h_ext,
@@ -1200,11 +1240,39 @@ def _report_storage_data(source: _Source, member: str | None, scan: _Scan) -> No
 
 
 # ---------------------------------------------------------------------------------------------
+# NumPy arrays
+
+
+def _scan_npy(source: _Source, member: str | None, scan: _Scan, depth: int) -> None:
+    """A .npy array: its header says whether the data is a pickle (object dtype) or plain."""
+    try:
+        preamble = source.read(8)
+        preamble += source.read(npy_prefix_size(preamble) - len(preamble))
+        length = int.from_bytes(preamble[8:], "little")
+        header = parse_npy_header(preamble + source.read(min(length, NPY_MAX_HEADER)))
+    except ValueError as exc:
+        scan.add(member, "bad-npy", "unverifiable", f"not a readable .npy array: {exc}")
+        return
+    what = f"NumPy array, descr {show_value(header.descr)}, shape {show_value(header.shape)}"
+    if header.content == "data":
+        detail = f"{what}: plain data, never unpickled (not read)"
+        scan.add(member, "npy-array", "info", detail)
+        return
+    if header.content == "unknown":
+        detail = f"{what}: dtype not recognised as plain data, the rest is scanned as a pickle"
+        scan.add(member, "bad-npy", "unverifiable", detail)
+    else:
+        detail = f"{what}: object dtype, numpy.load(allow_pickle=True) unpickles the data"
+        scan.add(member, "npy-array", "info", detail)
+    _scan_pickles(source, member, scan, depth)
+
+
+# ---------------------------------------------------------------------------------------------
 # Zip archives
 
 
 def _scan_zip(fp: BinaryIO, size: int, label: str | None, scan: _Scan, depth: int) -> str:
-    """Scan an archive's members; return "torch-zip" or "zip"."""
+    """Scan an archive's members; return "torch-zip", "npz" or "zip"."""
     if _directory_too_large(fp, size, label, scan):
         return "zip"
     try:
@@ -1221,8 +1289,9 @@ def _scan_zip(fp: BinaryIO, size: int, label: str | None, scan: _Scan, depth: in
             except Exception as exc:  # any damage in one member (header, zlib, ...) is a finding
                 detail = f"member cannot be read ({_describe(exc)})"
                 scan.add(_member_label(label, info.filename), "bad-zip", "unverifiable", detail)
-    torch_layout = any(i.filename == "data.pkl" or i.filename.endswith("/data.pkl") for i in infos)
-    return "torch-zip" if torch_layout else "zip"
+    if any(i.filename == "data.pkl" or i.filename.endswith("/data.pkl") for i in infos):
+        return "torch-zip"
+    return "npz" if any(i.filename.endswith(".npy") for i in infos) else "zip"
 
 
 _EOCD = struct.Struct("<4s4H2LH")  # signature, disk numbers, entry counts, size, offset, comment
@@ -1324,6 +1393,11 @@ def _scan_member(
         kind = _member_kind(info.filename, head)
         if kind == "zip":
             _scan_nested_archive(stream, head, info, name, scan, depth)
+        elif kind == "npy":
+            source = _member_source(stream, head, info, scan)
+            scan.members_scanned.append(name)
+            _scan_npy(source, name, scan, depth)
+            _check_source(source, info, name, scan)
         elif kind is not None:
             _scan_pickle_member(stream, head, info, name, scan, depth, tolerant=kind == "blob")
 
@@ -1370,6 +1444,8 @@ def _member_kind(filename: str, head: bytes) -> str | None:
     """ "zip", "pickle", "blob" (a storage blob that starts like a pickle) or None (skip)."""
     if head.startswith(b"PK\x03\x04"):
         return "zip"
+    if head.startswith(_NPY_SNIFF) or filename.endswith(".npy"):
+        return "npy"
     looks_like_pickle = len(head) >= 2 and head[0] == 0x80 and head[1] <= HIGHEST_PROTOCOL
     if looks_like_pickle and _STORAGE_BLOB.search(filename):
         return "blob"
@@ -1477,6 +1553,94 @@ def scan_pickle_bytes(
     return scan.collector.globals, scan.collector.close()
 
 
+def pickle_kind(path: Path | str) -> str | None:
+    """What in a file loading could unpickle, from its bytes alone (the name is never read).
+
+    "torch-zip", "npz" or "zip" for a zip archive (its member names decide), "npy" for a NumPy
+    array (object dtype or not: the scan tells), "compressed-pickle" for a compressed stream
+    whose first inflated bytes are a pickle, "torch-legacy", "pickle" for a pickle of any
+    protocol (0 and 1 have no header: the first opcodes must decode, see _decodes_as_pickle),
+    None for anything else or a file that cannot be read.
+    """
+    try:
+        raw = _open_regular(Path(path))
+    except InputError:
+        return None
+    with raw:
+        try:
+            head = raw.read(_SNIFF_BYTES)
+            if head.startswith(_ZIP_MAGICS):
+                return _zip_kind(raw, os.fstat(raw.fileno()).st_size)
+            if head.startswith(_NPY_SNIFF):
+                return "npy"
+            if head.startswith(_LEGACY_MAGIC):
+                return "torch-legacy"
+            if _has_pickle_header(head) and head[2:3] and head[2] in _OPCODES:
+                return "pickle"  # PROTO and a first opcode (a safetensors length can be 80 02 00)
+            method = compression_of(head)
+            if method is not None:
+                return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None
+            if not head or head[0] not in _OPCODES:
+                return None
+            window = head + raw.read(SNIFF_WINDOW - len(head) + 1)
+        except OSError:
+            return None
+    return "pickle" if _decodes_as_pickle(window) else None
+
+
+def _inflates_to_pickle(raw: BinaryIO, head: bytes, method: str) -> bool:
+    try:
+        window = InflatingReader(raw, method, prefix=head).read(SNIFF_WINDOW + 1)
+    except Exception:  # damaged data (zlib, lzma, EOF errors): the content cannot be told
+        return False
+    return _has_pickle_header(window) or _decodes_as_pickle(window)
+
+
+SNIFF_WINDOW = 64 * 1024  # bytes decoded to recognise a pickle without a protocol header
+_SNIFF_MIN_OPCODES = 8
+
+
+def _decodes_as_pickle(data: bytes) -> bool:
+    """Would the unpickler take these bytes for a pickle and act on them?
+
+    Yes if the first opcodes decode strictly (every argument as the unpickler parses it, no
+    unknown opcode, no stack or memo error) and either call something before anything goes
+    wrong (the call runs even if loading fails later), or end in STOP having imported
+    something, or end in STOP with an empty stack after at least _SNIFF_MIN_OPCODES opcodes,
+    or fill the window (the data being longer) with that many. Ordinary text and binary
+    formats fail within a few bytes; a pickle that imports and calls nothing cannot run code.
+    """
+    whole = len(data) <= SNIFF_WINDOW
+    data = data[:SNIFF_WINDOW]
+    scan = _Scan(len(data), 0, _Budget(len(data)))
+    source = _Source(io.BytesIO(data), limit=len(data), budget=scan.budget,
+                     size=len(data) if whole else None)
+    decoder = _Decoder(source, None, scan, 0, strict=True)
+    stopped = decoder.run()
+    if decoder.clean_calls:
+        return True
+    if scan.collector.structural:
+        return False
+    if stopped:
+        long_enough = not decoder.stack and decoder.opcodes >= _SNIFF_MIN_OPCODES
+        return bool(scan.collector.globals) or long_enough
+    return not whole and source.limited and decoder.opcodes >= _SNIFF_MIN_OPCODES
+
+
+def _zip_kind(raw: BinaryIO, size: int) -> str:
+    probe = _Scan(0, 0, _Budget(0))
+    if _directory_too_large(raw, size, None, probe):
+        return "zip"
+    try:
+        with zipfile.ZipFile(raw) as archive:
+            names = archive.namelist()
+    except Exception:  # a damaged archive: the scan reports what is wrong
+        return "zip"
+    if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
+        return "torch-zip"
+    return "npz" if any(name.endswith(".npy") for name in names) else "zip"
+
+
 def _open_regular(path: Path) -> BinaryIO:
     try:  # O_NONBLOCK: opening a FIFO must not hang
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -1500,6 +1664,15 @@ def _scan_file(counting: _CountingFile, size: int, scan: _Scan) -> str:
         return "pickle"
     if head.startswith(_ZIP_MAGICS):
         return _scan_zip(fp, size, None, scan, 0)  # zipfile seeks where it needs
+    if head.startswith(_NPY_SNIFF):
+        source = _Source(fp, limit=scan.max_member_bytes, budget=scan.budget, size=size,
+                         seekable=True, prefix=head)
+        _scan_npy(source, None, scan, 0)
+        _report_read_error(source, scan)
+        return "npy"
+    method = compression_of(head)
+    if method is not None:
+        return _scan_compressed(fp, head, method, scan)
     legacy = head.startswith(_LEGACY_MAGIC)
     source = _Source(
         fp,
@@ -1510,9 +1683,29 @@ def _scan_file(counting: _CountingFile, size: int, scan: _Scan) -> str:
         prefix=head,  # the sniffed bytes start the stream: no second read of them
     )
     _scan_pickles(source, None, scan, 0, legacy=legacy)
+    _report_read_error(source, scan)
+    return "torch-legacy" if legacy else "pickle"
+
+
+def _scan_compressed(fp: BinaryIO, head: bytes, method: str, scan: _Scan) -> str:
+    """A joblib-style compressed pickle: scanned as it inflates, never past the byte caps."""
+    inflated = cast(BinaryIO, InflatingReader(fp, method, prefix=head))
+    source = _Source(inflated, limit=scan.max_member_bytes, budget=scan.budget)
+    scan.add(None, "compressed", "info", f"{method}-compressed: the pickle inside is scanned")
+    _scan_pickles(source, None, scan, 0)
+    _report_read_error(source, scan)
+    if source.eof and source.error is None:  # a short read hides what ended the data
+        try:
+            inflated.read(1)
+        except Exception as exc:  # damaged or cut-off compressed data after the last pickle
+            detail = f"the compressed data is damaged after byte {source.pos} ({_describe(exc)})"
+            scan.add(None, "read-error", "unverifiable", detail)
+    return "compressed-pickle"
+
+
+def _report_read_error(source: _Source, scan: _Scan) -> None:
     if source.error is not None:
         scan.add(None, "read-error", "unverifiable", f"read failed ({_describe(source.error)})")
-    return "torch-legacy" if legacy else "pickle"
 
 
 # ---------------------------------------------------------------------------------------------

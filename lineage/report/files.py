@@ -9,27 +9,39 @@ from typing import Any
 from lineage.formats.names import parse_model_name
 
 WEIGHT_FORMATS = {"safetensors", "gguf", "onnx", "pickle", "onnx-data"}
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+# Formats whose files loading may unpickle: every one of them is scanned for risks.
+PICKLE_BEARING = frozenset({"pickle", "zip", "npy", "npz"})
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 _SNIFF = 16
+# pickle_kind's answers as file formats: torch archives and legacy files are pickles.
+_PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
+                   "compressed-pickle": "pickle", "npy": "npy", "npz": "npz", "zip": "zip"}
 
 
 def sniff(path: Path) -> str:
-    """safetensors, gguf, onnx, pickle, zip, json, python, jinja, text or other."""
+    """safetensors, gguf, onnx, pickle, npy, npz, zip, json, python, jinja, text or other.
+
+    Pickles are recognised by content whatever the name (pickle_kind: protocols 0-5, torch
+    archives and legacy files, NumPy arrays and archives); a pickle suffix on anything else
+    still means pickle, so the risk scan looks at it.
+    """
+    from lineage.formats.pickle_scan import pickle_kind
+
     name = path.name.lower()
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF)
     except OSError:
         return "unreadable"
+    kind = pickle_kind(path)  # first: a pickle can be shaped to pass the checks below
+    if kind is not None:
+        return "pickle" if kind == "zip" and name.endswith(PICKLE_SUFFIXES) else \
+            _PICKLE_FORMATS[kind]
     if head.startswith(b"GGUF"):
         return "gguf"
     if name.endswith(".safetensors") or (len(head) >= 9 and head[8:9] == b"{"
                                          and int.from_bytes(head[:8], "little") < 2**32):
         return "safetensors"
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        return "pickle" if name.endswith(PICKLE_SUFFIXES) else "zip"
-    if len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5:  # a pickle protocol header
-        return "pickle"
     if name.endswith(".onnx"):
         return "onnx"
     if name.endswith(PICKLE_SUFFIXES):

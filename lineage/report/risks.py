@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.errors import InputError, UsageError
 from lineage.formats.hf_config import ModelConfig, TokenizerFiles
 from lineage.formats.pickle_scan import FINDING_KINDS
+from lineage.report.files import PICKLE_BEARING
 
 if TYPE_CHECKING:
     from lineage.formats.folder import FolderModel
@@ -42,7 +43,7 @@ def find_risks(
             risks.append(_risk(link["path"], "symlink-outside", "dangerous",
                                f"symbolic link leaves the folder to {link['target']}"))
     for entry in files:
-        if entry["format"] in ("pickle", "zip"):
+        if entry["format"] in PICKLE_BEARING:
             risks += _pickle_risks(folder, entry["path"], (scans or {}).get(entry["path"]))
     for name in python:
         risks.append(_risk(name, "python-code", "unknown",
