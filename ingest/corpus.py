@@ -33,6 +33,7 @@ from lineage.parts import discard_parts, publish_parts, unpublish
 from lineage.parts import report as report_progress
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
+from lineage.text_match import check_unicode_version, text_indexes
 from lineage.token_count import TokenizerSpec, parse_tokenizer
 
 Progress = Any  # callable(stage: str, done: int | None, total: int | None) or None
@@ -95,6 +96,9 @@ def ingest_corpus(
         raise UsageError("ready manifests carry their own n_tokens: drop --tokenizer")
     tokenizer_id = "manifest" if manifests else spec.identity
     index_text = bool(raw) if fingerprints is None else fingerprints
+    if index_text:  # before the long work: a store's text indexes share one Unicode version
+        with store.reader(views=False) as con:
+            check_unicode_version(text_indexes(con), building=True)
 
     staging = new_staging_dir(store.staging_dir)
     for table in ("documents", "document_hashes", *TEXT_TABLES):
@@ -273,8 +277,11 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                                      ("fingerprints", text.fingerprint_parts)):
                     relative += publish_parts(con, store, table=table, owner=record.corpus,
                                               name=name, parts=parts)
-                con.execute("INSERT INTO text_indexes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            list(text.catalog_row(record.corpus).values()))
+                row = text.catalog_row(record.corpus)
+                # Checked again under the lock: another ingest may have indexed meanwhile.
+                check_unicode_version(text_indexes(con), building=True)
+                con.execute(f"INSERT INTO text_indexes ({', '.join(row)}) "
+                            f"VALUES ({', '.join('?' * len(row))})", list(row.values()))
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")
