@@ -73,15 +73,15 @@ NOTES: dict[str, dict[str, str]] = {
     "run_segments": {
         "": "One row per ingested step log (restart segment) of a run.",
         "run": "the run", "segment": "0-based, in ingest order",
-        "log_path": "the log file as given", "first_step": "its first step",
+        "log_path": "absolute path of the log file", "first_step": "its first step",
         "last_step": "its last step", "records": "step records in the log",
         "new_steps": "steps no earlier segment had recorded",
         "ingested_at": "UTC time of the ingest",
     },
     "checkpoints": {
         "": "One row per ingested checkpoint of a run.",
-        "run": "the run", "step": "the step it was saved after",
-        "path": "the checkpoint folder as given",
+        "run": "the run", "step": "the step it was saved at (`--step`)",
+        "path": "absolute path of the checkpoint folder",
         "structure_ok": "every file passed its format's structural checks",
         "created_at": "UTC time of the ingest",
     },
