@@ -8,7 +8,8 @@ with `$ `: each `$ ` line (with its continuation lines) is run by bash, in order
 fresh folder where `examples/` is this repository's and the store is `lineage-store`;
 the lines after it, up to the next `$ ` line, are its output (stdout and stderr as a
 terminal would interleave them). A `<!-- readme-run: COMMAND -->` line runs COMMAND at
-that point without showing it (e.g. the training run the chain blocks read). Durations
+that point without showing it (e.g. the training run the chain blocks read). A ```python
+block runs at its point too and must succeed (its output is not shown). Durations
 (`0.6 s` at the end of a line) are the only output not compared.
 """
 
@@ -37,6 +38,7 @@ class Step:
     first_line: int = 0  # index in the README's lines of the command's first line
     output_end: int = 0  # one past its last output line
     command_lines: int = 1
+    must_succeed: bool = False  # a Python example: its exit code is checked, not its output
 
 
 def parse(lines: list[str]) -> list[Step]:
@@ -52,6 +54,11 @@ def parse(lines: list[str]) -> list[Step]:
             if steps and steps[-1].output_end == -1:
                 steps[-1].output_end = i
             in_block = transcript = False
+        elif line.strip() == "```python":
+            end = lines.index("```", i + 1)
+            code = "\n".join(lines[i + 1:end])
+            steps.append(Step(f"python - <<'EOF'\n{code}\nEOF", False, must_succeed=True))
+            i = end
         elif line.startswith("```"):
             in_block = True
             transcript = (line.strip() == "```console" and i + 1 < len(lines)
@@ -91,6 +98,9 @@ def run(steps: list[Step]) -> list[list[str]]:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True, timeout=300)
             outputs.append([line.rstrip() for line in done.stdout.splitlines()])
+            if step.must_succeed and done.returncode != 0:
+                raise RuntimeError(f"README example failed (exit {done.returncode}):\n"
+                                   f"{step.command}\n{done.stdout}")
     return outputs
 
 

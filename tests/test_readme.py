@@ -34,6 +34,8 @@ def test_the_transcripts_are_found_with_their_commands_and_output() -> None:
     assert shown[0].command == "lineage init"
     assert any(s.command.startswith("python examples/tiny_run.py") and not s.shown
                for s in steps)
+    (python,) = [s for s in steps if s.must_succeed]
+    assert "store = lineage.open(\"lineage-store\")" in python.command
     sql = next(s for s in shown if s.command.startswith("lineage sql"))
     assert sql.command.endswith("--json") and sql.command_lines == 2
     for step in shown:  # output ends before the next command or the block's end
@@ -53,3 +55,10 @@ def test_durations_alone_do_not_count_as_a_change() -> None:
 def test_the_readme_shows_what_the_commands_print_now() -> None:
     diff = _readme_module().stale_lines()
     assert not diff, "README.md is stale; run `make readme`:\n" + "\n".join(diff)
+
+
+def test_a_python_example_that_fails_is_reported() -> None:
+    readme = _readme_module()
+    steps = readme.parse(["```python", "import sys", "sys.exit(3)", "```"])
+    with pytest.raises(RuntimeError, match="README example failed \\(exit 3\\)"):
+        readme.run(steps)
