@@ -32,9 +32,9 @@ def folder_records(root: Path, *, source: str | None = None,
     left_out = {"hidden": 0, "links": 0, "empty": 0}
 
     def walk(folder: Path, prefix: list[str]) -> None:
-        for name in os.listdir(os.fsencode(folder)):
-            text_name = _utf8_name(folder, name)
-            path = folder / os.fsdecode(name)
+        for raw_name in os.listdir(os.fsencode(folder)):
+            text_name = raw_name.decode("utf-8", errors="surrogateescape")
+            path = folder / os.fsdecode(raw_name)
             mode = os.lstat(path).st_mode
             if text_name.startswith("."):
                 left_out["hidden"] += 1
@@ -44,6 +44,7 @@ def folder_records(root: Path, *, source: str | None = None,
                 walk(path, [*prefix, text_name])
             elif stat.S_ISREG(mode):
                 parts = [*prefix, text_name]
+                _check_utf8(path, "/".join(parts))
                 data = path.read_bytes()
                 if not data:
                     left_out["empty"] += 1
@@ -64,11 +65,11 @@ def folder_records(root: Path, *, source: str | None = None,
     return sorted(records, key=lambda r: r["doc_id"].encode("utf-8")), left_out
 
 
-def _utf8_name(folder: Path, name: bytes) -> str:
+def _check_utf8(path: Path, doc_id: str) -> None:
     try:
-        return name.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FolderError(f"{folder}: a file name is not valid UTF-8") from exc
+        doc_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FolderError(f"{path}: file name is not valid UTF-8") from exc
 
 
 def manifest_hash(records: list[dict]) -> str:

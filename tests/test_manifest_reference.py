@@ -185,3 +185,20 @@ def test_a_fifo_in_a_corpus_folder_is_an_error_not_a_hang(tmp_path: Path) -> Non
     assert re.fullmatch(r"error: .*/web/pipe: not a regular file, folder or link \(a FIFO, "
                         r"socket or device\): move it out of the corpus folder\n",
                         result.stderr), result.stderr
+
+
+def test_names_that_are_not_utf8_stop_the_ingest_unless_skipped(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "corpus", {"web/a.txt": b"text\n"})
+    hidden = os.path.join(os.fsencode(folder), b".hidden-\xff")
+    with open(hidden, "wb") as handle:
+        handle.write(b"skipped\n")
+    records, left_out = ref.folder_records(folder)
+    assert [r["doc_id"] for r in records] == ["web/a.txt"] and left_out["hidden"] == 1
+    store = _fresh_store(tmp_path / "store")
+    assert ingest_corpus(store, [folder], corpus="c").skipped_hidden == 1
+    with open(os.path.join(os.fsencode(folder), b"web", b"caf\xe9.txt"), "wb") as handle:
+        handle.write(b"latin-1 name\n")
+    with pytest.raises(ref.FolderError, match="not valid UTF-8"):
+        ref.folder_records(folder)
+    with pytest.raises(InputError, match=r"caf.*\.txt: file name is not valid UTF-8"):
+        ingest_corpus(store, [folder], corpus="d")
