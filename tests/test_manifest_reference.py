@@ -202,3 +202,16 @@ def test_names_that_are_not_utf8_stop_the_ingest_unless_skipped(tmp_path: Path) 
         ref.folder_records(folder)
     with pytest.raises(InputError, match=r"caf.*\.txt: file name is not valid UTF-8"):
         ingest_corpus(store, [folder], corpus="d")
+
+
+def test_folders_given_together_join_their_records(tmp_path: Path) -> None:
+    first = make_folder(tmp_path / "one", {"web/a.txt": b"a\n"})
+    second = make_folder(tmp_path / "two", {"code/b.py": b"b\n", "top.txt": b"t\n"})
+    store = _fresh_store(tmp_path / "store")
+    result = ingest_corpus(store, [first, second], corpus="both")
+    records = ref.folder_records(first)[0] + ref.folder_records(second)[0]
+    assert _stored(store, "both") == sorted(records, key=lambda r: r["doc_id"].encode())
+    assert result.manifest_hash == ref.manifest_hash(records)
+    clash = make_folder(tmp_path / "three", {"web/a.txt": b"other\n"})
+    with pytest.raises(InputError, match="duplicate doc_id 'web/a.txt'"):
+        ingest_corpus(store, [first, clash], corpus="clash")
