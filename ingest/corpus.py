@@ -21,7 +21,7 @@ from typing import Any
 
 from lineage import __version__, faults
 from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
-from lineage.errors import ConflictError, InputError, UsageError
+from lineage.errors import ConflictError, InputError, StoreError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
@@ -96,9 +96,8 @@ def ingest_corpus(
         raise UsageError("ready manifests carry their own n_tokens: drop --tokenizer")
     tokenizer_id = "manifest" if manifests else spec.identity
     index_text = bool(raw) if fingerprints is None else fingerprints
-    if index_text:  # before the long work: a store's text indexes share one Unicode version
-        with store.reader(views=False) as con:
-            check_unicode_version(text_indexes(con), building=True)
+    if index_text:
+        _check_unicode_early(store)
 
     staging = new_staging_dir(store.staging_dir)
     for table in ("documents", "document_hashes", *TEXT_TABLES):
@@ -137,6 +136,18 @@ def ingest_corpus(
         parts=final, seconds=round(time.monotonic() - started, 3),
         text_index=reduced.text_index.catalog_row(corpus) if reduced.text_index else None,
     )
+
+
+def _check_unicode_early(store: Store) -> None:
+    """Before the long work: a store's text indexes share one Unicode version. A store
+    that cannot be read now (an older schema, busy) is checked at the commit instead,
+    which migrates it first."""
+    try:
+        with store.reader(views=False) as con:
+            indexes = text_indexes(con)
+    except StoreError:
+        return
+    check_unicode_version(indexes, building=True)
 
 
 def _check_names(corpus: str, source: str | None) -> None:

@@ -271,3 +271,18 @@ def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
     assert json_text(value) == json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         json_text({"s": {1, 2}})
+
+
+def test_an_ingest_with_text_migrates_an_older_store_and_records_the_unicode_version(
+        tmp_path: Path) -> None:
+    import unicodedata
+
+    store = _old_store(tmp_path / "v3", 3)
+    folder = tmp_path / "corpus" / "web"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("a few words of text to index here", encoding="utf-8")
+    result = ingest_corpus(store, [folder.parent], corpus="c")
+    assert result.text_index is not None
+    assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
+    assert store.sql("SELECT unicode_version FROM text_indexes").rows == [
+        (unicodedata.unidata_version,)]
