@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench lock clean
+.PHONY: install demo readme test lint bench lock clean
 
 install: $(STAMP)
 
@@ -19,6 +19,11 @@ demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
 # pytest exits 5 when it collected nothing: an empty suite must fail, not pass.
+# Rewrite the command transcripts of README.md from a fresh run (tests/test_readme.py
+# compares them).
+readme: install
+	$(PY) examples/readme.py --write
+
 test: install
 	$(VENV)/bin/ruff check .
 	@$(PY) -m pytest -q; status=$$?; \

@@ -21,7 +21,7 @@ from typing import Any
 
 from lineage import __version__, faults
 from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
-from lineage.errors import ConflictError, InputError, UsageError
+from lineage.errors import ConflictError, InputError, StoreError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
@@ -33,6 +33,7 @@ from lineage.parts import discard_parts, publish_parts, unpublish
 from lineage.parts import report as report_progress
 from lineage.scratch import new_staging_dir
 from lineage.store import Store
+from lineage.text_match import check_unicode_version, text_indexes
 from lineage.token_count import TokenizerSpec, parse_tokenizer
 
 Progress = Any  # callable(stage: str, done: int | None, total: int | None) or None
@@ -95,6 +96,8 @@ def ingest_corpus(
         raise UsageError("ready manifests carry their own n_tokens: drop --tokenizer")
     tokenizer_id = "manifest" if manifests else spec.identity
     index_text = bool(raw) if fingerprints is None else fingerprints
+    if index_text:
+        _check_unicode_early(store)
 
     staging = new_staging_dir(store.staging_dir)
     for table in ("documents", "document_hashes", *TEXT_TABLES):
@@ -133,6 +136,18 @@ def ingest_corpus(
         parts=final, seconds=round(time.monotonic() - started, 3),
         text_index=reduced.text_index.catalog_row(corpus) if reduced.text_index else None,
     )
+
+
+def _check_unicode_early(store: Store) -> None:
+    """Before the long work: a store's text indexes share one Unicode version. A store
+    that cannot be read now (an older schema, busy) is checked at the commit instead,
+    which migrates it first."""
+    try:
+        with store.reader(views=False) as con:
+            indexes = text_indexes(con)
+    except StoreError:
+        return
+    check_unicode_version(indexes, building=True)
 
 
 def _check_names(corpus: str, source: str | None) -> None:
@@ -273,8 +288,11 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                                      ("fingerprints", text.fingerprint_parts)):
                     relative += publish_parts(con, store, table=table, owner=record.corpus,
                                               name=name, parts=parts)
-                con.execute("INSERT INTO text_indexes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            list(text.catalog_row(record.corpus).values()))
+                row = text.catalog_row(record.corpus)
+                # Checked again under the lock: another ingest may have indexed meanwhile.
+                check_unicode_version(text_indexes(con), building=True)
+                con.execute(f"INSERT INTO text_indexes ({', '.join(row)}) "
+                            f"VALUES ({', '.join('?' * len(row))})", list(row.values()))
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")

@@ -22,7 +22,7 @@ from lineage.parts import (
     write_parts,
 )
 from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
-from lineage.text_identity import TEXT_SPEC
+from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION
 
 if TYPE_CHECKING:
     import duckdb
@@ -50,12 +50,13 @@ class TextIndexSummary:
         return [*self.document_parts, *self.hash_parts, *self.fingerprint_parts]
 
     def catalog_row(self, corpus: str) -> dict[str, Any]:
-        """The `text_indexes` row, by column, in the table's column order."""
+        """The `text_indexes` row, by column name."""
         return {"corpus": corpus, "text_spec": TEXT_SPEC, "fingerprint_spec": FINGERPRINT_SPEC,
                 "k": K, "w": W, "documents": self.documents, "not_text": self.not_text,
                 "words": self.words, "fingerprints": self.fingerprints,
                 "text_bytes": self.text_bytes,
-                "index_bytes": sum(part.n_bytes for part in self.fingerprint_parts)}
+                "index_bytes": sum(part.n_bytes for part in self.fingerprint_parts),
+                "unicode_version": UNICODE_VERSION}
 
 
 def write_text_index(

@@ -86,7 +86,10 @@ def winnow_many(hashes: Sequence[int], w: int = W) -> list[tuple[int, int]]:
 
 def winnow(hashes: Sequence[int], w: int = W) -> list[tuple[int, int]]:
     """(position, hash) of the grams kept, by position: from each window of w grams the
-    rightmost smallest; a text of fewer than w grams is one window."""
+    rightmost smallest; a text of fewer than w grams is one window.
+
+    Not robust winnowing (which keeps the previous window's pick on a tie): each window is
+    decided by its own hashes, so chunks and batches give the same picks as one pass."""
     m = len(hashes)
     if m == 0:
         return []

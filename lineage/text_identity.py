@@ -11,6 +11,10 @@ equal. The rules, in order (docs/text-spec.md states them for re-implementers):
    else (whitespace, punctuation, symbols, combining marks, controls) separates words;
 4. the normalized text is the words joined by single spaces, and the text hash is
    BLAKE3-256 of its UTF-8 bytes. A text without words has no text identity.
+
+Steps 2 and 3 read the Unicode character database of the running Python
+(`UNICODE_VERSION`); a text index records the version it was built under, and lineage
+never mixes indexes or queries of different versions.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from dataclasses import dataclass
 import blake3
 
 TEXT_SPEC = "lineage-text/1"
+# NFKC, case folding and the letter/number classes come from this Unicode version
+# (Python 3.11: 14.0.0, 3.12: 15.0.0, 3.13: 15.1.0); characters assigned in a later
+# version normalize differently, so every text index records it.
+UNICODE_VERSION = unicodedata.unidata_version
 
 INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))

@@ -25,7 +25,7 @@ from lineage.fingerprint import gram_hashes_many as query_gram_hashes
 from lineage.fingerprint import winnow_many as winnow
 from lineage.parts import part_files
 from lineage.store import Store
-from lineage.text_identity import TEXT_SPEC, LocatedWords, located_words
+from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION, LocatedWords, located_words
 from lineage.verdicts import PARTIAL, TEXT_MATCH
 
 _MAX_REPEATS = 64  # query positions kept per repeated gram hash, beyond the winnowed ones
@@ -58,6 +58,23 @@ def text_indexes(con: Any) -> dict[str, dict[str, Any]]:
     return {row[0]: dict(zip(names, row, strict=True)) for row in cursor.fetchall()}
 
 
+def check_unicode_version(indexes: dict[str, dict[str, Any]], *, building: bool) -> None:
+    """Refuse to mix Unicode versions: an index normalized under one version is only
+    queried, and joined by new indexes, under the same one. An index from before the
+    version was recorded (NULL) is taken to be of the running version."""
+    for corpus, index in indexes.items():
+        version = index.get("unicode_version")
+        if version is None or version == UNICODE_VERSION:
+            continue
+        doing = ("build another text index in this store" if building
+                 else "match text against it")
+        hint = ("; or ingest with --no-fingerprints" if building else "")
+        raise UsageError(
+            f"corpus {corpus!r} was text-indexed under Unicode {version} and this Python "
+            f"normalizes under Unicode {UNICODE_VERSION}: to {doing}, run lineage on a "
+            f"Python whose unicodedata.unidata_version is {version}{hint}")
+
+
 def match_text(
     con: Any, store: Store, text: str, *, indexes: dict[str, dict[str, Any]],
     min_containment: float, limit: int,
@@ -69,6 +86,7 @@ def match_text(
             raise StoreError(f"corpus {corpus!r} was indexed under {index['text_spec']} / "
                              f"{index['fingerprint_spec']} (k={index['k']}, w={index['w']}); "
                              f"this version reads {TEXT_SPEC} / {FINGERPRINT_SPEC} only")
+    check_unicode_version(indexes, building=False)
     located = located_words(text)
     words = located.words
     normal = " ".join(words)
@@ -338,7 +356,8 @@ def _match_entry(candidate: _Candidate, info: _DocInfo, index: dict[str, Any], s
         "fingerprints": len(candidate.hashes),
         "spans": [_span_entry(s, located, doc_words, info.n_bytes) for s in spans],
         "index": {"text_spec": index["text_spec"], "fingerprint_spec": index["fingerprint_spec"],
-                  "k": index["k"], "w": index["w"]},
+                  "k": index["k"], "w": index["w"],
+                  "unicode_version": index.get("unicode_version")},  # None: not recorded
     }
     if note:
         entry["note"] = note

@@ -174,9 +174,10 @@ def _match_texts(
     # Only now: queries found by their bytes never need the text machinery.
     from lineage import text_match
     from lineage.fingerprint import parameters as fingerprint_parameters
-    from lineage.text_identity import TEXT_SPEC
+    from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION
 
-    answer["text_evidence"] = {"text_spec": TEXT_SPEC, "fingerprint": fingerprint_parameters(),
+    answer["text_evidence"] = {"text_spec": TEXT_SPEC, "unicode_version": UNICODE_VERSION,
+                               "fingerprint": fingerprint_parameters(),
                                "min_containment": threshold}
     indexes = text_match.text_indexes(con)
     if explicit:

@@ -63,7 +63,7 @@ def migrations() -> dict[int, str]:
 
 
 def documents_schema() -> pa.Schema:
-    """The Arrow schema of every `documents` Parquet file (sorted by doc_id)."""
+    """One row per document of a corpus, sorted by doc_id (UTF-8 byte order)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -119,7 +119,9 @@ def occurrences_schema() -> pa.Schema:
 
 
 def occurrence_hashes_schema() -> pa.Schema:
-    """The occurrences again, sorted by content_hash: "where in the stream is this file?"."""
+    """The occurrences again, sorted by content_hash: "where in the stream is this file?".
+
+    Rows with the same content hash follow in (doc_id, epoch, ordinal) order."""
     import pyarrow as pa
 
     return pa.schema(

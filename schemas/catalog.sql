@@ -1,4 +1,4 @@
--- lineage catalog, schema version 3 (migrations/ take older catalogs here).
+-- lineage catalog, schema version 6 (migrations/ take older catalogs here).
 -- Small tables live here; bulk rows live in Parquet files listed in parquet_files.
 -- A Parquet file that is not listed here is garbage, never data.
 
@@ -156,7 +156,9 @@ CREATE TABLE text_indexes (
     words             BIGINT  NOT NULL,  -- normalized words over those documents
     fingerprints      BIGINT  NOT NULL,
     text_bytes        BIGINT  NOT NULL,  -- bytes of the indexed documents
-    index_bytes       BIGINT  NOT NULL   -- bytes of the fingerprint parts
+    index_bytes       BIGINT  NOT NULL,  -- bytes of the fingerprint parts
+    unicode_version   VARCHAR            -- Unicode version of the normalization, e.g. '14.0.0';
+                                         -- NULL: built before schema 5 recorded it
 );
 
 

@@ -108,27 +108,67 @@ def test_packaged_ddl_matches_the_schema_version() -> None:
     assert all(version <= schemas.SCHEMA_VERSION for version in schemas.migrations())
 
 
-def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> None:
-    # A catalog exactly as schema 1 made it: parquet_files without key_ranges.
-    ddl = schemas.catalog_ddl().replace(
-        ",\n    key_ranges  VARCHAR", "").replace("key_ranges", "-- key_ranges")
-    ddl = ddl[:ddl.index("-- Text indexes")]  # schema 3 added the text indexes
-    root = tmp_path / "old"
+def _catalog_before(version: int) -> str:
+    """The catalog DDL as an older schema made it (each migration undone by hand)."""
+    ddl = schemas.catalog_ddl()
+    assert "unicode_version" in ddl and "experiment_logs" in ddl  # schemas 5 and 6
+    if version < 6:  # schema 6 added the experiment logs
+        ddl = ddl[:ddl.index("-- Experiment logs (schema 6)")]
+    if version < 5:  # schema 5 added text_indexes.unicode_version
+        ddl = ddl.replace(
+            "index_bytes       BIGINT  NOT NULL,  -- bytes of the fingerprint parts\n"
+            "    unicode_version   VARCHAR ", "index_bytes       BIGINT  NOT NULL  ")
+    if version < 3:  # schema 3 added the text indexes
+        ddl = ddl[:ddl.index("-- Text indexes")]
+    if version < 2:  # schema 2 added parquet_files.key_ranges
+        ddl = ddl.replace(",\n    key_ranges  VARCHAR", "").replace("key_ranges", "-- key_ranges")
+    return ddl
+
+
+def _old_store(root: Path, version: int, rows: tuple[str, ...] = ()) -> Store:
     (root / "tables").mkdir(parents=True)
     con = duckdb.connect(str(root / "catalog.duckdb"))
-    con.execute(ddl)
-    con.execute("INSERT INTO schema_info VALUES ('schema_version', '1')")
+    con.execute(_catalog_before(version))
+    con.execute("INSERT INTO schema_info VALUES ('schema_version', ?)", [str(version)])
+    for statement in rows:
+        con.execute(statement)
     con.close()
-    store = Store(root)
-    with pytest.raises(StoreError, match="older than v6; run `lineage store migrate`"):
+    return Store(root)
+
+
+def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> None:
+    store = _old_store(tmp_path / "old", 1)
+    current = schemas.SCHEMA_VERSION
+    with pytest.raises(StoreError, match=f"older than v{current}; run `lineage store migrate`"):
         store.corpora()
-    result = init_store(root)  # what `lineage store migrate` does
-    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 6)
+    result = init_store(store.root)  # what `lineage store migrate` does
+    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, current)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
     assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
-    assert store.sql("SELECT value FROM schema_info").rows == [("6",)]
+    assert store.sql("SELECT value FROM schema_info").rows == [(str(current),)]
+
+
+def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None:
+    fresh = duckdb.connect()
+    fresh.execute(schemas.catalog_ddl())
+    for version in range(1, schemas.SCHEMA_VERSION):
+        store = _old_store(tmp_path / f"v{version}", version)
+        init_store(store.root)
+        for table in ("parquet_files", "text_indexes", "experiment_logs"):
+            want = fresh.execute(f"DESCRIBE {table}").fetchall()
+            assert [tuple(r[:2]) for r in store.sql(f"DESCRIBE {table}").rows] == \
+                [tuple(r[:2]) for r in want], (version, table)
+
+
+def test_a_text_index_from_before_schema_5_keeps_an_unrecorded_unicode_version(
+        tmp_path: Path) -> None:
+    store = _old_store(tmp_path / "v3", 3, (
+        "INSERT INTO text_indexes VALUES ('web', 'lineage-text/1', 'lineage-fingerprint/1', "
+        "5, 20, 10, 0, 1000, 95, 6000, 800)",))
+    init_store(store.root)
+    assert store.sql("SELECT corpus, unicode_version FROM text_indexes").rows == [("web", None)]
 
 
 def test_bulk_view_columns_match_the_arrow_schemas() -> None:
@@ -235,3 +275,18 @@ def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
     assert json_text(value) == json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         json_text({"s": {1, 2}})
+
+
+def test_an_ingest_with_text_migrates_an_older_store_and_records_the_unicode_version(
+        tmp_path: Path) -> None:
+    import unicodedata
+
+    store = _old_store(tmp_path / "v3", 3)
+    folder = tmp_path / "corpus" / "web"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("a few words of text to index here", encoding="utf-8")
+    result = ingest_corpus(store, [folder.parent], corpus="c")
+    assert result.text_index is not None
+    assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
+    assert store.sql("SELECT unicode_version FROM text_indexes").rows == [
+        (unicodedata.unidata_version,)]

@@ -16,6 +16,7 @@ from lineage import fingerprint as fp
 from lineage.text_identity import located_words, normalize, text_hash, words
 
 GOLDEN = Path(__file__).parent / "golden" / "text" / "vectors-1.json"
+WINNOW_GOLDEN = GOLDEN.with_name("winnow-1.json")  # hash lists with ties
 
 
 def test_normalization_rules() -> None:
@@ -40,6 +41,10 @@ def test_golden_vectors() -> None:
         assert text_hash(case["text"]) == case["text_hash"]
         assert fp.gram_hashes(found)[:8] == case["first_gram_hashes"]
         assert [list(p) for p in fp.fingerprints(found)] == case["fingerprints"]
+    assert any(len(set(fp.gram_hashes(words(c["text"])))) < len(words(c["text"])) - fp.K + 1
+               for c in cases), "the vectors include texts whose grams repeat (ties)"
+    for case in json.loads(WINNOW_GOLDEN.read_text(encoding="utf-8")):
+        assert [list(p) for p in fp.winnow(case["hashes"], case["w"])] == case["selected"]
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,6 +8,7 @@ import json
 import random
 import shutil
 import textwrap
+import unicodedata
 from pathlib import Path
 
 import blake3
@@ -176,13 +177,15 @@ def test_each_match_carries_its_evidence_and_stream_placement(indexed: Store,
     answer = indexed.trained_on(texts=[_lines(_play(example_corpus, "pericles.txt"), 500, 15)])
     evidence = answer["text_evidence"]
     assert evidence["text_spec"] == "lineage-text/1" and evidence["min_containment"] == 0.5
+    assert evidence["unicode_version"] == unicodedata.unidata_version
     assert evidence["fingerprint"] == {"spec": "lineage-fingerprint/1", "k": fp.K, "w": fp.W,
                                        "guarantee_words": fp.W + fp.K - 1}
     match = answer["results"][0]["matches"][0]
     corpus = indexed.corpus("plays")
     assert match["manifest_hash"] == corpus["manifest_hash"]
     assert match["index"] == {"text_spec": "lineage-text/1",
-                              "fingerprint_spec": "lineage-fingerprint/1", "k": 5, "w": 20}
+                              "fingerprint_spec": "lineage-fingerprint/1", "k": 5, "w": 20,
+                              "unicode_version": unicodedata.unidata_version}
     exact = indexed.trained_on([str(example_corpus / "shakespeare" / "pericles.txt")])
     (placed,) = exact["results"][0]["matches"]
     assert match["content_hash"] == exact["results"][0]["content_hash"]
@@ -405,3 +408,52 @@ def test_a_changed_index_spec_is_refused(indexed: Store, tmp_path: Path) -> None
     con.close()
     with pytest.raises(StoreError, match="k=5, w=8"):
         open_store(copy).trained_on(texts=["some words to look for in the plays"])
+
+
+def _copy_with_unicode_version(indexed: Store, copy: Path, version: str | None) -> Store:
+    """A copy of the store whose text index says it was built under `version`."""
+    import duckdb
+
+    shutil.copytree(indexed.root, copy)
+    con = duckdb.connect(str(copy / "catalog.duckdb"))
+    con.execute("UPDATE text_indexes SET unicode_version = ?", [version])
+    con.close()
+    return open_store(copy)
+
+
+def test_an_index_of_another_unicode_version_is_not_queried(
+        indexed: Store, tmp_path: Path, example_corpus: Path) -> None:
+    store = _copy_with_unicode_version(indexed, tmp_path / "copy", "13.0.0")
+    quote = _lines(_play(example_corpus, "pericles.txt"), 500, 15)
+    result = Cli(store.root)("trained-on", "--text", quote, code=2)
+    assert result.stderr.count("\n") == 1
+    assert (f"corpus 'plays' was text-indexed under Unicode 13.0.0 and this Python normalizes "
+            f"under Unicode {unicodedata.unidata_version}") in result.stderr
+    # Exact bytes do not depend on Unicode: file lookups still answer.
+    exact = store.trained_on([str(example_corpus / "shakespeare" / "pericles.txt")])
+    assert exact["results"][0]["verdict"] == "in-stream"
+
+
+def test_an_index_without_a_recorded_unicode_version_is_queried_and_says_so(
+        indexed: Store, tmp_path: Path, example_corpus: Path) -> None:
+    store = _copy_with_unicode_version(indexed, tmp_path / "copy", None)
+    quote = _lines(_play(example_corpus, "pericles.txt"), 500, 15)
+    answer = store.trained_on(texts=[quote])
+    assert answer["text_evidence"]["unicode_version"] == unicodedata.unidata_version
+    (best, *_) = answer["results"][0]["matches"]
+    assert best["doc_id"] == "shakespeare/pericles.txt"
+    assert best["index"]["unicode_version"] is None
+
+
+def test_a_store_does_not_mix_text_indexes_of_two_unicode_versions(
+        indexed: Store, tmp_path: Path) -> None:
+    store = _copy_with_unicode_version(indexed, tmp_path / "copy", "13.0.0")
+    shard = tmp_path / "more.jsonl"
+    write_jsonl(shard, [{"id": "a", "text": "a new document of a few words"}])
+    cli = Cli(store.root)
+    result = cli("ingest", "corpus", str(shard), "--corpus", "more", code=2)
+    assert "to build another text index in this store, run lineage on a Python whose " \
+        "unicodedata.unidata_version is 13.0.0; or ingest with --no-fingerprints" in result.stderr
+    assert store.corpora() == indexed.corpora()  # nothing was written
+    cli("ingest", "corpus", str(shard), "--corpus", "more", "--no-fingerprints")
+    assert [c["name"] for c in store.corpora()] == ["more", "plays"]

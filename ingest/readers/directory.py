@@ -3,7 +3,9 @@
 `doc_id` is the path relative to the directory with '/' separators. Each immediate
 subfolder is a source unless one is forced; top-level files belong to the forced source
 or to the directory's own name. Hidden files and folders (names starting with '.') and
-symbolic links are skipped and counted. Files are hashed as bytes on all cores.
+symbolic links are skipped and counted; any other entry that is not a regular file or a
+folder (a FIFO, socket or device) is an error. Files are hashed as bytes on all cores.
+docs/manifest-spec.md states these rules for re-implementers.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
                 listing.skipped_links += 1
             elif entry.is_dir():
                 pending.append((entry.path, f"{prefix}{entry.name}/"))
+            elif not entry.is_file():  # reading a FIFO would wait forever
+                raise InputError(entry.path, "not a regular file, folder or link (a FIFO, "
+                                 "socket or device): move it out of the corpus folder")
             else:
                 rel = prefix + entry.name
                 try:
