@@ -131,6 +131,8 @@ def trained_on(
         from lineage.runs import get_run
 
         info = get_run(store, run)
+        if info["stream"] is None:
+            raise UsageError(f"run {run!r} is a foreign chain bound to no stream")
         if stream is not None and stream != info["stream"]:
             raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
         stream = info["stream"]
