@@ -73,7 +73,8 @@ def main() -> None:
           f"{args.out}")
 
 
-def train(store: lineage.Store, stream: str, *, steps: int, out: Path) -> int:
+def train(store: lineage.Store, stream: str, *, steps: int, out: Path, skip_above: float = SKIP,
+          checkpoint_every: int = CHECKPOINT_EVERY) -> int:
     """Train, log the chain, save checkpoints; returns the number of steps run."""
     reader = StreamReader(store, stream)
     out.mkdir(parents=True, exist_ok=True)
@@ -81,9 +82,9 @@ def train(store: lineage.Store, stream: str, *, steps: int, out: Path) -> int:
     log.unlink(missing_ok=True)
     config = {"model": "bigram-bytes", "dim": DIM, "lr": LR, "clip": CLIP, "seed": SEED,
               "optimizer": "adam"}
-    rule = SkipRule(grad_norm_above=SKIP, skip_following=SKIP_AFTER)
+    rule = SkipRule(grad_norm_above=skip_above, skip_following=SKIP_AFTER)
     chain = ChainWriter(log, config=config, stream=reader.info, world_size=WORLD_SIZE,
-                        skip_rule=rule, checkpoint_every=CHECKPOINT_EVERY)
+                        skip_rule=rule, checkpoint_every=checkpoint_every)
     weights = init_weights()
     moments = {f"{k}.{m}": np.zeros_like(v) for k, v in weights.items() for m in ("m", "v")}
     tracker = SkipTracker(rule)
@@ -102,7 +103,7 @@ def train(store: lineage.Store, stream: str, *, steps: int, out: Path) -> int:
                      batch_digests=reader.batch_digests(step, WORLD_SIZE), loss=loss,
                      grad_norm=norm, lr=LR, clipped=clipped, skipped=skipped,
                      rng={"seed": SEED, "counter": 0})
-        if (step + 1) % CHECKPOINT_EVERY == 0:
+        if (step + 1) % checkpoint_every == 0:
             save_checkpoint(out / f"checkpoint-{step}", step, weights, moments, grads)
     chain.close()
     return total

@@ -56,23 +56,30 @@ def verify_chain(store: Store, run: str, *, batches: bool = True,
         full = header.get("chain") in CHAIN_SPECS
         result = _empty_result(run, header, full, stream, end_text, expect_steps)
         walk = _Walk(header, stream, full, int(info["world_size"]))
-        try:
-            walk.run(rows)
-            if batches and stream is not None:
-                result["batches_checked"] = True
-                _check_batches(con, store, stream, int(info["world_size"]), walk)
-            _check_end(end_text, walk)
-            _check_length(expect_steps, walk)
-        except _Broken as broken:
-            result.update(first_broken_step=broken.step, reason=broken.reason)
-            walk.checked = [r for r in walk.checked if broken.step is None or
-                            r[0] < broken.step]
+        broken = _attempt(walk.run, rows)
+        if batches and stream is not None:  # a digest breaks before any later link
+            result["batches_checked"] = True
+            broken = _attempt(_check_batches, con, store, stream, int(info["world_size"]),
+                              walk) or broken
+        broken = broken or _attempt(_check_end, end_text, walk) or \
+            _attempt(_check_length, expect_steps, walk)
+    if broken is not None:
+        result.update(first_broken_step=broken.step, reason=broken.reason)
+        walk.checked = [r for r in walk.checked if broken.step is None or r[0] < broken.step]
     result["steps_checked"] = len(walk.checked)
     result["last_state_hash"] = walk.checked[-1][3] if walk.checked else None
     result["skip_rule"] = _skip_verdict(header, walk.checked)
     result["verdict"] = _verdict(result, full)
     result["ok"] = result["verdict"] == "ok"
     return result
+
+
+def _attempt(check: Any, *args: Any) -> _Broken | None:
+    try:
+        check(*args)
+    except _Broken as broken:
+        return broken
+    return None
 
 
 def _empty_result(run: str, header: dict[str, Any], full: bool, stream: Any,
