@@ -117,17 +117,26 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     (root / "tables").mkdir(parents=True)
     con = duckdb.connect(str(root / "catalog.duckdb"))
     con.execute(ddl)
+    for table, column in SCHEMA_4_COLUMNS:  # schema 4 added these
+        con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.execute("INSERT INTO schema_info VALUES ('schema_version', '1')")
     con.close()
     store = Store(root)
-    with pytest.raises(StoreError, match="older than v3; run `lineage store migrate`"):
+    with pytest.raises(StoreError, match="older than v4; run `lineage store migrate`"):
         store.corpora()
     result = init_store(root)  # what `lineage store migrate` does
-    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 3)
+    assert (result.created, result.migrated_from, result.schema_version) == (False, 1, 4)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
     assert columns[-1] == "key_ranges"
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
-    assert store.sql("SELECT value FROM schema_info").rows == [("3",)]
+    assert store.sql("SELECT value FROM schema_info").rows == [("4",)]
+    for table, column in SCHEMA_4_COLUMNS:
+        assert column in [r[0] for r in store.sql(f"DESCRIBE {table}").rows]
+
+
+SCHEMA_4_COLUMNS = [("runs", "end_record"), ("runs", "skip_rule"), ("runs", "checkpoint_every"),
+                    ("checkpoints", "state_digest"), ("checkpoints", "chain_state_digest"),
+                    ("checkpoints", "matches_state"), ("checkpoints", "risks")]
 
 
 def test_bulk_view_columns_match_the_arrow_schemas() -> None:
