@@ -176,15 +176,15 @@ def _add_step(log: StepLog, number: int, text: str, fields: dict[str, Any]) -> N
         raise InputError(log.path, f"record has no integer `step` in 0..{MAX_INT}", where=where)
     if log.records:
         before = log.records[-1]
-        if step <= before.step:
-            twice = "recorded twice" + ("" if fields == before.fields else ", differently")
-            kind = f"fork: step {step} is {twice}" if step == before.step else \
-                f"out of step order: step {step} follows step {before.step}"
-            raise InputError(log.path, f"{kind} (lines {before.line} and {number})",
-                             where=where)
+        if step == before.step:
+            kind = "duplicate: step {} is recorded twice" if fields == before.fields else \
+                "fork: step {} is recorded twice, differently"
+            raise InputError(log.path, kind.format(step) + f" (lines {before.line} and "
+                             f"{number})", where=where)
         if step != before.step + 1:
-            raise InputError(log.path, f"gap: step {step} follows step {before.step} "
-                             f"(step {before.step + 1} is missing)", where=where)
+            raise InputError(log.path, f"out of step order: step {step} follows step "
+                             f"{before.step} (each record is the step after the one before; "
+                             f"step {before.step + 1} is not here)", where=where)
     if log.full:
         _check_links(log, where, step, fields)
     log.records.append(Record(number, step, text, fields))
