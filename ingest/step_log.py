@@ -52,6 +52,7 @@ class StepLog:
     records: list[Record] = field(default_factory=list)
     end_text: str | None = None
     end: dict[str, Any] | None = None
+    end_line: int | None = None
 
     @property
     def full(self) -> bool:
@@ -59,7 +60,9 @@ class StepLog:
         return self.header.get("chain") in CHAIN_SPECS
 
 
-def read_step_log(path: Path) -> StepLog:
+def read_step_log(path: Path, *, starts_by: int = 0) -> StepLog:
+    """The log, checked; its first record may be no later than step `starts_by` (the step
+    after the run's stored chain: 0 for a new run)."""
     try:
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -80,7 +83,7 @@ def read_step_log(path: Path) -> StepLog:
         if log.full and is_end_record(fields):
             _add_end(log, number, line, fields)
         else:
-            _add_step(log, number, line, fields)
+            _add_step(log, number, line, fields, starts_by)
     return log
 
 
@@ -169,11 +172,16 @@ def _check_header_v2(path: Path, header: dict[str, Any]) -> None:
             raise InputError(path, str(exc), where="line 1") from exc
 
 
-def _add_step(log: StepLog, number: int, text: str, fields: dict[str, Any]) -> None:
+def _add_step(log: StepLog, number: int, text: str, fields: dict[str, Any],
+              starts_by: int) -> None:
     where = f"line {number}"
     step = fields.get("step")
     if not _is_int(step, low=0):
         raise InputError(log.path, f"record has no integer `step` in 0..{MAX_INT}", where=where)
+    if not log.records and step > starts_by:
+        raise InputError(log.path, f"step {step}: the run's chain so far stops before step "
+                         f"{starts_by} (a run starts at step 0, and its logs are ingested in "
+                         "order)", where=where)
     if log.records:
         before = log.records[-1]
         if step == before.step:
@@ -223,7 +231,7 @@ def _add_end(log: StepLog, number: int, text: str, fields: dict[str, Any]) -> No
         if fields["last_state_hash"] != last.fields.get("state_hash"):
             raise InputError(log.path, f"the end record's last_state_hash is not step "
                              f"{last.step}'s state_hash", where=where)
-    log.end_text, log.end = text, fields
+    log.end_text, log.end, log.end_line = text, fields, number
 
 
 def _is_int(value: Any, *, low: int) -> bool:

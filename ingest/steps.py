@@ -34,7 +34,7 @@ def ingest_steps(
     path = Path(path)
     if not is_valid_name(run):
         raise UsageError(f"--run {run!r}: {NAME_RULE}")
-    log = read_step_log(path)
+    log = read_step_log(path, starts_by=_next_step(store, run))
     log_hash = "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
     info = _bind_stream(store, log, stream, world_size)
     with store.writer() as con:
@@ -89,6 +89,13 @@ def _bind_stream(store: Store, log: StepLog, stream: str | None,
     return info
 
 
+def _next_step(store: Store, run: str) -> int:
+    """The step after the run's stored chain (0 for a new run); re-checked when storing."""
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT max(step) FROM steps WHERE run = ?", [run]).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0]) + 1
+
+
 def _add_run(con: Any, run: str, log: StepLog, stream: str | None, world_size: int) -> None:
     existing = con.execute("SELECT stream, world_size, header FROM runs WHERE name = ?",
                            [run]).fetchone()
@@ -108,6 +115,12 @@ def _add_run(con: Any, run: str, log: StepLog, stream: str | None, world_size: i
 
 
 def _new_records(log: StepLog, stored: dict[int, str]) -> list[Record]:
+    follows = max(stored, default=-1) + 1
+    if log.records and log.records[0].step > follows:
+        first = log.records[0]
+        raise InputError(log.path, f"step {first.step}: the run's chain so far stops before "
+                         f"step {follows} (a run starts at step 0, and its logs are ingested "
+                         "in order)", where=f"line {first.line}")
     new = []
     for record in log.records:
         before = stored.get(record.step)
@@ -143,7 +156,17 @@ def _check_end(log: StepLog, stored_end: str | None, stored: dict[int, str],
     after = [s for s in stored if s >= log.end["steps"]]
     if after:
         raise InputError(log.path, f"the end record closes the run after {log.end['steps']} "
-                         f"steps, but step {min(after)} is stored")
+                         f"steps, but step {min(after)} is stored", where=f"line {log.end_line}")
+    if not log.records:  # a log that only closes the run: it must follow the stored chain
+        last = max(stored, default=-1)
+        if log.end["steps"] != last + 1:
+            raise InputError(log.path, f"cut: the end record says {log.end['steps']} steps, "
+                             f"the stored chain stops after step {last}",
+                             where=f"line {log.end_line}")
+        if log.end["last_state_hash"] != (json.loads(stored[last]).get("state_hash")
+                                          if stored else log.header.get("genesis")):
+            raise InputError(log.path, f"the end record's last_state_hash is not the stored "
+                             f"step {last}'s state_hash", where=f"line {log.end_line}")
     return True
 
 

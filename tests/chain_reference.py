@@ -124,10 +124,10 @@ def first_bad_line(lines: list[str], *, batch: int) -> int | None:
         record = json.loads(line)
         if canonical(record) != line:
             return number
-        if "end" in record:
-            ok = number == len(lines) and record["steps"] == expected and \
-                record["last_state_hash"] == prev and record["state_hash"] == end_hash(record)
-            return None if ok else number
+        if "end" in record:  # nothing may follow it
+            ok = record["steps"] == expected and record["last_state_hash"] == prev and \
+                record["state_hash"] == end_hash(record)
+            return number if not ok else (None if number == len(lines) else number + 1)
         jump = record["data_skip"]["windows"] if "data_skip" in record else 0
         if record["step"] != expected or record["prev_hash"] != prev or \
                 record["state_hash"] != step_hash(record) or \

@@ -200,6 +200,7 @@ def test_restart_segments_forks_and_a_cut_line(run_store: Store, tmp_path: Path)
     lines = _lines(write_log(run_store, tmp_path / "full.jsonl", range(20), close=True))
     first = _write(tmp_path / "seg0.jsonl", lines[:13])  # steps 0..11
     second = _write(tmp_path / "seg1.jsonl", [lines[0], *lines[9:]])  # 8..19 and the end
+    _refused(run_store, second, 2, "step 8: the run's chain so far stops before step 0")
     assert _ingest(run_store, first)["new_steps"] == 12
     assert verify_chain(run_store, "r")["closed"] is False
     added = _ingest(run_store, second)
@@ -232,9 +233,16 @@ def test_end_records_and_expected_length(run_store: Store, tmp_path: Path) -> No
     lines = _lines(write_log(run_store, tmp_path / "steps.jsonl", range(20), close=True))
     _refused(run_store, _write(tmp_path / "cut.jsonl", [*lines[:16], lines[-1]]), 17,
              "cut: the end record says 20 steps, the log stops after step 14")
-    # the tail segment lost, the end record ingested on its own: verify names the cut
+    # the tail segment lost, the end record ingested on its own: refused at its line
     _ingest(run_store, _write(tmp_path / "head.jsonl", lines[:16]))
-    _ingest(run_store, _write(tmp_path / "end.jsonl", [lines[0], lines[-1]]))
+    with pytest.raises(InputError, match="cut: the end record says 20 steps, the stored "
+                       "chain stops after step 14") as caught:
+        _ingest(run_store, _write(tmp_path / "end.jsonl", [lines[0], lines[-1]]))
+    assert caught.value.where == "line 2"
+    # a catalog whose tail rows were deleted: verify names the first missing step
+    _ingest(run_store, _write(tmp_path / "all.jsonl", lines))
+    with run_store.writer() as con:
+        con.execute("DELETE FROM steps WHERE run = 'r' AND step >= 15")
     report = verify_chain(run_store, "r")
     assert (report["verdict"], report["first_broken_step"], report["closed"]) == \
         ("broken", 15, True)

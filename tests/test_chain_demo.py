@@ -20,6 +20,7 @@ from lineage.ingest import ingest_corpus
 from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
 
+from . import chain_reference as ref
 from .conftest import EXAMPLES, REPO, Cli
 
 STEPS, EVERY, SKIP_ABOVE = 60, 20, 0.55  # the demo's run and rule, 60 steps of it
@@ -238,3 +239,26 @@ def test_a_dangerous_finding_can_be_allowed_by_name_only(demo: tuple[Store, Path
                       "--allow-risk", "pickle-dangerous-global", code=1)  # weights of 59
     assert passed["risks"]["ok"] is True and passed["matches_chain"] is False
     assert passed["risks"]["findings"][0]["allowed"] is True
+
+
+def test_the_reference_recomputes_the_demo_run_from_the_spec(demo: tuple[Store, Path]) -> None:
+    """Every state hash, the skip decisions, the batch digests of a few steps, and the
+    weights and state digests of each checkpoint, by tests/chain_reference.py."""
+    store, run = demo
+    lines = lines_of(run)
+    assert ref.first_bad_line(lines, batch=4) is None
+    header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:-1]]
+    assert ref.must_skip(records, header["skip_rule"]) == [r["skipped"] for r in records]
+    for step in (0, 35, STEPS - 1):
+        for rank in range(2):
+            documents = store.docs_in_step(step, stream="s", rank=rank, world_size=2)
+            segments = [(d["window"], d["doc_id"], d["token_start"], d["token_end"])
+                        for d in documents["documents"]]
+            assert ref.batch_digest(segments) == records[step]["batch_digests"][rank]
+    for step in range(EVERY - 1, STEPS, EVERY):
+        folder = run / f"checkpoint-{step}"
+        weights = load_file(str(folder / "model.safetensors"))
+        state = load_file(str(folder / "optimizer" / "state.safetensors"))
+        assert ref.tensor_digest(weights) == records[step]["weights_digest"]
+        named = {"weights/" + k: v for k, v in weights.items()} | state
+        assert ref.tensor_digest(named) == records[step]["state_digest"]
