@@ -77,8 +77,9 @@ def checkpoints(
     if json:
         output.emit_json(result)
         return
-    rows = [[c["step"], c["ok"], c["matches_chain"], c["matches_state"], c["risks_ok"]]
-            for c in result["checkpoints"]]
+    said = {True: "yes", False: "NO", None: "-"}
+    rows = [[c["step"], *(said[c[k]] for k in ("ok", "matches_chain", "matches_state",
+                                               "risks_ok"))] for c in result["checkpoints"]]
     output.emit_table(("step", "ok", "matches_chain", "matches_state", "risks_ok"), rows)
     every = result["checkpoint_every"]
     lines = [f"interval    every {every} steps: {len(result['missing'])} of "
