@@ -173,22 +173,19 @@ def checkpoint(
         raise typer.Exit(EXIT_NO)
 
 
-def _checkpoint_lines(result: dict[str, object]) -> list[str]:
-    verdicts: dict[str, Any] = result["verdicts"]  # type: ignore[assignment]
-    risks: dict[str, Any] = result["risks"]  # type: ignore[assignment]
+def _checkpoint_lines(result: dict[str, Any]) -> list[str]:
+    verdicts, risks = result["verdicts"], result["risks"]
     said = {True: "matches the chain", False: "DIFFERS from the chain",
             None: "no chain record to compare"}
     lines = [
         f"checkpoint {result['run']}@{result['step']}: {result['status']}: "
-        f"{len(result['files'])} files, structure "  # type: ignore[arg-type]
+        f"{len(result['files'])} files, structure "
         f"{'ok' if verdicts['structure']['ok'] else 'FAILED'}, load {verdicts['load']}",
-        f"weights {result['weights_digest']}: {said[result['matches_chain']]}",  # type: ignore[index]
+        f"weights {result['weights_digest']}: {said[result['matches_chain']]}",
     ]
     if result["state_digest"] is not None:
-        lines.append(f"state   {result['state_digest']}: "
-                     f"{said[result['matches_state']]}")  # type: ignore[index]
-    for problem in result["optimizer_errors"]:  # type: ignore[attr-defined]
-        lines.append(f"optimizer state FAILED: {problem}")
+        lines.append(f"state   {result['state_digest']}: {said[result['matches_state']]}")
+    lines += [f"optimizer state FAILED: {problem}" for problem in result["optimizer_errors"]]
     for finding in risks["findings"]:
         if finding["severity"] != "info":
             mark = "allowed" if finding["allowed"] else finding["severity"].upper()

@@ -102,7 +102,8 @@ def parse_line(path: Path, number: int, text: str, *, canonical: bool = False) -
     if not isinstance(value, dict):
         raise InputError(path, "expected a JSON object", where=where)
     if canonical and text != canonical_json(value):
-        raise InputError(path, "the line is not canonical JSON (sorted keys, no spaces, "
+        step = f"step {value['step']}: " if _is_int(value.get("step"), low=0) else ""
+        raise InputError(path, f"{step}the line is not canonical JSON (sorted keys, no spaces, "
                          "shortest floats): its bytes are what is hashed", where=where)
     return value
 

@@ -147,7 +147,8 @@ def test_a_flipped_byte_anywhere_is_refused_at_its_line(run_store: Store, tmp_pa
     (lambda ls: ls.insert(7, ls[6]), 8, r"duplicate: step 5 is recorded twice \(lines 7 and 8\)"),
     (lambda ls: ls.__delitem__(6), 7, "out of step order: step 6 follows step 4 .*step 5 is "
      "not here"),
-    (lambda ls: ls.__setitem__(4, json.dumps(json.loads(ls[4]), indent=None)), 5, "canonical"),
+    (lambda ls: ls.__setitem__(4, json.dumps(json.loads(ls[4]), indent=None)), 5,
+     "step 3: the line is not canonical"),
     (lambda ls: ls.__setitem__(4, ls[4] + "\r"), 5, "CRLF"),
     (lambda ls: ls.__setitem__(1, ls[1].replace('"step":0', '"step":-1')), 2, "integer `step`"),
 ])
