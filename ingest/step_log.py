@@ -26,7 +26,7 @@ from lineage.chain import (
     end_hash,
     expected_genesis,
     is_end_record,
-    step_hash,
+    line_step_hash,
 )
 from lineage.errors import InputError
 from lineage.skip_rule import SkipRule
@@ -195,12 +195,13 @@ def _add_step(log: StepLog, number: int, text: str, fields: dict[str, Any],
                              f"{before.step} (each record is the step after the one before; "
                              f"step {before.step + 1} is not here)", where=where)
     if log.full:
-        _check_links(log, where, step, fields)
+        _check_links(log, where, step, text, fields)
     log.records.append(Record(number, step, text, fields))
 
 
-def _check_links(log: StepLog, where: str, step: int, fields: dict[str, Any]) -> None:
-    if fields.get("state_hash") != step_hash(fields, spec=log.header["chain"]):
+def _check_links(log: StepLog, where: str, step: int, text: str,
+                 fields: dict[str, Any]) -> None:
+    if fields.get("state_hash") != line_step_hash(text, fields, spec=log.header["chain"]):
         raise InputError(log.path, f"step {step}: state_hash does not follow from the record "
                          "(the record was changed, or hashed differently)", where=where)
     if log.records:

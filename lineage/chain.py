@@ -59,8 +59,12 @@ _BUFFER_FORMATS = {
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, shortest floats; non-finite floats as strings."""
-    return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False)
+    try:  # the common case: nothing to replace, no copy of the value
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except ValueError:  # a non-finite float somewhere
+        return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, allow_nan=False)
 
 
 def _finite(value: Any) -> Any:
@@ -103,6 +107,18 @@ def step_hash(record: Mapping[str, Any], *, spec: str = CHAIN_SPEC) -> str:
     body = {k: v for k, v in record.items() if k != "state_hash"}
     tag = STEP_TAG if spec == CHAIN_SPEC else f"{spec} step\n".encode()
     return blake3_hex(tag + canonical_json(body).encode("utf-8"))
+
+
+def line_step_hash(line: str, record: Mapping[str, Any], *, spec: str = CHAIN_SPEC) -> str:
+    """step_hash of a record whose canonical line is known: the line with its top-level
+    `state_hash` cut out is the canonical body, so it need not be serialised again."""
+    value = record.get("state_hash")
+    if isinstance(value, str) and min(record) != "state_hash":
+        piece = ',"state_hash":' + json.dumps(value, ensure_ascii=False)
+        if line.count(piece) == 1:  # the top-level one (not first, so after a comma)
+            tag = STEP_TAG if spec == CHAIN_SPEC else f"{spec} step\n".encode()
+            return blake3_hex(tag + line.replace(piece, "").encode("utf-8"))
+    return step_hash(record, spec=spec)
 
 
 def end_hash(record: Mapping[str, Any]) -> str:

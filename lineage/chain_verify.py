@@ -24,7 +24,7 @@ from lineage.chain import (
     canonical_json,
     end_hash,
     expected_genesis,
-    step_hash,
+    line_step_hash,
 )
 from lineage.chain_batches import batch_digests
 from lineage.skip_rule import SkipRule, check_skips
@@ -149,7 +149,8 @@ class _Walk:
     def _check_full(self, step: int, text: str, record: dict[str, Any], cursor: int) -> int:
         if text != canonical_json(record):
             raise _Broken(step, "the record is not canonical JSON (its bytes are what is hashed)")
-        if record.get("state_hash") != step_hash(record, spec=self.spec or CHAIN_SPEC):
+        if record.get("state_hash") != line_step_hash(text, record,
+                                                      spec=self.spec or CHAIN_SPEC):
             raise _Broken(step, "state_hash does not match the record (the record was changed)")
         assert self.batch is not None and self.windows is not None
         jump = self._data_skip(step, record)

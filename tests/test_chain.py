@@ -11,12 +11,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lineage.chain import (
     CHAIN_SPEC_V1,
     ChainWriter,
     canonical_json,
     genesis_hash_v1,
+    line_step_hash,
     step_hash,
     tensor_digest,
 )
@@ -467,3 +470,23 @@ def test_cli_run_and_chain(run_store: Store, tmp_path: Path) -> None:
                   "--world-size", "2", code=2)
     assert "steps.jsonl:line 4: step 2: state_hash does not follow" in refused.stderr
     assert cli("chain", "verify", "bad", code=1).stderr.startswith("error: no run named 'bad'")
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
+              st.text(max_size=4)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["a", "state_hash", "step", "z"]), inner, max_size=3), max_leaves=8)
+
+
+@settings(deadline=None)  # the machine is shared: time is not the property
+@given(record=st.dictionaries(st.sampled_from(["a", "prev_hash", "rng", "state_hash", "step",
+                                               "zz"]), json_values),
+       value=st.sampled_from(["blake3:00", "x", '",\\"state_hash\\":"']))
+def test_the_state_hash_of_a_line_is_the_state_hash_of_its_record(
+        record: dict[str, Any], value: str) -> None:
+    record = {**record, "state_hash": value}
+    if isinstance(record.get("rng"), dict):
+        record["rng"]["state_hash"] = value  # the same text nested: must not be cut
+    line = canonical_json(record)
+    assert line_step_hash(line, record) == step_hash(record)
