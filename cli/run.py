@@ -23,9 +23,10 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         output.emit_json(rows)
         return
-    columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "progress",
-               "clipped_count", "skipped_count")
-    output.emit_table(columns, [[row[c] for c in columns] for row in rows])
+    columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "closed",
+               "progress", "clipped_count", "skipped_count")
+    shown = [{**row, "closed": "yes" if row["closed"] else "no"} for row in rows]
+    output.emit_table(columns, [[row[c] for c in columns] for row in shown])
 
 
 @app.command("show")
@@ -132,7 +133,8 @@ def verify(
 
 
 def _verify_lines(report: dict[str, Any]) -> list[str]:
-    state = "closed" if report["closed"] else "open"
+    state = "closed" if report["closed"] else \
+        "open (no end record; --expect-steps N checks its length)"
     verdict, run = report["verdict"], report["run"]
     if verdict == "broken":
         lines = [f"BROKEN at step {report['first_broken_step']}: {report['reason']} "
@@ -145,7 +147,7 @@ def _verify_lines(report: dict[str, Any]) -> list[str]:
     else:
         lines = [f"{'ok' if verdict == 'ok' else 'chain intact'}: {report['steps_checked']:,} "
                  f"steps of run {run} verified ({report['checked']}, {report['chain']}), "
-                 f"{state}, last state {report['last_state_hash']}"]
+                 f"last state {report['last_state_hash']}, {state}"]
     rule = report["skip_rule"]
     if rule["verdict"] == "no rule declared":
         lines.append(f"skip rule: no rule declared ({rule['skipped_steps']} steps say skipped)")

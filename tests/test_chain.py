@@ -256,7 +256,8 @@ def test_end_records_and_expected_length(run_store: Store, tmp_path: Path) -> No
     cli = Cli(run_store.root)
     assert cli.json("chain", "verify", "open")["closed"] is False
     out = cli("chain", "verify", "open")
-    assert out.stdout.startswith("ok: 15 steps of run open verified") and ", open," in out.stdout
+    assert out.stdout.startswith("ok: 15 steps of run open verified")
+    assert ", open (no end record; --expect-steps N checks its length)" in out.stdout
     cut = cli.json("chain", "verify", "open", "--expect-steps", "20", code=1)
     assert (cut["first_broken_step"], cut["verdict"]) == (15, "broken")
     assert cli.json("chain", "verify", "open", "--expect-steps", "15")["ok"] is True
@@ -460,7 +461,9 @@ def test_cli_run_and_chain(run_store: Store, tmp_path: Path) -> None:
     assert verified["ok"] is True and verified["verdict"] == "ok" and verified["closed"]
     shown = cli.json("run", "show", "r")
     assert shown["clipped_steps"] == [2] and shown["steps_recorded"] == 8 and shown["closed"]
-    assert [r["name"] for r in cli.json("run", "list")] == ["r"]
+    assert [(r["name"], r["closed"]) for r in cli.json("run", "list")] == [("r", True)]
+    show = cli("run", "show", "r").stdout
+    assert ", closed\n" in show and "skip rule   no rule declared" in show
     lines = _lines(log)
     record = json.loads(lines[3])
     record["loss"] = 0.0
