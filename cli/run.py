@@ -51,7 +51,8 @@ def show(
         "skip rule   " + (f"grad norm > {rule['grad_norm_above']:g} skips the step and the "
                           f"next {rule['skip_following']}" if rule else "no rule declared"),
         f"progress    steps {run['first_step']}..{run['last_step']} recorded, "
-        f"{run['progress']:.1%} of {run['stream_steps']} stream steps",
+        + (f"{run['progress']:.1%} of {run['stream_steps']} stream steps" if run["stream"]
+           else "bound to no stream"),
         f"clipped     {_short(run['clipped_steps'])}",
         f"skipped     {_short(run['skipped_steps'])}",
         f"segments    {len(run['segments'])} log(s)",

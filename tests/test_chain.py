@@ -379,6 +379,7 @@ def test_a_foreign_chain_gets_its_own_verdict(run_store: Store, tmp_path: Path) 
         "continuity-only: 6 steps of run foreign link up")
     with pytest.raises(UsageError, match="bound to no stream"):
         run_store.trace("foreign", step=1)
+    assert "steps 0..5 recorded, bound to no stream" in cli("run", "show", "foreign").stdout
     # bound to a stream only through batch digests, which verify then checks
     with pytest.raises(InputError, match="step 0 has no batch_digests"):
         ingest_steps(run_store, log, run="f2", stream="s", world_size=WORLD)
