@@ -33,6 +33,7 @@ from lineage.store import Store
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 
+from . import chain_reference as ref
 from .conftest import Cli
 
 WORLD = 2
@@ -299,6 +300,12 @@ def test_a_resumed_run_that_skips_data_verifies(run_store: Store, tmp_path: Path
     record = json.loads(_lines(log)[7])
     assert record["data_skip"] == {"reason": "shard 3 unreadable after resume", "windows": 5}
     assert record["cursor"] == 7 * 4 + 5
+    for rank in range(WORLD):  # the spec's windows for rank r: [cursor - B + 2r, +2)
+        windows = range(record["cursor"] - 4 + 2 * rank, record["cursor"] - 2 + 2 * rank)
+        segments = [(d["window"], d["doc_id"], d["token_start"], d["token_end"])
+                    for w in windows for d in
+                    run_store.docs_in_step(w // 4, stream="s", window=w)["documents"]]
+        assert ref.batch_digest(segments) == record["batch_digests"][rank]
     _ingest(run_store, log)
     assert verify_chain(run_store, "r")["ok"]
     # the step after the jump reads windows 29..32, and its documents are traced there
