@@ -1,7 +1,7 @@
-"""Run and checkpoint benchmarks: chain verify at 100k steps, structure check of 1,000
-shards, checksum verification against single-thread hashlib, all in one run.
+"""Run and checkpoint benchmarks: chain verify at 100k steps (closed, with a skip rule),
+structure check of 1,000 shards, checksum verification against single-thread hashlib.
 
-    .venv/bin/python bench/runs.py [--runs 3] [--workdir DIR] [--gib 4]
+    .venv/bin/python bench/runs.py [--runs 3] [--workdir DIR] [--gib 4] [--only chain]
 
 Results go to bench/out/runs.json.
 """
@@ -35,9 +35,10 @@ def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
     """A store with a stream of >= `steps` steps and a valid 100k-step chain over it."""
     import lineage
-    from lineage.chain import ChainWriter, canonical_json, step_hash
-    from lineage.chain_verify import _batch_digests
+    from lineage.chain import ChainWriter, canonical_json, end_hash, step_hash
+    from lineage.chain_batches import batch_digests
     from lineage.ingest.steps import ingest_steps
+    from lineage.skip_rule import SkipRule
     from lineage.stream.build import build_stream
 
     store_path = workdir / "chain-store"
@@ -56,9 +57,10 @@ def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
     info = store.stream("s")
     assert info["steps"] >= steps, info["steps"]
     with store.reader(views=False) as con:
-        digests = _batch_digests(con, store, info, 2, list(range(steps)))
+        digests = batch_digests(con, store, info, 2, [(s, s * 4) for s in range(steps)])
     log = workdir / "steps.jsonl"
-    writer = ChainWriter(log, config={"bench": True}, stream=info, world_size=2)
+    writer = ChainWriter(log, config={"bench": True}, stream=info, world_size=2,
+                         skip_rule=SkipRule(5.0, 4), checkpoint_every=100)
     lines = [canonical_json(writer.header)]
     prev = writer.header["genesis"]
     for step in range(steps):  # records written directly: tensors are not what is timed
@@ -69,6 +71,9 @@ def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
                   "weights_digest": "blake3:" + "1" * 64}
         record["state_hash"] = prev = step_hash(record)
         lines.append(canonical_json(record))
+    end = {"end": True, "last_state_hash": prev, "steps": steps}  # closed, as a run ends
+    end["state_hash"] = end_hash(end)
+    lines.append(canonical_json(end))
     log.write_text("\n".join(lines) + "\n")
     ingest_steps(store, log, run="r", stream="s", world_size=2)
     return store_path, "r"
@@ -81,7 +86,8 @@ def bench_chain(workdir: Path, runs: int) -> dict[str, object]:
     store_path, run = chain_fixture(workdir, 100_000)
     store = lineage.open(store_path)
     report = verify_chain(store, run)
-    assert report["ok"] and report["steps_checked"] == 100_000, report
+    assert report["ok"] and report["steps_checked"] == 100_000 and report["closed"], report
+    assert report["skip_rule"]["verdict"] == "ok", report["skip_rule"]
     return {"steps": 100_000,
             "links_only": timed(lambda: verify_chain(store, run, batches=False), runs),
             "with_batch_digests": timed(lambda: verify_chain(store, run), runs),
@@ -152,12 +158,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--gib", type=float, default=4.0)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-runs"))
+    parser.add_argument("--only", choices=["structure", "checksums", "chain"],
+                        help="Run one benchmark.")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    results = {"cores": os.cpu_count(),
-               "structure": bench_structure(args.workdir, args.runs),
-               "checksums": bench_checksums(args.workdir, args.runs, args.gib),
-               "chain": bench_chain(args.workdir, args.runs)}
+    benches = {"structure": lambda: bench_structure(args.workdir, args.runs),
+               "checksums": lambda: bench_checksums(args.workdir, args.runs, args.gib),
+               "chain": lambda: bench_chain(args.workdir, args.runs)}
+    results: dict[str, object] = {"cores": os.cpu_count()}
+    for name, bench in benches.items():
+        if args.only in (None, name):
+            results[name] = bench()
     out = REPO / "bench" / "out" / "runs.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")

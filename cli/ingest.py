@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
+from lineage.errors import EXIT_NO
 
 app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
 
@@ -120,11 +121,16 @@ def steps(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="The run's step log (JSONL, header first).")],
     run: Annotated[str, typer.Option(help="The run name.")],
-    stream: Annotated[str, typer.Option(help="The stream the run read.")],
     world_size: Annotated[int, typer.Option(help="Ranks in the run.", min=1)],
+    stream: Annotated[
+        str | None,
+        typer.Option(help="The stream the run read (required for lineage-chain logs; a "
+                     "foreign chain is bound to it only through its batch digests)."),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Record a step log (or a restart segment of one) as logged, byte for byte."""
+    """Record a step log (or a restart segment of one), refusing any line that breaks the
+    chain spec (order, canonical bytes, state hashes, bounds): exit 2, nothing stored."""
     from lineage.ingest.steps import ingest_steps
 
     result = ingest_steps(current_store(ctx), path, run=run, stream=stream,
@@ -132,9 +138,10 @@ def steps(
     if json:
         output.emit_json(result)
         return
+    closed = ", closed" if result["closed"] else ""
     output.emit_lines([f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
                        f"steps of {result['records']:,} records (steps {result['first_step']}"
-                       f"..{result['last_step']})"])
+                       f"..{result['last_step']}){closed}"])
 
 
 @app.command("checkpoint")
@@ -144,21 +151,46 @@ def checkpoint(
     run: Annotated[str, typer.Option(help="The run that wrote it.")],
     step: Annotated[int, typer.Option(help="The step it was saved after.", min=0)],
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
+    allow_risk: Annotated[
+        list[str] | None,
+        typer.Option("--allow-risk", help="Accept a dangerous finding of this kind (e.g. "
+                     "pickle-dangerous-global). Repeatable."),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Record a checkpoint: files, hashes, verdicts, and whether its weights match the chain."""
+    """Record a checkpoint as evidence: files, hashes, verdicts, risks, and whether its
+    weights (and optimizer state) match the chain. Exit 1 when any of them fails; the
+    record is kept either way."""
     from lineage.ingest.checkpoint import ingest_checkpoint
 
-    result = ingest_checkpoint(current_store(ctx), folder, run=run, step=step, sums=sums)
+    result = ingest_checkpoint(current_store(ctx), folder, run=run, step=step, sums=sums,
+                               allow_risks=tuple(allow_risk or ()))
     if json:
         output.emit_json(result)
-        return
-    verdicts = result["verdicts"]
-    match = {True: "matches the chain", False: "DIFFERS from the chain",
-             None: "no chain record to compare"}[result["matches_chain"]]
-    output.emit_lines([
+    else:
+        output.emit_lines(_checkpoint_lines(result))
+    if not result["ok"]:
+        raise typer.Exit(EXIT_NO)
+
+
+def _checkpoint_lines(result: dict[str, Any]) -> list[str]:
+    verdicts, risks = result["verdicts"], result["risks"]
+    said = {True: "matches the chain", False: "DIFFERS from the chain",
+            None: "no chain record to compare"}
+    lines = [
         f"checkpoint {result['run']}@{result['step']}: {result['status']}: "
         f"{len(result['files'])} files, structure "
         f"{'ok' if verdicts['structure']['ok'] else 'FAILED'}, load {verdicts['load']}",
-        f"weights {result['weights_digest']}: {match}",
-    ])
+        f"weights {result['weights_digest']}: {said[result['matches_chain']]}",
+    ]
+    if result["state_digest"] is not None:
+        lines.append(f"state   {result['state_digest']}: {said[result['matches_state']]}")
+    lines += [f"optimizer state FAILED: {problem}" for problem in result["optimizer_errors"]]
+    for finding in risks["findings"]:
+        if finding["severity"] != "info":
+            mark = "allowed" if finding["allowed"] else finding["severity"].upper()
+            lines.append(f"risk    {finding['file']}: {finding['kind']} ({mark}): "
+                         f"{finding['detail']}")
+    lines.append("ok: the checkpoint is evidence for the chain" if result["ok"] else
+                 "FAILED: the checkpoint is recorded, with the verdicts above")
+    return lines

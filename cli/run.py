@@ -1,8 +1,8 @@
-"""`lineage run list|show` and `lineage chain verify`."""
+"""`lineage run list|show|checkpoints` and `lineage chain verify`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +11,7 @@ from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
 
 app = typer.Typer(help="Training runs and their step logs.", no_args_is_help=True)
-chain_app = typer.Typer(help="The step hash chain (lineage-chain/1).", no_args_is_help=True)
+chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_is_help=True)
 
 
 @app.command("list")
@@ -23,9 +23,10 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         output.emit_json(rows)
         return
-    columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "progress",
-               "clipped_count", "skipped_count")
-    output.emit_table(columns, [[row[c] for c in columns] for row in rows])
+    columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "closed",
+               "progress", "clipped_count", "skipped_count")
+    shown = [{**row, "closed": "yes" if row["closed"] else "no"} for row in rows]
+    output.emit_table(columns, [[row[c] for c in columns] for row in shown])
 
 
 @app.command("show")
@@ -41,16 +42,56 @@ def show(
     if json:
         output.emit_json(run)
         return
+    rule = run["skip_rule"]
     output.emit_lines([
-        f"run         {run['name']} (stream {run['stream']}, world size {run['world_size']})",
-        f"chain       {run['chain']} ({run['algorithm']}), genesis {run['genesis']}",
+        f"run         {run['name']} (stream {run['stream'] or 'none'}, world size "
+        f"{run['world_size']})",
+        f"chain       {run['chain']} ({run['algorithm']}), genesis {run['genesis']}, "
+        f"{'closed' if run['closed'] else 'open'}",
+        "skip rule   " + (f"grad norm > {rule['grad_norm_above']:g} skips the step and the "
+                          f"next {rule['skip_following']}" if rule else "no rule declared"),
         f"progress    steps {run['first_step']}..{run['last_step']} recorded, "
-        f"{run['progress']:.1%} of {run['stream_steps']} stream steps",
+        + (f"{run['progress']:.1%} of {run['stream_steps']} stream steps" if run["stream"]
+           else "bound to no stream"),
         f"clipped     {_short(run['clipped_steps'])}",
         f"skipped     {_short(run['skipped_steps'])}",
         f"segments    {len(run['segments'])} log(s)",
-        f"checkpoints {', '.join(str(c['step']) for c in run['checkpoints']) or '-'}",
+        f"checkpoints {', '.join(str(c['step']) for c in run['checkpoints']) or '-'}"
+        + (f" (every {run['checkpoint_every']} steps)" if run["checkpoint_every"] else ""),
     ])
+
+
+@app.command("checkpoints")
+def checkpoints(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The run name.")],
+    nearest: Annotated[
+        int | None,
+        typer.Option(help="Find the nearest good checkpoint at or before this step (where "
+                     "a replay of it starts from); exit 1 when there is none.", min=0),
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """A run's checkpoints with their verdicts, and the ones its declared interval lacks."""
+    from lineage.runs import list_checkpoints
+
+    result = list_checkpoints(current_store(ctx), name, nearest=nearest)
+    if json:
+        output.emit_json(result)
+        return
+    said = {True: "yes", False: "NO", None: "-"}
+    rows = [[c["step"], *(said[c[k]] for k in ("ok", "matches_chain", "matches_state",
+                                               "risks_ok"))] for c in result["checkpoints"]]
+    output.emit_table(("step", "ok", "matches_chain", "matches_state", "risks_ok"), rows)
+    every = result["checkpoint_every"]
+    lines = [f"interval    every {every} steps: {len(result['missing'])} of "
+             f"{result['expected']} expected missing: {_short(result['missing'])}" if every
+             else "interval    no checkpoint interval declared"]
+    if result["nearest"] is not None:
+        near = result["nearest"]
+        lines.append(f"nearest     step {near['step']}: replay {near['replays']} step(s) to "
+                     f"reach step {result['nearest_to']}")
+    output.emit_lines(lines)
 
 
 def _short(steps: list[int], limit: int = 20) -> str:
@@ -66,19 +107,57 @@ def verify(
     batches: Annotated[
         bool, typer.Option(help="Also recompute every batch digest from the stream.")
     ] = True,
+    expect_steps: Annotated[
+        int | None,
+        typer.Option(help="The number of steps the run had: an open chain that stops "
+                     "short is cut.", min=0),
+    ] = None,
+    accept_continuity: Annotated[
+        bool,
+        typer.Option(help="Exit 0 for a foreign chain whose continuity holds (its state "
+                     "hashes cannot be recomputed)."),
+    ] = False,
     json: JsonOption = False,
 ) -> None:
-    """Recompute the chain; exit 0 when intact, 1 at the first broken step."""
+    """Recompute the chain and check the declared skip rule; exit 0 when fully verified,
+    1 at the first broken step, a skip-rule violation, or a continuity-only check."""
     from lineage.chain_verify import verify_chain
 
-    report = verify_chain(current_store(ctx), run, batches=batches)
+    report = verify_chain(current_store(ctx), run, batches=batches, expect_steps=expect_steps)
     if json:
         output.emit_json(report)
-    elif report["ok"]:
-        output.emit_lines([f"ok: {report['steps_checked']:,} steps of run {run} verified "
-                           f"({report['checked']}), last state {report['last_state_hash']}"])
     else:
-        output.emit_lines([f"BROKEN at step {report['first_broken_step']}: {report['reason']} "
-                           f"({report['steps_checked']:,} steps verified before it)"])
-    if not report["ok"]:
+        output.emit_lines(_verify_lines(report))
+    passed = report["ok"] or (accept_continuity and report["verdict"] == "continuity-only")
+    if not passed:
         raise typer.Exit(EXIT_NO)
+
+
+def _verify_lines(report: dict[str, Any]) -> list[str]:
+    state = "closed" if report["closed"] else \
+        "open (no end record; --expect-steps N checks its length)"
+    verdict, run = report["verdict"], report["run"]
+    if verdict == "broken":
+        lines = [f"BROKEN at step {report['first_broken_step']}: {report['reason']} "
+                 f"({report['steps_checked']:,} steps verified before it)"]
+    elif verdict == "continuity-only":
+        lines = [f"continuity-only: {report['steps_checked']:,} steps of run {run} link up "
+                 f"({report['chain']}, {report['algorithm']}: state hashes not recomputable)"
+                 + (", batch digests checked against stream " + report["stream"]
+                    if report["batches_checked"] else ", bound to no stream") + f", {state}"]
+    else:
+        lines = [f"{'ok' if verdict == 'ok' else 'chain intact'}: {report['steps_checked']:,} "
+                 f"steps of run {run} verified ({report['checked']}, {report['chain']}), "
+                 f"last state {report['last_state_hash']}, {state}"]
+    rule = report["skip_rule"]
+    if rule["verdict"] == "no rule declared":
+        lines.append(f"skip rule: no rule declared ({rule['skipped_steps']} steps say skipped)")
+    elif rule["verdict"] == "invalid":
+        lines.append(f"skip rule: INVALID: {rule['reason']}")
+    elif rule["verdict"] == "ok":
+        lines.append(f"skip rule: {rule['description']}: every step agrees "
+                     f"({rule['skipped_steps']} skipped)")
+    else:
+        lines += [f"skip rule VIOLATED at step {v['step']}: {v['reason']}"
+                  for v in rule["violations"]]
+    return lines

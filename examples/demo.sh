@@ -33,7 +33,8 @@ lineage trained-on examples/licenses/python-LICENSE.txt || echo "exit=$?"
 step lineage trained-on examples/queries/article.txt
 
 # A tiny real training run over that stream: NumPy bigram model, clipping, the skip rule,
-# a lineage-chain/1 step log and safetensors checkpoints every 50 steps.
+# a lineage-chain/2 step log that declares the rule and the checkpoint interval and is
+# closed at the end, and checkpoints (weights, optimizer state) every 50 steps.
 rm -rf demo-run
 step python examples/tiny_run.py --store "$LINEAGE_STORE" --stream main --steps 200 --out demo-run
 step lineage ingest steps demo-run/steps.jsonl --run tiny --stream main --world-size 2
@@ -43,6 +44,7 @@ step lineage trace --run tiny --skipped --limit 1
 step lineage trained-on --run tiny examples/corpus/python-stdlib/chunk.py
 step lineage verify demo-run/checkpoint-99
 step lineage ingest checkpoint demo-run/checkpoint-99 --run tiny --step 99
+step lineage run checkpoints tiny --nearest 120
 
 # An external look at that checkpoint, and an experiment gated behind the same checks.
 step lineage report demo-run/checkpoint-99 --format md

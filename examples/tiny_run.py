@@ -3,9 +3,12 @@
 A byte-level bigram model (embedding 257 x 16, output 16 x 257) in NumPy, trained with
 Adam on the windows `StreamReader` gives it, step by step, as a world of 2 ranks would
 read them. Gradients are clipped to a norm of CLIP; a pre-clip norm above SKIP skips the
-step and the next four, as the auditable run of DOMAIN.md §4 did. Each step is appended
-to a lineage-chain/1 step log (tensors digested, batch digests from the reader), and the
-weights are saved as safetensors every CHECKPOINT_EVERY steps.
+step and the next four (the rule of a published auditable run, with a threshold for this
+model), and the chain header declares that rule so `lineage chain verify` checks every
+step against it. Each step is appended to a lineage-chain/2 step log (tensors digested,
+batch digests from the reader); every CHECKPOINT_EVERY steps (declared too) the weights
+go to model.safetensors and the optimizer moments and clipped gradients, under their
+chain names, to optimizer/state.safetensors. The chain is closed at the end.
 
     python examples/tiny_run.py --store demo-store --stream main --steps 200 --out run-out
 """
@@ -19,7 +22,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 import lineage
-from lineage.chain import ChainWriter
+from lineage.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, ChainWriter
+from lineage.skip_rule import SkipRule, SkipTracker
 from lineage.stream.reader import SEPARATOR, StreamReader
 
 VOCAB = SEPARATOR + 1
@@ -64,40 +68,57 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("run-out"))
     args = parser.parse_args()
+    steps = train(lineage.open(args.store), args.stream, steps=args.steps, out=args.out)
+    print(f"wrote {args.out / 'steps.jsonl'} ({steps} steps, closed) and checkpoints in "
+          f"{args.out}")
 
-    store = lineage.open(args.store)
-    reader = StreamReader(store, args.stream)
-    args.out.mkdir(parents=True, exist_ok=True)
-    log = args.out / "steps.jsonl"
+
+def train(store: lineage.Store, stream: str, *, steps: int, out: Path, skip_above: float = SKIP,
+          checkpoint_every: int = CHECKPOINT_EVERY) -> int:
+    """Train, log the chain, save checkpoints; returns the number of steps run."""
+    reader = StreamReader(store, stream)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "steps.jsonl"
     log.unlink(missing_ok=True)
-    config = {"model": "bigram-bytes", "dim": DIM, "lr": LR, "clip": CLIP, "skip": SKIP,
-              "skip_after": SKIP_AFTER, "seed": SEED, "optimizer": "adam"}
-    chain = ChainWriter(log, config=config, stream=reader.info, world_size=WORLD_SIZE)
+    config = {"model": "bigram-bytes", "dim": DIM, "lr": LR, "clip": CLIP, "seed": SEED,
+              "optimizer": "adam"}
+    rule = SkipRule(grad_norm_above=skip_above, skip_following=SKIP_AFTER)
+    chain = ChainWriter(log, config=config, stream=reader.info, world_size=WORLD_SIZE,
+                        skip_rule=rule, checkpoint_every=checkpoint_every)
     weights = init_weights()
     moments = {f"{k}.{m}": np.zeros_like(v) for k, v in weights.items() for m in ("m", "v")}
-    skip_until = -1
-    batch = int(reader.info["batch"])
-    for step in range(min(args.steps, int(reader.info["steps"]))):
+    tracker = SkipTracker(rule)
+    total = min(steps, int(reader.info["steps"]))
+    for step in range(total):
         loss, grads = loss_and_grads(weights, reader.windows(step))
         norm = float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum())
                                  for g in grads.values())))
         clipped = norm > CLIP
         if clipped:
             grads = {k: (g * (CLIP / norm)).astype(np.float32) for k, g in grads.items()}
-        if norm > SKIP:
-            skip_until = step + SKIP_AFTER
-        skipped = step <= skip_until
+        skipped = tracker.decide(step, norm)
         if not skipped:
             adam(weights, grads, moments, step + 1)
         chain.append(step, weights=weights, optimizer=moments, gradients=grads,
                      batch_digests=reader.batch_digests(step, WORLD_SIZE), loss=loss,
                      grad_norm=norm, lr=LR, clipped=clipped, skipped=skipped,
-                     rng={"seed": SEED, "counter": 0}, cursor=(step + 1) * batch)
-        if (step + 1) % CHECKPOINT_EVERY == 0:
-            folder = args.out / f"checkpoint-{step}"
-            folder.mkdir(exist_ok=True)
-            save_file(weights, str(folder / "model.safetensors"), metadata={"step": str(step)})
-    print(f"wrote {log} ({step + 1} steps) and checkpoints in {args.out}")
+                     rng={"seed": SEED, "counter": 0})
+        if (step + 1) % checkpoint_every == 0:
+            save_checkpoint(out / f"checkpoint-{step}", step, weights, moments, grads)
+    chain.close()
+    return total
+
+
+def save_checkpoint(folder: Path, step: int, weights: dict[str, np.ndarray],
+                    moments: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+    """Weights for anyone; optimizer state (named as in the chain) for a replay."""
+    folder.mkdir(exist_ok=True)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"step": str(step)})
+    state = {OPTIMIZER_PREFIX + k: v for k, v in moments.items()}
+    state |= {GRADIENTS_PREFIX + k: v for k, v in grads.items()}
+    (folder / "optimizer").mkdir(exist_ok=True)
+    save_file(state, str(folder / "optimizer" / "state.safetensors"),
+              metadata={"step": str(step)})
 
 
 def adam(w: dict[str, np.ndarray], g: dict[str, np.ndarray], m: dict[str, np.ndarray],

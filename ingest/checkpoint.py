@@ -1,9 +1,10 @@
 """`lineage ingest checkpoint DIR --run RUN --step N`: a checkpoint folder, with evidence.
 
-Records every file (size, SHA-256, BLAKE3, format), the three verdicts of `lineage
-verify`, and whether the checkpoint's weights digest equals what the run's chain recorded
-for that step. A checkpoint that fails a verdict is still recorded, with its verdicts:
-that is the evidence.
+Records every file (size, SHA-256, BLAKE3, format), the verdicts of `lineage verify`, the
+risk checks (a dangerous pickle fails unless its kind is allowed by name), and whether the
+checkpoint's weights digest (and, with optimizer/state.safetensors, its state digest) equals
+what the run's chain recorded for that step. A checkpoint that fails is still recorded,
+with its verdicts: that is the evidence; `ok` says whether it passed them all.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lineage.checkpoint_evidence import checkpoint_digests
 from lineage.durable import blake3_file
 from lineage.errors import ConflictError, InputError, UnknownObjectError
 from lineage.formats.sha256sums import sha256_files
 from lineage.store import Store
-from lineage.verify import safetensors_weights_digest, verify_folder
+from lineage.verify import verify_folder
 
 FORMATS = {".safetensors": "safetensors", ".json": "json", ".gguf": "gguf", ".onnx": "onnx",
            ".bin": "pickle", ".pt": "pickle", ".pth": "pickle", ".ckpt": "pickle"}
@@ -24,25 +26,31 @@ FORMATS = {".safetensors": "safetensors", ".json": "json", ".gguf": "gguf", ".on
 
 def ingest_checkpoint(
     store: Store, folder: str | Path, *, run: str, step: int, sums: str | Path | None = None,
+    allow_risks: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "not a checkpoint folder")
-    verdicts = verify_folder(folder, sums=sums)
+    verdicts = verify_folder(folder, sums=sums, allow_risks=allow_risks)  # as `lineage verify`
     files = _describe(folder)
-    digest = None
+    risks = verdicts["risks"]
+    digests: dict[str, Any] = {"weights_digest": None, "state_digest": None,
+                               "optimizer_errors": []}
     if verdicts["structure"]["ok"]:
-        digest = safetensors_weights_digest(folder)
-    with store.reader(views=False) as con:
-        if con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchone() is None:
-            raise UnknownObjectError(f"no run named {run!r}")
-        row = con.execute("SELECT weights_digest FROM steps WHERE run = ? AND step = ?",
-                          [run, step]).fetchone()
-    recorded = row[0] if row else None
-    matches = None if recorded is None or digest is None else digest == recorded
+        digests = checkpoint_digests(folder)
+    recorded = _chain_digests(store, run, step)
+    matches = _same(digests["weights_digest"], recorded["weights_digest"])
+    state = _same(digests["state_digest"], recorded["state_digest"])
+    ok = verdicts["structure"]["ok"] and verdicts["checksums"]["ok"] is not False and \
+        matches is not False and state is not False and risks["ok"] and \
+        not digests["optimizer_errors"]
     result = {"run": run, "step": step, "path": str(folder.resolve()), "files": files,
-              "verdicts": verdicts, "weights_digest": digest,
-              "chain_weights_digest": recorded, "matches_chain": matches}
+              "verdicts": verdicts, "risks": risks, "ok": bool(ok),
+              "weights_digest": digests["weights_digest"],
+              "chain_weights_digest": recorded["weights_digest"], "matches_chain": matches,
+              "state_digest": digests["state_digest"],
+              "chain_state_digest": recorded["state_digest"], "matches_state": state,
+              "optimizer_errors": digests["optimizer_errors"]}
     with store.writer() as con:
         existing = con.execute("SELECT files FROM checkpoints WHERE run = ? AND step = ?",
                                [run, step]).fetchone()
@@ -51,11 +59,33 @@ def ingest_checkpoint(
                 raise ConflictError(f"run {run!r} already has another checkpoint for step {step}")
             return {**result, "status": "unchanged"}
         con.execute(
-            "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
+            "INSERT INTO checkpoints (run, step, path, files, structure_ok, checksums_ok, "
+            "weights_digest, chain_weights_digest, matches_chain, verdicts, created_at, "
+            "state_digest, chain_state_digest, matches_state, risks) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?, ?, ?, ?)",
             [run, step, result["path"], json.dumps(files, sort_keys=True),
-             verdicts["structure"]["ok"], verdicts["checksums"]["ok"], digest, recorded,
-             matches, json.dumps(verdicts, sort_keys=True, default=str)])
+             verdicts["structure"]["ok"], verdicts["checksums"]["ok"], digests["weights_digest"],
+             recorded["weights_digest"], matches, json.dumps(verdicts, sort_keys=True, default=str),
+             digests["state_digest"], recorded["state_digest"], state,
+             json.dumps(risks, sort_keys=True)])
     return {**result, "status": "added"}
+
+
+def _chain_digests(store: Store, run: str, step: int) -> dict[str, Any]:
+    """The weights and state digests the run's chain recorded for the step (None: none)."""
+    with store.reader(views=False) as con:
+        if con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchone() is None:
+            raise UnknownObjectError(f"no run named {run!r}")
+        row = con.execute("SELECT weights_digest, record FROM steps WHERE run = ? AND step = ?",
+                          [run, step]).fetchone()
+    if row is None:
+        return {"weights_digest": None, "state_digest": None}
+    state = json.loads(row[1]).get("state_digest")
+    return {"weights_digest": row[0], "state_digest": state if isinstance(state, str) else None}
+
+
+def _same(mine: str | None, recorded: str | None) -> bool | None:
+    return None if mine is None or recorded is None else mine == recorded
 
 
 def _describe(folder: Path) -> list[dict[str, Any]]:

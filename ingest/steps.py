@@ -1,143 +1,173 @@
 """`lineage ingest steps`: a run's step log (docs/chain-spec.md), kept as logged.
 
-The first log of a run creates it: its header must name the stream's spec hash and
-manifest hash and the world size given, and (for lineage-chain/1) carry the genesis those
-imply. Each later log is a restart segment: steps it shares with what is stored must be
-byte-identical (a disagreement is reported and nothing is stored), new steps are added.
-Records are stored byte for byte, without judging them: `lineage chain verify` does that,
-naming the first broken step. Re-ingesting a log adds nothing and says so.
+The log is checked line by line first (ingest/step_log.py): order, canonical bytes, state
+hashes and links, bounds. A bad log is refused naming the line and step, and nothing is
+stored. The first log of a run creates it: a lineage chain's header must name the stream
+and world size given. A foreign chain is bound to a stream only when one is named, and
+then every record must carry batch digests, which `lineage chain verify` checks against
+it. Each later log is a restart segment: its first record must link to the stored chain,
+steps it shares with what is stored must be byte-identical, new steps are added; an end
+record closes the run. Re-ingesting a log adds nothing and says so.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import blake3
 
-from lineage.chain import CHAIN_SPEC, genesis_hash
+from lineage.chain import CHAIN_SPEC
 from lineage.errors import ConflictError, InputError, UsageError
+from lineage.ingest.step_log import Record, StepLog, float_or_none, read_step_log
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.store import Store
 
-
-@dataclass(frozen=True)
-class _Record:
-    line: int
-    step: int
-    text: str
-    fields: dict[str, Any]
+_RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, created_at, "
+                "end_record, skip_rule, checkpoint_every")
 
 
 def ingest_steps(
-    store: Store, path: str | Path, *, run: str, stream: str, world_size: int
+    store: Store, path: str | Path, *, run: str, stream: str | None, world_size: int
 ) -> dict[str, Any]:
     path = Path(path)
     if not is_valid_name(run):
         raise UsageError(f"--run {run!r}: {NAME_RULE}")
-    header_text, header, records = _read_log(path)
+    log = read_step_log(path, starts_by=_next_step(store, run))
     log_hash = "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
-    info = store.stream(stream)
-    _check_header(path, header, info, world_size)
+    info = _bind_stream(store, log, stream, world_size)
     with store.writer() as con:
-        existing = con.execute("SELECT stream, world_size, header FROM runs WHERE name = ?",
-                               [run]).fetchone()
-        if existing is None:
-            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
-                        [run, stream, world_size, header.get("chain"), header.get("algorithm"),
-                         header.get("genesis"), header_text])
-        elif existing != (stream, world_size, header_text):
-            raise ConflictError(f"run {run!r} exists with another stream, world size or "
-                                f"header; {path} belongs to a different run")
+        _add_run(con, run, log, info["name"] if info else None, world_size)
         stored = dict(con.execute("SELECT step, record FROM steps WHERE run = ?",
                                   [run]).fetchall())
-        new = _new_records(path, records, stored)
+        new = _new_records(log, stored)
+        end_row = con.execute("SELECT end_record FROM runs WHERE name = ?", [run]).fetchone()
+        closes = _check_end(log, end_row[0] if end_row else None, stored, new)
         segment = None
-        if new or not _already_logged(con, run, log_hash):
-            segment = _add_segment(con, run, path, log_hash, records, len(new))
+        if new or closes or not _already_logged(con, run, log_hash):
+            segment = _add_segment(con, run, path, log_hash, log.records, len(new))
             for record in new:
                 con.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [run, record.step, segment, *_columns(record.fields), record.text])
-    return {"run": run, "status": "added" if new else "unchanged", "segment": segment,
-            "records": len(records), "new_steps": len(new), "log_hash": log_hash,
+            if closes:
+                con.execute("UPDATE runs SET end_record = ? WHERE name = ?", [log.end_text, run])
+    records = log.records
+    return {"run": run, "status": "added" if new or closes else "unchanged",
+            "segment": segment, "records": len(records), "new_steps": len(new),
+            "log_hash": log_hash, "chain": log.header.get("chain"),
+            "stream": info["name"] if info else None, "closed": log.end is not None or
+            bool(end_row and end_row[0]),
             "first_step": records[0].step if records else None,
             "last_step": records[-1].step if records else None}
 
 
-def _read_log(path: Path) -> tuple[str, dict[str, Any], list[_Record]]:
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the step log ({exc})") from exc
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines:
-        raise InputError(path, "empty step log (the first line must be the run header)")
-    header = _parse(path, 1, lines[0])
-    records = []
-    seen: dict[int, _Record] = {}
-    for number, text in enumerate(lines[1:], start=2):
-        fields = _parse(path, number, text)
-        step = fields.get("step")
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InputError(path, "record has no non-negative integer `step`",
-                             where=f"line {number}")
-        if step in seen:
-            if seen[step].text != text:
-                raise InputError(path, f"fork: step {step} is recorded twice, differently "
-                                 f"(lines {seen[step].line} and {number})", where=f"line {number}")
-            continue
-        seen[step] = _Record(number, step, text, fields)
-        records.append(seen[step])
-    return lines[0], header, records
-
-
-def _parse(path: Path, number: int, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text.rstrip("\r"))
-    except ValueError as exc:
-        raise InputError(path, f"malformed JSON ({exc.args[0].split(':')[0]})",
-                         where=f"line {number}") from exc
-    if not isinstance(value, dict):
-        raise InputError(path, "expected a JSON object", where=f"line {number}")
-    return value
-
-
-def _check_header(path: Path, header: dict[str, Any], info: dict[str, Any],
-                  world_size: int) -> None:
-    for key in ("chain", "algorithm", "genesis"):
-        if not isinstance(header.get(key), str):
-            raise InputError(path, f"run header lacks `{key}`", where="line 1")
+def _bind_stream(store: Store, log: StepLog, stream: str | None,
+                 world_size: int) -> dict[str, Any] | None:
+    header, path = log.header, log.path
     if header.get("world_size") != world_size:
         raise InputError(path, f"run header says world_size {header.get('world_size')}, "
                          f"not {world_size}", where="line 1")
-    if header["chain"] != CHAIN_SPEC:
-        return  # a foreign chain: checked for continuity only
+    if stream is None:
+        if log.full:
+            raise UsageError(f"{header['chain']} logs are bound to their stream: give --stream")
+        return None
+    info = store.stream(stream)
+    if not log.full:
+        for record in log.records:
+            digests = record.fields.get("batch_digests")
+            if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
+                raise InputError(path, f"step {record.step} has no batch_digests: a foreign "
+                                 "chain is bound to a stream only by batch digests checked "
+                                 "against it (ingest it without --stream)",
+                                 where=f"line {record.line}")
+        return info
     if header.get("stream_spec_hash") != info["spec_hash"] or \
             header.get("manifest_hash") != info["manifest_hash"]:
         raise InputError(path, f"run header names another stream or corpus than "
                          f"{info['name']!r} ({info['spec_hash']})", where="line 1")
-    expected = genesis_hash(config=header.get("config", {}), stream_spec_hash=info["spec_hash"],
-                            manifest_hash=info["manifest_hash"], world_size=world_size)
-    if header["genesis"] != expected:
-        raise InputError(path, "genesis does not match the header's configuration "
-                         f"(expected {expected})", where="line 1")
+    return info
 
 
-def _new_records(path: Path, records: list[_Record], stored: dict[int, str]) -> list[_Record]:
+def _next_step(store: Store, run: str) -> int:
+    """The step after the run's stored chain (0 for a new run); re-checked when storing."""
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT max(step) FROM steps WHERE run = ?", [run]).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0]) + 1
+
+
+def _add_run(con: Any, run: str, log: StepLog, stream: str | None, world_size: int) -> None:
+    existing = con.execute("SELECT stream, world_size, header FROM runs WHERE name = ?",
+                           [run]).fetchone()
+    header = log.header
+    if existing is None:
+        v2 = header.get("chain") == CHAIN_SPEC
+        rule = json.dumps(header["skip_rule"], sort_keys=True) \
+            if v2 and header["skip_rule"] is not None else None
+        con.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP, NULL, ?, ?)",
+                    [run, stream, world_size, header.get("chain"), header.get("algorithm"),
+                     header.get("genesis"), log.header_text, rule,
+                     header["checkpoint_every"] if v2 else None])
+    elif existing != (stream, world_size, log.header_text):
+        raise ConflictError(f"run {run!r} exists with another stream, world size or "
+                            f"header; {log.path} belongs to a different run")
+
+
+def _new_records(log: StepLog, stored: dict[int, str]) -> list[Record]:
+    follows = max(stored, default=-1) + 1
+    if log.records and log.records[0].step > follows:
+        first = log.records[0]
+        raise InputError(log.path, f"step {first.step}: the run's chain so far stops before "
+                         f"step {follows} (a run starts at step 0, and its logs are ingested "
+                         "in order)", where=f"line {first.line}")
     new = []
-    for record in records:
+    for record in log.records:
         before = stored.get(record.step)
         if before is None:
             new.append(record)
         elif before != record.text:
-            raise InputError(path, f"step {record.step} disagrees with the record an earlier "
-                             "segment stored (restarts must reproduce overlapping steps)",
-                             where=f"line {record.line}")
+            raise InputError(log.path, f"step {record.step} disagrees with the record an "
+                             "earlier segment stored (restarts must reproduce overlapping "
+                             "steps)", where=f"line {record.line}")
+    if log.full and new and new[0] is log.records[0] and new[0].step > 0:
+        link = stored.get(new[0].step - 1)  # a restart segment joins the stored chain here
+        if link is not None and json.loads(link).get("state_hash") != \
+                new[0].fields.get("prev_hash"):
+            raise InputError(log.path, f"step {new[0].step}: prev_hash is not the stored "
+                             f"step {new[0].step - 1}'s state_hash", where=f"line {new[0].line}")
     return new
+
+
+def _check_end(log: StepLog, stored_end: str | None, stored: dict[int, str],
+               new: list[Record]) -> bool:
+    """Whether this log closes the run; refuses steps after a stored end."""
+    if stored_end is not None:
+        steps = json.loads(stored_end)["steps"]
+        beyond = [r for r in new if r.step >= steps]
+        if beyond:
+            raise InputError(log.path, f"step {beyond[0].step}: the run was closed after "
+                             f"{steps} steps", where=f"line {beyond[0].line}")
+        if log.end_text is not None and log.end_text != stored_end:
+            raise InputError(log.path, "the run was closed by another end record")
+        return False
+    if log.end is None:
+        return False
+    after = [s for s in stored if s >= log.end["steps"]]
+    if after:
+        raise InputError(log.path, f"the end record closes the run after {log.end['steps']} "
+                         f"steps, but step {min(after)} is stored", where=f"line {log.end_line}")
+    if not log.records:  # a log that only closes the run: it must follow the stored chain
+        last = max(stored, default=-1)
+        if log.end["steps"] != last + 1:
+            raise InputError(log.path, f"cut: the end record says {log.end['steps']} steps, "
+                             f"the stored chain stops after step {last}",
+                             where=f"line {log.end_line}")
+        if log.end["last_state_hash"] != (json.loads(stored[last]).get("state_hash")
+                                          if stored else log.header.get("genesis")):
+            raise InputError(log.path, f"the end record's last_state_hash is not the stored "
+                             f"step {last}'s state_hash", where=f"line {log.end_line}")
+    return True
 
 
 def _already_logged(con: Any, run: str, log_hash: str) -> bool:
@@ -146,7 +176,7 @@ def _already_logged(con: Any, run: str, log_hash: str) -> bool:
     return row is not None
 
 
-def _add_segment(con: Any, run: str, path: Path, log_hash: str, records: list[_Record],
+def _add_segment(con: Any, run: str, path: Path, log_hash: str, records: list[Record],
                  new_steps: int) -> int:
     row = con.execute("SELECT coalesce(max(segment), -1) + 1 FROM run_segments WHERE run = ?",
                       [run]).fetchone()
@@ -159,12 +189,6 @@ def _add_segment(con: Any, run: str, path: Path, log_hash: str, records: list[_R
 
 
 def _columns(fields: dict[str, Any]) -> list[Any]:
-    def number(key: str) -> float | None:
-        value = fields.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value) if math.isfinite(float(value)) else None
-        return None
-
     def text(key: str) -> str | None:
         value = fields.get(key)
         return value if isinstance(value, str) else None
@@ -173,5 +197,6 @@ def _columns(fields: dict[str, Any]) -> list[Any]:
         value = fields.get(key)
         return value if isinstance(value, bool) else None
 
-    return [text("state_hash"), text("prev_hash"), number("loss"), number("grad_norm"),
-            number("lr"), flag("clipped"), flag("skipped"), text("weights_digest")]
+    return [text("state_hash"), text("prev_hash"), float_or_none(fields.get("loss")),
+            float_or_none(fields.get("grad_norm")), float_or_none(fields.get("lr")),
+            flag("clipped"), flag("skipped"), text("weights_digest")]

@@ -1,14 +1,14 @@
-"""`lineage-chain/1` (docs/chain-spec.md): hashing, and the helper a training loop calls.
+"""`lineage-chain/2` (docs/chain-spec.md): hashing, and the helper a training loop calls.
 
     writer = ChainWriter("steps.jsonl", config=cfg, stream=store.stream("main"),
-                         world_size=4)
+                         world_size=4, skip_rule=SkipRule(5.0, 4), checkpoint_every=100)
     for step in ...:
         ... train ...
         writer.append(step, weights=params, optimizer=moments, gradients=clipped,
-                      batch_digests=[batch_digest(reader.segments(step, rank=r,
-                                      world_size=4)) for r in range(4)],
+                      batch_digests=reader.batch_digests(step, 4),
                       loss=loss, grad_norm=norm, lr=lr, clipped=c, skipped=s,
-                      rng={"seed": seed, "counter": counter}, cursor=(step + 1) * batch)
+                      rng={"seed": seed, "counter": counter})
+    writer.close()  # the end record: how many steps the run had, and its last state
 
 Tensors are anything exposing the buffer protocol (NumPy arrays included); torch tensors
 work when torch is installed, and torch is never required.
@@ -26,10 +26,21 @@ from typing import Any
 
 import blake3
 
-CHAIN_SPEC = "lineage-chain/1"
+from lineage.skip_rule import SkipRule
+
+CHAIN_SPEC = "lineage-chain/2"
+CHAIN_SPEC_V1 = "lineage-chain/1"  # still verified; never written
+CHAIN_SPECS = (CHAIN_SPEC_V1, CHAIN_SPEC)
 ALGORITHM = "blake3"
 GENESIS_TAG = f"{CHAIN_SPEC} genesis\n".encode()
 STEP_TAG = f"{CHAIN_SPEC} step\n".encode()
+END_TAG = f"{CHAIN_SPEC} end\n".encode()
+# Tensor name prefixes of state_digest (docs/chain-spec.md, "State digest").
+WEIGHTS_PREFIX, OPTIMIZER_PREFIX, GRADIENTS_PREFIX = "weights/", "optimizer/", "gradients/"
+# Integers in a chain (steps, cursors, counts) stay within what every JSON reader holds
+# exactly (IEEE doubles), and JSON values nest at most this deep.
+MAX_INT = 2**53 - 1
+MAX_DEPTH = 32
 TENSORS_TAG = b"lineage-tensors/1\n"
 BATCH_TAG = b"lineage-batch/1\n"
 
@@ -48,8 +59,12 @@ _BUFFER_FORMATS = {
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, shortest floats; non-finite floats as strings."""
-    return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False)
+    try:  # the common case: nothing to replace, no copy of the value
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except ValueError:  # a non-finite float somewhere
+        return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, allow_nan=False)
 
 
 def _finite(value: Any) -> Any:
@@ -66,18 +81,59 @@ def blake3_hex(data: bytes) -> str:
     return "blake3:" + blake3.blake3(data).hexdigest()
 
 
-def genesis_hash(
-    *, config: Mapping[str, Any], stream_spec_hash: str, manifest_hash: str, world_size: int
-) -> str:
-    body = {"config": dict(config), "manifest_hash": manifest_hash,
-            "stream_spec_hash": stream_spec_hash, "world_size": world_size}
+def genesis_hash(header: Mapping[str, Any]) -> str:
+    """The genesis of a lineage-chain/2 header: every field but `genesis` is committed,
+    the algorithm and the chain's kind included, so no header edit goes unnoticed."""
+    body = {k: v for k, v in header.items() if k != "genesis"}
     return blake3_hex(GENESIS_TAG + canonical_json(body).encode("utf-8"))
 
 
-def step_hash(record: Mapping[str, Any]) -> str:
+def genesis_hash_v1(header: Mapping[str, Any]) -> str:
+    """The genesis of a lineage-chain/1 header (config, stream, corpus, world size only)."""
+    body = {"config": header.get("config", {}), "manifest_hash": header.get("manifest_hash"),
+            "stream_spec_hash": header.get("stream_spec_hash"),
+            "world_size": header.get("world_size")}
+    return blake3_hex(f"{CHAIN_SPEC_V1} genesis\n".encode() +
+                      canonical_json(body).encode("utf-8"))
+
+
+def expected_genesis(header: Mapping[str, Any]) -> str:
+    return genesis_hash_v1(header) if header.get("chain") == CHAIN_SPEC_V1 \
+        else genesis_hash(header)
+
+
+def step_hash(record: Mapping[str, Any], *, spec: str = CHAIN_SPEC) -> str:
     """The state hash of a step record (the record's own `state_hash` left out)."""
     body = {k: v for k, v in record.items() if k != "state_hash"}
-    return blake3_hex(STEP_TAG + canonical_json(body).encode("utf-8"))
+    tag = STEP_TAG if spec == CHAIN_SPEC else f"{spec} step\n".encode()
+    return blake3_hex(tag + canonical_json(body).encode("utf-8"))
+
+
+def line_step_hash(line: str, record: Mapping[str, Any], *, spec: str = CHAIN_SPEC) -> str:
+    """step_hash of a record whose canonical line is known: the line with its top-level
+    `state_hash` cut out is the canonical body, so it need not be serialised again."""
+    value = record.get("state_hash")
+    if isinstance(value, str) and min(record) != "state_hash":
+        piece = ',"state_hash":' + json.dumps(value, ensure_ascii=False)
+        if line.count(piece) == 1:  # the top-level one (not first, so after a comma)
+            tag = STEP_TAG if spec == CHAIN_SPEC else f"{spec} step\n".encode()
+            return blake3_hex(tag + line.replace(piece, "").encode("utf-8"))
+    return step_hash(record, spec=spec)
+
+
+def end_hash(record: Mapping[str, Any]) -> str:
+    """The state hash of an end record (lineage-chain/2)."""
+    body = {k: v for k, v in record.items() if k != "state_hash"}
+    return blake3_hex(END_TAG + canonical_json(body).encode("utf-8"))
+
+
+def is_end_record(record: Mapping[str, Any]) -> bool:
+    return "end" in record
+
+
+def record_hash(record: Mapping[str, Any], *, spec: str = CHAIN_SPEC) -> str:
+    """The state hash a step or end record must carry."""
+    return end_hash(record) if is_end_record(record) else step_hash(record, spec=spec)
 
 
 # -- tensors ---------------------------------------------------------------------------
@@ -173,7 +229,11 @@ def batch_digest(segments: Iterable[Any]) -> str:
 
 
 class ChainWriter:
-    """Appends canonical step records to a JSONL step log, folding each into the next."""
+    """Appends canonical step records to a JSONL step log, folding each into the next.
+
+    Each step reads the B windows after the previous step's cursor (after the windows a
+    declared data skip jumps over); `close()` ends the chain with its end record.
+    """
 
     def __init__(
         self,
@@ -182,21 +242,25 @@ class ChainWriter:
         config: Mapping[str, Any],
         stream: Mapping[str, Any],
         world_size: int,
+        skip_rule: SkipRule | None = None,
+        checkpoint_every: int | None = None,
         durable: bool = False,
     ) -> None:
         self.path = Path(path)
         self.durable = durable
-        self.header = {
-            "algorithm": ALGORITHM, "chain": CHAIN_SPEC, "config": dict(config),
-            "manifest_hash": stream["manifest_hash"], "stream_spec_hash": stream["spec_hash"],
-            "world_size": world_size,
+        self.batch = int(stream["batch"]) if stream.get("batch") is not None else None
+        self.header: dict[str, Any] = {
+            "algorithm": ALGORITHM, "chain": CHAIN_SPEC,
+            "checkpoint_every": checkpoint_every, "config": dict(config),
+            "manifest_hash": stream["manifest_hash"],
+            "skip_rule": skip_rule.to_json() if skip_rule else None,
+            "stream_spec_hash": stream["spec_hash"], "world_size": world_size,
         }
-        self.header["genesis"] = genesis_hash(
-            config=config, stream_spec_hash=stream["spec_hash"],
-            manifest_hash=stream["manifest_hash"], world_size=world_size,
-        )
+        self.header["genesis"] = genesis_hash(self.header)
         self.prev_hash = self.header["genesis"]
         self.last_step: int | None = None
+        self.cursor = 0
+        self.closed = False
         if self.path.exists() and self.path.stat().st_size:
             self._resume()
         else:
@@ -214,16 +278,27 @@ class ChainWriter:
         clipped: bool,
         skipped: bool,
         rng: Mapping[str, Any],
-        cursor: int,
+        cursor: int | None = None,
         optimizer: Mapping[str, Any] | None = None,
         gradients: Mapping[str, Any] | None = None,
+        data_skip: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Hash this step's state and append its record; returns the record."""
-        if self.last_step is not None and step != self.last_step + 1:
-            raise ValueError(f"step {step} does not follow step {self.last_step}")
-        state = {f"weights/{k}": v for k, v in weights.items()}
-        state |= {f"optimizer/{k}": v for k, v in (optimizer or {}).items()}
-        state |= {f"gradients/{k}": v for k, v in (gradients or {}).items()}
+        """Hash this step's state and append its record; returns the record.
+
+        `data_skip` ({"windows": n, "reason": "…"}) declares n windows jumped over before
+        this step's batch (a resume past damaged data, say). `cursor` may be left out: it
+        follows from the previous one; when given it must agree.
+        """
+        if self.closed:
+            raise ValueError(f"{self.path}: the chain is closed; nothing follows its end")
+        expected_step = 0 if self.last_step is None else self.last_step + 1
+        if step != expected_step:
+            raise ValueError(f"step {step} does not follow step {self.last_step} "
+                             f"(the chain starts at step 0 and goes one step at a time)")
+        cursor = self._next_cursor(cursor, data_skip)
+        state = {f"{WEIGHTS_PREFIX}{k}": v for k, v in weights.items()}
+        state |= {f"{OPTIMIZER_PREFIX}{k}": v for k, v in (optimizer or {}).items()}
+        state |= {f"{GRADIENTS_PREFIX}{k}": v for k, v in (gradients or {}).items()}
         record: dict[str, Any] = {
             "batch_digests": list(batch_digests), "clipped": bool(clipped), "cursor": cursor,
             "grad_norm": float(grad_norm), "loss": float(loss), "lr": float(lr),
@@ -231,13 +306,45 @@ class ChainWriter:
             "state_digest": tensor_digest(state), "step": step,
             "weights_digest": tensor_digest(weights),
         }
+        if data_skip is not None:
+            record["data_skip"] = {"reason": str(data_skip["reason"]),
+                                   "windows": int(data_skip["windows"])}
         record["state_hash"] = step_hash(record)
         self._write_line(record)
-        self.prev_hash, self.last_step = record["state_hash"], step
+        self.prev_hash, self.last_step, self.cursor = record["state_hash"], step, cursor
         return record
 
+    def close(self) -> dict[str, Any]:
+        """Append the end record (step count and last state hash); returns it."""
+        if self.closed:
+            raise ValueError(f"{self.path}: the chain is already closed")
+        steps = 0 if self.last_step is None else self.last_step + 1
+        record: dict[str, Any] = {"end": True, "last_state_hash": self.prev_hash,
+                                  "steps": steps}
+        record["state_hash"] = end_hash(record)
+        self._write_line(record)
+        self.closed = True
+        return record
+
+    def _next_cursor(self, cursor: int | None, data_skip: Mapping[str, Any] | None) -> int:
+        jump = 0
+        if data_skip is not None:
+            jump = data_skip.get("windows")  # type: ignore[assignment]
+            if not isinstance(jump, int) or isinstance(jump, bool) or jump < 1 or \
+                    not isinstance(data_skip.get("reason"), str) or not data_skip["reason"]:
+                raise ValueError("data_skip needs integer windows >= 1 and a reason")
+        if self.batch is None:
+            if cursor is None:
+                raise ValueError("the stream has no batch size: give cursor")
+            return cursor
+        expected = self.cursor + jump + self.batch
+        if cursor is not None and cursor != expected:
+            raise ValueError(f"cursor {cursor} is not {expected} (previous cursor "
+                             f"{self.cursor} + skipped {jump} + batch {self.batch})")
+        return expected
+
     def _write_line(self, value: Mapping[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with open(self.path, "a", encoding="utf-8", newline="\n") as handle:
             handle.write(canonical_json(value) + "\n")
             if self.durable:
                 handle.flush()
@@ -250,4 +357,7 @@ class ChainWriter:
             raise ValueError(f"{self.path}: the log belongs to another run configuration")
         if len(lines) > 1:
             last = json.loads(lines[-1])
+            if is_end_record(last):
+                raise ValueError(f"{self.path}: the chain is closed; start a new run")
             self.prev_hash, self.last_step = last["state_hash"], last["step"]
+            self.cursor = int(last["cursor"])

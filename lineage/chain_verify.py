@@ -1,137 +1,243 @@
 """`lineage chain verify`: recompute every link of a run's chain that can be recomputed.
 
-For lineage-chain/1 (BLAKE3): the genesis from the header, each record's canonical form,
-its state hash, its link to the previous step, its stream cursor, and its batch digests
-against digests recomputed from the stream (proof that the trainer read the canonical
-order). For a foreign chain: continuity only. The answer names the first broken step.
+For lineage-chain/2 (and /1): the genesis from the whole header, each record's canonical
+form, its state hash, its link to the previous step, its stream cursor (data skips
+included), its batch digests against digests recomputed from the stream (proof that the
+trainer read the canonical order), the end record of a closed chain, and every step's skip
+decision against the rule the header declares. For a foreign chain: continuity only, a
+verdict of its own (`continuity-only`), and its batch digests when it is bound to a stream.
+The answer names the first broken step.
+
+Verdicts: ok (fully verified), broken, rule-violated (intact, but steps disagree with the
+declared skip rule), continuity-only.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from lineage.chain import CHAIN_SPEC, canonical_json, genesis_hash, step_hash
-from lineage.parts import part_files
+from lineage.chain import (
+    CHAIN_SPEC,
+    CHAIN_SPEC_V1,
+    CHAIN_SPECS,
+    canonical_json,
+    end_hash,
+    expected_genesis,
+    line_step_hash,
+)
+from lineage.chain_batches import batch_digests
+from lineage.skip_rule import SkipRule, check_skips
 from lineage.store import Store
-from lineage.stream.query import _resolve, window_pieces
+from lineage.stream.query import _resolve
+
+_END_KEYS = {"end", "last_state_hash", "state_hash", "steps"}
+_SKIP_KEYS = {"reason", "windows"}
 
 
-def verify_chain(store: Store, run: str, *, batches: bool = True) -> dict[str, Any]:
+class _Broken(Exception):
+    def __init__(self, step: int | None, reason: str) -> None:
+        super().__init__(reason)
+        self.step, self.reason = step, reason
+
+
+def verify_chain(store: Store, run: str, *, batches: bool = True,
+                 expect_steps: int | None = None) -> dict[str, Any]:
     with store.reader(views=False) as con:
         from lineage.runs import _summary
 
         info = _summary(con, run)
-        header = json.loads(con.execute("SELECT header FROM runs WHERE name = ?",
-                                        [run]).fetchone()[0])
-        stream = _resolve(con, info["stream"])
+        header_text, end_text = con.execute(
+            "SELECT header, end_record FROM runs WHERE name = ?", [run]).fetchone()
+        header = json.loads(header_text)
+        stream = _resolve(con, info["stream"]) if info["stream"] else None
         rows = con.execute("SELECT step, record FROM steps WHERE run = ? ORDER BY step",
                            [run]).fetchall()
-        full = header.get("chain") == CHAIN_SPEC and header.get("algorithm") == "blake3"
-        expected = _batch_digests(con, store, stream, int(info["world_size"]),
-                                  [s for s, _ in rows]) if full and batches else None
-    result = {"run": run, "chain": header.get("chain"), "algorithm": header.get("algorithm"),
-              "checked": "full" if full else "continuity", "genesis": header.get("genesis"),
-              "ok": True, "steps_checked": 0, "first_broken_step": None, "reason": None,
-              "last_state_hash": None}
-    problem = _check_genesis(header, stream, int(info["world_size"])) if full else None
-    if problem:
-        return {**result, "ok": False, "first_broken_step": rows[0][0] if rows else None,
-                "reason": problem}
-    prev = header.get("genesis")
-    previous_step = -1
-    batch = int(stream["batch"])
-    for step, text in rows:
-        record = json.loads(text)
-        reason = _check_record(step, text, record, prev, previous_step, full, batch)
-        if reason is None and expected is not None:
-            digests = expected.get(step)
-            if record.get("batch_digests") != digests:
-                reason = "batch digests differ from the stream's segments for this step"
-        if reason:
-            return {**result, "ok": False, "first_broken_step": step, "reason": reason}
-        prev, previous_step = record.get("state_hash"), step
-        result["steps_checked"] += 1
-        result["last_state_hash"] = prev
+        full = header.get("chain") in CHAIN_SPECS
+        result = _empty_result(run, header, full, stream, end_text, expect_steps)
+        walk = _Walk(header, stream, full, int(info["world_size"]))
+        broken = _attempt(walk.run, rows)
+        if batches and stream is not None:  # a digest breaks before any later link
+            result["batches_checked"] = True
+            broken = _attempt(_check_batches, con, store, stream, int(info["world_size"]),
+                              walk) or broken
+        broken = broken or _attempt(_check_end, end_text, walk) or \
+            _attempt(_check_length, expect_steps, walk)
+    if broken is not None:
+        result.update(first_broken_step=broken.step, reason=broken.reason)
+        walk.checked = [r for r in walk.checked if broken.step is None or r[0] < broken.step]
+    result["steps_checked"] = len(walk.checked)
+    result["last_state_hash"] = walk.checked[-1][3] if walk.checked else None
+    result["skip_rule"] = _skip_verdict(header, walk.checked)
+    result["verdict"] = _verdict(result, full)
+    result["ok"] = result["verdict"] == "ok"
     return result
 
 
-def _check_genesis(header: dict[str, Any], stream: dict[str, Any], world_size: int) -> str | None:
-    expected = genesis_hash(config=header.get("config", {}), stream_spec_hash=stream["spec_hash"],
-                            manifest_hash=stream["manifest_hash"], world_size=world_size)
-    if header.get("genesis") != expected:
-        return "the header's genesis does not match its configuration, stream and corpus"
+def _attempt(check: Any, *args: Any) -> _Broken | None:
+    try:
+        check(*args)
+    except _Broken as broken:
+        return broken
     return None
 
 
-def _check_record(step: int, text: str, record: dict[str, Any], prev: str | None,
-                  previous_step: int, full: bool, batch: int) -> str | None:
-    if step != previous_step + 1:
-        return f"gap: step {previous_step + 1} is missing" if step > previous_step + 1 \
-            else "steps out of order"
-    if record.get("prev_hash") != prev:
-        return "prev_hash does not equal the previous step's state_hash"
-    if not full:
-        return None
-    if text != canonical_json(record):
-        return "the record is not canonical JSON (its bytes are what is hashed)"
-    if record.get("state_hash") != step_hash(record):
-        return "state_hash does not match the record (the record was changed)"
-    if record.get("cursor") != (step + 1) * batch:
-        return f"cursor {record.get('cursor')} is not {(step + 1) * batch} windows"
-    return None
+def _empty_result(run: str, header: dict[str, Any], full: bool, stream: Any,
+                  end_text: str | None, expect_steps: int | None) -> dict[str, Any]:
+    end = json.loads(end_text) if end_text else None
+    return {"run": run, "chain": header.get("chain"), "algorithm": header.get("algorithm"),
+            "checked": "full" if full else "continuity", "verdict": None, "ok": False,
+            "genesis": header.get("genesis"), "stream": stream["name"] if stream else None,
+            "batches_checked": False, "closed": end is not None,
+            "end_steps": end.get("steps") if isinstance(end, dict) else None,
+            "expect_steps": expect_steps, "steps_checked": 0, "first_broken_step": None,
+            "reason": None, "last_state_hash": None, "skip_rule": None}
 
 
-def _batch_digests(con: Any, store: Store, stream: dict[str, Any], world_size: int,
-                   steps: list[int]) -> dict[int, list[str]]:
-    """Per step, the digest of each rank's segments, in one pass over the occurrences."""
-    import blake3
-
-    from lineage.chain import BATCH_TAG
-
-    if not steps:
-        return {}
-    batch, seq_len = int(stream["batch"]), int(stream["seq_len"])
-    per_rank = batch // world_size if world_size and batch % world_size == 0 else batch
-    wanted = set(steps)
-    hashers: dict[tuple[int, int], Any] = {}
-    for window, doc_id, token_start, token_end in _segments(
-            con, store, stream, min(steps) * batch, (max(steps) + 1) * batch, seq_len):
-        step = window // batch
-        if step not in wanted:
-            continue
-        rank = (window - step * batch) // per_rank
-        hasher = hashers.setdefault((step, rank), blake3.blake3(BATCH_TAG))
-        hasher.update(f"{window}\t{doc_id}\t{token_start}\t{token_end}\n".encode())
-    empty = "blake3:" + blake3.blake3(BATCH_TAG).hexdigest()
-    ranks = batch // per_rank
-    return {s: ["blake3:" + hashers[(s, r)].hexdigest() if (s, r) in hashers else empty
-                for r in range(ranks)] for s in steps}
+def _verdict(result: dict[str, Any], full: bool) -> str:
+    if result["first_broken_step"] is not None or result["reason"]:
+        return "broken"
+    if result["skip_rule"]["verdict"] in ("violated", "invalid"):
+        return "rule-violated"
+    return "ok" if full else "continuity-only"
 
 
-def _segments(con: Any, store: Store, stream: dict[str, Any], first_window: int,
-              end_window: int, seq_len: int) -> Iterator[tuple[int, str, int, int]]:
-    """(window, doc_id, token_start, token_end) in window and position order."""
-    start, end = first_window * seq_len, end_window * seq_len
-    files = part_files(con, store, "occurrences", stream["name"], span=(start, end))
-    if not files:
+class _Walk:
+    """The records in step order, checked link by link; `checked` holds
+    (step, first window, record, state_hash) of every record that passed."""
+
+    def __init__(self, header: dict[str, Any], stream: dict[str, Any] | None, full: bool,
+                 world_size: int) -> None:
+        self.header, self.stream, self.full = header, stream, full
+        self.spec = header.get("chain") if full else None
+        self.batch = int(stream["batch"]) if stream else None
+        self.windows = int(stream["steps"]) * self.batch if stream and self.batch else None
+        self.world_size = world_size
+        self.checked: list[tuple[int, int | None, dict[str, Any], str | None]] = []
+
+    def run(self, rows: list[tuple[int, str]]) -> None:
+        if self.full:
+            self._check_genesis()
+        prev, cursor = self.header.get("genesis"), 0
+        for expected, (step, text) in enumerate(rows):
+            if step != expected:
+                raise _Broken(expected, f"gap: step {expected} is missing" if expected
+                              else "the chain does not start at step 0")
+            record = json.loads(text)
+            if record.get("prev_hash") != prev:
+                raise _Broken(step, "prev_hash does not equal the previous step's state_hash"
+                              if step else "prev_hash of step 0 is not the genesis")
+            first = self._check_full(step, text, record, cursor) if self.full \
+                else self._foreign_window(step, record)
+            prev = record.get("state_hash")
+            cursor = record.get("cursor") if self.full else cursor
+            self.checked.append((step, first, record, prev))
+
+    def _check_genesis(self) -> None:
+        header, stream = self.header, self.stream
+        if header.get("algorithm") != "blake3":
+            raise _Broken(0, f"{header.get('chain')} is defined for blake3 only, the header "
+                          f"says {header.get('algorithm')!r}")
+        if header.get("genesis") != expected_genesis(header):
+            raise _Broken(0, "the header's genesis does not match its fields")
+        if stream is None or header.get("stream_spec_hash") != stream["spec_hash"] or \
+                header.get("manifest_hash") != stream["manifest_hash"] or \
+                header.get("world_size") != self.world_size:
+            raise _Broken(0, "the header names another stream, corpus or world size than "
+                          "the run")
+
+    def _check_full(self, step: int, text: str, record: dict[str, Any], cursor: int) -> int:
+        if text != canonical_json(record):
+            raise _Broken(step, "the record is not canonical JSON (its bytes are what is hashed)")
+        if record.get("state_hash") != line_step_hash(text, record,
+                                                      spec=self.spec or CHAIN_SPEC):
+            raise _Broken(step, "state_hash does not match the record (the record was changed)")
+        assert self.batch is not None and self.windows is not None
+        jump = self._data_skip(step, record)
+        expected = cursor + jump + self.batch
+        if record.get("cursor") != expected:
+            detail = f" + data skip {jump}" if jump else ""
+            raise _Broken(step, f"cursor {record.get('cursor')} is not {expected} windows "
+                          f"(previous cursor {cursor}{detail} + batch {self.batch})")
+        if expected > self.windows:
+            raise _Broken(step, f"cursor {expected} is past the stream's end "
+                          f"({self.windows} windows)")
+        return expected - self.batch
+
+    def _data_skip(self, step: int, record: dict[str, Any]) -> int:
+        skip = record.get("data_skip")
+        if skip is None:
+            return 0
+        windows = skip.get("windows") if isinstance(skip, dict) else None
+        if self.spec == CHAIN_SPEC_V1 or not isinstance(skip, dict) or \
+                set(skip) != _SKIP_KEYS or not isinstance(windows, int) or \
+                isinstance(windows, bool) or windows < 1 or \
+                not isinstance(skip["reason"], str) or not skip["reason"]:
+            raise _Broken(step, "data_skip must be {\"reason\": text, \"windows\": n >= 1} "
+                          f"(lineage-chain/2 only), not {skip!r}")
+        return windows
+
+    def _foreign_window(self, step: int, record: dict[str, Any]) -> int | None:
+        if self.batch is None:
+            return None
+        cursor = record.get("cursor")
+        if isinstance(cursor, int) and not isinstance(cursor, bool):
+            return cursor - self.batch
+        return step * self.batch
+
+
+def _check_batches(con: Any, store: Store, stream: dict[str, Any], world_size: int,
+                   walk: _Walk) -> None:
+    starts = [(step, first) for step, first, _, _ in walk.checked if first is not None]
+    expected = batch_digests(con, store, stream, world_size, starts)
+    for step, _, record, _ in walk.checked:
+        if record.get("batch_digests") != expected.get(step):
+            raise _Broken(step, "batch digests differ from the stream's segments for this step")
+
+
+def _check_end(end_text: str | None, walk: _Walk) -> None:
+    if end_text is None:
         return
-    cursor = con.execute(
-        "SELECT doc_id, stream_start, stream_end, doc_offset FROM read_parquet(?) "
-        "WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal", [files, start, end])
-    pending: list[tuple[int, int, str, int, int]] = []
-    while rows := cursor.fetchmany(8192):
-        for doc_id, a, b, offset in rows:
-            pending += [(w, lo, doc_id, token_start, token_end) for w, lo, token_start, token_end
-                        in window_pieces(a, b, offset, seq_len, first_window, end_window - 1)]
-        # segments of finished windows can go out in order; keep the last window open
-        if pending:
-            open_window = pending[-1][0]
-            pending.sort()
-            done = [p for p in pending if p[0] < open_window]
-            pending = [p for p in pending if p[0] >= open_window]
-            for w, _, doc_id, start, end in done:
-                yield w, doc_id, start, end
-    for w, _, doc_id, start, end in sorted(pending):
-        yield w, doc_id, start, end
+    end = json.loads(end_text)
+    steps = len(walk.checked)
+    last = walk.checked[-1][3] if walk.checked else walk.header.get("genesis")
+    if end_text != canonical_json(end) or set(end) != _END_KEYS or end["end"] is not True \
+            or end["state_hash"] != end_hash(end):
+        raise _Broken(steps, "the end record is not a canonical, correctly hashed end record")
+    said = end["steps"]
+    if said > steps:
+        raise _Broken(steps, f"cut: the end record says {said} steps, the chain stops "
+                      f"after step {steps - 1} (steps {steps}..{said - 1} are missing)")
+    if said < steps:
+        raise _Broken(said, f"step {said} follows the end record (the chain was closed "
+                      f"after {said} steps)")
+    if end["last_state_hash"] != last:
+        raise _Broken(steps, f"the end record's last_state_hash is not step {steps - 1}'s "
+                      "state_hash")
+
+
+def _check_length(expect_steps: int | None, walk: _Walk) -> None:
+    steps = len(walk.checked)
+    if expect_steps is None or steps == expect_steps:
+        return
+    if steps < expect_steps:
+        raise _Broken(steps, f"cut: {expect_steps} steps expected, the chain stops after "
+                      f"step {steps - 1}")
+    raise _Broken(expect_steps, f"the chain has {steps} steps, {expect_steps} expected")
+
+
+def _skip_verdict(header: dict[str, Any], checked: list[Any]) -> dict[str, Any]:
+    declared = header.get("skip_rule")
+    if declared is None:
+        return {"declared": None, "verdict": "no rule declared", "violations": [],
+                "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}
+    try:
+        rule = SkipRule.from_json(declared)
+    except ValueError as exc:
+        return {"declared": declared, "verdict": "invalid", "violations": [],
+                "reason": str(exc), "skipped_steps": None}
+    violations = check_skips(rule, ((c[0], c[2].get("grad_norm"), c[2].get("skipped"))
+                                    for c in checked))
+    return {"declared": declared, "description": rule.describe(),
+            "verdict": "violated" if violations else "ok", "violations": violations,
+            "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}

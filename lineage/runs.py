@@ -1,10 +1,12 @@
-"""Questions about runs: which exist, how far each got, which steps were clipped or skipped."""
+"""Questions about runs: which exist, how far each got, which steps were clipped or skipped,
+which checkpoints they have and lack."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from lineage.errors import UnknownObjectError
+from lineage.errors import NotFoundError, UnknownObjectError
 from lineage.store import Store
 
 
@@ -20,13 +22,16 @@ def get_run(store: Store, name: str) -> dict[str, Any]:
 
 
 def _summary(con: Any, name: str, *, detail: bool = False) -> dict[str, Any]:
-    row = con.execute("SELECT name, stream, world_size, chain, algorithm, genesis FROM runs "
+    row = con.execute("SELECT name, stream, world_size, chain, algorithm, genesis, "
+                      "end_record IS NOT NULL, skip_rule, checkpoint_every FROM runs "
                       "WHERE name = ?", [name]).fetchone()
     if row is None:
         known = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
         raise UnknownObjectError(f"no run named {name!r} (runs: {', '.join(known) or 'none yet'})")
-    keys = ("name", "stream", "world_size", "chain", "algorithm", "genesis")
+    keys = ("name", "stream", "world_size", "chain", "algorithm", "genesis", "closed",
+            "skip_rule", "checkpoint_every")
     run = dict(zip(keys, row, strict=True))
+    run["skip_rule"] = json.loads(run["skip_rule"]) if run["skip_rule"] else None
     steps_total = con.execute("SELECT steps FROM streams WHERE name = ?",
                               [run["stream"]]).fetchone()
     counts = con.execute(
@@ -50,8 +55,49 @@ def _summary(con: Any, name: str, *, detail: bool = False) -> dict[str, Any]:
                 "SELECT segment, log_path, log_hash, first_step, last_step, records, new_steps "
                 "FROM run_segments WHERE run = ? ORDER BY segment", [name]).fetchall()]
         run["checkpoints"] = [
-            dict(zip(("step", "structure_ok", "checksums_ok", "matches_chain"), r, strict=True))
-            for r in con.execute(
-                "SELECT step, structure_ok, checksums_ok, matches_chain FROM checkpoints "
-                "WHERE run = ? ORDER BY step", [name]).fetchall()]
+            _checkpoint(r) for r in con.execute(
+                f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run = ? ORDER BY step",
+                [name]).fetchall()]
     return run
+
+
+_CHECKPOINT_COLUMNS = "step, structure_ok, checksums_ok, matches_chain, matches_state, risks"
+
+
+def _checkpoint(row: tuple[Any, ...]) -> dict[str, Any]:
+    step, structure, checksums, matches, state, risks = row
+    risk = json.loads(risks) if risks else None
+    ok = structure and checksums is not False and matches is not False and \
+        state is not False and (risk is None or risk["ok"])
+    return {"step": step, "structure_ok": structure, "checksums_ok": checksums,
+            "matches_chain": matches, "matches_state": state,
+            "risks_ok": risk["ok"] if risk else None, "ok": bool(ok)}
+
+
+def list_checkpoints(store: Store, run: str, *, nearest: int | None = None) -> dict[str, Any]:
+    """A run's checkpoints, the ones its declared interval expects and lacks, and the
+    nearest good one at or before `nearest` (where a replay of that step starts from).
+
+    A checkpoint saved after step s is expected for every s with (s + 1) % every == 0, up
+    to the last recorded step.
+    """
+    with store.reader(views=False) as con:
+        info = _summary(con, run)
+        rows = con.execute(f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run = ? "
+                           "ORDER BY step", [run]).fetchall()
+    checkpoints = [_checkpoint(r) for r in rows]
+    every, last = info["checkpoint_every"], info["last_step"]
+    expected = list(range(every - 1, last + 1, every)) if every and last is not None else []
+    have = {c["step"] for c in checkpoints}
+    result = {"run": run, "checkpoint_every": every, "last_step": last,
+              "checkpoints": checkpoints, "expected": len(expected) if every else None,
+              "missing": [s for s in expected if s not in have], "nearest": None}
+    if nearest is not None:
+        usable = [c for c in checkpoints if c["step"] <= nearest and c["ok"]]
+        if not usable:
+            raise NotFoundError(f"run {run!r} has no good checkpoint at or before step "
+                                f"{nearest} (checkpoints: "
+                                f"{', '.join(str(c['step']) for c in checkpoints) or 'none'})")
+        result["nearest"] = {**usable[-1], "replays": nearest - usable[-1]["step"]}
+        result["nearest_to"] = nearest
+    return result

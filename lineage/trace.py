@@ -1,17 +1,19 @@
 """`lineage trace`: from a run's steps (one, the clipped, the skipped) to their documents.
 
 The question after a loss spike: which documents were in that batch? Because the data
-order is a function of the seed, a step number is enough to name them.
+order is a function of the seed, a step number is enough to name them: the step's record
+says where its batch ended (its cursor, after any data skip), so the windows follow.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs import _summary
 from lineage.store import Store
-from lineage.stream.query import _resolve, step_range, step_segments
+from lineage.stream.query import StepRange, _resolve, step_range, step_segments
 
 
 def trace(
@@ -22,6 +24,9 @@ def trace(
         raise UsageError("give exactly one of --step N, --clipped, --skipped")
     with store.reader(views=False) as con:
         info = _summary(con, run)
+        if info["stream"] is None:
+            raise UsageError(f"run {run!r} is a foreign chain bound to no stream: its steps "
+                             "name no documents")
         stream = _resolve(con, info["stream"])
         where, params = "run = ?", [run]
         if step is not None:
@@ -31,20 +36,30 @@ def trace(
         else:
             where += " AND skipped"
         rows = con.execute(
-            f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash FROM steps "
+            f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash, record FROM steps "
             f"WHERE {where} ORDER BY step LIMIT ?", [*params, limit]).fetchall()
         if step is not None and not rows:
             raise UnknownObjectError(f"run {run!r} has no record of step {step} "
                                      f"(steps {info['first_step']}..{info['last_step']})")
         steps = []
-        for s, loss, norm, lr, was_clipped, was_skipped, state_hash in rows:
-            span = step_range(stream, s)
+        for s, loss, norm, lr, was_clipped, was_skipped, state_hash, record in rows:
+            span = _windows(stream, s, json.loads(record).get("cursor"))
             segments = step_segments(con, store, stream, span)
             steps.append({"step": s, "loss": loss, "grad_norm": norm, "lr": lr,
                           "clipped": was_clipped, "skipped": was_skipped,
                           "state_hash": state_hash, "documents": _documents(segments)})
     return {"run": run, "stream": stream["name"], "spec_hash": stream["spec_hash"],
             "manifest_hash": stream["manifest_hash"], "steps": steps}
+
+
+def _windows(stream: dict[str, Any], step: int, cursor: Any) -> StepRange:
+    """The windows a step read: the batch that ends at its cursor (step·B onwards for a
+    record without one)."""
+    batch = int(stream["batch"])
+    if not isinstance(cursor, int) or isinstance(cursor, bool) or \
+            not batch <= cursor <= int(stream["steps"]) * batch:
+        return step_range(stream, step)
+    return StepRange(step, cursor - batch, cursor - 1, None)
 
 
 def _documents(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -131,6 +131,8 @@ def trained_on(
         from lineage.runs import get_run
 
         info = get_run(store, run)
+        if info["stream"] is None:
+            raise UsageError(f"run {run!r} is a foreign chain bound to no stream")
         if stream is not None and stream != info["stream"]:
             raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
         stream = info["stream"]
@@ -208,20 +210,28 @@ def _match_texts(
 
 def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """Refine verdicts by what the run did: trained, skipped-only or not-reached."""
+    from lineage.run_windows import RunWindows
+
     with store.reader(views=False) as con:
         skipped = {r[0] for r in con.execute(
             "SELECT step FROM steps WHERE run = ? AND skipped", [run["name"]]).fetchall()}
+        batch = con.execute("SELECT batch FROM streams WHERE name = ?",
+                            [run["stream"]]).fetchone()
+        reading = RunWindows.read(con, run["name"], int(batch[0])) if batch else None
     last = run["last_step"] if run["last_step"] is not None else -1
     for result in answer["results"]:
         text_verdict = result["verdict"] in (TEXT_MATCH, PARTIAL)
         verdicts = []
         for match in result["matches"]:
-            steps = match["steps"]
-            if not steps:
+            steps, jumped = match["steps"], False
+            if reading is not None and match.get("windows"):  # data skips moved the steps
+                steps, jumped = reading.steps_for(match["windows"])
+                match["run_steps"] = steps
+            if not match["steps"]:
                 match["run_verdict"] = IN_CORPUS_ONLY
             elif any(s <= last and s not in skipped for s in steps):
                 match["run_verdict"] = TRAINED
-            elif any(s <= last for s in steps):
+            elif jumped or any(s <= last for s in steps):
                 match["run_verdict"] = SKIPPED_ONLY
             else:
                 match["run_verdict"] = NOT_REACHED

@@ -78,13 +78,16 @@ CREATE TABLE streams (
 -- Runs: a training run bound to a stream, with its step hash chain.
 CREATE TABLE runs (
     name        VARCHAR PRIMARY KEY,
-    stream      VARCHAR NOT NULL,
+    stream      VARCHAR,              -- NULL: a foreign chain bound to no stream
     world_size  BIGINT  NOT NULL,
-    chain       VARCHAR NOT NULL,     -- 'lineage-chain/1' or a foreign chain's name
-    algorithm   VARCHAR NOT NULL,     -- 'blake3' (fully checked) or e.g. 'blake2b' (continuity)
+    chain       VARCHAR NOT NULL,     -- 'lineage-chain/2' (or /1), or a foreign chain's name
+    algorithm   VARCHAR NOT NULL,     -- 'blake3' (lineage chains) or e.g. 'blake2b' (foreign)
     genesis     VARCHAR NOT NULL,
     header      VARCHAR NOT NULL,     -- the step log's first line, as logged
-    created_at  TIMESTAMP NOT NULL
+    created_at  TIMESTAMP NOT NULL,
+    end_record  VARCHAR,              -- the end record as logged; NULL while the chain is open
+    skip_rule   VARCHAR,              -- JSON: the header's declared skip rule; NULL if none
+    checkpoint_every BIGINT           -- the header's checkpoint interval in steps; NULL if none
 );
 
 -- One row per step record, kept byte for byte as logged (the bytes that were hashed).
@@ -129,6 +132,10 @@ CREATE TABLE checkpoints (
     matches_chain         BOOLEAN,           -- NULL when the chain has no record to compare
     verdicts              VARCHAR NOT NULL,  -- JSON: the `lineage verify` report
     created_at            TIMESTAMP NOT NULL,
+    state_digest          VARCHAR,           -- weights + optimizer/state.safetensors
+    chain_state_digest    VARCHAR,           -- the chain's state_digest for that step
+    matches_state         BOOLEAN,           -- NULL when either side is missing
+    risks                 VARCHAR,           -- JSON: {"ok", "findings"} of the risk checks
     PRIMARY KEY (run, step)
 );
 

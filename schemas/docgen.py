@@ -56,7 +56,7 @@ NOTES: dict[str, dict[str, str]] = {
         "created_at": "UTC time of the commit",
     },
     "runs": {
-        "name": "run name (corpus name rule)", "stream": "the stream it read",
+        "name": "run name (corpus name rule)",
         "world_size": "ranks a step was split among",
         "genesis": "the chain's genesis hash, `blake3:<hex>` (docs/chain-spec.md)",
         "created_at": "UTC time of the first ingest",

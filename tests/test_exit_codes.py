@@ -49,6 +49,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "init": [("--store", "{FILE}/store", "init")],
     "inspect": [("inspect", "{MISSING}")],
     "report": [("report", "{MISSING}")],
+    "run checkpoints": [(*S, "run", "checkpoints", "nope"),
+                        (*NS, "run", "checkpoints", "nope")],
     "run list": [(*NS, "run", "list")],
     "run show": [(*S, "run", "show", "nope"), (*NS, "run", "show", "nope")],
     "sql": [(*NS, "sql", "SELECT 1"), (*S, "sql", "SELECT * FROM nope")],

@@ -338,7 +338,7 @@ def test_dangerous_pickles_fail_verify_and_the_gate(cli: Cli, tmp_path: Path) ->
     assert risks["ok"] is False and risks["allowed"] == []
     assert {(f["file"], f["severity"]) for f in risks["findings"]} >= {
         ("pytorch_model.bin", "dangerous"), ("optimizer.pt", "dangerous")}
-    assert set(risks["findings"][0]) == {"file", "kind", "severity", "detail"}
+    assert set(risks["findings"][0]) == {"file", "kind", "severity", "detail", "allowed"}
     text = cli("verify", str(folder), code=1).stdout
     assert "risks: FAILED (" in text and "pickle-dangerous-global (dangerous)" in text
 

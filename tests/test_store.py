@@ -129,6 +129,9 @@ def _old_store(root: Path, version: int, rows: tuple[str, ...] = ()) -> Store:
     (root / "tables").mkdir(parents=True)
     con = duckdb.connect(str(root / "catalog.duckdb"))
     con.execute(_catalog_before(version))
+    if version < 4:  # schema 4 added these
+        for table, column in SCHEMA_4_COLUMNS:
+            con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.execute("INSERT INTO schema_info VALUES ('schema_version', ?)", [str(version)])
     for statement in rows:
         con.execute(statement)
@@ -148,6 +151,8 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
     assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
     assert store.sql("SELECT value FROM schema_info").rows == [(str(current),)]
+    for table, column in SCHEMA_4_COLUMNS:
+        assert column in [r[0] for r in store.sql(f"DESCRIBE {table}").rows]
 
 
 def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None:
@@ -156,7 +161,8 @@ def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None
     for version in range(1, schemas.SCHEMA_VERSION):
         store = _old_store(tmp_path / f"v{version}", version)
         init_store(store.root)
-        for table in ("parquet_files", "text_indexes", "experiment_logs"):
+        for table in ("parquet_files", "runs", "checkpoints", "text_indexes",
+                      "experiment_logs"):
             want = fresh.execute(f"DESCRIBE {table}").fetchall()
             assert [tuple(r[:2]) for r in store.sql(f"DESCRIBE {table}").rows] == \
                 [tuple(r[:2]) for r in want], (version, table)
@@ -169,6 +175,11 @@ def test_a_text_index_from_before_schema_5_keeps_an_unrecorded_unicode_version(
         "5, 20, 10, 0, 1000, 95, 6000, 800)",))
     init_store(store.root)
     assert store.sql("SELECT corpus, unicode_version FROM text_indexes").rows == [("web", None)]
+
+
+SCHEMA_4_COLUMNS = [("runs", "end_record"), ("runs", "skip_rule"), ("runs", "checkpoint_every"),
+                    ("checkpoints", "state_digest"), ("checkpoints", "chain_state_digest"),
+                    ("checkpoints", "matches_state"), ("checkpoints", "risks")]
 
 
 def test_bulk_view_columns_match_the_arrow_schemas() -> None:

@@ -86,3 +86,19 @@ def test_text_queries_keep_their_verdict_and_each_match_says_what_the_run_did(
     cli = Cli(traced.root)
     assert cli.json("trained-on", "--run", "r", "--text", trained.upper(), code=0)
     assert cli.json("trained-on", "--run", "r", "--text", skipped, code=1)
+
+
+def test_trained_on_follows_a_run_past_its_data_skip(
+        run_store: Store, example_shards: Path, tmp_path: Path) -> None:  # noqa: F811
+    # step 6 jumps over windows 24..63 (stream steps 6..15), then reads 64..67, and so on
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(12), data_skips={6: 40})
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    jumped = _sonnet_within(run_store, example_shards, tmp_path, 6, 15)
+    read = _sonnet_within(run_store, example_shards, tmp_path, 16, 21)
+    later = _sonnet_within(run_store, example_shards, tmp_path, 30, 200)
+    answer = run_store.trained_on([str(jumped), str(read), str(later)], run="r")
+    assert [r["verdict"] for r in answer["results"]] == ["skipped-only", "trained",
+                                                         "not-reached"]
+    read_steps = answer["results"][1]["matches"][0]["run_steps"]
+    assert read_steps and all(6 <= s <= 11 for s in read_steps)
+    assert answer["results"][0]["matches"][0]["run_steps"] == []

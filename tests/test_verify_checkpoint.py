@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -101,3 +102,29 @@ def test_a_damaged_checkpoint_is_recorded_with_its_verdict(
     assert result["weights_digest"] is None and result["matches_chain"] is None
     with pytest.raises(Exception, match="no run named"):
         ingest_checkpoint(run_store, folder, run="nope", step=1)
+
+
+def test_optimizer_state_is_compared_and_its_names_are_checked(
+    run_store: Store, tmp_path: Path  # noqa: F811
+) -> None:
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    # write_log's state after step k: w0 * 0.99**(k+1); moments w * 0.5; gradients w * 0.01
+    w = np.random.Generator(np.random.Philox(1)).standard_normal((4, 3)).astype(np.float32)
+    for _ in range(3):
+        w = (w * 0.99).astype(np.float32)
+    folder = _model(tmp_path / "ckpt-2", {"w": w})
+    (folder / "optimizer").mkdir()
+    save_file({"optimizer/m": w * 0.5, "gradients/w": w * 0.01},
+              str(folder / "optimizer" / "state.safetensors"))
+    good = ingest_checkpoint(run_store, folder, run="r", step=2)
+    assert (good["ok"], good["matches_chain"], good["matches_state"]) == (True, True, True)
+    assert good["state_digest"] == good["chain_state_digest"]
+    save_file({"optimizer/m": w * 0.5, "gradients/w": w * 0.01, "extra": w},
+              str(folder / "optimizer" / "state.safetensors"))
+    stray = ingest_checkpoint(run_store, folder, run="r", step=3)
+    assert stray["ok"] is False and stray["state_digest"] is None
+    assert stray["optimizer_errors"] == ["tensor 'extra' is not named optimizer/… or gradients/…"]
+    stored = run_store.sql("SELECT step, matches_state, risks FROM checkpoints ORDER BY step").rows
+    assert [(s, m) for s, m, _ in stored] == [(2, True), (3, None)]
+    assert json.loads(stored[0][2]) == {"ok": True, "findings": [], "allowed": []}

@@ -73,10 +73,14 @@ def folder_risks(model: FolderModel) -> list[dict[str, Any]]:
 
 def risk_verdict(findings: list[dict[str, Any]], *, allow: Iterable[str] = ()
                  ) -> dict[str, Any]:
-    """{ok, findings, allowed}: not ok while a dangerous or unknown finding is not allowed."""
+    """{ok, findings, allowed}: not ok while a dangerous or unknown finding is not allowed.
+
+    Each finding says whether its kind was allowed by name (`allowed`).
+    """
     allowed = check_risk_kinds(allow)
-    blocking = [f for f in findings if f["severity"] in NOT_OK and f["kind"] not in allowed]
-    return {"ok": not blocking, "findings": findings, "allowed": allowed}
+    marked = [{**f, "allowed": f["kind"] in allowed} for f in findings]
+    blocking = [f for f in marked if f["severity"] in NOT_OK and not f["allowed"]]
+    return {"ok": not blocking, "findings": marked, "allowed": allowed}
 
 
 def check_risk_kinds(kinds: Iterable[str]) -> list[str]:
