@@ -150,6 +150,26 @@ def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F8
     assert any("checkpoint r@2" in e for e in audited["evidence"])
 
 
+def test_a_checkpoint_that_fails_its_risk_checks_is_no_evidence(
+        run_store: Store, tmp_path: Path) -> None:  # noqa: F811
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    rng = np.random.Generator(np.random.Philox(1))
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    for _ in range(3):
+        w = (w * 0.99).astype(np.float32)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    save_file({"w": w}, str(ckpt / "model.safetensors"))
+    malicious = Path(__file__).parent / "fixtures" / "pickles" / "torch"
+    shutil.copy(malicious / "torch_malicious_reduce.pt", ckpt / "training_args.bin")
+    stored = ingest_checkpoint(run_store, ckpt, run="r", step=2)
+    assert stored["matches_chain"] is True and stored["risks"]["ok"] is False
+    tier = inspect_model(ckpt, store=run_store)["provenance"]
+    assert tier["tier"] == "open source"  # weights match, but the folder is not safe evidence
+    assert tier["missing"] == ["checkpoint r@2 passing its risk checks"]
+
+
 def test_markdown_and_json_reports_through_the_cli(tmp_path: Path) -> None:
     folder = _llama(tmp_path / "m")
     cli = Cli(tmp_path / "no-store")

@@ -5,8 +5,10 @@ closed            no weights in the folder (a tokenizer-only folder, a vocabular
 open weights      weights (at least one float or quantized tensor), nothing about their data
 open source       weights whose digest matches a checkpoint of a recorded run, whose stream
                   orders a registered corpus manifest (data and recipe are named)
-fully auditable   the same, and the run's step hash chain verifies and that checkpoint
-                  matches the chain's record for its step
+fully auditable   the same, and the run's step hash chain verifies (its links and its
+                  declared skip rule) and that checkpoint is evidence for it: its weights
+                  match the chain's record for its step, its optimizer state does not
+                  differ from it, and its risk checks passed
 
 The tier names what is missing to reach the next one.
 """
@@ -41,15 +43,15 @@ def provenance(folder: Path, *, has_weights: bool, store: Store | None,
     from lineage.chain_verify import verify_chain
 
     report = verify_chain(store, run)  # type: ignore[arg-type]
-    matched = _matches_chain(store, run, step)  # type: ignore[arg-type]
-    if report["ok"] and matched:
+    missing += _checkpoint_gaps(store, run, step)  # type: ignore[arg-type]
+    if report["ok"] and not missing:
         evidence.append(f"chain of run {run} verifies ({report['steps_checked']} steps)")
         return {"tier": "fully auditable", "missing": [], "evidence": evidence}
     if not report["ok"]:
-        missing.append(f"a verifying step hash chain (broken at step "
-                       f"{report['first_broken_step']}: {report['reason']})")
-    if not matched:
-        missing.append(f"checkpoint {run}@{step} matching the chain's weights digest")
+        where = f" at step {report['first_broken_step']}" \
+            if report["first_broken_step"] is not None else ""
+        missing.insert(0, f"a verifying step hash chain ({report['verdict']}{where}: "
+                          f"{report['reason']})")
     return {"tier": "open source", "missing": missing, "evidence": evidence}
 
 
@@ -75,8 +77,19 @@ def _matching_checkpoint(folder: Path, store: Store) -> tuple[str, int, str, str
     return tuple(row) if row else None  # type: ignore[return-value]
 
 
-def _matches_chain(store: Store, run: str, step: int) -> bool:
+def _checkpoint_gaps(store: Store, run: str, step: int) -> list[str]:
+    """What keeps checkpoint run@step from being evidence for the chain (empty: nothing)."""
+    import json
+
     with store.reader(views=False) as con:
-        row = con.execute("SELECT matches_chain FROM checkpoints WHERE run = ? AND step = ?",
-                          [run, step]).fetchone()
-    return bool(row and row[0])
+        row = con.execute("SELECT matches_chain, matches_state, risks FROM checkpoints "
+                          "WHERE run = ? AND step = ?", [run, step]).fetchone()
+    weights, state, risks = row if row else (None, None, None)
+    gaps = []
+    if not weights:
+        gaps.append(f"checkpoint {run}@{step} matching the chain's weights digest")
+    if state is False:
+        gaps.append(f"checkpoint {run}@{step} whose optimizer state matches the chain")
+    if risks and not json.loads(risks).get("ok"):
+        gaps.append(f"checkpoint {run}@{step} passing its risk checks")
+    return gaps
