@@ -92,7 +92,7 @@ def run(
     if json:
         output.emit_json({"id": exp_id, **record})
     else:
-        output.info("\n".join(render.run_summary(exp_id, record)))
+        output.info_lines(render.run_summary(exp_id, record))
     raise typer.Exit(exit_code(record))
 
 

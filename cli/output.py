@@ -171,6 +171,12 @@ def info(message: Any) -> None:
     _console(True).print(_text(message))
 
 
+def info_lines(lines: Sequence[Any]) -> None:
+    """Each item on its own line on stderr; a newline inside one is shown as `\\n`."""
+    for line in lines:
+        info(line)
+
+
 def warning(message: Any) -> None:
     """One line on stderr, whatever the message holds."""
     _console(True).print(_text(f"warning: {_plain(message)}", style="yellow"))

@@ -59,7 +59,9 @@ def test_output_passes_through_and_is_kept_whole(cli: Cli, weights: Path) -> Non
     expected_err = "".join(f"{i}\n" for i in range(1, 5001))
     assert result.stdout == "out\nno newline"  # the command's stdout, and nothing else
     assert result.stderr.startswith(expected_err)  # then lineage's summary, like time(1)
-    assert "experiment exp-" in result.stderr
+    summary = result.stderr[len(expected_err):].splitlines()
+    assert summary[0].startswith("experiment exp-") and ": passed" in summary[0]
+    assert "  structure: exit 0" in summary and "\\n" not in result.stderr  # real lines
     assert cli("exp", "logs", "seq", "--stderr").stdout == expected_err
     assert cli("exp", "logs", "seq").stdout == "out\nno newline"
     record = cli.json("exp", "show", "seq")
