@@ -1,5 +1,5 @@
 """What a checkpoint folder proves about a run (docs/chain-spec.md, "Checkpoints"):
-its digests, to compare with the chain's record of that step, and its risks.
+its digests, to compare with the chain's record of that step.
 
 weights_digest  lineage-tensors/1 over the tensors of the folder's *.safetensors files
                 (the model; no subfolders), under their own names: a record's weights_digest
@@ -7,8 +7,8 @@ state_digest    when optimizer/state.safetensors is there: the weights under
                 `weights/<name>` together with that file's tensors, which carry their chain
                 names (`optimizer/<name>`, `gradients/<name>`): a record's state_digest.
                 It sits in a subfolder so the model folder keeps its own shard rules.
-risks           `{"ok", "findings"}`: what find_risks reports; a dangerous finding fails
-                unless its kind is allowed by name
+
+Its risks are the `lineage verify` risks verdict (lineage.verify), as for any folder.
 
 Tensors are read straight from the files, never loaded; pickles are scanned, never run.
 """
@@ -28,13 +28,20 @@ _CHUNK = 1 << 20
 _Tensor = tuple[str, str, tuple[int, ...], Path, int, int]  # name, dtype, shape, file, at, n
 
 
+def weights_digest(folder: str | Path) -> str:
+    """The lineage-tensors/1 digest of the tensors of a folder's *.safetensors files."""
+    return _digest(_weights(Path(folder)))
+
+
+def _weights(folder: Path) -> list[_Tensor]:
+    return [t for path in sorted(folder.glob("*.safetensors")) for t in _tensors(path)]
+
+
 def checkpoint_digests(folder: str | Path) -> dict[str, Any]:
     """The weights digest and (with an optimizer state file) the state digest of a folder;
     `optimizer_errors` lists what is wrong with that file (then no state digest)."""
     folder = Path(folder)
-    weights: list[_Tensor] = []
-    for path in sorted(folder.glob("*.safetensors")):
-        weights += _tensors(path)
+    weights = _weights(folder)
     result: dict[str, Any] = {"weights_digest": _digest(weights), "state_digest": None,
                               "optimizer_tensors": None, "optimizer_errors": []}
     optimizer_path = folder / OPTIMIZER_FILE

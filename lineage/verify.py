@@ -20,20 +20,17 @@ Passing one verdict says nothing of the others. A path that is not a folder is b
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import TensorDigest
 from lineage.errors import InputError, UsageError
 from lineage.formats import hf_cache
-from lineage.formats import safetensors as st
 from lineage.formats.folder import read_folder
 from lineage.formats.sha256sums import SumsReport, read_sums, verify_sums, write_sums
 from lineage.report.risks import folder_risks, risk_verdict
 
 LOAD_NOT_TESTED = "not-tested"
-_CHUNK = 1 << 20
 
 
 def verify_folder(
@@ -106,27 +103,6 @@ def safetensors_weights_digest(folder: str | Path) -> str:
     Read straight from the files, tensor by tensor in name order, without loading a model:
     comparable with a chain record's `weights_digest`.
     """
-    folder = Path(folder)
-    tensors: list[tuple[str, str, tuple[int, ...], Path, int, int]] = []
-    for path in sorted(folder.glob("*.safetensors")):
-        header = st.read_header(path)
-        base = st.PREFIX_BYTES + header.header_len
-        tensors += [(t.name, t.dtype, t.shape, path, base + t.start, t.end - t.start)
-                    for t in header.tensors]
-    digest = TensorDigest()
-    for name, dtype, shape, path, offset, length in sorted(
-            tensors, key=lambda t: t[0].encode("utf-8")):
-        digest.add_chunks(name, dtype, shape, length, _read_range(path, offset, length))
-    return digest.hexdigest()
+    from lineage.checkpoint_evidence import weights_digest
 
-
-def _read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        left = length
-        while left:
-            chunk = handle.read(min(_CHUNK, left))
-            if not chunk:
-                return
-            left -= len(chunk)
-            yield chunk
+    return weights_digest(folder)
