@@ -128,12 +128,8 @@ def test_risks_dangerous_pickles_remote_code_and_links(tmp_path: Path) -> None:
     assert not Path("/tmp/lineage-report-marker-never").exists()
 
 
-def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F811
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    (empty / "config.json").write_text("{}")
-    closed = inspect_model(empty)["provenance"]
-    assert closed["tier"] == "closed" and closed["missing"] == ["weights"]
+def _run_and_step_2_weights(run_store: Store, tmp_path: Path) -> Path:  # noqa: F811
+    """Run r of the chain tests, ingested, and a folder with its weights after step 2."""
     log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
     ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
     rng = np.random.Generator(np.random.Philox(1))
@@ -143,6 +139,16 @@ def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F8
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     save_file({"w": w}, str(ckpt / "model.safetensors"))
+    return ckpt
+
+
+def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F811
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    closed = inspect_model(empty)["provenance"]
+    assert closed["tier"] == "closed" and closed["missing"] == ["weights"]
+    ckpt = _run_and_step_2_weights(run_store, tmp_path)
     assert inspect_model(ckpt, store=run_store)["provenance"]["tier"] == "open weights"
     ingest_checkpoint(run_store, ckpt, run="r", step=2)
     audited = inspect_model(ckpt, store=run_store)["provenance"]
@@ -152,15 +158,7 @@ def test_provenance_tiers(run_store: Store, tmp_path: Path) -> None:  # noqa: F8
 
 def test_a_checkpoint_that_fails_its_risk_checks_is_no_evidence(
         run_store: Store, tmp_path: Path) -> None:  # noqa: F811
-    log = write_log(run_store, tmp_path / "steps.jsonl", range(4))
-    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
-    rng = np.random.Generator(np.random.Philox(1))
-    w = rng.standard_normal((4, 3)).astype(np.float32)
-    for _ in range(3):
-        w = (w * 0.99).astype(np.float32)
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    save_file({"w": w}, str(ckpt / "model.safetensors"))
+    ckpt = _run_and_step_2_weights(run_store, tmp_path)
     malicious = Path(__file__).parent / "fixtures" / "pickles" / "torch"
     shutil.copy(malicious / "torch_malicious_reduce.pt", ckpt / "training_args.bin")
     stored = ingest_checkpoint(run_store, ckpt, run="r", step=2)
