@@ -249,10 +249,19 @@ def test_every_view_answers_as_the_unguarded_reader_does(corpus_store: Store, ta
     "EXPLAIN ANALYZE SELECT count(*) FROM documents",
     "PRAGMA database_list",
     "SELECT 1; SELECT 2",
+    "SELECT name, value FROM duckdb_settings() WHERE name = 'threads'",
+    "SELECT count(*) FROM pragma_storage_info('corpora')",
+    "SELECT * FROM query('SELECT count(*) FROM documents')",
 ])
 def test_reading_queries_work(corpus_store: Store, query: str) -> None:
     result = Cli(corpus_store.root)("sql", query)
     assert result.stdout.strip() and result.stderr == ""
+
+
+def test_pivot_is_refused_as_several_statements(corpus_store: Store) -> None:
+    result = Cli(corpus_store.root)("sql", "PIVOT documents ON corpus USING count(*)", code=2)
+    assert result.stderr.splitlines() == [
+        "error: read-only: MULTI statements are not allowed here"]
 
 
 def test_the_steps_and_runs_are_queryable(corpus_store: Store) -> None:
@@ -283,6 +292,8 @@ def test_a_slow_query_is_stopped_at_the_time_limit(corpus_store: Store) -> None:
         "error: SQL stopped after the 0.5 s time limit (--timeout)"]
     with pytest.raises(UsageError, match="time limit"):
         run_guarded_sql(corpus_store, HUGE_JOIN, timeout=0.2)
+    unlimited = Cli(corpus_store.root).json("sql", "SELECT 42 AS n", "--timeout", "0")
+    assert unlimited == [{"n": 42}]
 
 
 def test_the_row_limit_cuts_and_says_so(corpus_store: Store) -> None:
