@@ -20,12 +20,13 @@ would use it (CREATE TEMP ...), also inside EXPLAIN ANALYZE, so that every refus
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from lineage.errors import UsageError
+from lineage.errors import LineageError, StoreError, UsageError
 from lineage.query import QueryResult
 from lineage.schemas import BULK_TABLES
 from lineage.store import Store, open_catalog_read_only, part_path
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 60.0  # seconds; the CLI's --timeout
 DEFAULT_MAX_ROWS = 10_000  # the CLI's --max-rows
 
+_SCAN_FAILED = re.compile(
+    r".*reading the stream registered as '(\w+)' failed: (?:\w+: )?(.*)$")
 READING_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "PRAGMA", "DESCRIBE", "SHOW", "SUMMARIZE"})
 
 # Fixed when the connection starts: before any user SQL, and before the lock.
@@ -73,6 +76,8 @@ def run_guarded_sql(
             except duckdb.InterruptException as exc:
                 raise UsageError(
                     f"SQL stopped after the {timeout:g} s time limit (--timeout)") from exc
+            except duckdb.InvalidInputException as exc:
+                raise _damage_or_failure(store, exc) from exc
             except duckdb.PermissionException as exc:
                 raise UsageError(f"SQL refused, the session is read-only and reads only "
                                  f"the store: {_first_line(exc)}") from exc
@@ -158,12 +163,16 @@ def _parse(con: duckdb.DuckDBPyConnection, sql: str) -> list[duckdb.Statement]:
 
 def _register_bulk_views(store: Store, con: duckdb.DuckDBPyConnection) -> None:
     """Each bulk table as an Arrow dataset over exactly the parts the catalog lists."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     for table, columns in BULK_TABLES.items():
         files = [str(part_path(store.root, rel)) for rel in store.registered_files(con, table)]
         if files:
-            con.register(table, ds.dataset(files, format="parquet"))
+            try:  # opens the first part for the schema, checks the others exist
+                con.register(table, ds.dataset(files, format="parquet"))
+            except (pa.ArrowException, OSError) as exc:
+                raise _unreadable(store, table, exc) from exc
         else:
             cols = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
             con.execute(f"CREATE TEMP VIEW {table} AS SELECT {cols} WHERE false")
@@ -190,6 +199,20 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, columns: list[str],
     rows = cursor.fetchmany(max_rows + 1)
     truncated = len(rows) > max_rows
     return QueryResult(columns, rows[:max_rows], truncated=truncated, max_rows=max_rows)
+
+
+def _damage_or_failure(store: Store, exc: Exception) -> LineageError:
+    """A part that fails while a view is scanned is damage, not a bad query."""
+    scan = _SCAN_FAILED.match(_first_line(exc))
+    if scan:
+        return _unreadable(store, scan.group(1), scan.group(2))
+    return UsageError(f"SQL failed: {_first_line(exc)}")
+
+
+def _unreadable(store: Store, table: str, cause: Exception | str) -> StoreError:
+    first = cause if isinstance(cause, str) else _first_line(cause)
+    return StoreError(f"{store.root}: the {table} table cannot be read ({first}); "
+                      "run `lineage store verify`")
 
 
 def _first_line(exc: Exception) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -319,3 +320,26 @@ def test_the_default_row_limit(corpus_store: Store) -> None:
     result = run_guarded_sql(corpus_store, query)
     assert result.truncated and len(result.rows) == DEFAULT_MAX_ROWS
     assert len(corpus_store.sql(query).rows) == DEFAULT_MAX_ROWS + 5  # the API: no limit
+
+
+# -- damaged parts ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["truncate", "remove"])
+@pytest.mark.parametrize("which", [0, -1])  # the part whose schema is read, and a later one
+def test_a_damaged_part_is_named_as_damage(corpus_store: Store, tmp_path: Path, damage: str,
+                                           which: int) -> None:
+    copy = tmp_path / "store"
+    shutil.copytree(corpus_store.root, copy)
+    with open_store(copy).reader(views=False) as con:
+        parts = open_store(copy).registered_files(con, "documents")
+    assert len(parts) >= 2
+    part = copy / parts[which]
+    if damage == "truncate":
+        part.write_bytes(part.read_bytes()[:-50])
+    else:
+        part.unlink()
+    result = Cli(copy)("sql", "SELECT count(*), max(content_hash) FROM documents", code=2)
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {copy}: the documents table cannot be read (")
+    assert line.endswith("run `lineage store verify`") and parts[which] in line
