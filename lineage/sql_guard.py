@@ -59,8 +59,9 @@ def run_guarded_sql(
     """Run user SQL in a guarded session: the one entry point for untrusted queries.
 
     `timeout` (seconds) interrupts the query; `max_rows` keeps the first rows and marks
-    the result `truncated`. None (or 0) means no limit. Every refusal and failure is a
-    `UsageError` with a one-line message; the store is never changed.
+    the result `truncated`. None (or 0) means no limit. A refused or failing query raises
+    `UsageError`, a damaged part `StoreError`, each with a one-line message; the store is
+    never changed.
     """
     import duckdb
 
@@ -108,12 +109,11 @@ def reading_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[duckdb.
     if not statements:
         raise UsageError("no SQL statement given")
     for statement in statements:
-        _require_reading(con, statement, sql)
+        _require_reading(con, statement)
     return statements
 
 
-def _require_reading(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement,
-                     sql: str) -> None:
+def _require_reading(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement) -> None:
     kind = statement.type.name
     if kind not in READING_STATEMENTS:
         raise UsageError(f"read-only: {kind} statements are not allowed here")
@@ -122,7 +122,7 @@ def _require_reading(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement
         inner = _parse(con, explained) if explained else []
         if len(inner) != 1:
             raise UsageError("read-only: EXPLAIN must explain one statement")
-        _require_reading(con, inner[0], sql)
+        _require_reading(con, inner[0])
 
 
 def _explained_text(query: str) -> str:

@@ -247,6 +247,8 @@ def test_every_view_answers_as_the_unguarded_reader_does(corpus_store: Store, ta
     "SHOW TABLES",
     "SUMMARIZE documents",
     "EXPLAIN SELECT * FROM documents",
+    "EXPLAIN (FORMAT json) SELECT count(*) FROM documents",
+    "/* a comment */ explain analyze -- and another\n select count(*) from documents",
     "EXPLAIN ANALYZE SELECT count(*) FROM documents",
     "PRAGMA database_list",
     "SELECT 1; SELECT 2",
