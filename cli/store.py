@@ -9,6 +9,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store, store_root
 from lineage.errors import EXIT_NO
+from lineage.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 app = typer.Typer(help="Check and maintain the store.", no_args_is_help=True)
 
@@ -34,14 +35,28 @@ def init(ctx: typer.Context, json: JsonOption = False) -> None:
 def sql(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="SELECT statements over the catalog and views.")],
+    timeout: Annotated[float, typer.Option(
+        min=0, help="Stop the query after this many seconds (0: no limit).")] = DEFAULT_TIMEOUT,
+    max_rows: Annotated[int, typer.Option(
+        min=0, help="Print at most this many rows (0: no limit).")] = DEFAULT_MAX_ROWS,
     json: JsonOption = False,
 ) -> None:
-    """Run read-only SQL over the catalog; Parquet tables appear as views (documents, ...)."""
-    result = current_store(ctx).sql(query)
+    """Run read-only SQL over the catalog; Parquet tables appear as views (documents, ...).
+
+    The session cannot write, load extensions, change settings or read files outside
+    the store (docs/store.md, "SQL").
+    """
+    result = current_store(ctx).sql(query, timeout=timeout, max_rows=max_rows)
+    cut = (f"only the first {result.max_rows:,} rows are shown; "
+           "--max-rows raises the limit") if result.truncated else None
     if json:
         output.emit_json(result.records())
+        if cut:
+            output.warning(cut)
     else:
         output.emit_table(result.columns, result.rows)
+        if cut:
+            output.emit_lines([f"({cut})"])
 
 
 @app.command("verify")

@@ -1,8 +1,8 @@
 """`lineage sql`: read-only SQL over the catalog and the Parquet-backed views.
 
-The catalog is attached read-only, and only statements that read (SELECT, EXPLAIN,
-DESCRIBE, SHOW, PRAGMA) run, so COPY ... TO, ATTACH or INSTALL from a query string are
-refused before anything executes.
+The query runs in the session lineage.sql_guard builds: the catalog read-only, no file
+access, no extensions, the configuration locked, a time and a row limit. This module
+holds the result type and the JSON conversion every `--json` uses.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from lineage.errors import UsageError
 from lineage.store import Store
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_READING = {"SELECT", "EXPLAIN", "PRAGMA", "DESCRIBE", "SHOW", "SUMMARIZE"}
 
 
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+    truncated: bool = False  # more rows than max_rows: only the first max_rows are here
+    max_rows: int | None = None
 
     def records(self) -> list[dict[str, Any]]:
         """Rows as JSON-ready objects (dates ISO 8601, blobs base64, decimals as strings)."""
@@ -35,28 +35,12 @@ class QueryResult:
         ]
 
 
-def run_sql(store: Store, sql: str) -> QueryResult:
-    import duckdb
+def run_sql(store: Store, sql: str, *, timeout: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+    """User SQL in the guarded read-only session (see lineage.sql_guard)."""
+    from lineage.sql_guard import run_guarded_sql
 
-    with store.reader() as con:
-        try:
-            statements = con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise UsageError(f"SQL does not parse: {_first_line(exc)}") from exc
-        if not statements:
-            raise UsageError("no SQL statement given")
-        for statement in statements:
-            kind = statement.type.name
-            if kind not in _READING:
-                raise UsageError(f"read-only: {kind} statements are not allowed here")
-        try:
-            for statement in statements[:-1]:
-                con.execute(statement.query)
-            cursor = con.execute(statements[-1].query)
-            columns = [d[0] for d in cursor.description or []]
-            return QueryResult(columns, cursor.fetchall())
-        except duckdb.Error as exc:
-            raise UsageError(f"SQL failed: {_first_line(exc)}") from exc
+    return run_guarded_sql(store, sql, timeout=timeout, max_rows=max_rows)
 
 
 def json_text(value: Any) -> str:
@@ -97,7 +81,3 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     return value
 
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -99,10 +99,12 @@ class Store:
 
         return get_corpus(self, name)
 
-    def sql(self, query: str) -> QueryResult:
-        from lineage.query import run_sql
+    def sql(self, query: str, *, timeout: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        """Read-only SQL in the guarded session (lineage.sql_guard); no limits unless given."""
+        from lineage.sql_guard import run_guarded_sql
 
-        return run_sql(self, query)
+        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
 
     def streams(self) -> list[dict[str, Any]]:
         from lineage.stream.query import list_streams
@@ -307,10 +309,23 @@ def _attached_cursor(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
             cursor.close()
 
 
-def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+def _connect(path: Path, read_only: bool,
+             config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
     import duckdb
 
-    return duckdb.connect(str(path), read_only=read_only)
+    return duckdb.connect(str(path), read_only=read_only, config=config or {})
+
+
+def open_catalog_read_only(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """The catalog as a connection's only database, read-only, with startup `config`;
+    retries a held lock and checks the schema version like every reader."""
+    con = _retry_locked(path, lambda: _connect(path, True, config))
+    try:
+        _ensure_schema(con, path, migrate=False)
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _attach_read_only(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -395,9 +410,13 @@ def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
         pass  # the transaction may never have started, or is already gone
 
 
-def _sql_path_literal(root: Path, relative: str) -> str:
-    """A quoted absolute path for read_parquet; catalog paths are checked to be plain."""
+def part_path(root: Path, relative: str) -> Path:
+    """The absolute path of a registered part; catalog paths are checked to be plain."""
     if not _SAFE_RELPATH.match(relative) or ".." in relative.split("/"):
         raise StoreError(f"{root / CATALOG_NAME}: unexpected Parquet path {relative!r}")
-    absolute = str((root / relative).resolve())
-    return "'" + absolute.replace("'", "''") + "'"
+    return (root / relative).resolve()
+
+
+def _sql_path_literal(root: Path, relative: str) -> str:
+    """A quoted absolute path for read_parquet."""
+    return "'" + str(part_path(root, relative)).replace("'", "''") + "'"
