@@ -70,6 +70,7 @@ def _queries(store: Store, example_corpus: Path) -> dict[str, Callable[[], Any]]
     excerpt = _excerpt(example_corpus)
     return {
         "docs": lambda: [store.docs_in_step(step, stream="s") for step in STEPS],
+        "cli-docs": lambda: _cli_docs(Cli(store.root), STEPS[1]),
         "windows": lambda: [reader.windows(step) for step in STEPS],
         "trained-on": lambda: trained_on_hashes(
             store, [(d[:8], d) for d in digests], stream="s"),
@@ -77,10 +78,23 @@ def _queries(store: Store, example_corpus: Path) -> dict[str, Callable[[], Any]]
     }
 
 
+def _cli_docs(cli: Cli, step: int) -> Any:
+    """`lineage docs --step` through the CLI: its JSON, or the damage it reported (exit 2,
+    one line naming the part) raised as DamagedPartError for the caller to check."""
+    result = cli("docs", "--step", str(step), "--stream", "s", "--json", code=None)
+    if result.exit_code == 0:
+        return json.loads(result.stdout)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == ""
+    named, marker, _ = result.stderr.removeprefix("error: ").partition(": damaged part: ")
+    assert marker, result.stderr
+    raise DamagedPartError(named, result.stderr.strip())
+
+
 READERS = {  # the queries that read each table
     "documents": ("windows",),
     "document_hashes": ("trained-on",),
-    "occurrences": ("docs", "windows"),
+    "occurrences": ("docs", "cli-docs", "windows"),
     "occurrence_hashes": ("trained-on",),
     "text_documents": ("text",),
     "text_hashes": ("text",),
