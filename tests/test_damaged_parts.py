@@ -222,3 +222,20 @@ def test_parts_from_before_schema_7_are_checked_whole(tmp_path: Path,
         with pytest.raises(DamagedPartError, match="SHA-256"):
             store.docs_in_step(0, stream="s")  # the damage is far from step 0: found anyway
     assert store.docs_in_step(3, stream="s") == before
+
+
+def test_a_truncated_or_missing_part_is_named(tmp_path: Path, damaged_store: Store) -> None:
+    copy = tmp_path / "store"
+    shutil.copytree(damaged_store.root, copy)
+    store = open_store(copy)
+    digest = store.sql("SELECT content_hash FROM documents LIMIT 1").rows[0][0]
+    (path,) = _parts(store, "document_hashes")
+    data = path.read_bytes()
+    path.write_bytes(data[:-1])
+    with pytest.raises(DamagedPartError, match=f"is {len(data) - 1} bytes, the catalog says "
+                                               f"{len(data)}") as exc:
+        trained_on_hashes(store, [("x", digest)])
+    assert exc.value.path == str(path)
+    path.unlink()
+    with pytest.raises(DamagedPartError, match="cannot be opened"):
+        trained_on_hashes(store, [("x", digest)])
