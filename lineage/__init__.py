@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lineage.errors import (
     ConflictError,
+    DamagedPartError,
     InputError,
     LineageError,
     NotFoundError,
@@ -26,6 +27,7 @@ open = open_store  # noqa: A001 - `lineage.open(path)` is the public entry point
 
 __all__ = [
     "ConflictError",
+    "DamagedPartError",
     "InputError",
     "LineageError",
     "NotFoundError",

@@ -10,7 +10,8 @@
     ├── NotFoundError             a lookup answered "no" (exit 1)
     └── StoreError                the store is missing, damaged or of an unknown schema
         ├── StoreBusyError        another process holds the catalog for too long
-        └── StoreFullError        the disk filled up during a write (nothing was committed)
+        ├── StoreFullError        the disk filled up during a write (nothing was committed)
+        └── DamagedPartError      a Parquet part's bytes differ from what the catalog recorded
 
 The command line maps these to exit codes in one place (`lineage.cli.main`), following
 grep: 0 ok or yes, 1 a check or lookup answered no, 2 an error, 130 interrupted.
@@ -119,3 +120,11 @@ class StoreBusyError(StoreError):
 
 class StoreFullError(StoreError):
     """The disk filled up; the partial write was removed and nothing was committed."""
+
+
+class DamagedPartError(StoreError):
+    """A Parquet part a query was about to read differs from what was written."""
+
+    def __init__(self, path: object, what: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: damaged part: {what}; run `lineage store verify`")

@@ -42,6 +42,7 @@ DISTINCT_COLUMNS = frozenset({"doc_id", "uri", "content_hash", "metadata", "text
 # Encoding of sorted integer columns: deltas pack into a few bits each (occurrences:
 # 20 % faster to encode than PLAIN, and smaller).
 SORTED_INTEGERS = "DELTA_BINARY_PACKED"
+RANGE_DIGEST_BYTES = 16  # BLAKE3 of each row group's bytes: catches damage, not forgery
 
 Progress = Callable[[str, int | None, int | None], None] | None
 
@@ -61,10 +62,21 @@ class WrittenPart:
     first: dict[str, Any] = field(default_factory=dict)  # range columns in the first row
     last: dict[str, Any] = field(default_factory=dict)  # ... and in the last row
 
+    # The part cut into checked byte ranges: each row group, then the footer
+    # (lineage/part_check.py reads them back)
+    ends: list[int] = field(default_factory=list)  # where each range ends
+    digests: list[str] = field(default_factory=list)  # BLAKE3-128 hex of each range
+    group_first: dict[str, list[Any]] = field(default_factory=dict)  # range columns, per
+    group_last: dict[str, list[Any]] = field(default_factory=dict)  # row group
+
     def key_ranges(self) -> str | None:
         if not self.first:
             return None
         return json.dumps({k: [self.first[k], self.last[k]] for k in sorted(self.first)})
+
+    def row_groups(self) -> str:
+        return json.dumps({"ends": self.ends, "blake3": self.digests,
+                           "first": self.group_first, "last": self.group_last})
 
 
 def write_parts(
@@ -188,8 +200,9 @@ def publish_parts(
         fsync_dir(folder)
         for part, rel in zip(parts, relative, strict=True):
             con.execute(
-                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?)",
-                [rel, table, owner, part.rows, part.n_bytes, part.sha256, part.key_ranges()],
+                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?, ?)",
+                [rel, table, owner, part.rows, part.n_bytes, part.sha256, part.key_ranges(),
+                 part.row_groups()],
             )
     except BaseException:
         for final in finals:
@@ -249,21 +262,35 @@ class _Background:
 
 class _HashingFile:
     """A part's file that hashes its bytes on the way to disk (so the part is never read
-    back) and is fsynced when closed, while the next part is being written."""
+    back) and is fsynced when closed, while the next part is being written. Besides the
+    whole file's SHA-256, each byte range between `cut()`s gets its own BLAKE3."""
 
     def __init__(self, part: WrittenPart) -> None:
         import hashlib
 
+        import blake3
+
         self._part = part
         self._file = open(part.temp, "wb")  # noqa: SIM115 (closed by close())
         self._sha256 = hashlib.sha256()
+        self._new_range = blake3.blake3
+        self._range = blake3.blake3()
         self._size = 0
         self.closed = False
 
     def write(self, data: Any) -> int:
         self._sha256.update(data)
+        self._range.update(data)
         self._size += self._file.write(data)
         return len(memoryview(data))
+
+    def cut(self) -> None:
+        """End a checked range here (after a row group; at close, after the footer)."""
+        if self._part.ends and self._part.ends[-1] == self._size:
+            return
+        self._part.ends.append(self._size)
+        self._part.digests.append(self._range.hexdigest(length=RANGE_DIGEST_BYTES))
+        self._range = self._new_range()
 
     def flush(self) -> None:
         self._file.flush()
@@ -278,6 +305,7 @@ class _HashingFile:
         if self.closed:
             return
         self.closed = True
+        self.cut()
         try:
             self._file.flush()
             os.fsync(self._file.fileno())
@@ -344,15 +372,19 @@ class _RotatingWriter:
                     sorting_columns=[pq.SortingColumn(i) for i in self.sorting],
                     **self._column_options(),
                 )
-            room = self.part_rows - self.parts[-1].rows
+            room = min(self.part_rows - self.parts[-1].rows, self.row_group_rows)
             head, table = table.slice(0, room), table.slice(room)
             self._writer.write_table(head, row_group_size=self.row_group_rows)
+            assert self._sink is not None
+            self._sink.cut()  # the row group is on its way to disk: its range ends here
             part = self.parts[-1]
             for name in self.range_columns:
                 column = head.column(name)
                 if part.rows == 0:
                     part.first[name] = column[0].as_py()
                 part.last[name] = column[-1].as_py()
+                part.group_first.setdefault(name, []).append(column[0].as_py())
+                part.group_last.setdefault(name, []).append(column[-1].as_py())
             part.rows += head.num_rows
 
 
@@ -361,30 +393,58 @@ def part_files(
     span: tuple[int, int] | None = None, digest: str | None = None,
     any_of: tuple[str, Sequence[Any]] | None = None,
 ) -> list[str]:
-    """The registered parts of a table that can hold the rows asked for.
+    """The registered parts of a table that can hold the rows asked for, checked.
 
     Parts record the first and last value of their sort columns (`key_ranges`), so a
     lookup opens one part instead of all of them: at hundreds of parts, reading every
     footer would cost more than the lookup itself. `any_of=(column, values)` keeps the
-    parts whose range of that column holds at least one of the values.
+    parts whose range of that column holds at least one of the values. The footer and the
+    row groups of each part that the same conditions keep are checked against the
+    catalog (lineage/part_check.py): DamagedPartError if they differ. Without conditions,
+    every row group is checked.
     """
+    from lineage.part_check import check_part
+
     where, params = "table_name = ?", [table]
     if owner is not None:
         where, params = where + " AND owner = ?", [table, owner]
-    rows = con.execute(f"SELECT path, key_ranges FROM parquet_files WHERE {where} "
-                       "ORDER BY path", params).fetchall()
+    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, row_groups FROM "
+                       f"parquet_files WHERE {where} ORDER BY path", params).fetchall()
+
+    def admits(first: dict[str, Any], last: dict[str, Any]) -> bool:
+        return _admits(first, last, span, digest, any_of)
+
     keep = []
-    for path, ranges in rows:
+    for path, ranges, n_bytes, sha256, row_groups in rows:
         bounds = json.loads(ranges) if ranges else {}
-        if span and "stream_start" in bounds and not (
-                bounds["stream_start"][0] < span[1] and bounds["stream_end"][1] > span[0]):
+        if not admits({k: v[0] for k, v in bounds.items()}, {k: v[1] for k, v in bounds.items()}):
             continue
-        if digest and "content_hash" in bounds and not (
-                bounds["content_hash"][0] <= digest <= bounds["content_hash"][1]):
-            continue
-        if any_of and any_of[0] in bounds:
-            low, high = bounds[any_of[0]]
-            if not any(low <= value <= high for value in any_of[1]):
-                continue
+        check_part(store.root, path, n_bytes, sha256, row_groups, admits)
         keep.append(str(store.root / path))
     return keep
+
+
+def check_all_parts(con: duckdb.DuckDBPyConnection, store: Store, paths: Sequence[str]) -> None:
+    """Check every byte of the given registered parts (for reads of whole tables)."""
+    from lineage.part_check import check_part
+
+    for path, n_bytes, sha256, row_groups in con.execute(
+            "SELECT path, n_bytes, sha256, row_groups FROM parquet_files "
+            "WHERE path IN (SELECT unnest(?)) ORDER BY path", [list(paths)]).fetchall():
+        check_part(store.root, path, n_bytes, sha256, row_groups)
+
+
+def _admits(first: dict[str, Any], last: dict[str, Any], span: tuple[int, int] | None,
+            digest: str | None, any_of: tuple[str, Sequence[Any]] | None) -> bool:
+    """Whether rows between `first` and `last` (values of range columns) can match."""
+    if span and "stream_start" in first and not (
+            first["stream_start"] < span[1] and last["stream_end"] > span[0]):
+        return False
+    if digest and "content_hash" in first and not (
+            first["content_hash"] <= digest <= last["content_hash"]):
+        return False
+    if any_of and any_of[0] in first:
+        low, high = first[any_of[0]], last[any_of[0]]
+        if not any(low <= value <= high for value in any_of[1]):
+            return False
+    return True

@@ -16,8 +16,11 @@ CREATE TABLE parquet_files (
     n_bytes     BIGINT  NOT NULL,
     sha256      VARCHAR NOT NULL,      -- 64 lowercase hex of the file's bytes
     created_at  TIMESTAMP NOT NULL,
-    key_ranges  VARCHAR                -- JSON {column: [first, last]} of the sort columns,
+    key_ranges  VARCHAR,               -- JSON {column: [first, last]} of the sort columns,
                                        -- so a lookup opens only the parts that can match
+    row_groups  VARCHAR                -- JSON {ends, blake3, first, last}: the byte ranges
+                                       -- (each row group, then the footer) with the BLAKE3
+                                       -- a read checks; NULL for parts written before v7
 );
 
 CREATE TABLE corpora (

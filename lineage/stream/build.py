@@ -23,6 +23,7 @@ from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import (
     Progress,
     WrittenPart,
+    check_all_parts,
     discard_parts,
     publish_parts,
     unpublish,
@@ -152,6 +153,7 @@ def _corpus_facts(store: Store, corpus: str) -> tuple[
             "SELECT table_name, path, n_rows FROM parquet_files WHERE owner = ? "
             "AND table_name IN ('documents', 'document_hashes') ORDER BY path",
             [corpus]).fetchall()
+        check_all_parts(con, store, [path for _, path, _ in parts])  # a build reads them all
     documents = [(str(store.root / path), n) for table, path, n in parts if table == "documents"]
     hashes = [str(store.root / path) for table, path, _ in parts if table == "document_hashes"]
     return row[0], sources, documents, hashes
