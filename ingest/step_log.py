@@ -63,8 +63,10 @@ class StepLog:
 def read_step_log(path: Path, *, starts_by: int = 0) -> StepLog:
     """The log, checked; its first record may be no later than step `starts_by` (the step
     after the run's stored chain: 0 for a new run)."""
+    from lineage.ingest.input_rules import read_regular
+
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")  # a FIFO or device is refused unopened
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the step log ({exc})") from exc
     lines = text.split("\n")
@@ -92,7 +94,7 @@ def parse_line(path: Path, number: int, text: str, *, canonical: bool = False) -
     if "\r" in text:
         raise InputError(path, "CR in a line (CRLF line ends?): step logs end lines with LF "
                          "only, and the bytes are what is hashed", where=where)
-    if _depth_over(text, MAX_DEPTH):
+    if depth_over(text, MAX_DEPTH):
         raise InputError(path, f"JSON nested deeper than {MAX_DEPTH} levels", where=where)
     try:
         value = json.loads(text)
@@ -108,7 +110,7 @@ def parse_line(path: Path, number: int, text: str, *, canonical: bool = False) -
     return value
 
 
-def _depth_over(text: str, limit: int) -> bool:
+def depth_over(text: str, limit: int) -> bool:
     """Whether brackets outside strings nest deeper than `limit` (checked before parsing,
     so a hostile line never reaches the recursive parser)."""
     if text.count("[") + text.count("{") <= limit:

@@ -182,8 +182,8 @@ def test_a_fifo_in_a_corpus_folder_is_an_error_not_a_hang(tmp_path: Path) -> Non
         ref.folder_records(folder)
     store = _fresh_store(tmp_path / "store")
     result = Cli(store.root)("ingest", "corpus", str(folder), "--corpus", "c", code=2)
-    assert re.fullmatch(r"error: .*/web/pipe: not a regular file, folder or link \(a FIFO, "
-                        r"socket or device\): move it out of the corpus folder\n",
+    assert re.fullmatch(r"error: .*/web/pipe: special-file: a FIFO, not a regular file or "
+                        r"folder: reading it may never end \(move it out of the input\)\n",
                         result.stderr), result.stderr
 
 

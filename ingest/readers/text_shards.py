@@ -21,6 +21,15 @@ from lineage.errors import InputError
 from lineage.ingest.inputs import open_text_stream
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
+from lineage.ingest.value_rules import (
+    ANY,
+    COUNT,
+    ID,
+    STRING,
+    TEXT,
+    check_jsonl,
+    check_parquet_types,
+)
 from lineage.token_count import TokenizerSpec, count_tokens
 
 if TYPE_CHECKING:
@@ -47,6 +56,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
     import duckdb
     import pyarrow.parquet as pq
 
+    check_shard_values(task)
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET threads = 1")
@@ -74,6 +84,18 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         return ShardSummary(task.part if kept else None, kept, dropped, fingerprints)
     finally:
         con.close()
+
+
+JSONL_FIELDS = {"text": TEXT, "id": ID, "source": STRING, "url": STRING, "metadata": ANY}
+PARQUET_FIELDS = {"text": TEXT, "id": ID, "url": STRING, "token_count": COUNT}
+
+
+def check_shard_values(task: TextShardTask) -> None:
+    """Refuse what DuckDB would coerce, and a compressed shard that fails its check."""
+    if task.kind == "jsonl":
+        check_jsonl(Path(task.path), JSONL_FIELDS)
+    else:
+        check_parquet_types(Path(task.path), PARQUET_FIELDS)
 
 
 def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.RecordBatchReader:
