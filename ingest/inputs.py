@@ -9,11 +9,13 @@ ready manifest when its first record (JSONL) or its columns (Parquet) carry
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError, UsageError
@@ -181,10 +183,51 @@ def open_text_stream(path: Path):  # type: ignore[no-untyped-def]
         stream.myfileobj = raw  # type: ignore[attr-defined] # closed with the stream
         return stream
     if lowered.endswith(".zst"):
-        import io
+        return io.BufferedReader(_ZstdFrames(raw), buffer_size=1 << 20)
+    return raw
 
+
+class _ZstdFrames(io.RawIOBase):
+    """Every frame of a zstd file, each checked to its end (zstandard's stream reader
+    stops silently at a frame cut short); a frame's content checksum, when it has one,
+    is checked by the decompressor."""
+
+    def __init__(self, raw: io.RawIOBase) -> None:
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(
-            raw, closefd=True, read_across_frames=True))
-    return raw
+        super().__init__()
+        self._raw = raw
+        self._zstd = zstandard.ZstdDecompressor()
+        self._frame = self._zstd.decompressobj()
+        self._started = False
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the last zstd frame is cut short")
+                return 0
+            self._pending = memoryview(self._decompress(chunk))
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def _decompress(self, data: bytes) -> bytes:
+        out = bytearray()
+        while data:
+            if self._frame.eof:
+                self._frame = self._zstd.decompressobj()
+            self._started = True
+            out += self._frame.decompress(data)
+            data = self._frame.unused_data if self._frame.eof else b""
+        return bytes(out)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()

@@ -191,8 +191,8 @@ def _checked_text(row: dict[str, Any], path: Path) -> str | None:
     try:
         data = read_regular(path)  # a FIFO or device named by a uri is refused unopened
     except IngestRuleError as exc:
-        raise IngestRuleError(row["origin"], exc.rule_id, f"{path} for {row['doc_id']!r}: "
-                              f"{exc.message}", where=where) from exc
+        raise IngestRuleError(row["origin"], exc.rule_id, f"{exc.message} ({path}, the "
+                              f"uri of {row['doc_id']!r})", where=where) from exc
     except OSError as exc:
         raise InputError(row["origin"], f"cannot read {path} for {row['doc_id']!r} "
                          f"({exc.strerror or exc})", where=where) from exc
