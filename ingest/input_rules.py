@@ -118,6 +118,21 @@ def _changed(path: object, detail: str) -> IngestRuleError:
                            "was read; ingest it again once nothing writes to it")
 
 
+def stat_of(path: str | Path) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        raise os_error(path, exc) from exc
+
+
+def check_unchanged(path: str | Path, before: os.stat_result) -> None:
+    """A file read more than once (checked, then loaded) must not change in between."""
+    after = stat_of(path)
+    if (before.st_size, before.st_mtime_ns, before.st_ino) != \
+            (after.st_size, after.st_mtime_ns, after.st_ino):
+        raise _changed(path, f"size {before.st_size} -> {after.st_size}")
+
+
 def hash_regular(path: str | Path, *, keep: bool,
                  keep_big: bool = False) -> tuple[str, int, bytes | None]:
     """(BLAKE3 hex, size, the bytes when `keep`, for files of 4 MiB and more only with

@@ -19,7 +19,7 @@ from typing import Any
 
 from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
-from lineage.ingest.input_rules import hash_regular
+from lineage.ingest.input_rules import check_unchanged, hash_regular, stat_of
 from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import Progress, part_files
@@ -56,6 +56,7 @@ def ingest_windows(
         raise UsageError("--seq-len and --batch must be at least 1, --separator-tokens >= 0")
     if not path.exists() and not path.is_symlink():
         raise InputError(path, "no such file")
+    before = stat_of(path)
     log_hash = "blake3:" + hash_regular(path, keep=False)[0]
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
@@ -71,6 +72,7 @@ def ingest_windows(
     staging = new_staging_dir(store.staging_dir)
     try:
         built = _build(store, path, stream, corpus, documents, spec, staging, progress)
+        check_unchanged(path, before)  # the log hashed is the log read
         status = commit_stream(store, stream, corpus, spec, built)
     finally:
         remove_quietly(staging)

@@ -225,6 +225,19 @@ class _Changing:
         self.handle.close()
 
 
+def _append_after_check(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """The shard grows after its values were checked and before DuckDB loads it."""
+    from lineage.ingest.readers import text_shards
+
+    real = text_shards.check_shard_values
+
+    def check_then_grow(task: Any) -> None:
+        real(task)
+        with open(task.path, "ab") as out:
+            out.write(b'{"text": 5}\n')
+    monkeypatch.setattr(text_shards, "check_shard_values", check_then_grow)
+
+
 def _changing(target: str, *, grow: bool) -> Callable[[pytest.MonkeyPatch, Path], None]:
     def patch(monkeypatch: pytest.MonkeyPatch, _path: Path) -> None:
         monkeypatch.setattr(input_rules, "open", _ChangingReads(target, grow), raising=False)
@@ -394,6 +407,8 @@ CASES = (
     Case("file-grown-while-read", "folder", "changed-while-read",
          _folder({**_SMALL, "web/big.txt": b"b" * 300_000}),
          _changing("big.txt", grow=True), names="big.txt"),
+    Case("shard-grown-after-check", "jsonl", "changed-while-read: size",
+         _jsonl("s.jsonl", {"text": "a"}), _append_after_check),
     # -- ready manifests whose sizes disagree with the files read for fingerprints
     Case("manifest-size-differs", "manifest-texts", "manifest-size: n_bytes of 'a' is 99",
          _manifest_for("doc.txt", b"some text", n_bytes=99)),

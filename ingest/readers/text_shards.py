@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from lineage.errors import InputError
+from lineage.ingest.input_rules import check_unchanged, stat_of
 from lineage.ingest.inputs import open_text_stream
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
@@ -56,6 +57,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
     import duckdb
     import pyarrow.parquet as pq
 
+    before = stat_of(task.path)
     check_shard_values(task)
     con = duckdb.connect(":memory:")
     try:
@@ -81,6 +83,7 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                 kept += staged.num_rows
                 writer.write_table(staged)
         fingerprints = indexer.close() if indexer else None
+        check_unchanged(task.path, before)  # checked, then read by DuckDB: the same bytes
         return ShardSummary(task.part if kept else None, kept, dropped, fingerprints)
     finally:
         con.close()
