@@ -196,13 +196,13 @@ def _checked_text(row: dict[str, Any], path: Path) -> str | None:
     except OSError as exc:
         raise InputError(row["origin"], f"cannot read {path} for {row['doc_id']!r} "
                          f"({exc.strerror or exc})", where=where) from exc
+    if blake3.blake3(data).hexdigest() != row["content_hash"]:
+        raise InputError(row["origin"], f"{path} does not match the content_hash of "
+                         f"{row['doc_id']!r}", where=where)
     if len(data) != row["n_bytes"]:
         raise IngestRuleError(row["origin"], "manifest-size", f"n_bytes of {row['doc_id']!r} "
                               f"is {row['n_bytes']}, but {path} holds {len(data)} bytes",
                               where=where)
-    if blake3.blake3(data).hexdigest() != row["content_hash"]:
-        raise InputError(row["origin"], f"{path} does not match the content_hash of "
-                         f"{row['doc_id']!r}", where=where)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
