@@ -89,6 +89,12 @@ def open_fd(path: str | Path, flags: int) -> int:
     return os.open(path, flags)
 
 
+def read_into(fd: int, buffer: memoryview) -> int:
+    """One read into `buffer` (os.readv: no file object per file, which cost ~15 % on
+    64-256 KiB files); the tests replace it to change a file while it is read."""
+    return os.readv(fd, [buffer])
+
+
 def open_regular(path: str | Path) -> int:
     """A descriptor on a regular file, refusing special files without blocking on them:
     O_NONBLOCK makes opening a FIFO return at once, and fstat decides on what was opened
@@ -149,12 +155,11 @@ def hash_regular(path: str | Path, *, keep: bool,
         kept = bytearray() if keep and (keep_big or not big) else None
         buffer = _buffer(_BIG_CHUNK if big else _CHUNK)
         total = 0
-        with open(fd, "rb", buffering=0, closefd=False) as handle:
-            while count := handle.readinto(buffer):
-                hasher.update(buffer[:count])
-                if kept is not None:
-                    kept += buffer[:count]
-                total += count
+        while count := read_into(fd, buffer):
+            hasher.update(buffer[:count])
+            if kept is not None:
+                kept += buffer[:count]
+            total += count
         after = os.fstat(fd)
     except OSError as exc:
         raise os_error(path, exc) from exc

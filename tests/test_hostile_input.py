@@ -190,39 +190,24 @@ def _refuse_listing(suffix: str) -> Callable[[pytest.MonkeyPatch, Path], None]:
 
 
 class _ChangingReads:
-    """Stands in for `open(fd, "rb", ...)` in input_rules: after the first chunk is read,
+    """Stands in for `input_rules.read_into`: after the first chunk of the target is read,
     the file on disk is cut (or grown), as a writer would do meanwhile."""
 
     def __init__(self, target: str, grow: bool) -> None:
-        self.target, self.grow = target, grow
+        self.target, self.grow, self.reads = target, grow, 0
+        self.real = input_rules.read_into
 
-    def __call__(self, fd: Any, *args: Any, **kwargs: Any) -> Any:
-        handle = open(fd, *args, **kwargs)  # noqa: SIM115 - the reader closes it
-        if isinstance(fd, int) and os.readlink(f"/proc/self/fd/{fd}").endswith(self.target):
-            return _Changing(handle, Path(os.readlink(f"/proc/self/fd/{fd}")), self.grow)
-        return handle
-
-
-class _Changing:
-    def __init__(self, handle: Any, path: Path, grow: bool) -> None:
-        self.handle, self.path, self.grow, self.reads = handle, path, grow, 0
-
-    def readinto(self, buffer: Any) -> int:
-        count = self.handle.readinto(buffer)
-        self.reads += 1
-        if self.reads == 1:
-            if self.grow:
-                with open(self.path, "ab") as out:
+    def __call__(self, fd: int, buffer: Any) -> int:
+        count = self.real(fd, buffer)
+        path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if path.name == self.target:
+            self.reads += 1
+            if self.reads == 1 and self.grow:
+                with open(path, "ab") as out:
                     out.write(b"more")
-            else:
-                os.truncate(self.path, 10)
+            elif self.reads == 1:
+                os.truncate(path, 10)
         return count
-
-    def __enter__(self) -> _Changing:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.handle.close()
 
 
 def _append_after_check(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
@@ -240,7 +225,7 @@ def _append_after_check(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 
 def _changing(target: str, *, grow: bool) -> Callable[[pytest.MonkeyPatch, Path], None]:
     def patch(monkeypatch: pytest.MonkeyPatch, _path: Path) -> None:
-        monkeypatch.setattr(input_rules, "open", _ChangingReads(target, grow), raising=False)
+        monkeypatch.setattr(input_rules, "read_into", _ChangingReads(target, grow))
     return patch
 
 
