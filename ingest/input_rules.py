@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 
 from lineage.chain import MAX_DEPTH
-from lineage.errors import RuleError
+from lineage.errors import InputError, RuleError
 
 _CHUNK = 1 << 18  # per-thread read buffer for small and medium files
 _BIG_CHUNK = 1 << 23  # large files: chunks big enough for BLAKE3 to use every core
@@ -67,7 +67,7 @@ def stat_input(path: Path) -> os.stat_result:
         if os.path.islink(path):
             raise IngestRuleError(path, "unreadable", "a link whose target does not exist") \
                 from exc
-        raise
+        raise InputError(path, "no such file or directory") from exc
     except OSError as exc:
         raise os_error(path, exc) from exc
     if not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode)):
@@ -152,14 +152,15 @@ def hash_regular(path: str | Path, *, keep: bool,
         before = os.fstat(fd)
         big = before.st_size >= _BIG_FROM
         hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if big else blake3.blake3()
-        kept = bytearray() if keep and (keep_big or not big) else None
-        buffer = _buffer(_BIG_CHUNK if big else _CHUNK)
-        total = 0
-        while count := read_into(fd, buffer):
-            hasher.update(buffer[:count])
-            if kept is not None:
-                kept += buffer[:count]
-            total += count
+        kept: bytearray | None = None
+        if keep and (keep_big or not big):
+            kept, total = _read_whole(fd, before.st_size)
+            hasher.update(kept)
+        else:
+            buffer, total = _buffer(_BIG_CHUNK if big else _CHUNK), 0
+            while count := read_into(fd, buffer):
+                hasher.update(buffer[:count])
+                total += count
         after = os.fstat(fd)
     except OSError as exc:
         raise os_error(path, exc) from exc
@@ -170,6 +171,18 @@ def hash_regular(path: str | Path, *, keep: bool,
     if total != before.st_size:
         raise _changed(path, f"read {total} bytes of {before.st_size}")
     return hasher.hexdigest(), total, bytes(kept) if kept is not None else None
+
+
+def _read_whole(fd: int, size: int) -> tuple[bytearray, int]:
+    """The file into one buffer of its size plus one byte (so growth shows), and the
+    number of bytes read."""
+    data = bytearray(size + 1)
+    view, total = memoryview(data), 0
+    while total <= size and (count := read_into(fd, view[total:])):
+        total += count
+    view.release()
+    del data[total:]
+    return data, total
 
 
 def read_regular(path: str | Path) -> bytes:
