@@ -111,8 +111,9 @@ def _parquet(name: str, table: pa.Table) -> Callable[[Path], Path]:
     return build
 
 
-def _gzip_bad_crc() -> bytes:
-    data = bytearray(gzip.compress(b'{"text": "hello"}\n' * 1000, mtime=0))
+def _gzip_bad_crc(record: dict[str, Any] | None = None) -> bytes:
+    line = (json.dumps(record) + "\n").encode() if record else b'{"text": "hello"}\n'
+    data = bytearray(gzip.compress(line * 1000, mtime=0))
     data[-8] ^= 1  # the CRC32 in the trailer
     return bytes(data)
 
@@ -257,6 +258,10 @@ CASES = (
          _raw("s.jsonl.gz", _gzip_bad_length())),
     Case("gzip-cut", "jsonl", "compressed-integrity",
          _raw("s.jsonl.gz", gzip.compress(b'{"text": "hi"}\n' * 500, mtime=0)[:-20])),
+    Case("manifest-gzip-bad-crc", "manifest", "compressed-integrity",
+         _raw("m.jsonl.gz", _gzip_bad_crc(_DOC))),
+    Case("windows-gzip-bad-crc", "windows", "compressed-integrity",
+         _raw("w.jsonl.gz", _gzip_bad_crc(_WIN))),
     Case("zstd-bad-checksum", "jsonl", "compressed-integrity",
          _raw("s.jsonl.zst", _zstd_bad_checksum())),
     Case("zstd-cut", "jsonl", "compressed-integrity", _raw("s.jsonl.zst", _zstd_cut())),
@@ -331,6 +336,11 @@ CASES = (
          _jsonl("m.jsonl", {**_DOC, "n_bytes": 2**62 + 1},
                 {**_DOC, "doc_id": "b", "n_bytes": 2**62},
                 {**_DOC, "doc_id": "c", "n_bytes": 2**62})),
+    Case("windows-deep", "windows", "line 1: nesting-depth",
+         _jsonl("w.jsonl", json.dumps(_WIN)[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 +
+                "}")),
+    Case("windows-nan", "windows", "line 1: not-a-number: NaN",
+         _jsonl("w.jsonl", json.dumps(_WIN).replace('"token_start": 0', '"token_start": NaN'))),
     Case("windows-rank-beyond-batch", "windows", "rank-range: rank must be below --batch",
          _jsonl("w.jsonl", {**_WIN, "rank": 7})),
     Case("windows-huge-offset", "windows", "integer-range: `token_end` 36893488147419103232",
@@ -469,3 +479,23 @@ def test_hostile_input_is_refused(
         assert "Traceback" not in result.output and result.stdout == ""
     assert named in message and case.rule in message, message
     assert _snapshot(base.root) == before
+
+
+def test_gzip_checks_its_crc_only_at_the_end(tmp_path: Path) -> None:
+    """Why a shard is read to its end before it is trusted: the first lines of a damaged
+    gzip file read fine, and only the end says the CRC is wrong."""
+    path = _raw("s.jsonl.gz", _gzip_bad_crc())(tmp_path)
+    with gzip.open(path) as handle:
+        assert handle.readline() == b'{"text": "hello"}\n'
+        with pytest.raises(gzip.BadGzipFile, match="CRC check failed"):
+            handle.read()
+
+
+def test_a_zstd_stream_reader_stops_silently_at_a_cut_frame(tmp_path: Path) -> None:
+    """Why zstd frames are decompressed one by one and checked to their end: the stream
+    reader gives back less than was compressed, and no error."""
+    path = _raw("s.jsonl.zst", _zstd_cut())(tmp_path)
+    with open(path, "rb") as raw:
+        read = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
+    whole = "".join(json.dumps({"text": f"doc {i} " * 50}) + "\n" for i in range(200))
+    assert len(read) < len(whole.encode())
