@@ -164,6 +164,30 @@ def check_parquet_types(path: Path, fields: Mapping[str, str]) -> None:
             _check_uint64(path, name)
 
 
+def check_parquet_not_null(path: Path, name: str) -> None:
+    """A column that, when present, holds a value on every row (a null `id` would be
+    replaced by a generated name: refused as in JSONL)."""
+    import pyarrow.parquet as pq
+
+    if name not in pq.read_schema(path).names:
+        return
+    _first_row(path, name, f'"{name}" IS NULL', "value-type", f"`{name}` is null")
+
+
+def _first_row(path: Path, name: str, predicate: str, rule: str, what: str) -> None:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        row = con.execute(
+            f"SELECT file_row_number + 1 FROM read_parquet(?, file_row_number = true) "
+            f"WHERE {predicate} LIMIT 1", [str(path)]).fetchone()
+    finally:
+        con.close()
+    if row is not None:
+        raise IngestRuleError(path, rule, what, where=f"row {row[0]}")
+
+
 def _check_uint64(path: Path, name: str) -> None:
     import duckdb
 

@@ -293,6 +293,8 @@ CASES = (
          _parquet("s.parquet", pa.table({"text": [{"a": "x"}]}))),
     Case("parquet-id-struct", "parquet", "value-type: column `id` must be a string or an "
          "integer", _parquet("s.parquet", pa.table({"text": ["a"], "id": [{"a": 1}]}))),
+    Case("parquet-id-null", "parquet", "row 2: value-type: `id` is null",
+         _parquet("s.parquet", pa.table({"text": ["a", "b"], "id": ["x", None]}))),
     Case("parquet-token-count-float", "parquet", "value-type: column `token_count` must be "
          "an integer, not double",
          _parquet("s.parquet", pa.table({"text": ["a"], "token_count": [float("nan")]}))),

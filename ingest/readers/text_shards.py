@@ -29,6 +29,7 @@ from lineage.ingest.value_rules import (
     STRING,
     TEXT,
     check_jsonl,
+    check_parquet_not_null,
     check_parquet_types,
 )
 from lineage.token_count import TokenizerSpec, count_tokens
@@ -99,6 +100,7 @@ def check_shard_values(task: TextShardTask) -> None:
         check_jsonl(Path(task.path), JSONL_FIELDS)
     else:
         check_parquet_types(Path(task.path), PARQUET_FIELDS)
+        check_parquet_not_null(Path(task.path), "id")
 
 
 def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.RecordBatchReader:
