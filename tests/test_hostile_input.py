@@ -224,6 +224,21 @@ def _append_after_check(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     monkeypatch.setattr(text_shards, "check_shard_values", check_then_grow)
 
 
+def _fifo_after_listing(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """A listed file is swapped for a FIFO before it is read: refused, not waited on."""
+    from lineage.ingest import corpus
+
+    real = corpus.list_directory
+
+    def list_then_swap(folder: Path, **options: Any) -> Any:
+        listing = real(folder, **options)
+        target = folder / "web" / "a.txt"
+        target.unlink()
+        os.mkfifo(target)
+        return listing
+    monkeypatch.setattr(corpus, "list_directory", list_then_swap)
+
+
 def _changing(target: str, *, grow: bool) -> Callable[[pytest.MonkeyPatch, Path], None]:
     def patch(monkeypatch: pytest.MonkeyPatch, _path: Path) -> None:
         monkeypatch.setattr(input_rules, "read_into", _ChangingReads(target, grow))
@@ -387,6 +402,8 @@ CASES = (
     Case("fifo-shard-in-folder", "shard-folder", "special-file: a FIFO",
          _shard_folder(lambda d, s: os.mkfifo(s / "b.jsonl")),
          names="b.jsonl"),
+    Case("fifo-swapped-in-after-listing", "folder", "special-file: a FIFO",
+         _folder(_SMALL), _fifo_after_listing, names="a.txt"),
     Case("fifo-as-path", "special", "special-file: a FIFO",
          lambda d: (os.mkfifo(d / "pipe.jsonl"), d / "pipe.jsonl")[1]),
     Case("device-as-path", "special", "special-file: a device", lambda d: Path("/dev/zero")),
