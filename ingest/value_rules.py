@@ -46,17 +46,20 @@ def _refuse_constant(name: str) -> Any:
     raise _NotANumber(name)
 
 
-def check_jsonl(path: Path, fields: Mapping[str, str]) -> int:
-    """Read the whole shard and check each record; returns the number of records."""
+def check_jsonl(path: Path, fields: Mapping[str, str]) -> list[int]:
+    """Read the whole shard and check each record; returns where each record's line
+    starts in the (decompressed) bytes, blank lines not counted."""
     from lineage.ingest.inputs import open_text_stream
 
-    records = 0
+    offsets: list[int] = []
+    position = 0
     try:
         with open_text_stream(path) as handle:
             for line_no, raw in enumerate(handle, start=1):
                 if raw.strip():
-                    records += 1
+                    offsets.append(position)
                     check_record(path, f"line {line_no}", raw, fields)
+                position += len(raw)
     except IngestRuleError:
         raise
     except (OSError, EOFError) as exc:
@@ -69,7 +72,7 @@ def check_jsonl(path: Path, fields: Mapping[str, str]) -> int:
         if type(exc).__name__ == "ZstdError":
             raise compressed_error(path, exc) from exc
         raise
-    return records
+    return offsets
 
 
 def check_record(path: Path, where: str, raw: bytes, fields: Mapping[str, str]) -> None:

@@ -217,10 +217,11 @@ def _append_after_check(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 
     real = text_shards.check_shard_values
 
-    def check_then_grow(task: Any) -> None:
-        real(task)
+    def check_then_grow(task: Any) -> Any:
+        checked = real(task)
         with open(task.path, "ab") as out:
             out.write(b'{"text": 5}\n')
+        return checked
     monkeypatch.setattr(text_shards, "check_shard_values", check_then_grow)
 
 

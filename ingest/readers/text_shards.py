@@ -59,7 +59,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
     import pyarrow.parquet as pq
 
     before = stat_of(task.path)
-    check_shard_values(task)
+    checked_offsets = check_shard_values(task)
+    check_unchanged(task.path, before)
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET threads = 1")
@@ -69,7 +70,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         kept = dropped = 0
         record = 0
         indexer = TextIndexer(task.fingerprint_part) if task.fingerprint_part else None
-        offsets = record_offsets(Path(task.path)) if indexer and _plain_jsonl(task) else None
+        # where each record starts, from the check's pass (the file is unchanged since)
+        offsets = checked_offsets if indexer and _plain_jsonl(task) else None
         with pq.ParquetWriter(task.part, staged_schema()) as writer:
             while True:
                 try:
@@ -78,6 +80,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                     break
                 except duckdb.Error as exc:
                     raise _locate_error(task, exc) from exc
+                if offsets is not None and record + batch.num_rows > len(offsets):
+                    check_unchanged(task.path, before)  # more records than were checked
                 staged, empty = _stage_batch(task, batch, record, tok, indexer, offsets)
                 record += batch.num_rows
                 dropped += empty
@@ -94,13 +98,14 @@ JSONL_FIELDS = {"text": TEXT, "id": ID, "source": STRING, "url": STRING, "metada
 PARQUET_FIELDS = {"text": TEXT, "id": ID, "url": STRING, "token_count": COUNT}
 
 
-def check_shard_values(task: TextShardTask) -> None:
-    """Refuse what DuckDB would coerce, and a compressed shard that fails its check."""
+def check_shard_values(task: TextShardTask) -> list[int] | None:
+    """Refuse what DuckDB would coerce, and a compressed shard that fails its check;
+    for JSONL, where each record's line starts."""
     if task.kind == "jsonl":
-        check_jsonl(Path(task.path), JSONL_FIELDS)
-    else:
-        check_parquet_types(Path(task.path), PARQUET_FIELDS)
-        check_parquet_not_null(Path(task.path), "id")
+        return check_jsonl(Path(task.path), JSONL_FIELDS)
+    check_parquet_types(Path(task.path), PARQUET_FIELDS)
+    check_parquet_not_null(Path(task.path), "id")
+    return None
 
 
 def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.RecordBatchReader:
@@ -182,19 +187,6 @@ def _stage_batch(
 
 def _plain_jsonl(task: TextShardTask) -> bool:
     return task.kind == "jsonl" and not task.path.lower().endswith((".gz", ".zst"))
-
-
-def record_offsets(path: Path) -> list[int]:
-    """Where each record's line starts in a plain JSONL file (blank lines are not
-    records), so a matched document's text can be read again with one seek."""
-    offsets: list[int] = []
-    position = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                offsets.append(position)
-            position += len(line)
-    return offsets
 
 
 def _hash_texts(text: pa.Array) -> tuple[list[str], list[int]]:
