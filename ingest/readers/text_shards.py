@@ -2,7 +2,9 @@
 
 JSONL: one JSON object per line with `text` and optional `id`, `source`, `url`,
 `metadata`; plain, gzip or zstd. Parquet: `text` and optional `id`, `url`,
-`token_count`. DuckDB reads the shard; each text is hashed as its exact UTF-8 bytes.
+`token_count`. Each shard's values are checked first (ingest/value_rules.py: types, NaN,
+nesting, integer ranges; a compressed shard read to its end), then DuckDB reads it; each
+text is hashed as its exact UTF-8 bytes.
 A document without `id` is named `<shard name>#<record>` (1-based, blank lines not
 counted). One call maps one shard to one staged Parquet part; calls are independent,
 so they run in a process pool (or on any engine that can call a function).
