@@ -3,7 +3,9 @@
 For corpora too large to re-read, nothing is re-hashed: the rows are loaded as they are
 (`doc_id, source, uri, n_bytes, n_tokens, content_hash`, optional `license`) and checked
 by the reduce like every other row. Loading happens inside the reduce's DuckDB session,
-so a 10M-row manifest is read once, in parallel, without Python touching each row.
+so a 10M-row Parquet manifest is read once, in parallel, without Python touching each
+row; its column types are checked from the schema. A JSONL manifest is first read once
+in Python (ingest/value_rules.py), because DuckDB would coerce "5" and 5.0 into counts.
 """
 
 from __future__ import annotations
