@@ -204,3 +204,64 @@ def _check_uint64(path: Path, name: str) -> None:
     if row is not None:
         raise IngestRuleError(path, "integer-range", f"`{name}` {row[1]} is outside "
                               f"0..{INT64_MAX}", where=f"row {row[0]}")
+
+
+def check_jsonl_columns(con: Any, path: Path, fields: Mapping[str, str]) -> None:
+    """The same field rules as `check_jsonl`, for JSONL too large to parse in Python (a
+    ready manifest of millions of rows): DuckDB reads each field as JSON and names the
+    first record whose field has the wrong JSON type or range; that one field is then
+    parsed here to say why. A compressed file is first read to its end in Python, so the
+    decompressor verifies it. Nesting cannot hurt here: DuckDB's parser does not recurse."""
+    if is_compressed(path):
+        verify_compressed(path)
+    columns = ", ".join(f"{name}: 'JSON'" for name in fields)
+    flags = ", ".join(f"CASE WHEN {_bad_json(name, kind)} THEN '{name}' END"
+                      for name, kind in fields.items())
+    found = con.execute(
+        f"SELECT record, coalesce({flags}) AS field FROM (SELECT *, row_number() OVER () "
+        f"AS record FROM read_json(?, format = 'newline_delimited', columns = {{{columns}}})) "
+        f"WHERE field IS NOT NULL ORDER BY record LIMIT 1", [str(path)]).fetchone()
+    if found is None:
+        return
+    record, name = found
+    text = con.execute(
+        f"SELECT CAST({name} AS VARCHAR) FROM (SELECT *, row_number() OVER () AS record FROM "
+        f"read_json(?, format = 'newline_delimited', columns = {{{columns}}})) "
+        "WHERE record = ?", [str(path), record]).fetchone()[0]
+    where = f"record {record}"
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except _NotANumber as exc:
+        raise IngestRuleError(path, "not-a-number", f"{exc.args[0]} is not a JSON number",
+                              where=where) from exc
+    _check_field(path, where, name, fields[name], {name: value})
+    raise IngestRuleError(path, "value-type", f"`{name}` holds {text[:40]!r}", where=where)
+
+
+def _bad_json(name: str, kind: str) -> str:
+    """True when a JSON field is present, not null, and not of `kind` (or out of range)."""
+    typ = f"json_type({name})"
+    if kind in (STRING, TEXT):
+        return f"({name} IS NOT NULL AND {typ} <> 'VARCHAR')"
+    return (f"({name} IS NOT NULL AND ({typ} NOT IN ('BIGINT', 'UBIGINT') "
+            f"OR TRY_CAST({name} AS BIGINT) IS NULL))")
+
+
+def verify_compressed(path: Path) -> None:
+    """Read a .gz or .zst file to its end: the decompressor checks CRC, length, frames."""
+    from lineage.ingest.inputs import open_text_stream
+
+    try:
+        with open_text_stream(path) as handle:
+            while handle.read(1 << 20):
+                pass
+    except IngestRuleError:
+        raise
+    except (OSError, EOFError) as exc:
+        if isinstance(exc, PermissionError):
+            raise os_error(path, exc) from exc
+        raise compressed_error(path, exc) from exc
+    except Exception as exc:  # zstandard.ZstdError is not an OSError
+        if type(exc).__name__ == "ZstdError":
+            raise compressed_error(path, exc) from exc
+        raise

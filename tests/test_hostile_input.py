@@ -316,13 +316,13 @@ CASES = (
          _parquet("s.parquet", pa.table({"text": ["a"], "token_count": [float("nan")]}))),
     Case("parquet-token-count-string", "parquet", "value-type: column `token_count` must be "
          "an integer", _parquet("s.parquet", pa.table({"text": ["a"], "token_count": ["3"]}))),
-    Case("manifest-n-bytes-string", "manifest", "line 1: value-type: `n_bytes` must be an "
+    Case("manifest-n-bytes-string", "manifest", "record 1: value-type: `n_bytes` must be an "
          "integer, not a string", _jsonl("m.jsonl", {**_DOC, "n_bytes": "5"})),
     Case("manifest-n-tokens-float", "manifest", "value-type: `n_tokens` must be an integer, "
          "not a float", _jsonl("m.jsonl", {**_DOC, "n_tokens": 5.0})),
     Case("manifest-doc-id-object", "manifest", "value-type: `doc_id` must be a string",
          _jsonl("m.jsonl", {**_DOC, "doc_id": {"a": 1}})),
-    Case("manifest-nan", "manifest", "line 1: not-a-number: NaN",
+    Case("manifest-nan", "manifest", "record 1: not-a-number: NaN",
          _jsonl("m.jsonl", json.dumps(_DOC).replace('"n_tokens": 5', '"n_tokens": NaN'))),
     Case("manifest-parquet-float-bytes", "manifest", "value-type: column `n_bytes` must be "
          "an integer, not double",
@@ -343,7 +343,7 @@ CASES = (
          _jsonl("m.jsonl", '{"content_hash": ' + "[" * 50_000 + "]" * 50_000 + "}")),
     Case("id-out-of-range", "jsonl", "integer-range: `id` 1180591620717411303424 is outside",
          _jsonl("s.jsonl", {"text": "a", "id": 2**70})),
-    Case("manifest-n-bytes-2^64", "manifest", "line 1: integer-range: `n_bytes` "
+    Case("manifest-n-bytes-2^64", "manifest", "record 1: integer-range: `n_bytes` "
          "18446744073709551616 is outside", _jsonl("m.jsonl", {**_DOC, "n_bytes": 2**64})),
     Case("manifest-uint64-above-range", "manifest", "row 1: integer-range: `n_tokens` "
          "18446744073709551615 is outside",

@@ -131,7 +131,7 @@ def test_missing_column_and_wrong_types(
     rows = _rows(3)
     rows[1]["n_bytes"] = "lots"
     make_jsonl(tmp_path / "t.jsonl", rows)
-    with pytest.raises(InputError, match=r"t\.jsonl:line 2: value-type: `n_bytes` must be "
+    with pytest.raises(InputError, match=r"t\.jsonl:record 2: value-type: `n_bytes` must be "
                        "an integer, not a string"):
         ingest_corpus(store, [tmp_path / "t.jsonl"], corpus="c")
 

@@ -4,8 +4,9 @@ For corpora too large to re-read, nothing is re-hashed: the rows are loaded as t
 (`doc_id, source, uri, n_bytes, n_tokens, content_hash`, optional `license`) and checked
 by the reduce like every other row. Loading happens inside the reduce's DuckDB session,
 so a 10M-row Parquet manifest is read once, in parallel, without Python touching each
-row; its column types are checked from the schema. A JSONL manifest is first read once
-in Python (ingest/value_rules.py), because DuckDB would coerce "5" and 5.0 into counts.
+row; its column types are checked from the schema, and a JSONL manifest's field types
+by DuckDB reading them as JSON first (ingest/value_rules.py), because reading them as
+BIGINT would coerce "5" and 5.0 into counts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from lineage.errors import InputError
 from lineage.ingest.inputs import ShardInput
-from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
+from lineage.ingest.value_rules import (
+    COUNT,
+    STRING,
+    check_jsonl_columns,
+    check_parquet_types,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -40,7 +46,7 @@ def load_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInput], *,
     into a scratch copy of the table, so the error names the file at fault."""
     for shard in shards:
         if shard.kind == "manifest-jsonl":
-            check_jsonl(shard.path, FIELDS)
+            check_jsonl_columns(con, shard.path, FIELDS)
             _insert(con, table, [str(shard.path)], jsonl=True, license_column=True)
     parquet = [str(s.path) for s in shards if s.kind != "manifest-jsonl"]
     if not parquet:
