@@ -49,7 +49,15 @@ def corpus(
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests."""
+    """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests.
+
+    Refused with exit 2, naming the file and rule, nothing written: special files
+    (special-file), files or folders that cannot be read (unreadable), links leaving a
+    folder or looping (symlink-outside, symlink-loop), files changing while read
+    (changed-while-read), damaged .gz/.zst (compressed-integrity), values of the wrong
+    type (value-type), NaN (not-a-number), deep nesting (nesting-depth), out-of-range
+    integers (integer-range), manifest sizes differing from the files read
+    (manifest-size). See docs/manifest-spec.md."""
     from lineage.ingest import ingest_corpus
 
     store = current_store(ctx)
@@ -99,7 +107,10 @@ def windows(
     ] = 0,
     json: JsonOption = False,
 ) -> None:
-    """Record the windows a run logged, so every stream query works on that run too."""
+    """Record the windows a run logged, so every stream query works on that run too.
+
+    Values are not coerced (value-type, integer-range) and each rank must be below
+    --batch (rank-range); see docs/manifest-spec.md."""
     from lineage.ingest.windows import ingest_windows
 
     result = ingest_windows(

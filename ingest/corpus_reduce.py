@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lineage import faults
 from lineage.digest import LINE_COLUMN, string_values
 from lineage.errors import InputError, UsageError, too_little_memory
+from lineage.ingest.input_rules import INT64_MAX, IngestRuleError
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifests
 from lineage.ingest.staging import StagedParts, record_place
@@ -285,6 +286,11 @@ def _totals(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     docs, tokens, size = con.execute(
         "SELECT count(*), coalesce(sum(n_tokens), 0), coalesce(sum(n_bytes), 0) FROM docs"
     ).fetchone() or (0, 0, 0)
+    for name, total in (("n_tokens", tokens), ("n_bytes", size)):
+        if int(total) > INT64_MAX:  # the catalog keeps totals as signed 64-bit integers
+            origin = (con.execute("SELECT min(origin) FROM docs").fetchone() or ("?",))[0]
+            raise IngestRuleError(origin, "integer-range", f"the corpus's {name} add up to "
+                                  f"{int(total)}, more than {INT64_MAX}")
     return {"documents": int(docs), "tokens": int(tokens), "bytes": int(size)}
 
 

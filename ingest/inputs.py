@@ -9,12 +9,26 @@ ready manifest when its first record (JSONL) or its columns (Parquet) carry
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError, UsageError
+from lineage.ingest.input_rules import (
+    IngestRuleError,
+    compressed_error,
+    depth_error,
+    is_compressed,
+    open_regular,
+    os_error,
+    stat_input,
+)
+from lineage.ingest.step_log import depth_over
 
 FORMATS = ("auto", "files", "jsonl", "parquet", "manifest")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst")
@@ -44,9 +58,9 @@ def plan_inputs(paths: list[Path], fmt: str = "auto") -> list[Input]:
         raise UsageError("give at least one PATH to ingest")
     planned: list[Input] = []
     for path in paths:
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise InputError(path, "no such file or directory")
-        if path.is_dir():
+        if stat.S_ISDIR(stat_input(path).st_mode):
             if fmt in ("auto", "files"):
                 planned.append(DirectoryInput(path))
             else:
@@ -59,16 +73,41 @@ def plan_inputs(paths: list[Path], fmt: str = "auto") -> list[Input]:
 def _shards_in(folder: Path, fmt: str) -> list[ShardInput]:
     """Shard files below `folder`, in sorted relative-path order."""
     found: list[ShardInput] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    root = folder.resolve()
+
+    def refuse(exc: OSError) -> None:  # os.walk would skip an unreadable folder silently
+        raise os_error(exc.filename or folder, exc)
+
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=refuse):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in dirnames:
+            check_link(Path(dirpath) / name, root)
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
             if filename.startswith(".") or not _has_shard_suffix(filename, fmt):
                 continue
+            check_link(path, root)
+            stat_input(path)
             found.append(_classify(path, path.relative_to(folder).as_posix(), fmt))
     if not found:
         raise InputError(folder, f"no {fmt} shards found in this directory")
     return found
+
+
+def check_link(path: Path, root: Path) -> None:
+    """A link below an input folder must resolve, without looping, to a place inside it."""
+    if not path.is_symlink():
+        return
+    try:
+        target = path.resolve(strict=True)
+    except FileNotFoundError as exc:
+        raise IngestRuleError(path, "unreadable", "a link whose target does not exist") \
+            from exc
+    except (OSError, RuntimeError) as exc:  # ELOOP; older Pythons raise RuntimeError
+        raise IngestRuleError(path, "symlink-loop", "a symbolic link that loops") from exc
+    if not target.is_relative_to(root):
+        raise IngestRuleError(path, "symlink-outside", f"a link to {target}, outside "
+                              f"{root}: copy the file in, or give its place as a PATH")
 
 
 def _has_shard_suffix(name: str, fmt: str) -> bool:
@@ -119,22 +158,76 @@ def _first_jsonl_record(path: Path) -> object:
         with open_text_stream(path) as handle:
             for raw in handle:
                 if raw.strip():
+                    if depth_over(raw.decode("utf-8", "replace"), MAX_DEPTH):
+                        raise depth_error(path, "line 1")
                     return json.loads(raw)
+    except IngestRuleError:
+        raise
     except (OSError, ValueError, EOFError) as exc:
+        if is_compressed(path) and not isinstance(exc, ValueError | PermissionError):
+            raise compressed_error(path, exc) from exc
         raise InputError(path, f"cannot read the first record ({exc})", where="1") from exc
+    except Exception as exc:
+        if type(exc).__name__ == "ZstdError":
+            raise compressed_error(path, exc) from exc
+        raise
     return None
 
 
 def open_text_stream(path: Path):  # type: ignore[no-untyped-def]
     """A binary line iterator over a plain, gzip or zstd file."""
     lowered = path.name.lower()
+    raw = open(open_regular(path), "rb")  # noqa: SIM115 - closed with the wrapper
     if lowered.endswith(".gz"):
-        return gzip.open(path, "rb")
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        stream.myfileobj = raw  # type: ignore[attr-defined] # closed with the stream
+        return stream
     if lowered.endswith(".zst"):
-        import io
+        return io.BufferedReader(_ZstdFrames(raw), buffer_size=1 << 20)
+    return raw
 
+
+class _ZstdFrames(io.RawIOBase):
+    """Every frame of a zstd file, each checked to its end (zstandard's stream reader
+    stops silently at a frame cut short); a frame's content checksum, when it has one,
+    is checked by the decompressor."""
+
+    def __init__(self, raw: io.RawIOBase) -> None:
         import zstandard
 
-        raw = open(path, "rb")  # noqa: SIM115 - closed with the wrapper
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
-    return open(path, "rb")  # noqa: SIM115
+        super().__init__()
+        self._raw = raw
+        self._zstd = zstandard.ZstdDecompressor()
+        self._frame = self._zstd.decompressobj()
+        self._started = False
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the last zstd frame is cut short")
+                return 0
+            self._pending = memoryview(self._decompress(chunk))
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def _decompress(self, data: bytes) -> bytes:
+        out = bytearray()
+        while data:
+            if self._frame.eof:
+                self._frame = self._zstd.decompressobj()
+            self._started = True
+            out += self._frame.decompress(data)
+            data = self._frame.unused_data if self._frame.eof else b""
+        return bytes(out)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()

@@ -53,6 +53,7 @@ class StepLog:
     end_text: str | None = None
     end: dict[str, Any] | None = None
     end_line: int | None = None
+    log_hash: str = ""  # blake3:<hex> of the very bytes that were checked
 
     @property
     def full(self) -> bool:
@@ -63,8 +64,13 @@ class StepLog:
 def read_step_log(path: Path, *, starts_by: int = 0) -> StepLog:
     """The log, checked; its first record may be no later than step `starts_by` (the step
     after the run's stored chain: 0 for a new run)."""
+    import blake3
+
+    from lineage.ingest.input_rules import read_regular
+
     try:
-        text = path.read_bytes().decode("utf-8")
+        data = read_regular(path)  # a FIFO or device is refused unopened
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the step log ({exc})") from exc
     lines = text.split("\n")
@@ -73,7 +79,7 @@ def read_step_log(path: Path, *, starts_by: int = 0) -> StepLog:
     if not lines:
         raise InputError(path, "empty step log (the first line must be the run header)")
     header = parse_line(path, 1, lines[0])
-    log = StepLog(path, lines[0], header)
+    log = StepLog(path, lines[0], header, log_hash="blake3:" + blake3.blake3(data).hexdigest())
     check_header(log)
     for number, line in enumerate(lines[1:], start=2):
         if log.end is not None:
@@ -92,7 +98,7 @@ def parse_line(path: Path, number: int, text: str, *, canonical: bool = False) -
     if "\r" in text:
         raise InputError(path, "CR in a line (CRLF line ends?): step logs end lines with LF "
                          "only, and the bytes are what is hashed", where=where)
-    if _depth_over(text, MAX_DEPTH):
+    if depth_over(text, MAX_DEPTH):
         raise InputError(path, f"JSON nested deeper than {MAX_DEPTH} levels", where=where)
     try:
         value = json.loads(text)
@@ -108,7 +114,7 @@ def parse_line(path: Path, number: int, text: str, *, canonical: bool = False) -
     return value
 
 
-def _depth_over(text: str, limit: int) -> bool:
+def depth_over(text: str, limit: int) -> bool:
     """Whether brackets outside strings nest deeper than `limit` (checked before parsing,
     so a hostile line never reaches the recursive parser)."""
     if text.count("[") + text.count("{") <= limit:

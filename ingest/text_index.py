@@ -122,7 +122,7 @@ def index_manifest_texts(
 
     total = int(con.execute("SELECT count(*) FROM docs WHERE NOT has_text").fetchall()[0][0])
     reader = con.cursor().sql(
-        "SELECT doc_id, uri, content_hash, origin, record FROM docs WHERE NOT has_text "
+        "SELECT doc_id, uri, n_bytes, content_hash, origin, record FROM docs WHERE NOT has_text "
         "ORDER BY doc_id").to_arrow_reader(4096)
     updates: list[pa.Table] = []
     done = 0
@@ -185,16 +185,24 @@ def _local_document(row: dict[str, Any]) -> Path:
 
 def _checked_text(row: dict[str, Any], path: Path) -> str | None:
     from lineage.errors import InputError
+    from lineage.ingest.input_rules import IngestRuleError, read_regular
 
     where = record_place(row["origin"], row["record"])
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # a FIFO or device named by a uri is refused unopened
+    except IngestRuleError as exc:
+        raise IngestRuleError(row["origin"], exc.rule_id, f"{exc.message} ({path}, the "
+                              f"uri of {row['doc_id']!r})", where=where) from exc
     except OSError as exc:
         raise InputError(row["origin"], f"cannot read {path} for {row['doc_id']!r} "
                          f"({exc.strerror or exc})", where=where) from exc
     if blake3.blake3(data).hexdigest() != row["content_hash"]:
         raise InputError(row["origin"], f"{path} does not match the content_hash of "
                          f"{row['doc_id']!r}", where=where)
+    if len(data) != row["n_bytes"]:
+        raise IngestRuleError(row["origin"], "manifest-size", f"n_bytes of {row['doc_id']!r} "
+                              f"is {row['n_bytes']}, but {path} holds {len(data)} bytes",
+                              where=where)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

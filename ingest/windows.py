@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import blake3
-
 from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
+from lineage.ingest.input_rules import check_unchanged, hash_regular, stat_of
+from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
 from lineage.manifest import NAME_RULE, is_valid_name
 from lineage.parts import Progress, part_files
 from lineage.scratch import new_staging_dir
@@ -31,6 +31,8 @@ from lineage.stream.spec import RecordedSpec
 from lineage.stream.tables import write_occurrences
 
 REQUIRED = ("step", "rank", "window", "doc_id", "token_start", "token_end")
+_FIELDS = {"step": COUNT, "rank": COUNT, "window": COUNT, "doc_id": STRING,
+           "token_start": COUNT, "token_end": COUNT}
 _SHOW = 3  # problems named per rule
 
 
@@ -52,9 +54,10 @@ def ingest_windows(
         raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     if seq_len < 1 or batch < 1 or separator_tokens < 0:
         raise UsageError("--seq-len and --batch must be at least 1, --separator-tokens >= 0")
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise InputError(path, "no such file")
-    log_hash = "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
+    before = stat_of(path)
+    log_hash = "blake3:" + hash_regular(path, keep=False)[0]
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
@@ -69,6 +72,7 @@ def ingest_windows(
     staging = new_staging_dir(store.staging_dir)
     try:
         built = _build(store, path, stream, corpus, documents, spec, staging, progress)
+        check_unchanged(path, before)  # the log hashed is the log read
         status = commit_stream(store, stream, corpus, spec, built)
     finally:
         remove_quietly(staging)
@@ -127,6 +131,10 @@ def _load(con: Any, path: Path) -> None:
         row = "row_number() OVER ()"
     else:
         raise InputError(path, "expected a .parquet or .jsonl window log")
+    if lowered.endswith(".parquet"):
+        check_parquet_types(path, _FIELDS)
+    else:
+        check_jsonl(path, _FIELDS)
     try:
         con.execute("SET preserve_insertion_order = true")
         present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}",
@@ -190,6 +198,8 @@ _RULES: tuple[tuple[str, str], ...] = (
      "token_start < 0 OR token_end <= token_start OR token_end > n_tokens"),
     ("step must be window // batch", "step != win // $batch"),
     ("negative rank or window", "rank < 0 OR win < 0"),
+    ("rank-range: rank must be below --batch (each rank reads at least one window of a "
+     "step)", "rank >= $batch"),
 )
 
 

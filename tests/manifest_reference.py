@@ -39,6 +39,7 @@ def folder_records(root: Path, *, source: str | None = None,
             if text_name.startswith("."):
                 left_out["hidden"] += 1
             elif stat.S_ISLNK(mode):
+                _check_link(path, root)
                 left_out["links"] += 1
             elif stat.S_ISDIR(mode):
                 walk(path, [*prefix, text_name])
@@ -63,6 +64,18 @@ def folder_records(root: Path, *, source: str | None = None,
             if any(ord(c) < 0x20 or ord(c) == 0x7F for c in record[field]):
                 raise FolderError(f"{record['doc_id']!r}: {field} has a control character")
     return sorted(records, key=lambda r: r["doc_id"].encode("utf-8")), left_out
+
+
+def _check_link(path: Path, root: Path) -> None:
+    """A link is skipped only when it resolves, without looping, inside the folder."""
+    try:
+        target = path.resolve(strict=True)
+    except FileNotFoundError as exc:
+        raise FolderError(f"{path}: unreadable: a link whose target does not exist") from exc
+    except (OSError, RuntimeError) as exc:
+        raise FolderError(f"{path}: symlink-loop") from exc
+    if not target.is_relative_to(root.resolve()):
+        raise FolderError(f"{path}: symlink-outside")
 
 
 def _check_utf8(path: Path, doc_id: str) -> None:

@@ -152,20 +152,22 @@ def test_bad_names_and_missing_paths_are_usage_errors(store: Store, tmp_path: Pa
 def test_unreadable_file_is_named(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Root (as in CI) reads any file whatever its mode, so the refusal is simulated at open().
-    from lineage.ingest.readers import directory
+    # Root (as in CI) reads any file whatever its mode, so the refusal is simulated at the
+    # one call that opens input files.
+    from lineage.ingest import input_rules
 
     root = tmp_path / "c"
     root.mkdir()
     (root / "locked.txt").write_text("x")
-    real_open = open
+    real_open = input_rules.open_fd
 
-    def refuse(path: object, *args: object, **kwargs: object) -> object:
+    def refuse(path: str, flags: int) -> int:
         if str(path).endswith("locked.txt"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, flags)
 
-    monkeypatch.setattr(directory, "open", refuse, raising=False)
-    with pytest.raises(InputError, match="locked.txt: cannot read \\(Permission denied\\)"):
+    monkeypatch.setattr(input_rules, "open_fd", refuse)
+    with pytest.raises(InputError,
+                       match="locked.txt: unreadable: cannot be read \\(Permission denied\\)"):
         ingest_corpus(store, [root], corpus="c")
     assert store.corpora() == []

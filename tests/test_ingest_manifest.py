@@ -131,7 +131,8 @@ def test_missing_column_and_wrong_types(
     rows = _rows(3)
     rows[1]["n_bytes"] = "lots"
     make_jsonl(tmp_path / "t.jsonl", rows)
-    with pytest.raises(InputError, match=r"t\.jsonl: cannot be read as a ready manifest"):
+    with pytest.raises(InputError, match=r"t\.jsonl:record 2: value-type: `n_bytes` must be "
+                       "an integer, not a string"):
         ingest_corpus(store, [tmp_path / "t.jsonl"], corpus="c")
 
 
@@ -181,6 +182,7 @@ def test_parquet_manifests_load_together_and_a_bad_one_is_named(
     assert places[0] == ("b-0000", None, None)  # ready manifests keep no text origin
     bad = {**first, "n_bytes": ["many", "more", "most"]}
     make_parquet(tmp_path / "c.parquet", bad)
-    with pytest.raises(InputError, match=r"c\.parquet: cannot be read as a ready manifest"):
+    with pytest.raises(InputError, match=r"c\.parquet: value-type: column `n_bytes` must be an "
+                       "integer, not string"):
         ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "c.parquet"], corpus="bad")
     assert [c["name"] for c in store.corpora()] == ["ab"]

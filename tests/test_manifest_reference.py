@@ -182,9 +182,33 @@ def test_a_fifo_in_a_corpus_folder_is_an_error_not_a_hang(tmp_path: Path) -> Non
         ref.folder_records(folder)
     store = _fresh_store(tmp_path / "store")
     result = Cli(store.root)("ingest", "corpus", str(folder), "--corpus", "c", code=2)
-    assert re.fullmatch(r"error: .*/web/pipe: not a regular file, folder or link \(a FIFO, "
-                        r"socket or device\): move it out of the corpus folder\n",
+    assert re.fullmatch(r"error: .*/web/pipe: special-file: a FIFO, not a regular file or "
+                        r"folder: reading it may never end \(move it out of the input\)\n",
                         result.stderr), result.stderr
+
+
+@pytest.mark.parametrize(("target", "rule"), [
+    ("inside", None), ("outside", "symlink-outside"), ("missing", "unreadable"),
+    ("loop", "symlink-loop"),
+])
+def test_links_are_skipped_only_when_they_stay_inside(
+    tmp_path: Path, target: str, rule: str | None
+) -> None:
+    folder = make_folder(tmp_path / "corpus", {"web/a.txt": b"text\n"})
+    (tmp_path / "outside.txt").write_bytes(b"not in the corpus\n")
+    link = folder / "web" / "link.txt"
+    link.symlink_to({"inside": folder / "web" / "a.txt", "outside": tmp_path / "outside.txt",
+                     "missing": tmp_path / "gone", "loop": link}[target])
+    store = _fresh_store(tmp_path / "store")
+    if rule is None:
+        records, left_out = ref.folder_records(folder)
+        assert left_out["links"] == 1 and [r["doc_id"] for r in records] == ["web/a.txt"]
+        assert ingest_corpus(store, [folder], corpus="c").skipped_links == 1
+        return
+    with pytest.raises(ref.FolderError, match=rule):
+        ref.folder_records(folder)
+    with pytest.raises(InputError, match=f"link.txt: {rule}: "):
+        ingest_corpus(store, [folder], corpus="c")
 
 
 def test_names_that_are_not_utf8_stop_the_ingest_unless_skipped(tmp_path: Path) -> None:

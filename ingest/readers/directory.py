@@ -3,8 +3,10 @@
 `doc_id` is the path relative to the directory with '/' separators. Each immediate
 subfolder is a source unless one is forced; top-level files belong to the forced source
 or to the directory's own name. Hidden files and folders (names starting with '.') and
-symbolic links are skipped and counted; any other entry that is not a regular file or a
-folder (a FIFO, socket or device) is an error. Files are hashed as bytes on all cores.
+symbolic links that stay inside the folder are skipped and counted; a link leading out,
+a looping or dangling link, a folder or file that cannot be read, and any entry that is
+not a regular file or a folder (a FIFO, socket or device) are refused with their rule
+(ingest/input_rules.py). Files are hashed as bytes on all cores.
 docs/manifest-spec.md states these rules for re-implementers.
 """
 
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -20,15 +21,21 @@ from pathlib import Path
 
 import blake3
 
-from lineage.durable import blake3_file
 from lineage.errors import InputError
+from lineage.ingest.input_rules import (
+    IngestRuleError,
+    hash_regular,
+    os_error,
+    read_regular,
+    special_file_error,
+)
+from lineage.ingest.inputs import check_link
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
 from lineage.token_count import TokenizerSpec, count_tokens
 
 _BATCH_FILES = 512
 _CHUNK_FILES = 16  # files per hashing task
-_MMAP_FROM = 1 << 22  # files this large are hashed from a memory map on all threads
 
 
 @dataclass(frozen=True)
@@ -52,22 +59,26 @@ def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
     hashing a small file (2,000 files listed in 68 ms with pathlib, a few ms like this).
     """
     listing = DirectoryListing(files=[])
-    top_source = source or root.resolve().name
+    resolved = root.resolve()
+    top_source = source or resolved.name
     pending = [(str(root), "")]  # (folder on disk, its doc_id prefix)
     while pending:
         folder, prefix = pending.pop()
-        with os.scandir(folder) as found:
-            entries = sorted(found, key=lambda entry: entry.name)
+        try:
+            with os.scandir(folder) as found:
+                entries = sorted(found, key=lambda entry: entry.name)
+        except OSError as exc:  # never skipped: the corpus would silently lack its files
+            raise os_error(folder, exc) from exc
         for entry in entries:
             if entry.name.startswith("."):
                 listing.skipped_hidden += 1
             elif entry.is_symlink():
+                check_link(Path(entry.path), resolved)  # only links that stay inside pass
                 listing.skipped_links += 1
             elif entry.is_dir():
                 pending.append((entry.path, f"{prefix}{entry.name}/"))
             elif not entry.is_file():  # reading a FIFO would wait forever
-                raise InputError(entry.path, "not a regular file, folder or link (a FIFO, "
-                                 "socket or device): move it out of the corpus folder")
+                raise special_file_error(entry.path, entry.stat().st_mode)
             else:
                 rel = prefix + entry.name
                 try:
@@ -82,31 +93,13 @@ def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
     return listing
 
 
-_BUFFERS = threading.local()
-_BUFFER_BYTES = 1 << 18
-
-
 def hash_file(path: str | Path, *, keep: bool = True) -> tuple[str, int, bytes | None]:
-    """(BLAKE3 hex, size, the bytes when `keep` and small enough for a tokenizer)."""
-    size = os.stat(path).st_size
-    if size >= _MMAP_FROM:
-        return blake3_file(path), size, None
-    if keep:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        return blake3.blake3(data).hexdigest(), len(data), data
-    # Only the hash is needed: read into one buffer per thread instead of a new bytes
-    # object per file (measured 1.5x faster on 64-256 KB files).
-    buffer = getattr(_BUFFERS, "view", None)
-    if buffer is None:
-        buffer = _BUFFERS.view = memoryview(bytearray(_BUFFER_BYTES))
-    hasher = blake3.blake3()
-    total = 0
-    with open(path, "rb", buffering=0) as handle:
-        while count := handle.readinto(buffer):
-            hasher.update(buffer[:count])
-            total += count
-    return hasher.hexdigest(), total, None
+    """(BLAKE3 hex, size, the bytes when `keep` and small enough for a tokenizer).
+
+    Read in chunks into one buffer per thread (no memory map: a file truncated while it
+    is hashed would end the process with SIGBUS), refusing a file that is not regular or
+    that changes while it is read (ingest/input_rules.py)."""
+    return hash_regular(path, keep=keep)
 
 
 def stage_directory(
@@ -165,10 +158,7 @@ def _hash_chunk(entries: list[FileEntry], *, keep: bool) -> list[tuple[str, int,
 
 
 def _hash_entry(entry: FileEntry, *, keep: bool) -> tuple[str, int, bytes | None]:
-    try:
-        return hash_file(entry.path, keep=keep)
-    except OSError as exc:
-        raise InputError(entry.path, f"cannot read ({exc.strerror or exc})") from exc
+    return hash_file(entry.path, keep=keep)
 
 
 def _columns_for(
@@ -214,9 +204,13 @@ def _columns_for(
     }
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+def _read(path: str, expected: str) -> bytes:
+    """A large file read again for its text: still the bytes that were hashed."""
+    data = read_regular(path)
+    if blake3.blake3(data).hexdigest() != expected:
+        raise IngestRuleError(path, "changed-while-read", "the file changed between hashing "
+                              "and reading its text; ingest it again once nothing writes to it")
+    return data
 
 
 def _file_uri(path: str) -> str:
@@ -230,7 +224,7 @@ def _file_uri(path: str) -> str:
 def _decoded(entry: FileEntry,
              result: tuple[str, int, bytes | None]) -> str | UnicodeDecodeError:
     """The file as text, or why it is not UTF-8 (it stays a document of bytes)."""
-    data = result[2] if result[2] is not None else _read(entry.path)
+    data = result[2] if result[2] is not None else _read(entry.path, result[0])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -3,20 +3,33 @@
 For corpora too large to re-read, nothing is re-hashed: the rows are loaded as they are
 (`doc_id, source, uri, n_bytes, n_tokens, content_hash`, optional `license`) and checked
 by the reduce like every other row. Loading happens inside the reduce's DuckDB session,
-so a 10M-row manifest is read once, in parallel, without Python touching each row.
+so a 10M-row Parquet manifest is read once, in parallel, without Python touching each
+row; its column types are checked from the schema, and a JSONL manifest's field types
+by DuckDB reading them as JSON first (ingest/value_rules.py), because reading them as
+BIGINT would coerce "5" and 5.0 into counts.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineage.errors import InputError
 from lineage.ingest.inputs import ShardInput
+from lineage.ingest.value_rules import (
+    COUNT,
+    STRING,
+    check_jsonl_columns,
+    check_parquet_types,
+)
 
 if TYPE_CHECKING:
     import duckdb
 
 REQUIRED = ("doc_id", "source", "uri", "n_bytes", "n_tokens", "content_hash")
+
+FIELDS = {"doc_id": STRING, "source": STRING, "uri": STRING, "n_bytes": COUNT,
+          "n_tokens": COUNT, "content_hash": STRING, "license": STRING}
 
 _JSON_COLUMNS = (
     "{doc_id: 'VARCHAR', source: 'VARCHAR', uri: 'VARCHAR', n_bytes: 'BIGINT', "
@@ -33,6 +46,7 @@ def load_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInput], *,
     into a scratch copy of the table, so the error names the file at fault."""
     for shard in shards:
         if shard.kind == "manifest-jsonl":
+            check_jsonl_columns(con, shard.path, FIELDS)
             _insert(con, table, [str(shard.path)], jsonl=True, license_column=True)
     parquet = [str(s.path) for s in shards if s.kind != "manifest-jsonl"]
     if not parquet:
@@ -82,6 +96,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, paths: list[str], *, jso
 def _checked_parquet_columns(con: duckdb.DuckDBPyConnection, path: str) -> bool:
     """Raise for a Parquet manifest without a required column; whether it has `license`."""
     present = _parquet_columns(con, path)
+    check_parquet_types(Path(path), FIELDS)
     missing = [name for name in REQUIRED if name not in present]
     if missing:
         raise InputError(path, f"manifest lacks column(s): {', '.join(missing)}")

@@ -2,7 +2,9 @@
 
 JSONL: one JSON object per line with `text` and optional `id`, `source`, `url`,
 `metadata`; plain, gzip or zstd. Parquet: `text` and optional `id`, `url`,
-`token_count`. DuckDB reads the shard; each text is hashed as its exact UTF-8 bytes.
+`token_count`. Each shard's values are checked first (ingest/value_rules.py: types, NaN,
+nesting, integer ranges; a compressed shard read to its end), then DuckDB reads it; each
+text is hashed as its exact UTF-8 bytes.
 A document without `id` is named `<shard name>#<record>` (1-based, blank lines not
 counted). One call maps one shard to one staged Parquet part; calls are independent,
 so they run in a process pool (or on any engine that can call a function).
@@ -18,9 +20,20 @@ from typing import TYPE_CHECKING
 import blake3
 
 from lineage.errors import InputError
+from lineage.ingest.input_rules import check_unchanged, stat_of
 from lineage.ingest.inputs import open_text_stream
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
+from lineage.ingest.value_rules import (
+    ANY,
+    COUNT,
+    ID,
+    STRING,
+    TEXT,
+    check_jsonl,
+    check_parquet_not_null,
+    check_parquet_types,
+)
 from lineage.token_count import TokenizerSpec, count_tokens
 
 if TYPE_CHECKING:
@@ -47,6 +60,9 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
     import duckdb
     import pyarrow.parquet as pq
 
+    before = stat_of(task.path)
+    checked_offsets = check_shard_values(task)
+    check_unchanged(task.path, before)
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET threads = 1")
@@ -56,7 +72,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         kept = dropped = 0
         record = 0
         indexer = TextIndexer(task.fingerprint_part) if task.fingerprint_part else None
-        offsets = record_offsets(Path(task.path)) if indexer and _plain_jsonl(task) else None
+        # where each record starts, from the check's pass (the file is unchanged since)
+        offsets = checked_offsets if indexer and _plain_jsonl(task) else None
         with pq.ParquetWriter(task.part, staged_schema()) as writer:
             while True:
                 try:
@@ -65,15 +82,32 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                     break
                 except duckdb.Error as exc:
                     raise _locate_error(task, exc) from exc
+                if offsets is not None and record + batch.num_rows > len(offsets):
+                    check_unchanged(task.path, before)  # more records than were checked
                 staged, empty = _stage_batch(task, batch, record, tok, indexer, offsets)
                 record += batch.num_rows
                 dropped += empty
                 kept += staged.num_rows
                 writer.write_table(staged)
         fingerprints = indexer.close() if indexer else None
+        check_unchanged(task.path, before)  # checked, then read by DuckDB: the same bytes
         return ShardSummary(task.part if kept else None, kept, dropped, fingerprints)
     finally:
         con.close()
+
+
+JSONL_FIELDS = {"text": TEXT, "id": ID, "source": STRING, "url": STRING, "metadata": ANY}
+PARQUET_FIELDS = {"text": TEXT, "id": ID, "url": STRING, "token_count": COUNT}
+
+
+def check_shard_values(task: TextShardTask) -> list[int] | None:
+    """Refuse what DuckDB would coerce, and a compressed shard that fails its check;
+    for JSONL, where each record's line starts."""
+    if task.kind == "jsonl":
+        return check_jsonl(Path(task.path), JSONL_FIELDS)
+    check_parquet_types(Path(task.path), PARQUET_FIELDS)
+    check_parquet_not_null(Path(task.path), "id")
+    return None
 
 
 def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.RecordBatchReader:
@@ -155,19 +189,6 @@ def _stage_batch(
 
 def _plain_jsonl(task: TextShardTask) -> bool:
     return task.kind == "jsonl" and not task.path.lower().endswith((".gz", ".zst"))
-
-
-def record_offsets(path: Path) -> list[int]:
-    """Where each record's line starts in a plain JSONL file (blank lines are not
-    records), so a matched document's text can be read again with one seek."""
-    offsets: list[int] = []
-    position = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                offsets.append(position)
-            position += len(line)
-    return offsets
 
 
 def _hash_texts(text: pa.Array) -> tuple[list[str], list[int]]:
