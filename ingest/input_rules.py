@@ -32,6 +32,7 @@ from pathlib import Path
 
 from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError, RuleError
+from lineage.formats.file_hash import kind as file_kind
 
 _CHUNK = 1 << 18  # per-thread read buffer for small and medium files
 _BIG_CHUNK = 1 << 23  # large files: chunks big enough for BLAKE3 to use every core
@@ -44,18 +45,8 @@ class IngestRuleError(RuleError):
     """Input refused by one of the rules above; nothing was written."""
 
 
-def describe_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def special_file_error(path: object, mode: int) -> IngestRuleError:
-    return IngestRuleError(path, "special-file", f"{describe_kind(mode)}, not a regular file "
+    return IngestRuleError(path, "special-file", f"{file_kind(mode)}, not a regular file "
                            "or folder: reading it may never end (move it out of the input)")
 
 
