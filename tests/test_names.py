@@ -1,4 +1,4 @@
-"""Model name anatomy (DOMAIN.md §2), table-driven over names published on model hubs."""
+"""Model name anatomy, table-driven over names published on model hubs."""
 
 from __future__ import annotations
 

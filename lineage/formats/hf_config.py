@@ -399,7 +399,7 @@ def _fp8(path: Path, qc: dict[str, Any]) -> Details:
 
 
 def _mxfp4(path: Path, qc: dict[str, Any]) -> Details:
-    return 4, None, 32  # E2M1 values, one E8M0 scale per 32 (DOMAIN.md §2)
+    return 4, None, 32  # E2M1 values, one E8M0 scale per 32 (MXFP4)
 
 
 def _compressed_tensors(path: Path, qc: dict[str, Any]) -> Details:

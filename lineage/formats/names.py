@@ -1,6 +1,6 @@
 """Read what a model file or repository name says: model, size, variant, quantization, format.
 
-Name anatomy (DOMAIN.md §2): `Qwen3-8B-Instruct-Q4_K_M.gguf` is model Qwen3, size 8B, variant
+Name anatomy: `Qwen3-8B-Instruct-Q4_K_M.gguf` is model Qwen3, size 8B, variant
 Instruct, quantization Q4_K_M, format GGUF. A name is a claim, not evidence: the same name can
 hold other bytes, so these fields describe what a file calls itself and nothing more.
 

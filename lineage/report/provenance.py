@@ -1,4 +1,4 @@
-"""How open is this model's provenance? Tiers of DOMAIN.md §4, decided from evidence.
+"""How open is this model's provenance? Tiers of openness, decided from evidence.
 
 closed            no weights in the folder (a tokenizer-only folder, a vocabulary-only GGUF):
                   nothing here to be open about, whatever the model's weights are elsewhere
