@@ -17,8 +17,8 @@ from lineage.sql_guard import DEFAULT_MAX_ROWS, guarded_connection, run_guarded_
 from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
 
-from .conftest import EXAMPLES, Cli
-from .test_chain import WORLD, write_log
+from ..conftest import EXAMPLES, Cli
+from ..test_chain import WORLD, write_log
 
 HUGE_JOIN = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
 

@@ -37,7 +37,7 @@ from lineage.ingest.steps import ingest_steps
 from lineage.ingest.windows import ingest_windows
 from lineage.store import Store
 
-from .conftest import Cli, write_jsonl
+from ..conftest import Cli, write_jsonl
 
 # ---------------------------------------------------------------- entry points
 

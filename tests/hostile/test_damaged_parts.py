@@ -25,7 +25,7 @@ from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 from lineage.trained_on import trained_on, trained_on_hashes
 
-from .conftest import Cli
+from ..conftest import Cli
 
 TABLES = ("documents", "document_hashes", "occurrences", "occurrence_hashes",
           "text_documents", "text_hashes", "fingerprints")
