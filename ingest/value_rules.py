@@ -174,36 +174,30 @@ def check_parquet_not_null(path: Path, name: str) -> None:
 
     if name not in pq.read_schema(path).names:
         return
-    _first_row(path, name, f'"{name}" IS NULL', "value-type", f"`{name}` is null")
+    found = _first_row(path, name, f'"{name}" IS NULL')
+    if found is not None:
+        raise IngestRuleError(path, "value-type", f"`{name}` is null", where=f"row {found[0]}")
 
 
-def _first_row(path: Path, name: str, predicate: str, rule: str, what: str) -> None:
-    import duckdb
-
-    con = duckdb.connect(":memory:")
-    try:
-        row = con.execute(
-            f"SELECT file_row_number + 1 FROM read_parquet(?, file_row_number = true) "
-            f"WHERE {predicate} LIMIT 1", [str(path)]).fetchone()
-    finally:
-        con.close()
-    if row is not None:
-        raise IngestRuleError(path, rule, what, where=f"row {row[0]}")
-
-
-def _check_uint64(path: Path, name: str) -> None:
+def _first_row(path: Path, name: str, predicate: str) -> tuple[int, Any] | None:
+    """(1-based row number, value of `name`) of the first row matching `predicate`."""
     import duckdb
 
     con = duckdb.connect(":memory:")
     try:
         row = con.execute(
             f'SELECT file_row_number + 1, "{name}" FROM read_parquet(?, file_row_number = '
-            f'true) WHERE "{name}" > {INT64_MAX} LIMIT 1', [str(path)]).fetchone()
+            f"true) WHERE {predicate} LIMIT 1", [str(path)]).fetchone()
     finally:
         con.close()
-    if row is not None:
-        raise IngestRuleError(path, "integer-range", f"`{name}` {row[1]} is outside "
-                              f"0..{INT64_MAX}", where=f"row {row[0]}")
+    return (int(row[0]), row[1]) if row is not None else None
+
+
+def _check_uint64(path: Path, name: str) -> None:
+    found = _first_row(path, name, f'"{name}" > {INT64_MAX}')
+    if found is not None:
+        raise IngestRuleError(path, "integer-range", f"`{name}` {found[1]} is outside "
+                              f"0..{INT64_MAX}", where=f"row {found[0]}")
 
 
 def check_jsonl_columns(con: Any, path: Path, fields: Mapping[str, str]) -> None:
