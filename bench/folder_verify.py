@@ -101,7 +101,7 @@ def _onnx_external(folder: Path) -> None:
 
 
 def main() -> None:
-    from lineage.verify import verify_folder
+    from lineage.diligence.verify import verify_folder
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)

@@ -81,9 +81,9 @@ def torch_layout_archive(root: Path, gib: float = 1.0) -> Path:
 
 
 def main() -> None:
+    from lineage.diligence.inspect import inspect_model
+    from lineage.formats.files import list_files
     from lineage.formats.pickle_scan import scan_pickle_file
-    from lineage.report.files import list_files
-    from lineage.report.inspect import inspect_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)

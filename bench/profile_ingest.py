@@ -58,8 +58,8 @@ class PeakRss:
 
 
 def profile_ingest(paths: list[str], fmt: str, workers: int | None, cprofile: int) -> None:
+    from lineage.api import init_store, open_store
     from lineage.ingest import ingest_corpus
-    from lineage.store import init_store, open_store
 
     root = Path(tempfile.mkdtemp(prefix="lineage-profile-"))
     try:

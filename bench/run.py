@@ -13,7 +13,7 @@ target. Results go to a table on stdout and to bench/out/results.json.
   same shards (pyarrow.json / pyarrow.parquet) and BLAKE3 of every text, one process.
   Target: >= 0.5x floor throughput.
 * machine: BLAKE3 `update_mmap` on one big file (all threads and one), SHA-256 of the
-  same file in 1 MiB reads (as `lineage.durable.sha256_file`), page-cache read.
+  same file in 1 MiB reads (as `lineage.store.durable.sha256_file`), page-cache read.
 
 Method: generated inputs live in `--workdir` (default /tmp/lineage-bench; never in the
 repo) and are reused while their spec matches. Before a benchmark its inputs are read
@@ -100,8 +100,8 @@ def _child_ingest(spec: dict[str, Any], *, phases: bool) -> dict[str, Any]:
     import pyarrow.compute  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
+    from lineage.api import init_store, open_store
     from lineage.ingest import ingest_corpus
-    from lineage.store import init_store, open_store
 
     import_seconds = time.perf_counter() - started
     store_dir = Path(spec["store"])

@@ -35,10 +35,10 @@ def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
     """A store with a stream of >= `steps` steps and a valid 100k-step chain over it."""
     import lineage
-    from lineage.chain import ChainWriter, canonical_json, end_hash, step_hash
-    from lineage.chain_batches import batch_digests
     from lineage.ingest.steps import ingest_steps
-    from lineage.skip_rule import SkipRule
+    from lineage.runs.chain import ChainWriter, canonical_json, end_hash, step_hash
+    from lineage.runs.chain_batches import batch_digests
+    from lineage.runs.skip_rule import SkipRule
     from lineage.stream.build import build_stream
 
     store_path = workdir / "chain-store"
@@ -81,7 +81,7 @@ def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
 
 def bench_chain(workdir: Path, runs: int) -> dict[str, object]:
     import lineage
-    from lineage.chain_verify import verify_chain
+    from lineage.runs.chain_verify import verify_chain
 
     store_path, run = chain_fixture(workdir, 100_000)
     store = lineage.open(store_path)

@@ -70,10 +70,10 @@ def in_process(files: list[str], runs: int) -> dict[str, dict[str, float]]:
 
 def whole_process(store: Path, runs: int) -> dict[str, float]:
     """A fresh Python process answering one count: start-up, imports, opening, query."""
-    head = "import sys\nfrom lineage.store import open_store\nstore = open_store(sys.argv[1])\n"
+    head = "import sys\nfrom lineage.api import open_store\nstore = open_store(sys.argv[1])\n"
     unguarded = head + ("with store.reader() as con:\n"
                         "    print(con.execute('SELECT count(*) FROM documents').fetchall())\n")
-    guarded = head + ("from lineage.sql_guard import run_guarded_sql\n"
+    guarded = head + ("from lineage.store.sql_guard import run_guarded_sql\n"
                       "print(run_guarded_sql(store, 'SELECT count(*) FROM documents').rows)\n")
 
     def run(code: str) -> None:
@@ -91,8 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-sql-guard-"))
     work.mkdir(parents=True, exist_ok=True)
+    from lineage.api import init_store, open_store
     from lineage.ingest import ingest_corpus
-    from lineage.store import init_store, open_store
 
     store_root = work / "store"
     if not store_root.exists():

@@ -73,7 +73,7 @@ def bench_build(store: Path, runs: int, memory_limit: str) -> dict[str, object]:
 
 def bench_lookups(store: Path, name: str, samples: int) -> dict[str, object]:
     import lineage
-    from lineage.trained_on import trained_on_hashes
+    from lineage.text.trained_on import trained_on_hashes
 
     s = lineage.open(store)
     steps = s.stream(name)["steps"]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.store import Store, open_store, resolve_store_path
+from lineage.api import Store, open_store, resolve_store_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
@@ -26,7 +26,7 @@ def require_folder(path: Path) -> Path:
     """The folder a command was given, or an error (exit 2) when there is none to check:
     a missing path is a mistake in the question, not a failed check. A parameter callback,
     so the check runs before the command does anything."""
-    from lineage.verify import require_folder as check
+    from lineage.diligence.verify import require_folder as check
 
     check(path)
     return path

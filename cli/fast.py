@@ -24,8 +24,8 @@ def run_fast(argv: list[str]) -> int | None:
         return None
     store_path, command, options, positional = parsed
     try:
+        from lineage.api import open_store
         from lineage.errors import EXIT_NO
-        from lineage.store import open_store
 
         store = open_store(store_path)
         if command == "docs":
@@ -36,7 +36,7 @@ def run_fast(argv: list[str]) -> int | None:
                 world_size=options.get("--world-size"), window=options.get("--window"))
             code = 0
         else:
-            from lineage.trained_on import all_found
+            from lineage.text.trained_on import all_found
 
             if not positional:
                 return None
@@ -45,7 +45,7 @@ def run_fast(argv: list[str]) -> int | None:
             code = 0 if all_found(answer) else EXIT_NO
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
-    from lineage.query import json_text
+    from lineage.store.query import json_text
 
     sys.stdout.write(json_text(answer) + "\n")
     return code

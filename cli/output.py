@@ -96,7 +96,7 @@ def _console(to_stderr: bool) -> Console:
 
 
 def emit_json(value: Any) -> None:
-    from lineage.query import json_text
+    from lineage.store.query import json_text
 
     sys.stdout.write(json_text(value) + "\n")
 
@@ -158,7 +158,7 @@ def passthrough(*, stdout_to_stderr: bool) -> Callable[[str, bytes], None]:
 
 def write_file(path: Path, text: str) -> None:
     """Write a result file atomically (temp file, fsync, rename) and say so on stderr."""
-    from lineage.durable import publish, temp_path_for
+    from lineage.store.durable import publish, temp_path_for
 
     final = path.resolve()
     temp = temp_path_for(final)

@@ -11,7 +11,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
-from lineage.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
+from lineage.text.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
 
 StreamOption = Annotated[
     str | None, typer.Option("--stream", help="The stream (default: the only one).")

@@ -23,7 +23,7 @@ HashOption = Annotated[bool | None, typer.Option(
 
 def _store(ctx: typer.Context):  # type: ignore[no-untyped-def]
     """The store if one exists (provenance is looked up there), else None."""
-    from lineage.store import Store
+    from lineage.api import Store
 
     store = Store(store_root(ctx))
     return store if store.catalog_path.is_file() else None
@@ -39,14 +39,14 @@ def inspect(
     json: JsonOption = False,
 ) -> None:
     """What is in a model file or folder; is it safe to open? Exit 1 on a dangerous risk."""
-    from lineage.report.inspect import inspect_model
+    from lineage.diligence.inspect import inspect_model
 
     report = inspect_model(path, sums=sums, context=context, batch=batch, store=_store(ctx),
                            hash_files=hash_files)
     if json:
         output.emit_json(report)
     else:
-        from lineage.report.render import render_markdown
+        from lineage.diligence.render import render_markdown
 
         output.emit_document(render_markdown(output.shown_values(report)))
     if any(r["severity"] == "dangerous" for r in report["risks"]):
@@ -66,15 +66,15 @@ def report(
     """A due-diligence report: risks, integrity, weights, cost, provenance, licence."""
     import json
 
-    from lineage.report.inspect import inspect_model
-    from lineage.report.render import render_html, render_markdown
+    from lineage.diligence.inspect import inspect_model
+    from lineage.diligence.render import render_html, render_markdown
 
     if fmt not in ("md", "html", "json"):
         raise UsageError(f"--format must be md, html or json, not {fmt!r}")
     result = inspect_model(folder, sums=sums, context=context, batch=batch, store=_store(ctx),
                            hash_files=hash_files)
     if fmt == "json":
-        from lineage.query import to_jsonable
+        from lineage.store.query import to_jsonable
 
         text = json.dumps(to_jsonable(result), indent=2, ensure_ascii=False) + "\n"
     else:

@@ -17,7 +17,7 @@ chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_i
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     """Every run with its stream, progress and clipped/skipped counts."""
-    from lineage.runs import list_runs
+    from lineage.runs.query import list_runs
 
     rows = list_runs(current_store(ctx))
     if json:
@@ -36,7 +36,7 @@ def show(
     json: JsonOption = False,
 ) -> None:
     """Progress, last step, clipped and skipped steps, restart segments, checkpoints."""
-    from lineage.runs import get_run
+    from lineage.runs.query import get_run
 
     run = get_run(current_store(ctx), name)
     if json:
@@ -73,7 +73,7 @@ def checkpoints(
     json: JsonOption = False,
 ) -> None:
     """A run's checkpoints with their verdicts, and the ones its declared interval lacks."""
-    from lineage.runs import list_checkpoints
+    from lineage.runs.query import list_checkpoints
 
     result = list_checkpoints(current_store(ctx), name, nearest=nearest)
     if json:
@@ -121,7 +121,7 @@ def verify(
 ) -> None:
     """Recompute the chain and check the declared skip rule; exit 0 when fully verified,
     1 at the first broken step, a skip-rule violation, or a continuity-only check."""
-    from lineage.chain_verify import verify_chain
+    from lineage.runs.chain_verify import verify_chain
 
     report = verify_chain(current_store(ctx), run, batches=batches, expect_steps=expect_steps)
     if json:

@@ -9,14 +9,14 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store, store_root
 from lineage.errors import EXIT_NO
-from lineage.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from lineage.store.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 app = typer.Typer(help="Check and maintain the store.", no_args_is_help=True)
 
 
 def init(ctx: typer.Context, json: JsonOption = False) -> None:
     """Create a store (or bring an existing one to the current schema)."""
-    from lineage.store import init_store
+    from lineage.api import init_store
 
     result = init_store(store_root(ctx))
     if json:
@@ -62,7 +62,7 @@ def sql(
 @app.command("verify")
 def verify(ctx: typer.Context, json: JsonOption = False) -> None:
     """Re-hash every registered Parquet file against the catalog (exit 1 on a mismatch)."""
-    from lineage.integrity import verify_store
+    from lineage.store.integrity import verify_store
 
     report = verify_store(current_store(ctx))
     if json:
@@ -88,7 +88,7 @@ def gc(
     json: JsonOption = False,
 ) -> None:
     """Remove files an interrupted write left behind (never a registered file)."""
-    from lineage.integrity import gc_store
+    from lineage.store.integrity import gc_store
 
     report = gc_store(current_store(ctx), min_age=min_age)
     if json:

@@ -42,7 +42,7 @@ def verify(
     checksums are not checked. With --sums, files on disk that the list does not name are
     a warning (a failure with --strict); the list and its signatures are not counted.
     """
-    from lineage.verify import verify_folder
+    from lineage.diligence.verify import verify_folder
 
     report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib, strict=strict,
                            allow_risks=allow_risk or ())
@@ -112,7 +112,7 @@ def sums(
     A Hugging Face cache snapshot is listed with the names it shows, each file hashed
     through its vetted link into the repository's blobs.
     """
-    from lineage.verify import folder_sums
+    from lineage.diligence.verify import folder_sums
 
     text = folder_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:

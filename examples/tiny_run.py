@@ -22,8 +22,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 import lineage
-from lineage.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, ChainWriter
-from lineage.skip_rule import SkipRule, SkipTracker
+from lineage.runs.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, ChainWriter
+from lineage.runs.skip_rule import SkipRule, SkipTracker
 from lineage.stream.reader import SEPARATOR, StreamReader
 
 VOCAB = SEPARATOR + 1

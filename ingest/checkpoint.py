@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lineage.checkpoint_evidence import checkpoint_digests
-from lineage.durable import blake3_file
+from lineage.api import Store
+from lineage.diligence.verify import verify_folder
 from lineage.errors import ConflictError, InputError, UnknownObjectError
 from lineage.formats.sha256sums import sha256_files
-from lineage.store import Store
-from lineage.verify import verify_folder
+from lineage.runs.checkpoint_evidence import checkpoint_digests
+from lineage.store.durable import blake3_file
 
 FORMATS = {".safetensors": "safetensors", ".json": "json", ".gguf": "gguf", ".onnx": "onnx",
            ".bin": "pickle", ".pt": "pickle", ".pth": "pickle", ".ckpt": "pickle"}

@@ -19,8 +19,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from lineage import __version__, faults
-from lineage.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
+from lineage.api import Store
+from lineage.corpora.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
+from lineage.corpora.token_count import TokenizerSpec, parse_tokenizer
 from lineage.errors import ConflictError, InputError, StoreError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
@@ -28,13 +29,13 @@ from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
-from lineage.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
-from lineage.parts import discard_parts, publish_parts, unpublish
-from lineage.parts import report as report_progress
-from lineage.scratch import new_staging_dir
-from lineage.store import Store
-from lineage.text_match import check_unicode_version, text_indexes
-from lineage.token_count import TokenizerSpec, parse_tokenizer
+from lineage.store import faults
+from lineage.store.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
+from lineage.store.parts import discard_parts, publish_parts, unpublish
+from lineage.store.parts import report as report_progress
+from lineage.store.scratch import new_staging_dir
+from lineage.text.match import check_unicode_version, text_indexes
+from lineage.version import __version__
 
 Progress = Any  # callable(stage: str, done: int | None, total: int | None) or None
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage import faults
-from lineage.digest import LINE_COLUMN, string_values
+from lineage.corpora.digest import LINE_COLUMN, string_values
+from lineage.corpora.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
 from lineage.errors import InputError, UsageError, too_little_memory
 from lineage.ingest.input_rules import INT64_MAX, IngestRuleError
 from lineage.ingest.inputs import ShardInput
@@ -21,8 +21,9 @@ from lineage.ingest.readers.manifests import load_manifests
 from lineage.ingest.staging import StagedParts, record_place
 from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
-from lineage.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestHasher
-from lineage.parts import (
+from lineage.schemas import document_hashes_schema, documents_schema
+from lineage.store import faults
+from lineage.store.parts import (
     LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
     WrittenPart,
@@ -30,8 +31,7 @@ from lineage.parts import (
     write_overlapped,
     write_parts,
 )
-from lineage.parts import report as report_progress
-from lineage.schemas import document_hashes_schema, documents_schema
+from lineage.store.parts import report as report_progress
 
 if TYPE_CHECKING:
     import duckdb

@@ -30,9 +30,9 @@ import stat
 import threading
 from pathlib import Path
 
-from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError, RuleError
 from lineage.formats.file_hash import kind as file_kind
+from lineage.runs.chain import MAX_DEPTH
 
 _CHUNK = 1 << 18  # per-thread read buffer for small and medium files
 _BIG_CHUNK = 1 << 23  # large files: chunks big enough for BLAKE3 to use every core

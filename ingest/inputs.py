@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import (
     IngestRuleError,
@@ -29,6 +28,7 @@ from lineage.ingest.input_rules import (
     stat_input,
 )
 from lineage.ingest.step_log import depth_over
+from lineage.runs.chain import MAX_DEPTH
 
 FORMATS = ("auto", "files", "jsonl", "parquet", "manifest")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import (
+from lineage.errors import InputError
+from lineage.runs.chain import (
     CHAIN_SPEC,
     CHAIN_SPEC_V1,
     CHAIN_SPECS,
@@ -28,8 +29,7 @@ from lineage.chain import (
     is_end_record,
     line_step_hash,
 )
-from lineage.errors import InputError
-from lineage.skip_rule import SkipRule
+from lineage.runs.skip_rule import SkipRule
 
 HEADER_KEYS_V2 = {"algorithm", "chain", "checkpoint_every", "config", "genesis",
                   "manifest_hash", "skip_rule", "stream_spec_hash", "world_size"}

@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import CHAIN_SPEC
+from lineage.api import Store
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.step_log import Record, StepLog, float_or_none, read_step_log
-from lineage.manifest import NAME_RULE, is_valid_name
-from lineage.store import Store
+from lineage.runs.chain import CHAIN_SPEC
 
 _RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, created_at, "
                 "end_record, skip_rule, checkpoint_every")

@@ -13,9 +13,9 @@ from typing import Any
 
 import blake3
 
-from lineage.fingerprint import K, W, fingerprint_batch
 from lineage.ingest.staging import record_place, staged_fingerprint_schema
-from lineage.text_identity import words
+from lineage.text.fingerprint import K, W, fingerprint_batch
+from lineage.text.identity import words
 
 _BATCH_CHARS = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
 LONG_TEXT_WORDS = 1 << 18  # longer texts are fingerprinted in overlapping chunks
@@ -118,7 +118,7 @@ def index_manifest_texts(
     manifests, which carry no text). Returns the staged fingerprint part, if any."""
     import pyarrow as pa
 
-    from lineage.parts import report
+    from lineage.store.parts import report
 
     total = int(con.execute("SELECT count(*) FROM docs WHERE NOT has_text").fetchall()[0][0])
     reader = con.cursor().sql(

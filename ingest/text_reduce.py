@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.fingerprint import FINGERPRINT_SPEC, K, W
-from lineage.parts import (
+from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
+from lineage.store.parts import (
     LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
     WrittenPart,
     discard_parts,
     write_parts,
 )
-from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
-from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION
+from lineage.text.fingerprint import FINGERPRINT_SPEC, K, W
+from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION
 
 if TYPE_CHECKING:
     import duckdb

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import MAX_DEPTH
 from lineage.errors import InputError
 from lineage.ingest.input_rules import (
     INT64_MAX,
@@ -25,6 +24,7 @@ from lineage.ingest.input_rules import (
     os_error,
 )
 from lineage.ingest.step_log import depth_over
+from lineage.runs.chain import MAX_DEPTH
 
 # What a field may hold. Absent fields and nulls are left to the row rules that follow,
 # except where the kind says "not null".

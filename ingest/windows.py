@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lineage.durable import remove_quietly
+from lineage.api import Store
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
 from lineage.ingest.input_rules import check_unchanged, hash_regular, stat_of
 from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
-from lineage.manifest import NAME_RULE, is_valid_name
-from lineage.parts import Progress, part_files
-from lineage.scratch import new_staging_dir
-from lineage.store import Store
+from lineage.store.durable import remove_quietly
+from lineage.store.parts import Progress, part_files
+from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream
 from lineage.stream.query import stream_row
 from lineage.stream.spec import RecordedSpec

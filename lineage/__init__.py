@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from lineage.api import Store, init_store, open_store
 from lineage.errors import (
     ConflictError,
     DamagedPartError,
@@ -19,9 +20,7 @@ from lineage.errors import (
     UnknownObjectError,
     UsageError,
 )
-from lineage.store import Store, init_store, open_store
-
-__version__ = "0.1.0"
+from lineage.version import __version__
 
 open = open_store  # noqa: A001 - `lineage.open(path)` is the public entry point
 

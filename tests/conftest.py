@@ -17,8 +17,8 @@ import pytest
 import zstandard
 from typer.testing import CliRunner
 
+from lineage.api import Store, init_store, open_store
 from lineage.cli.main import app
-from lineage.store import Store, init_store, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

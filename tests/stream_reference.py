@@ -65,7 +65,7 @@ def reference_stream(
 
 
 def occurrences_digest(rows: list[dict[str, Any]]) -> str:
-    from lineage.digest import lines_digest
+    from lineage.corpora.digest import lines_digest
 
     columns = ("ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end")
     return lines_digest("lineage-occurrences/1", [[r[c] for c in columns] for r in rows])

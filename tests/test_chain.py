@@ -14,7 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage.chain import (
+from lineage.api import Store
+from lineage.errors import InputError, UsageError
+from lineage.ingest import ingest_corpus
+from lineage.ingest.steps import ingest_steps
+from lineage.runs.chain import (
     CHAIN_SPEC_V1,
     ChainWriter,
     canonical_json,
@@ -23,13 +27,9 @@ from lineage.chain import (
     step_hash,
     tensor_digest,
 )
-from lineage.chain_batches import stream_batch_digests
-from lineage.chain_verify import verify_chain
-from lineage.errors import InputError, UsageError
-from lineage.ingest import ingest_corpus
-from lineage.ingest.steps import ingest_steps
-from lineage.skip_rule import SkipRule
-from lineage.store import Store
+from lineage.runs.chain_batches import stream_batch_digests
+from lineage.runs.chain_verify import verify_chain
+from lineage.runs.skip_rule import SkipRule
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 
@@ -107,7 +107,7 @@ def test_an_honest_run_verifies_and_reingest_is_a_no_op(run_store: Store, tmp_pa
     assert report["ok"] and report["verdict"] == "ok" and report["checked"] == "full"
     assert report["steps_checked"] == 30 and report["closed"] and report["end_steps"] == 30
     assert report["skip_rule"]["verdict"] == "no rule declared"
-    from lineage.runs import get_run
+    from lineage.runs.query import get_run
 
     run = get_run(run_store, "r")
     assert run["clipped_steps"] == [3, 4] and run["skipped_steps"] == [4, 5, 6, 7, 8]

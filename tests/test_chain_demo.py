@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from lineage.chain import canonical_json, end_hash, step_hash
+from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
+from lineage.runs.chain import canonical_json, end_hash, step_hash
 from lineage.stream.build import build_stream
 
 from . import chain_reference as ref

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage.chain import ChainWriter
-from lineage.chain_verify import verify_chain
+from lineage.api import Store, init_store, open_store
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
-from lineage.skip_rule import SkipRule, check_skips
-from lineage.store import Store, init_store, open_store
+from lineage.runs.chain import ChainWriter
+from lineage.runs.chain_verify import verify_chain
+from lineage.runs.skip_rule import SkipRule, check_skips
 from lineage.stream.build import build_stream
 
 from . import chain_reference as ref

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lineage.api import Store
 from lineage.cli.fast import run_fast
 from lineage.ingest import ingest_corpus
-from lineage.store import Store
 from lineage.stream.build import build_stream
 
 from .conftest import Cli, run_lineage
@@ -17,7 +17,7 @@ from .conftest import Cli, run_lineage
 
 @pytest.fixture(scope="module")
 def streamed(tmp_path_factory: pytest.TempPathFactory, example_corpus: Path) -> Store:
-    from lineage.store import init_store, open_store
+    from lineage.api import init_store, open_store
 
     root = tmp_path_factory.mktemp("fast") / "store"
     init_store(root)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from lineage.api import Store, init_store, open_store
 from lineage.errors import StoreFullError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
 
 from .conftest import run_lineage, spawn_lineage
 

@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
+from lineage.api import Store
 from lineage.errors import InputError
 from lineage.exp.bundle import import_bundle
 from lineage.exp.gate import run_experiment
 from lineage.exp.probe import find_interpreter, probe_runtime
-from lineage.store import Store
 
 from .conftest import Cli, spawn_lineage
 
@@ -365,7 +365,7 @@ def test_a_bundle_with_a_swapped_log_is_refused(
 ) -> None:
     import zstandard
 
-    from lineage.chain import blake3_hex, canonical_json
+    from lineage.runs.chain import blake3_hex, canonical_json
 
     record = json.loads(_run(cli, weights, "--json", "--", "echo", "real").stdout)
     bundle = tmp_path / "b.zip"
@@ -391,7 +391,7 @@ def test_a_bundle_with_a_swapped_log_is_refused(
 
 
 def test_an_old_bundle_without_logs_still_imports(tmp_path: Path) -> None:
-    from lineage.chain import blake3_hex, canonical_json
+    from lineage.runs.chain import blake3_hex, canonical_json
 
     # A record and bundle exactly as lineage-experiment/1 and bundle/1 wrote them.
     old = {"spec": "lineage-experiment/1", "name": "old", "created_at":

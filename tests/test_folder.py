@@ -27,10 +27,10 @@ from hypothesis import strategies as hs
 from onnx import TensorProto, helper, numpy_helper
 from safetensors.numpy import save_file
 
+from lineage.diligence.verify import verify_folder
 from lineage.exp.gate import run_experiment
 from lineage.formats.downloads import shard_name_problems
 from lineage.formats.folder import read_folder
-from lineage.verify import verify_folder
 
 from .conftest import Cli
 

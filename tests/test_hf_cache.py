@@ -21,11 +21,11 @@ from huggingface_hub.file_download import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineage.diligence.inspect import inspect_model
+from lineage.diligence.verify import folder_sums, verify_folder
 from lineage.formats import hf_cache
 from lineage.formats.file_hash import digest_regular_file
 from lineage.formats.safetensors import check_folder
-from lineage.report.inspect import inspect_model
-from lineage.verify import folder_sums, verify_folder
 
 from .conftest import Cli
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import blake3
 import pytest
 
+from lineage.api import Store
 from lineage.errors import InputError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store
 
 
 def _files(root: Path) -> list[Path]:

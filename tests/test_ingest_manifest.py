@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lineage.api import Store
+from lineage.corpora.manifest import manifest_hash_of_rows
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
-from lineage.manifest import manifest_hash_of_rows
-from lineage.store import Store
 
 
 def _rows(n: int, *, prefix: str = "doc") -> list[dict[str, Any]]:

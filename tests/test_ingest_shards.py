@@ -11,9 +11,9 @@ import blake3
 import pyarrow.parquet as pq
 import pytest
 
+from lineage.api import Store
 from lineage.errors import InputError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store
 
 
 def _sonnets(example_shards: Path) -> list[dict[str, object]]:

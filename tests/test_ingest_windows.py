@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from lineage.api import Store
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.windows import ingest_windows
-from lineage.store import Store
 from lineage.stream.build import build_stream
 
 from .conftest import Cli

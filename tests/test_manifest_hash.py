@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineage.api import init_store, open_store
+from lineage.corpora.manifest import ManifestHasher, manifest_hash_of_rows
 from lineage.ingest import ingest_corpus
-from lineage.manifest import ManifestHasher, manifest_hash_of_rows
-from lineage.store import init_store, open_store
 
 _text = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\t\n\r\x1f\x7f"

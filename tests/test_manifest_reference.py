@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineage.api import Store, init_store, open_store
+from lineage.corpora.manifest import ManifestHasher, manifest_hash_of_rows
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
-from lineage.manifest import ManifestHasher, manifest_hash_of_rows
-from lineage.store import Store, init_store, open_store
 
 from . import manifest_reference as ref
 from .conftest import Cli

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from lineage.errors import InputError
 from lineage.formats.compressed import compression_of
+from lineage.formats.files import PICKLE_BEARING, sniff
 from lineage.formats.npy import parse_npy_header
 from lineage.formats.pickle_scan import (
     SAFE_GLOBALS,
@@ -32,7 +33,6 @@ from lineage.formats.pickle_scan import (
     scan_pickle_bytes,
     scan_pickle_file,
 )
-from lineage.report.files import PICKLE_BEARING, sniff
 
 from .pickle_cases import (
     Case,

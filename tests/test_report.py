@@ -20,11 +20,11 @@ import pytest
 from safetensors.numpy import save_file
 
 import lineage
+from lineage.api import Store
+from lineage.diligence.inspect import inspect_model
+from lineage.diligence.render import render_html, render_markdown
 from lineage.ingest.checkpoint import ingest_checkpoint
 from lineage.ingest.steps import ingest_steps
-from lineage.report.inspect import inspect_model
-from lineage.report.render import render_html, render_markdown
-from lineage.store import Store
 
 from .conftest import Cli
 from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture

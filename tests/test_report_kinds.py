@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-from lineage.report.inspect import inspect_model
-from lineage.report.memory import estimate_memory
-from lineage.report.render import render_html, render_markdown
+from lineage.diligence.inspect import inspect_model
+from lineage.diligence.memory import estimate_memory
+from lineage.diligence.render import render_html, render_markdown
 
 from .conftest import Cli
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage.skip_rule import SkipRule, SkipTracker, check_skips
+from lineage.runs.skip_rule import SkipRule, SkipTracker, check_skips
 
 norms = st.lists(st.one_of(st.floats(0, 10, allow_nan=False), st.just(math.nan),
                            st.just(math.inf)), max_size=40)

@@ -8,9 +8,9 @@ import duckdb
 import pytest
 
 from lineage import schemas
+from lineage.api import Store, init_store, open_store, resolve_store_path
 from lineage.errors import StoreError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store, resolve_store_path
 
 
 def test_init_is_idempotent_and_lays_out_the_store(tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_an_older_schema_is_migrated_by_the_next_write(
     with pytest.raises(StoreError, match="run `lineage store migrate`"):
         store.corpora()  # readers never migrate
     monkeypatch.setattr(
-        "lineage.store.migrations", lambda: {1: "CREATE TABLE migrated_marker (x INTEGER)"}
+        "lineage.store.base.migrations", lambda: {1: "CREATE TABLE migrated_marker (x INTEGER)"}
     )
     init_store(store.root)
     assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
@@ -65,7 +65,7 @@ def test_a_failed_migration_leaves_the_old_version(
     con = duckdb.connect(str(store.catalog_path))
     con.execute("UPDATE schema_info SET value = '0' WHERE key = 'schema_version'")
     con.close()
-    monkeypatch.setattr("lineage.store.migrations", lambda: {1: "THIS IS NOT SQL"})
+    monkeypatch.setattr("lineage.store.base.migrations", lambda: {1: "THIS IS NOT SQL"})
     with pytest.raises(duckdb.Error):
         init_store(store.root)
     con = duckdb.connect(str(store.catalog_path), read_only=True)
@@ -204,7 +204,7 @@ def test_a_failed_part_write_raises_and_leaves_no_files(
     """Row groups are written on a second thread; its error reaches the caller."""
     import pyarrow as pa
 
-    from lineage import parts
+    from lineage.store import parts
 
     schema = pa.schema([("n", pa.int64())])
     batches = [pa.record_batch([pa.array(range(i, i + 100), pa.int64())], schema=schema)
@@ -241,7 +241,7 @@ def test_overlapped_copies_leave_no_parts_when_either_fails(tmp_path: Path,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lineage import parts
+    from lineage.store import parts
 
     schema = pa.schema([("n", pa.int64())])
 
@@ -280,7 +280,7 @@ def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
     import json
     import uuid
 
-    from lineage.query import json_text, to_jsonable
+    from lineage.store.query import json_text, to_jsonable
 
     value = {"when": dt.datetime(2026, 11, 29, 20, 0), "d": dt.date(2026, 1, 2),
              "amount": decimal.Decimal("1.50"), "id": uuid.UUID(int=7), "raw": b"\x00\xff",

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineage.api import Store, init_store, open_store
 from lineage.errors import ConflictError, UnknownObjectError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
 
 from .conftest import REPO
@@ -261,7 +261,7 @@ def test_rebuild_is_a_no_op_and_other_parameters_are_refused(
 _BUILD_IN_A_PROCESS = """
 import json, sys
 from lineage.ingest import ingest_corpus
-from lineage.store import init_store, open_store
+from lineage.api import init_store, open_store
 from lineage.stream.build import build_stream
 root, shards = sys.argv[1], sys.argv[2:]
 init_store(root)

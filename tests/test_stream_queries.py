@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineage.api import Store
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store
 from lineage.stream.build import build_stream
 
 from .conftest import Cli

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lineage.api import Store
 from lineage.errors import StoreError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store
 from lineage.stream.build import build_stream
 from lineage.stream.reader import SEPARATOR, StreamReader
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage import fingerprint as fp
-from lineage.text_identity import located_words, normalize, text_hash, words
+from lineage.text import fingerprint as fp
+from lineage.text.identity import located_words, normalize, text_hash, words
 
 GOLDEN = Path(__file__).parent / "golden" / "text" / "vectors-1.json"
 WINNOW_GOLDEN = GOLDEN.with_name("winnow-1.json")  # hash lists with ties
@@ -110,7 +110,7 @@ def test_density_is_about_two_in_w_plus_one() -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127)))
 def test_the_ascii_path_finds_the_same_words_as_the_general_one(text: str) -> None:
-    from lineage.text_identity import _WORD, fold
+    from lineage.text.identity import _WORD, fold
 
     assert words(text) == _WORD.findall(fold(text))
 

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage import fingerprint as fp
+from lineage.api import Store, init_store, open_store
 from lineage.errors import InputError, StoreError, UsageError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
 from lineage.stream.build import build_stream
-from lineage.text_identity import normalize, words
+from lineage.text import fingerprint as fp
+from lineage.text.identity import normalize, words
 
 from .conftest import Cli, write_jsonl
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage import fingerprint as fp
+from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
-from lineage.text_identity import located_words, normalize, text_hash, words
+from lineage.text import fingerprint as fp
+from lineage.text.identity import located_words, normalize, text_hash, words
 
 from . import text_reference as ref
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from lineage.api import Store
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.ingest.steps import ingest_steps
-from lineage.store import Store
 
 from .conftest import Cli
 from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture

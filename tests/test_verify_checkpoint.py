@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+from lineage.api import Store
+from lineage.diligence.verify import safetensors_weights_digest, verify_folder
 from lineage.ingest.checkpoint import ingest_checkpoint
 from lineage.ingest.steps import ingest_steps
-from lineage.store import Store
-from lineage.verify import safetensors_weights_digest, verify_folder
 
 from .conftest import Cli
 from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import blake3
 
+from lineage.corpora.token_count import TokenizerSpec, count_tokens
 from lineage.errors import InputError
 from lineage.ingest.input_rules import (
     IngestRuleError,
@@ -32,7 +33,6 @@ from lineage.ingest.input_rules import (
 from lineage.ingest.inputs import check_link
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
-from lineage.token_count import TokenizerSpec, count_tokens
 
 _BATCH_FILES = 512
 _CHUNK_FILES = 16  # files per hashing task

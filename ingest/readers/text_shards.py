@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import blake3
 
+from lineage.corpora.token_count import TokenizerSpec, count_tokens
 from lineage.errors import InputError
 from lineage.ingest.input_rules import check_unchanged, stat_of
 from lineage.ingest.inputs import open_text_stream
@@ -34,7 +35,6 @@ from lineage.ingest.value_rules import (
     check_parquet_not_null,
     check_parquet_types,
 )
-from lineage.token_count import TokenizerSpec, count_tokens
 
 if TYPE_CHECKING:
     import duckdb

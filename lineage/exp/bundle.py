@@ -17,14 +17,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import blake3_hex, canonical_json
-from lineage.durable import blake3_file, publish, remove_quietly, temp_path_for
 from lineage.errors import InputError, StoreError
 from lineage.exp.logs import find_log, log_name, store_log_file
 from lineage.exp.records import get_record, record_id, save_record
 from lineage.exp.runner import STREAMS
-from lineage.scratch import new_staging_dir
-from lineage.store import Store
+from lineage.runs.chain import blake3_hex, canonical_json
+from lineage.store.base import BaseStore
+from lineage.store.durable import blake3_file, publish, remove_quietly, temp_path_for
+from lineage.store.scratch import new_staging_dir
 
 BUNDLE_SPEC = "lineage-experiment-bundle/2"
 _READABLE_SPECS = ("lineage-experiment-bundle/1", BUNDLE_SPEC)
@@ -32,7 +32,7 @@ _MAX_MEMBER = 64 * 2**20  # records and checksum lists; logs are streamed
 _CHUNK = 1 << 20
 
 
-def export_bundle(store: Store, ids: list[str], output: str | Path) -> dict[str, Any]:
+def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[str, Any]:
     members: dict[str, bytes] = {}
     logs: dict[str, Path] = {}
     for exp_id in ids:
@@ -65,7 +65,7 @@ def export_bundle(store: Store, ids: list[str], output: str | Path) -> dict[str,
             "digest": manifest["digest"]}
 
 
-def import_bundle(store: Store, bundle: str | Path) -> dict[str, Any]:
+def import_bundle(store: BaseStore, bundle: str | Path) -> dict[str, Any]:
     bundle = Path(bundle)
     staging = new_staging_dir(store.staging_dir)
     try:
@@ -87,7 +87,7 @@ def import_bundle(store: Store, bundle: str | Path) -> dict[str, Any]:
             "logs": len({r["path"] for found in rows.values() for r in found})}
 
 
-def _store_logs(store: Store, bundle: Path, records: list[dict[str, Any]],
+def _store_logs(store: BaseStore, bundle: Path, records: list[dict[str, Any]],
                 logs: dict[str, Path]) -> dict[str, list[dict[str, Any]]]:
     """Each record's logs, checked against the record's digests and moved into the store."""
     rows: dict[str, list[dict[str, Any]]] = {}

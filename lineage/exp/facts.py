@@ -33,7 +33,7 @@ _GIT_TIMEOUT_S = 10.0
 
 
 def lineage_version() -> str:
-    from lineage import __version__
+    from lineage.version import __version__
 
     return __version__
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import blake3_hex, canonical_json
+from lineage.diligence.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
 from lineage.errors import InputError, UsageError
 from lineage.exp.facts import env_facts, git_facts, host_facts, lineage_version
 from lineage.exp.probe import probe_runtime
@@ -34,7 +34,7 @@ from lineage.exp.runner import (
 )
 from lineage.formats.folder import failure_type, read_folder
 from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
-from lineage.report.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
+from lineage.runs.chain import blake3_hex, canonical_json
 
 EXPERIMENT_SPEC = "lineage-experiment/2"
 MAX_REPORT_BYTES = 16 * 2**20  # a report or metrics file is a small JSON object

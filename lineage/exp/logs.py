@@ -17,10 +17,10 @@ from typing import Any
 
 import blake3
 
-from lineage.durable import publish, remove_quietly, sha256_file
 from lineage.errors import NotFoundError, StoreError, UsageError
 from lineage.exp.runner import STREAMS
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.durable import publish, remove_quietly, sha256_file
 
 LOGS_DIR = "logs"
 _CHUNK = 1 << 16
@@ -31,7 +31,7 @@ def log_name(content: str) -> str:
     return f"{LOGS_DIR}/{content.split(':', 1)[1]}.zst"
 
 
-def publish_logs(store: Store, staging: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+def publish_logs(store: BaseStore, staging: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Move a run's staged logs into the store; the rows to register with the record.
 
     A stream whose capture was incomplete (a process outside the command's group still
@@ -55,7 +55,8 @@ def publish_logs(store: Store, staging: Path, record: dict[str, Any]) -> list[di
     return rows
 
 
-def store_log_file(store: Store, compressed: Path, content: str, n_bytes: int) -> dict[str, Any]:
+def store_log_file(store: BaseStore, compressed: Path, content: str,
+                   n_bytes: int) -> dict[str, Any]:
     """Register-ready row for a zstd file that arrived from elsewhere (a bundle), after
     checking it decompresses to `n_bytes` bytes with BLAKE3 `content`."""
     _check_content(compressed, content, n_bytes)
@@ -77,14 +78,14 @@ def register_logs(con: Any, exp_id: str, rows: list[dict[str, Any]]) -> None:
                      row["stored_bytes"], row["stored_sha256"]])
 
 
-def find_log(store: Store, exp_id: str, stream: str) -> dict[str, Any] | None:
+def find_log(store: BaseStore, exp_id: str, stream: str) -> dict[str, Any] | None:
     with store.reader(views=False) as con:
         row = con.execute("SELECT content, n_bytes, path FROM experiment_logs WHERE "
                           "experiment = ? AND stream = ?", [exp_id, stream]).fetchone()
     return None if row is None else {"content": row[0], "n_bytes": row[1], "path": row[2]}
 
 
-def iter_log(store: Store, exp_id: str, stream: str) -> Iterator[bytes]:
+def iter_log(store: BaseStore, exp_id: str, stream: str) -> Iterator[bytes]:
     """The bytes the command wrote to `stream`, checked against their BLAKE3 first."""
     if stream not in STREAMS:
         raise UsageError(f"no stream {stream!r}: {' or '.join(STREAMS)}")

@@ -13,19 +13,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lineage.durable import remove_quietly
 from lineage.errors import ConflictError, UsageError
 from lineage.exp.gate import run_experiment, weights_digest
 from lineage.exp.logs import publish_logs
 from lineage.exp.records import attempts_of, save_record
 from lineage.exp.runner import interruptions
 from lineage.formats.sha256sums import sha256_files
-from lineage.scratch import new_staging_dir
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.durable import remove_quietly
+from lineage.store.scratch import new_staging_dir
 
 
 def record_experiment(
-    store: Store, *, revision: str, name: str | None = None, attempt: bool = False,
+    store: BaseStore, *, revision: str, name: str | None = None, attempt: bool = False,
     sums: str | Path | None = None, **options: Any,
 ) -> tuple[str, dict[str, Any]]:
     """Run `run_experiment(**options)` and store its record; returns (id, record).
@@ -47,7 +47,7 @@ def record_experiment(
     return exp_id, record
 
 
-def next_attempt(store: Store, name: str | None, attempt: bool) -> int | None:
+def next_attempt(store: BaseStore, name: str | None, attempt: bool) -> int | None:
     """1 for a new name; the next number with `attempt`; a used name without it: refused."""
     if name is None:
         if attempt:
@@ -62,7 +62,7 @@ def next_attempt(store: Store, name: str | None, attempt: bool) -> int | None:
     return 1 + max((e["attempt"] for e in earlier), default=0)
 
 
-def _renumber(store: Store, record: dict[str, Any]) -> list[str]:
+def _renumber(store: BaseStore, record: dict[str, Any]) -> list[str]:
     """Another run took this name while the command ran: keep the record, as the next
     attempt, and say so (the record is committed whatever happens)."""
     if record["name"] is None:
@@ -75,7 +75,7 @@ def _renumber(store: Store, record: dict[str, Any]) -> list[str]:
             f"{record['attempt']}"]
 
 
-def refuse_foreign_baseline(store: Store, sums: Path, revision: str) -> None:
+def refuse_foreign_baseline(store: BaseStore, sums: Path, revision: str) -> None:
     """A checksum list is the baseline of one revision: refuse it under another."""
     digest = sha256_files([sums])[sums]
     with store.reader(views=False) as con:
@@ -89,7 +89,7 @@ def refuse_foreign_baseline(store: Store, sums: Path, revision: str) -> None:
                          f"({exp_id}), not {revision!r}; a new revision needs its own list")
 
 
-def baseline_warnings(store: Store, record: dict[str, Any]) -> list[str]:
+def baseline_warnings(store: BaseStore, record: dict[str, Any]) -> list[str]:
     """The same folder bytes recorded under another revision: say which, once each."""
     digest = record["weights"].get("digest")
     if not digest or not record["weights"]["files"]:

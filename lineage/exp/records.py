@@ -10,10 +10,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lineage.chain import blake3_hex, canonical_json
 from lineage.errors import UnknownObjectError
 from lineage.exp.logs import register_logs
-from lineage.store import Store
+from lineage.runs.chain import blake3_hex, canonical_json
+from lineage.store.base import BaseStore
 
 
 def record_digest(record: dict[str, Any]) -> str:
@@ -24,7 +24,7 @@ def record_id(record: dict[str, Any]) -> str:
     return "exp-" + record_digest(record).split(":", 1)[1][:12]
 
 
-def save_record(store: Store, record: dict[str, Any],
+def save_record(store: BaseStore, record: dict[str, Any],
                 logs: Sequence[dict[str, Any]] = ()) -> tuple[str, bool]:
     """Store a record and register its logs (rows of lineage.exp.logs, files already in
     place) in one transaction; returns (id, added). Saving it again adds nothing."""
@@ -41,7 +41,7 @@ def save_record(store: Store, record: dict[str, Any],
     return exp_id, True
 
 
-def list_records(store: Store) -> list[dict[str, Any]]:
+def list_records(store: BaseStore) -> list[dict[str, Any]]:
     with store.reader(views=False) as con:
         rows = con.execute("SELECT id, name, outcome, revision, created_at, record FROM "
                            "experiments ORDER BY created_at, id").fetchall()
@@ -55,7 +55,7 @@ def list_records(store: Store) -> list[dict[str, Any]]:
     return result
 
 
-def get_record(store: Store, exp_id: str) -> dict[str, Any]:
+def get_record(store: BaseStore, exp_id: str) -> dict[str, Any]:
     """A record by id, by a unique id prefix, by name (its latest attempt) or by
     NAME#N (attempt N of that name)."""
     name, _, number = exp_id.rpartition("#")
@@ -82,7 +82,7 @@ def get_record(store: Store, exp_id: str) -> dict[str, Any]:
     return {"id": chosen[0], **json.loads(chosen[2])}
 
 
-def _get_attempt(store: Store, name: str, number: int) -> dict[str, Any]:
+def _get_attempt(store: BaseStore, name: str, number: int) -> dict[str, Any]:
     for attempt in attempts_of(store, name):
         if attempt["attempt"] == number:
             return get_record(store, attempt["id"])
@@ -90,7 +90,7 @@ def _get_attempt(store: Store, name: str, number: int) -> dict[str, Any]:
                         "(`lineage exp list` shows them)")
 
 
-def attempts_of(store: Store, name: str) -> list[dict[str, Any]]:
+def attempts_of(store: BaseStore, name: str) -> list[dict[str, Any]]:
     """The records with this name, oldest first; a record without a number counts as 1."""
     with store.reader(views=False) as con:
         rows = con.execute(

@@ -16,7 +16,7 @@ files form a set, and runs each format's own structure check with the format rea
                  does not decode to its end (STRUCTURAL_FINDINGS) fails the structure
 
 A folder may mix them; every set must pass. A file's format comes from its bytes
-(`lineage.report.files.sniff`), then from what the other files say: a file an ONNX graph
+(`lineage.formats.files.sniff`), then from what the other files say: a file an ONNX graph
 names as external data is `onnx-data` (whatever its suffix), `X.bin` beside `X.xml` is
 OpenVINO data, and a download in progress, a git-LFS pointer or an error page is named for
 what it is (`lineage.formats.downloads`) and not read as weights.
@@ -29,7 +29,7 @@ transformers folder without config or tokenizer) never fail the verdict. Config 
 cannot be read fails it (`json`, `config`, `unreadable`, hf_config's rules).
 
 Pickle scans, configs and the GGUF chat-template flag are kept on the `FolderModel` so
-risks (`lineage.report.risks`) reuse them instead of reading the files again.
+risks (`lineage.diligence.risks`) reuse them instead of reading the files again.
 `list_folder` is the one listing every check starts from. In a hub cache snapshot
 (`lineage.formats.hf_cache`) the links into the repository's own blobs are vetted there
 and read as files, by every format check; any other link stays a link (and a risk).
@@ -113,7 +113,7 @@ class FolderModel:
 
 def list_folder(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file below the folder ({path, format, size, shard, name}) and its symlinks."""
-    from lineage.report.files import list_files
+    from lineage.formats.files import list_files
 
     return list_files(folder)
 
@@ -318,7 +318,7 @@ class _Check:
             self.parameters += sum(t.elements for t in model.initializers)
 
     def _pickles(self) -> None:
-        from lineage.report.files import PICKLE_BEARING  # pickles, archives, NumPy arrays
+        from lineage.formats.files import PICKLE_BEARING  # pickles, archives, NumPy arrays
 
         for entry in self.files:
             if entry["format"] not in PICKLE_BEARING:

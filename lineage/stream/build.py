@@ -16,11 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage import faults
-from lineage.durable import remove_quietly
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, UnknownObjectError, UsageError, too_little_memory
-from lineage.manifest import NAME_RULE, is_valid_name
-from lineage.parts import (
+from lineage.store import faults
+from lineage.store.base import BaseStore
+from lineage.store.durable import remove_quietly
+from lineage.store.parts import (
     Progress,
     WrittenPart,
     check_all_parts,
@@ -28,11 +29,10 @@ from lineage.parts import (
     publish_parts,
     unpublish,
 )
-from lineage.parts import (
+from lineage.store.parts import (
     report as report_progress,
 )
-from lineage.scratch import new_staging_dir
-from lineage.store import Store
+from lineage.store.scratch import new_staging_dir
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_sql import order_in_duckdb
 from lineage.stream.spec import (
@@ -79,7 +79,7 @@ class StreamBuildResult:
 
 
 def build_stream(
-    store: Store,
+    store: BaseStore,
     *,
     corpus: str,
     name: str,
@@ -137,7 +137,7 @@ class Built:
     hash_parts: list[WrittenPart]
 
 
-def _corpus_facts(store: Store, corpus: str) -> tuple[
+def _corpus_facts(store: BaseStore, corpus: str) -> tuple[
         str, dict[str, tuple[int, int]], list[tuple[str, int]], list[str]]:
     """(manifest hash, (documents, tokens) per source, the documents' parts in doc_id
     order with their row counts, the document_hashes parts in content-hash order)."""
@@ -159,7 +159,7 @@ def _corpus_facts(store: Store, corpus: str) -> tuple[
     return row[0], sources, documents, hashes
 
 
-def _existing(store: Store, name: str) -> dict[str, Any] | None:
+def _existing(store: BaseStore, name: str) -> dict[str, Any] | None:
     from lineage.stream.query import stream_row
 
     with store.reader(views=False) as con:
@@ -167,7 +167,7 @@ def _existing(store: Store, name: str) -> dict[str, Any] | None:
 
 
 def _build(
-    store: Store, spec: StreamSpec, corpus: str, name: str, sources: dict[str, tuple[int, int]],
+    store: BaseStore, spec: StreamSpec, corpus: str, name: str, sources: dict[str, tuple[int, int]],
     parts: list[tuple[str, int]], hash_parts: list[str], staging: Any, memory_limit: str,
     progress: Progress,
 ) -> Built:
@@ -186,7 +186,7 @@ def _build(
 
 
 def _build_within(
-    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     sources: dict[str, tuple[int, int]], parts: list[tuple[str, int]],
     hash_parts: list[str], memory_limit: str, progress: Progress,
 ) -> Built:
@@ -233,7 +233,7 @@ def _steps(spec: StreamSpec, corpus: str, packed: int) -> tuple[int, int]:
 
 
 def _build_in_memory(
-    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     rows: list[tuple[str, str, int, int]], parts: list[tuple[str, int]],
     hash_parts: list[str], progress: Progress,
 ) -> Built:
@@ -256,7 +256,7 @@ def _build_in_memory(
 
 
 def _build_out_of_core(
-    con: duckdb.DuckDBPyConnection, store: Store, spec: StreamSpec, corpus: str, name: str,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     parts: list[tuple[str, int]], progress: Progress,
 ) -> Built:
     con.execute("SET preserve_insertion_order = false")  # the window sorts need less memory
@@ -356,7 +356,7 @@ def _hash_words(con: duckdb.DuckDBPyConnection, paths: list[str]) -> UIntArray:
     in place."""
     import numpy as np
 
-    from lineage.digest import string_values
+    from lineage.corpora.digest import string_values
 
     documents = int(con.execute("SELECT count(*) FROM read_parquet(?)",
                                 [paths]).fetchall()[0][0])
@@ -390,7 +390,7 @@ def _doc_id(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, int]], rid: i
 
 
 def commit_stream(
-    store: Store, name: str, corpus: str, spec: StreamSpec | RecordedSpec, built: Built
+    store: BaseStore, name: str, corpus: str, spec: StreamSpec | RecordedSpec, built: Built
 ) -> str:
     """Publish the parts and record the stream in one transaction: "added" or "unchanged"."""
     relative: list[str] = []

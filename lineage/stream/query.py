@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
-from lineage.parts import part_files
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,12 +48,12 @@ def _stream_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     return found
 
 
-def list_streams(store: Store) -> list[dict[str, Any]]:
+def list_streams(store: BaseStore) -> list[dict[str, Any]]:
     with store.reader(views=False) as con:
         return stream_rows(con)
 
 
-def get_stream(store: Store, name: str | None = None) -> dict[str, Any]:
+def get_stream(store: BaseStore, name: str | None = None) -> dict[str, Any]:
     """One stream by name; without a name, the only stream of the store."""
     with store.reader(views=False) as con:
         return _resolve(con, name)
@@ -112,7 +112,7 @@ def step_range(
 
 
 def docs_in_step(
-    store: Store,
+    store: BaseStore,
     step: int,
     *,
     stream: str | None = None,
@@ -135,7 +135,7 @@ def docs_in_step(
 
 
 def step_segments(
-    con: duckdb.DuckDBPyConnection, store: Store, info: dict[str, Any], span: StepRange
+    con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange
 ) -> list[dict[str, Any]]:
     """Segments in stream order; `position` is the segment's first token in the stream."""
     seq_len = int(info["seq_len"])

@@ -12,10 +12,10 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from lineage.doc_text import read_checked
+from lineage.corpora.doc_text import read_checked
 from lineage.errors import UsageError
-from lineage.parts import part_files
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
 from lineage.stream.query import _resolve, step_range, step_segments
 
 SEPARATOR = 256  # the separator token of the byte tokenizer (ids 0-255 are bytes)
@@ -37,7 +37,7 @@ class Segment:
 class StreamReader:
     """Reads one stream: `segments(step)` and, for byte-tokenized text, `windows(step)`."""
 
-    def __init__(self, store: Store, stream: str | None = None) -> None:
+    def __init__(self, store: BaseStore, stream: str | None = None) -> None:
         self.store = store
         with store.reader(views=False) as con:
             self.info = _resolve(con, stream)
@@ -76,7 +76,7 @@ class StreamReader:
 
     def batch_digests(self, step: int, world_size: int) -> list[str]:
         """Per rank, the digest of its segments (lineage-batch/1), from one query."""
-        from lineage.chain import batch_digest
+        from lineage.stream.batch_digest import batch_digest
 
         per_rank = int(self.info["batch"]) // world_size
         by_rank: list[list[Segment]] = [[] for _ in range(world_size)]

@@ -19,10 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage import faults
-from lineage.digest import LINE_COLUMN, LineHasher
+from lineage.corpora.digest import LINE_COLUMN, LineHasher
 from lineage.errors import StoreError
-from lineage.parts import (
+from lineage.schemas import occurrence_hashes_schema, occurrences_schema
+from lineage.store import faults
+from lineage.store.base import BaseStore
+from lineage.store.parts import (
     LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
     SORTED_INTEGERS,
@@ -32,8 +34,6 @@ from lineage.parts import (
     write_overlapped,
     write_parts,
 )
-from lineage.schemas import occurrence_hashes_schema, occurrences_schema
-from lineage.store import Store
 from lineage.stream.order import Placed, content_hash_order
 from lineage.stream.spec import OCCURRENCE_DIGEST_COLUMNS, OCCURRENCES_SPEC
 
@@ -68,7 +68,7 @@ class CorpusParts:
 
 
 def write_canonical(
-    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
     handed: list[Placed], kept: int, corpus_parts: CorpusParts, progress: Progress,
 ) -> StreamTables:
     """The first `kept` occurrences of the placed arrays (ordinal order) as the stream's
@@ -202,7 +202,7 @@ def _narrowest(column: IntArray) -> type:
 
 
 def write_occurrences(
-    con: duckdb.DuckDBPyConnection, store: Store, name: str, corpus: str, progress: Progress
+    con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str, progress: Progress
 ) -> StreamTables:
     """Table `ordered` (a recorded stream) as the stream's two tables, each a sort."""
     occurrences = int(con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
@@ -226,7 +226,7 @@ _ROW_COLUMNS = ("ordinal", "doc_id", "source", "epoch", "stream_start", "n_token
 
 
 def _write(
-    con: duckdb.DuckDBPyConnection, store: Store, table: str, name: str, corpus: str, *,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, name: str, corpus: str, *,
     source: str, params: list[Any], order: str | None, digests: list[Any], total: int,
     progress: Progress, stage: str, registered: pa.Table | None = None,
     checks: Sequence[str] = (),

@@ -16,7 +16,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from stream_reference import occurrences_digest, reference_stream  # noqa: E402
 
-from lineage.manifest import manifest_hash_of_rows  # noqa: E402
+from lineage.corpora.manifest import manifest_hash_of_rows  # noqa: E402
 from lineage.stream.spec import StreamSpec, parse_epochs  # noqa: E402
 
 CASES = {

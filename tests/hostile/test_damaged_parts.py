@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage import parts
+from lineage.api import Store, init_store, open_store
 from lineage.errors import DamagedPartError
 from lineage.ingest import ingest_corpus
-from lineage.store import Store, init_store, open_store
+from lineage.store import parts
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
-from lineage.trained_on import trained_on, trained_on_hashes
+from lineage.text.trained_on import trained_on, trained_on_hashes
 
 from ..conftest import Cli
 

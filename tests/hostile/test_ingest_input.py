@@ -30,12 +30,12 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from lineage.chain import canonical_json
+from lineage.api import Store
 from lineage.errors import LineageError
 from lineage.ingest import ingest_corpus, input_rules
 from lineage.ingest.steps import ingest_steps
 from lineage.ingest.windows import ingest_windows
-from lineage.store import Store
+from lineage.runs.chain import canonical_json
 
 from ..conftest import Cli, write_jsonl
 

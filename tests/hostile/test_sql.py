@@ -9,12 +9,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from lineage.api import Store, init_store, open_store
 from lineage.errors import UsageError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
 from lineage.schemas import BULK_TABLES
-from lineage.sql_guard import DEFAULT_MAX_ROWS, guarded_connection, run_guarded_sql
-from lineage.store import Store, init_store, open_store
+from lineage.store.sql_guard import DEFAULT_MAX_ROWS, guarded_connection, run_guarded_sql
 from lineage.stream.build import build_stream
 
 from ..conftest import EXAMPLES, Cli

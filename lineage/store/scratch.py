@@ -10,7 +10,7 @@ import secrets
 import time
 from pathlib import Path
 
-from lineage.durable import pid_alive, remove_quietly
+from lineage.store.durable import pid_alive, remove_quietly
 
 
 def new_staging_dir(staging_root: Path) -> Path:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from lineage.digest import LineHasher, lines_digest
+from lineage.corpora.digest import LineHasher, lines_digest
 
 MANIFEST_SPEC = "lineage-manifest/1"
 HASH_COLUMNS = ("doc_id", "source", "n_bytes", "n_tokens", "content_hash", "license")

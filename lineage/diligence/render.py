@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from lineage.report import sections as sec
+from lineage.diligence import sections as sec
 
 
 def render_markdown(report: dict[str, Any]) -> str:

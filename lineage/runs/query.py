@@ -7,16 +7,16 @@ import json
 from typing import Any
 
 from lineage.errors import NotFoundError, UnknownObjectError
-from lineage.store import Store
+from lineage.store.base import BaseStore
 
 
-def list_runs(store: Store) -> list[dict[str, Any]]:
+def list_runs(store: BaseStore) -> list[dict[str, Any]]:
     with store.reader(views=False) as con:
         names = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
         return [_summary(con, name) for name in names]
 
 
-def get_run(store: Store, name: str) -> dict[str, Any]:
+def get_run(store: BaseStore, name: str) -> dict[str, Any]:
     with store.reader(views=False) as con:
         return _summary(con, name, detail=True)
 
@@ -74,7 +74,7 @@ def _checkpoint(row: tuple[Any, ...]) -> dict[str, Any]:
             "risks_ok": risk["ok"] if risk else None, "ok": bool(ok)}
 
 
-def list_checkpoints(store: Store, run: str, *, nearest: int | None = None) -> dict[str, Any]:
+def list_checkpoints(store: BaseStore, run: str, *, nearest: int | None = None) -> dict[str, Any]:
     """A run's checkpoints, the ones its declared interval expects and lacks, and the
     nearest good one at or before `nearest` (where a replay of that step starts from).
 

@@ -3,7 +3,7 @@
 Verdicts by exact bytes: `in-stream` (a document with these exact bytes is placed in a
 stream), `in-corpus-only` (recorded in a corpus but in no stream, e.g. past the token
 budget). A query no corpus holds byte for byte is then matched as text
-(lineage/text_match.py): `text-match` (the same normalized words as a document) or
+(lineage/text/match.py): `text-match` (the same normalized words as a document) or
 `partial` (passages of documents cover enough of it); else `not-found`. With a run,
 verdicts become `trained`, `skipped-only` or `not-reached`. Each match carries the
 evidence: content hash, corpus manifest hash, each stream's spec hash, windows and
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from lineage.durable import blake3_file
 from lineage.errors import InputError, UsageError
-from lineage.parts import part_files
-from lineage.store import Store
-from lineage.verdicts import (
+from lineage.store.base import BaseStore
+from lineage.store.durable import blake3_file
+from lineage.store.parts import part_files
+from lineage.text.verdicts import (
     FOUND,
     IN_CORPUS_ONLY,
     IN_STREAM,
@@ -115,7 +115,7 @@ def _bounded(data: bytes, what: str) -> bytes:
 
 
 def trained_on(
-    store: Store, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
+    store: BaseStore, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
     stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
     min_containment: float | None = None, limit: int | None = None,
 ) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def trained_on(
     queries = queries_for(files, texts, stdin)
     info = None
     if run is not None:
-        from lineage.runs import get_run
+        from lineage.runs.query import get_run
 
         info = get_run(store, run)
         if info["stream"] is None:
@@ -150,7 +150,7 @@ class _Context:
     """What every query of one question reads: the catalog session, streams, corpora."""
 
     con: Any
-    store: Store
+    store: BaseStore
     streams: dict[str, dict[str, Any]]
     corpora: dict[str, str]  # corpus -> manifest hash
     tokenizers: dict[str, str]  # corpus -> how its tokens were counted
@@ -174,9 +174,9 @@ def _match_texts(
     if not pending or not (explicit or _any_text_index(con)):
         return
     # Only now: queries found by their bytes never need the text machinery.
-    from lineage import text_match
-    from lineage.fingerprint import parameters as fingerprint_parameters
-    from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION
+    from lineage.text import match as text_match
+    from lineage.text.fingerprint import parameters as fingerprint_parameters
+    from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION
 
     answer["text_evidence"] = {"text_spec": TEXT_SPEC, "unicode_version": UNICODE_VERSION,
                                "fingerprint": fingerprint_parameters(),
@@ -208,9 +208,9 @@ def _match_texts(
         result["matches"] = matches
 
 
-def with_run(store: Store, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """Refine verdicts by what the run did: trained, skipped-only or not-reached."""
-    from lineage.run_windows import RunWindows
+    from lineage.runs.windows import RunWindows
 
     with store.reader(views=False) as con:
         skipped = {r[0] for r in con.execute(
@@ -250,7 +250,7 @@ def _any_text_index(con: Any) -> bool:
 
 
 def trained_on_hashes(
-    store: Store, queries: list[tuple[str, str]], *, stream: str | None = None
+    store: BaseStore, queries: list[tuple[str, str]], *, stream: str | None = None
 ) -> dict[str, Any]:
     """The same answer for (label, BLAKE3 hex) pairs already hashed."""
     with store.reader(views=False) as con:
@@ -269,7 +269,7 @@ def _streams(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, dict
 
 
 def _answer(
-    con: duckdb.DuckDBPyConnection, store: Store, label: str, digest: str,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, label: str, digest: str,
     streams: dict[str, dict[str, Any]], corpora: dict[str, str],
 ) -> dict[str, Any]:
     documents = _lookup(con, store, "document_hashes", None,
@@ -289,7 +289,7 @@ def _answer(
 
 
 def _placements(
-    con: duckdb.DuckDBPyConnection, store: Store, streams: dict[str, dict[str, Any]],
+    con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, dict[str, Any]],
     digest: str,
 ) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
     """Where the documents with this content hash sit in each stream."""
@@ -320,7 +320,7 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
     return entries
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None,
+def _lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
             columns: str, digest: str) -> list[tuple[Any, ...]]:
     files = part_files(con, store, table, owner, digest=digest)
     if not files:

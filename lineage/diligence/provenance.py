@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError, LineageError
-from lineage.store import Store
+from lineage.store.base import BaseStore
 
 
-def provenance(folder: Path, *, has_weights: bool, store: Store | None,
+def provenance(folder: Path, *, has_weights: bool, store: BaseStore | None,
                absent_reason: str | None = None) -> dict[str, Any]:
     if not has_weights:
         why = f"no weights in this folder: {absent_reason}" if absent_reason else \
@@ -40,7 +40,7 @@ def provenance(folder: Path, *, has_weights: bool, store: Store | None,
     run, step, corpus, manifest = checkpoint
     evidence += [f"weights match checkpoint {run}@{step}",
                  f"run {run} read a stream over corpus {corpus} ({manifest})"]
-    from lineage.chain_verify import verify_chain
+    from lineage.runs.chain_verify import verify_chain
 
     report = verify_chain(store, run)  # type: ignore[arg-type]
     missing += _checkpoint_gaps(store, run, step)  # type: ignore[arg-type]
@@ -59,8 +59,8 @@ def _rest() -> list[str]:
     return ["a registered corpus manifest and stream for the run", "a verifying step hash chain"]
 
 
-def _matching_checkpoint(folder: Path, store: Store) -> tuple[str, int, str, str] | None:
-    from lineage.verify import safetensors_weights_digest
+def _matching_checkpoint(folder: Path, store: BaseStore) -> tuple[str, int, str, str] | None:
+    from lineage.diligence.verify import safetensors_weights_digest
 
     try:
         digest = safetensors_weights_digest(folder)
@@ -77,7 +77,7 @@ def _matching_checkpoint(folder: Path, store: Store) -> tuple[str, int, str, str
     return tuple(row) if row else None  # type: ignore[return-value]
 
 
-def _checkpoint_gaps(store: Store, run: str, step: int) -> list[str]:
+def _checkpoint_gaps(store: BaseStore, run: str, step: int) -> list[str]:
     """What keeps checkpoint run@step from being evidence for the chain (empty: nothing)."""
     import json
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import blake3
 
-from lineage.chain import BATCH_TAG
-from lineage.parts import part_files
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
+from lineage.stream.batch_digest import BATCH_TAG
 from lineage.stream.query import _resolve, window_pieces
 
 
-def stream_batch_digests(store: Store, stream: str, first_window: int,
+def stream_batch_digests(store: BaseStore, stream: str, first_window: int,
                          world_size: int) -> list[str]:
     """Per rank, the digests of a step that reads the B windows from `first_window` on:
     what a trainer records for a step after a data skip (or any step)."""
@@ -27,7 +27,7 @@ def stream_batch_digests(store: Store, stream: str, first_window: int,
         return batch_digests(con, store, info, world_size, [(0, first_window)])[0]
 
 
-def batch_digests(con: Any, store: Store, stream: dict[str, Any], world_size: int,
+def batch_digests(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,
                   starts: list[tuple[int, int]]) -> dict[int, list[str]]:
     """Per step, the digest of each rank's segments; `starts` holds (step, first window)
     in increasing window order, the windows of different steps never overlapping."""
@@ -55,7 +55,7 @@ def batch_digests(con: Any, store: Store, stream: dict[str, Any], world_size: in
                 for r in range(ranks)] for s, _ in starts}
 
 
-def _segments(con: Any, store: Store, stream: dict[str, Any], first_window: int,
+def _segments(con: Any, store: BaseStore, stream: dict[str, Any], first_window: int,
               end_window: int, seq_len: int) -> Iterator[tuple[int, str, int, int]]:
     """(window, doc_id, token_start, token_end) in window and position order."""
     start, end = first_window * seq_len, end_window * seq_len

@@ -26,7 +26,8 @@ from typing import Any
 
 import blake3
 
-from lineage.skip_rule import SkipRule
+from lineage.runs.skip_rule import SkipRule
+from lineage.stream.batch_digest import BATCH_TAG, batch_digest  # noqa: F401 - part of the chain spec
 
 CHAIN_SPEC = "lineage-chain/2"
 CHAIN_SPEC_V1 = "lineage-chain/1"  # still verified; never written
@@ -42,7 +43,6 @@ WEIGHTS_PREFIX, OPTIMIZER_PREFIX, GRADIENTS_PREFIX = "weights/", "optimizer/", "
 MAX_INT = 2**53 - 1
 MAX_DEPTH = 32
 TENSORS_TAG = b"lineage-tensors/1\n"
-BATCH_TAG = b"lineage-batch/1\n"
 
 # NumPy dtype names (and buffer-protocol format characters) -> safetensors dtype names.
 _NUMPY_DTYPES = {
@@ -213,16 +213,6 @@ def _torch_bytes(tensor: Any) -> tuple[str, tuple[int, ...], memoryview]:
 
 
 # -- batches ---------------------------------------------------------------------------
-
-
-def batch_digest(segments: Iterable[Any]) -> str:
-    """Digest of one rank's segments (StreamReader.segments or `docs --step` rows)."""
-    hasher = blake3.blake3(BATCH_TAG)
-    for s in segments:
-        get = s.get if isinstance(s, dict) else lambda k, s=s: getattr(s, k)
-        line = f"{get('window')}\t{get('doc_id')}\t{get('token_start')}\t{get('token_end')}\n"
-        hasher.update(line.encode("utf-8"))
-    return "blake3:" + hasher.hexdigest()
 
 
 # -- the trainer's writer ---------------------------------------------------------------

@@ -6,7 +6,7 @@ structure  one verdict for the whole folder from the folder model (lineage.forma
            stream decodes), and downloads that are not what they claim (a download in
            progress, a git-LFS pointer, an error page, an incomplete set); warnings (no
            config, no tokenizer) never fail it
-risks      is it safe to open: no dangerous or unknown finding (lineage.report.risks), except
+risks      is it safe to open: no dangerous or unknown finding (lineage.diligence.risks), except
            the kinds allowed by name (`allow_risks`)
 checksums  the folder against a trusted source of hashes: a SHA256SUMS list when one is
            given (`source` "sums-list"); else, for a Hugging Face cache snapshot, the names
@@ -24,11 +24,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from lineage.diligence.risks import folder_risks, risk_verdict
 from lineage.errors import InputError, UsageError
 from lineage.formats import hf_cache
 from lineage.formats.folder import read_folder
 from lineage.formats.sha256sums import SumsReport, read_sums, verify_sums, write_sums
-from lineage.report.risks import folder_risks, risk_verdict
 
 LOAD_NOT_TESTED = "not-tested"
 
@@ -103,6 +103,6 @@ def safetensors_weights_digest(folder: str | Path) -> str:
     Read straight from the files, tensor by tensor in name order, without loading a model:
     comparable with a chain record's `weights_digest`.
     """
-    from lineage.checkpoint_evidence import weights_digest
+    from lineage.runs.checkpoint_evidence import weights_digest
 
     return weights_digest(folder)

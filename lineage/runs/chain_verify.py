@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lineage.chain import (
+from lineage.runs.chain import (
     CHAIN_SPEC,
     CHAIN_SPEC_V1,
     CHAIN_SPECS,
@@ -26,9 +26,9 @@ from lineage.chain import (
     expected_genesis,
     line_step_hash,
 )
-from lineage.chain_batches import batch_digests
-from lineage.skip_rule import SkipRule, check_skips
-from lineage.store import Store
+from lineage.runs.chain_batches import batch_digests
+from lineage.runs.skip_rule import SkipRule, check_skips
+from lineage.store.base import BaseStore
 from lineage.stream.query import _resolve
 
 _END_KEYS = {"end", "last_state_hash", "state_hash", "steps"}
@@ -41,10 +41,10 @@ class _Broken(Exception):
         self.step, self.reason = step, reason
 
 
-def verify_chain(store: Store, run: str, *, batches: bool = True,
+def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
                  expect_steps: int | None = None) -> dict[str, Any]:
     with store.reader(views=False) as con:
-        from lineage.runs import _summary
+        from lineage.runs.query import _summary
 
         info = _summary(con, run)
         header_text, end_text = con.execute(
@@ -186,7 +186,7 @@ class _Walk:
         return step * self.batch
 
 
-def _check_batches(con: Any, store: Store, stream: dict[str, Any], world_size: int,
+def _check_batches(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,
                    walk: _Walk) -> None:
     starts = [(step, first) for step, first, _, _ in walk.checked if first is not None]
     expected = batch_digests(con, store, stream, world_size, starts)

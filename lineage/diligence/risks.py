@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import InputError, UsageError
+from lineage.formats.files import PICKLE_BEARING
 from lineage.formats.hf_config import ModelConfig, TokenizerFiles
 from lineage.formats.pickle_scan import FINDING_KINDS
-from lineage.report.files import PICKLE_BEARING
 
 if TYPE_CHECKING:
     from lineage.formats.folder import FolderModel

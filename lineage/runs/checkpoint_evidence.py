@@ -8,7 +8,7 @@ state_digest    when optimizer/state.safetensors is there: the weights under
                 names (`optimizer/<name>`, `gradients/<name>`): a record's state_digest.
                 It sits in a subfolder so the model folder keeps its own shard rules.
 
-Its risks are the `lineage verify` risks verdict (lineage.verify), as for any folder.
+Its risks are the `lineage verify` risks verdict (lineage.diligence.verify), as for any folder.
 
 Tensors are read straight from the files, never loaded; pickles are scanned, never run.
 """
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lineage.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, WEIGHTS_PREFIX, TensorDigest
 from lineage.formats import safetensors as st
+from lineage.runs.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, WEIGHTS_PREFIX, TensorDigest
 
 OPTIMIZER_FILE = "optimizer/state.safetensors"
 _CHUNK = 1 << 20

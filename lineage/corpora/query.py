@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from lineage.errors import UnknownObjectError
-from lineage.store import Store
+from lineage.store.base import BaseStore
 
 
-def list_corpora(store: Store) -> list[dict[str, Any]]:
+def list_corpora(store: BaseStore) -> list[dict[str, Any]]:
     """Every corpus, by name, with its totals and manifest hash."""
     with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         rows = con.execute(
@@ -20,7 +20,7 @@ def list_corpora(store: Store) -> list[dict[str, Any]]:
     return [_jsonable(dict(zip(keys, row, strict=True))) for row in rows]
 
 
-def get_corpus(store: Store, name: str) -> dict[str, Any]:
+def get_corpus(store: BaseStore, name: str) -> dict[str, Any]:
     """One corpus with its sources and token shares; UnknownObjectError when absent."""
     with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         row = con.execute(

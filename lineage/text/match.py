@@ -18,15 +18,15 @@ from typing import Any, NamedTuple
 
 import blake3
 
-from lineage.doc_text import read_checked
+from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError, StoreError, UsageError
-from lineage.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
-from lineage.fingerprint import gram_hashes_many as query_gram_hashes
-from lineage.fingerprint import winnow_many as winnow
-from lineage.parts import part_files
-from lineage.store import Store
-from lineage.text_identity import TEXT_SPEC, UNICODE_VERSION, LocatedWords, located_words
-from lineage.verdicts import PARTIAL, TEXT_MATCH
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
+from lineage.text.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
+from lineage.text.fingerprint import gram_hashes_many as query_gram_hashes
+from lineage.text.fingerprint import winnow_many as winnow
+from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION, LocatedWords, located_words
+from lineage.text.verdicts import PARTIAL, TEXT_MATCH
 
 _MAX_REPEATS = 64  # query positions kept per repeated gram hash, beyond the winnowed ones
 _MAX_SELECTED_REPEATS = 1024  # ... and winnowed ones (only a refrain repeats this often)
@@ -76,7 +76,7 @@ def check_unicode_version(indexes: dict[str, dict[str, Any]], *, building: bool)
 
 
 def match_text(
-    con: Any, store: Store, text: str, *, indexes: dict[str, dict[str, Any]],
+    con: Any, store: BaseStore, text: str, *, indexes: dict[str, dict[str, Any]],
     min_containment: float, limit: int,
 ) -> dict[str, Any]:
     """The text verdict of one query: text-match, partial, or not-found, with matches."""
@@ -123,7 +123,7 @@ def match_text(
     return answer
 
 
-def _same_text(con: Any, store: Store, digest: str) -> dict[tuple[str, int], _Candidate]:
+def _same_text(con: Any, store: BaseStore, digest: str) -> dict[tuple[str, int], _Candidate]:
     files = part_files(con, store, "text_hashes", any_of=("text_hash", [digest]))
     found: dict[tuple[str, int], _Candidate] = {}
     if files:
@@ -134,7 +134,7 @@ def _same_text(con: Any, store: Store, digest: str) -> dict[tuple[str, int], _Ca
     return found
 
 
-def _add_fingerprint_hits(con: Any, store: Store, words: list[str], limit: int,
+def _add_fingerprint_hits(con: Any, store: BaseStore, words: list[str], limit: int,
                           candidates: dict[tuple[str, int], _Candidate]) -> None:
     """The `limit` documents sharing the most fingerprints with the query, with their
     (query, document) gram pairs."""
@@ -213,7 +213,7 @@ class _DocInfo(NamedTuple):
     n_bytes: int
 
 
-def _documents(con: Any, store: Store,
+def _documents(con: Any, store: BaseStore,
                chosen: list[_Candidate]) -> dict[tuple[str, int], _DocInfo]:
     by_corpus: dict[str, list[int]] = {}
     for candidate in chosen:

@@ -11,13 +11,13 @@ import json
 from typing import Any
 
 from lineage.errors import UnknownObjectError, UsageError
-from lineage.runs import _summary
-from lineage.store import Store
+from lineage.runs.query import _summary
+from lineage.store.base import BaseStore
 from lineage.stream.query import StepRange, _resolve, step_range, step_segments
 
 
 def trace(
-    store: Store, run: str, *, step: int | None = None, clipped: bool = False,
+    store: BaseStore, run: str, *, step: int | None = None, clipped: bool = False,
     skipped: bool = False, limit: int | None = None,
 ) -> dict[str, Any]:
     if sum([step is not None, clipped, skipped]) != 1:

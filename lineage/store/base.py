@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,6 @@ from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
 if TYPE_CHECKING:
     import duckdb
 
-    from lineage.query import QueryResult
 
 STORE_ENV = "LINEAGE_STORE"
 DEFAULT_STORE = "lineage-store"
@@ -63,14 +62,18 @@ class InitResult:
     migrated_from: int | None = None
 
 
-class Store:
-    """A lineage store on disk. Open with `lineage.open(path)` or `init_store(path)`."""
+class BaseStore:
+    """A store's directory and its catalog connections, without the questions.
+
+    The question methods live on `lineage.Store` (lineage/api.py), a subclass, so the
+    store layer never imports the layers above it.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def __repr__(self) -> str:
-        return f"Store({str(self.root)!r})"
+        return f"{type(self).__name__}({str(self.root)!r})"
 
     @property
     def catalog_path(self) -> Path:
@@ -86,58 +89,6 @@ class Store:
 
     def table_dir(self, table: str) -> Path:
         return self.tables_dir / table
-
-    # -- questions (the Python API; the CLI calls the same functions) ------------------
-
-    def corpora(self) -> list[dict[str, Any]]:
-        from lineage.corpora import list_corpora
-
-        return list_corpora(self)
-
-    def corpus(self, name: str) -> dict[str, Any]:
-        from lineage.corpora import get_corpus
-
-        return get_corpus(self, name)
-
-    def sql(self, query: str, *, timeout: float | None = None,
-            max_rows: int | None = None) -> QueryResult:
-        """Read-only SQL in the guarded session (lineage.sql_guard); no limits unless given."""
-        from lineage.sql_guard import run_guarded_sql
-
-        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
-
-    def streams(self) -> list[dict[str, Any]]:
-        from lineage.stream.query import list_streams
-
-        return list_streams(self)
-
-    def stream(self, name: str | None = None) -> dict[str, Any]:
-        from lineage.stream.query import get_stream
-
-        return get_stream(self, name)
-
-    def docs_in_step(self, step: int, **options: Any) -> dict[str, Any]:
-        """`lineage docs --step`: options stream, rank, world_size, window."""
-        from lineage.stream.query import docs_in_step
-
-        return docs_in_step(self, step, **options)
-
-    def trained_on(self, files: Sequence[str] = (), **options: Any) -> dict[str, Any]:
-        """`lineage trained-on`: options texts, stdin, stream, run, min_containment, limit."""
-        from lineage.trained_on import trained_on
-
-        return trained_on(self, files, **options)
-
-    def trace(self, run: str, **selection: Any) -> dict[str, Any]:
-        """`lineage trace`: selection is step=N, clipped=True or skipped=True."""
-        from lineage.trace import trace
-
-        return trace(self, run, **selection)
-
-    def verify(self) -> dict[str, Any]:
-        from lineage.integrity import verify_store
-
-        return verify_store(self)
 
     # -- connections -----------------------------------------------------------------
 
@@ -222,7 +173,7 @@ class Store:
 
 def init_store(path: str | os.PathLike[str]) -> InitResult:
     """Create a store (idempotent): the directory, its folders and an empty catalog."""
-    store = Store(path)
+    store = BaseStore(path)
     if store.root.exists() and not store.root.is_dir():
         raise StoreError(f"{store.root}: exists and is not a directory")
     store.root.mkdir(parents=True, exist_ok=True)
@@ -246,7 +197,7 @@ def init_store(path: str | os.PathLike[str]) -> InitResult:
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    from lineage.durable import publish
+    from lineage.store.durable import publish
 
     publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
     return InitResult(str(store.root), created=True, schema_version=SCHEMA_VERSION)
@@ -262,13 +213,6 @@ def _stored_version(path: Path) -> int:
     finally:
         con.close()
     return int(row[0]) if row else 0
-
-
-def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    """Open an existing store (see `resolve_store_path` for the default)."""
-    store = Store(resolve_store_path(path))
-    store._require_catalog()
-    return store
 
 
 # -- internals ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """`lineage sql`: read-only SQL over the catalog and the Parquet-backed views.
 
-The query runs in the session lineage.sql_guard builds: the catalog read-only, no file
+The query runs in the session lineage.store.sql_guard builds: the catalog read-only, no file
 access, no extensions, the configuration locked, a time and a row limit. This module
 holds the result type and the JSON conversion every `--json` uses.
 """
@@ -14,8 +14,6 @@ import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
-
-from lineage.store import Store
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -33,14 +31,6 @@ class QueryResult:
             {name: to_jsonable(value) for name, value in zip(self.columns, row, strict=True)}
             for row in self.rows
         ]
-
-
-def run_sql(store: Store, sql: str, *, timeout: float | None = None,
-            max_rows: int | None = None) -> QueryResult:
-    """User SQL in the guarded read-only session (see lineage.sql_guard)."""
-    from lineage.sql_guard import run_guarded_sql
-
-    return run_guarded_sql(store, sql, timeout=timeout, max_rows=max_rows)
 
 
 def json_text(value: Any) -> str:

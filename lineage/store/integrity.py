@@ -15,13 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from lineage.durable import sha256_file
-from lineage.store import Store
+from lineage.store.base import BaseStore
+from lineage.store.durable import sha256_file
 
 GC_MIN_AGE_SECONDS = 3600.0  # an unregistered file younger than this may be mid-commit
 
 
-def verify_store(store: Store, *, workers: int | None = None) -> dict[str, Any]:
+def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, Any]:
     """Check every registered Parquet file; `ok` is False when any differs or is missing."""
     with store.reader(views=False) as con:
         rows = con.execute(
@@ -44,10 +44,10 @@ def verify_store(store: Store, *, workers: int | None = None) -> dict[str, Any]:
     }
 
 
-def gc_store(store: Store, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
+def gc_store(store: BaseStore, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
     """Remove unregistered files under tables/ older than `min_age` seconds, and dead staging."""
-    from lineage.durable import remove_abandoned_temps
-    from lineage.scratch import clear_abandoned
+    from lineage.store.durable import remove_abandoned_temps
+    from lineage.store.scratch import clear_abandoned
 
     removed: list[str] = []
     with store.writer() as con:  # holding the lock: no commit can register a file meanwhile
@@ -85,7 +85,7 @@ def _check_file(root: Path, rel: str, table: str, size: int, sha256: str) -> dic
     return entry
 
 
-def _table_files(store: Store) -> list[str]:
+def _table_files(store: BaseStore) -> list[str]:
     folders = [d for d in (store.tables_dir, store.root / "logs") if d.is_dir()]
     return sorted(
         p.relative_to(store.root).as_posix()

@@ -12,30 +12,30 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lineage.diligence.architecture import describe_architecture
+from lineage.diligence.hashes import file_hashes, hashes_from_sums
+from lineage.diligence.license import find_license
+from lineage.diligence.memory import estimate_memory
+from lineage.diligence.provenance import provenance
+from lineage.diligence.quantization import quantization
+from lineage.diligence.risks import folder_risks
+from lineage.diligence.verify import checksums_verdict
+from lineage.diligence.weights import weights_summary
 from lineage.errors import InputError, UsageError
 from lineage.formats.folder import FolderModel, read_folder
-from lineage.report.architecture import describe_architecture
-from lineage.report.hashes import file_hashes, hashes_from_sums
-from lineage.report.license import find_license
-from lineage.report.memory import estimate_memory
-from lineage.report.provenance import provenance
-from lineage.report.quantization import quantization
-from lineage.report.risks import folder_risks
-from lineage.report.weights import weights_summary
-from lineage.store import Store
-from lineage.verify import checksums_verdict
+from lineage.store.base import BaseStore
 
 REPORT_SPEC = "lineage-report/1"
 
 
 def inspect_model(
     path: str | Path, *, sums: str | Path | None = None, context: int = 4096, batch: int = 1,
-    store: Store | None = None, hash_files: bool | None = None,
+    store: BaseStore | None = None, hash_files: bool | None = None,
 ) -> dict[str, Any]:
     """The inspection as a dict (docs/reports.md lists its keys).
 
     `hash_files`: SHA-256 every file (True), none (False), or only when the files add up
-    to at most 1 GiB (None, the default; lineage.report.hashes).
+    to at most 1 GiB (None, the default; lineage.diligence.hashes).
     """
     path = Path(path)
     if not path.exists():
@@ -76,7 +76,7 @@ def inspect_model(
 
 def _generated() -> dict[str, str]:
     """Which lineage wrote the report, and when (UTC, to the second)."""
-    from lineage import __version__
+    from lineage.version import __version__
 
     now = datetime.now(UTC).replace(microsecond=0)
     return {"lineage": __version__, "at": now.isoformat().replace("+00:00", "Z")}

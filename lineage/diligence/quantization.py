@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lineage.diligence.weights import FLOAT_DTYPES
 from lineage.formats.hf_config import ModelConfig
-from lineage.report.weights import FLOAT_DTYPES
 
 _TORCH_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 _FLOAT_ALIASES = {"FLOAT": "F32", "FLOAT16": "F16", "BFLOAT16": "BF16", "DOUBLE": "F64",

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from lineage.errors import LineageError, StoreError, UsageError
-from lineage.query import QueryResult
 from lineage.schemas import BULK_TABLES
-from lineage.store import Store, open_catalog_read_only, part_path
+from lineage.store.base import BaseStore, open_catalog_read_only, part_path
+from lineage.store.query import QueryResult
 
 if TYPE_CHECKING:
     import duckdb
@@ -53,7 +53,7 @@ _STARTUP_CONFIG = {
 
 
 def run_guarded_sql(
-    store: Store, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
+    store: BaseStore, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
     max_rows: int | None = DEFAULT_MAX_ROWS,
 ) -> QueryResult:
     """Run user SQL in a guarded session: the one entry point for untrusted queries.
@@ -88,7 +88,7 @@ def run_guarded_sql(
 
 
 @contextmanager
-def guarded_connection(store: Store) -> Iterator[duckdb.DuckDBPyConnection]:
+def guarded_connection(store: BaseStore) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to the catalog (read-only) with the bulk tables as views, locked down.
 
     Close it after one query: the views hold the list of parts at opening time.
@@ -162,7 +162,7 @@ def _parse(con: duckdb.DuckDBPyConnection, sql: str) -> list[duckdb.Statement]:
         raise UsageError(f"SQL does not parse: {_first_line(exc)}") from exc
 
 
-def _register_bulk_views(store: Store, con: duckdb.DuckDBPyConnection) -> None:
+def _register_bulk_views(store: BaseStore, con: duckdb.DuckDBPyConnection) -> None:
     """Each bulk table as an Arrow dataset over exactly the parts the catalog lists."""
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -179,15 +179,15 @@ def _register_bulk_views(store: Store, con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"CREATE TEMP VIEW {table} AS SELECT {cols} WHERE false")
 
 
-def _check_named_tables(store: Store, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+def _check_named_tables(store: BaseStore, con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Every byte of the parts of each bulk table the query names, against the catalog.
 
     A query reads the tables it names, usually whole, so hashing their parts first costs
     about what the scan does, and an answer never comes silently from a damaged part
-    (lineage/part_check.py). A table is taken as named when its name appears in the SQL as
+    (lineage/store/part_check.py). A table is taken as named when its name appears in the SQL as
     a word (over-counting only costs time).
     """
-    from lineage.part_check import check_part
+    from lineage.store.part_check import check_part
 
     named = [t for t in BULK_TABLES if re.search(rf"\b{t}\b", sql, flags=re.IGNORECASE)]
     for table in named:
@@ -220,7 +220,7 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, columns: list[str],
     return QueryResult(columns, rows[:max_rows], truncated=truncated, max_rows=max_rows)
 
 
-def _damage_or_failure(store: Store, exc: Exception) -> LineageError:
+def _damage_or_failure(store: BaseStore, exc: Exception) -> LineageError:
     """A part that fails while a view is scanned is damage, not a bad query."""
     scan = _SCAN_FAILED.match(_first_line(exc))
     if scan:
@@ -228,7 +228,7 @@ def _damage_or_failure(store: Store, exc: Exception) -> LineageError:
     return UsageError(f"SQL failed: {_first_line(exc)}")
 
 
-def _unreadable(store: Store, table: str, cause: Exception | str) -> StoreError:
+def _unreadable(store: BaseStore, table: str, cause: Exception | str) -> StoreError:
     first = cause if isinstance(cause, str) else _first_line(cause)
     return StoreError(f"{store.root}: the {table} table cannot be read ({first}); "
                       "run `lineage store verify`")

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.durable import TEMP_PREFIX, fsync_dir
+from lineage.store.durable import TEMP_PREFIX, fsync_dir
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from lineage.store import Store
+    from lineage.store.base import BaseStore
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
 ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
@@ -63,7 +63,7 @@ class WrittenPart:
     last: dict[str, Any] = field(default_factory=dict)  # ... and in the last row
 
     # The part cut into checked byte ranges: each row group, then the footer
-    # (lineage/part_check.py reads them back)
+    # (lineage/store/part_check.py reads them back)
     ends: list[int] = field(default_factory=list)  # where each range ends
     digests: list[str] = field(default_factory=list)  # BLAKE3-128 hex of each range
     group_first: dict[str, list[Any]] = field(default_factory=dict)  # range columns, per
@@ -177,7 +177,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def publish_parts(
     con: duckdb.DuckDBPyConnection,
-    store: Store,
+    store: BaseStore,
     *,
     table: str,
     owner: str,
@@ -211,7 +211,7 @@ def publish_parts(
     return relative
 
 
-def unpublish(store: Store, relative: Iterable[str]) -> None:
+def unpublish(store: BaseStore, relative: Iterable[str]) -> None:
     """Remove published files whose registering transaction did not commit."""
     for rel in relative:
         (store.root / rel).unlink(missing_ok=True)
@@ -389,7 +389,7 @@ class _RotatingWriter:
 
 
 def part_files(
-    con: duckdb.DuckDBPyConnection, store: Store, table: str, owner: str | None = None, *,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None = None, *,
     span: tuple[int, int] | None = None, digest: str | None = None,
     any_of: tuple[str, Sequence[Any]] | None = None,
 ) -> list[str]:
@@ -400,10 +400,10 @@ def part_files(
     footer would cost more than the lookup itself. `any_of=(column, values)` keeps the
     parts whose range of that column holds at least one of the values. The footer and the
     row groups of each part that the same conditions keep are checked against the
-    catalog (lineage/part_check.py): DamagedPartError if they differ. Without conditions,
+    catalog (lineage/store/part_check.py): DamagedPartError if they differ. Without conditions,
     every row group is checked.
     """
-    from lineage.part_check import check_part
+    from lineage.store.part_check import check_part
 
     where, params = "table_name = ?", [table]
     if owner is not None:
@@ -424,9 +424,9 @@ def part_files(
     return keep
 
 
-def check_all_parts(con: duckdb.DuckDBPyConnection, store: Store, paths: Sequence[str]) -> None:
+def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Sequence[str]) -> None:
     """Check every byte of the given registered parts (for reads of whole tables)."""
-    from lineage.part_check import check_part
+    from lineage.store.part_check import check_part
 
     for path, n_bytes, sha256, row_groups in con.execute(
             "SELECT path, n_bytes, sha256, row_groups FROM parquet_files "

@@ -1,0 +1,81 @@
+"""The Python API: `lineage.Store`, the store with its questions as methods.
+
+This is the top layer of the core: it may import every package below it (store, corpora,
+stream, runs, text, diligence, exp); nothing below imports it. The question modules are
+imported inside the methods so that `import lineage` stays fast for the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lineage.store.base import BaseStore, init_store, resolve_store_path
+
+if TYPE_CHECKING:
+    from lineage.store.query import QueryResult
+
+__all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
+
+
+class Store(BaseStore):
+    """A lineage store on disk. Open with `lineage.open(path)` after `lineage.init_store(path)`."""
+
+    def corpora(self) -> list[dict[str, Any]]:
+        from lineage.corpora.query import list_corpora
+
+        return list_corpora(self)
+
+    def corpus(self, name: str) -> dict[str, Any]:
+        from lineage.corpora.query import get_corpus
+
+        return get_corpus(self, name)
+
+    def sql(self, query: str, *, timeout: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        """Read-only SQL in the guarded session (lineage.store.sql_guard); no limits unless
+        given."""
+        from lineage.store.sql_guard import run_guarded_sql
+
+        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
+
+    def streams(self) -> list[dict[str, Any]]:
+        from lineage.stream.query import list_streams
+
+        return list_streams(self)
+
+    def stream(self, name: str | None = None) -> dict[str, Any]:
+        from lineage.stream.query import get_stream
+
+        return get_stream(self, name)
+
+    def docs_in_step(self, step: int, **options: Any) -> dict[str, Any]:
+        """`lineage docs --step`: options stream, rank, world_size, window."""
+        from lineage.stream.query import docs_in_step
+
+        return docs_in_step(self, step, **options)
+
+    def trained_on(self, files: Sequence[str] = (), **options: Any) -> dict[str, Any]:
+        """`lineage trained-on`: options texts, stdin, stream, run, min_containment, limit."""
+        from lineage.text.trained_on import trained_on
+
+        return trained_on(self, files, **options)
+
+    def trace(self, run: str, **selection: Any) -> dict[str, Any]:
+        """`lineage trace`: selection is step=N, clipped=True or skipped=True."""
+        from lineage.runs.trace import trace
+
+        return trace(self, run, **selection)
+
+    def verify(self) -> dict[str, Any]:
+        from lineage.store.integrity import verify_store
+
+        return verify_store(self)
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    """Open an existing store (see `resolve_store_path` for the default)."""
+    store = Store(resolve_store_path(path))
+    store._require_catalog()
+    return store

@@ -1,0 +1,9 @@
+"""Due diligence on model folders: inspect, verify and report. Files are read, never executed.
+
+`verify` gives the four verdicts (structure, risks, checksums, load), `inspect` gathers
+what a folder holds (architecture, weights, quantization, memory, licence, provenance,
+risks, hashes), `render` writes the report as text, Markdown or JSON.
+
+Layer 7. May import: lineage.runs, lineage.stream, lineage.corpora, lineage.formats,
+lineage.store, lineage.errors, lineage.version.
+"""

@@ -1,1 +1,0 @@
-"""Model folder inspection and due-diligence reports: read files, never execute them."""
