@@ -74,7 +74,7 @@ def report(
     result = inspect_model(folder, sums=sums, context=context, batch=batch, store=_store(ctx),
                            hash_files=hash_files)
     if fmt == "json":
-        from lineage.store.query import to_jsonable
+        from lineage.answer import to_jsonable
 
         text = json.dumps(to_jsonable(result), indent=2, ensure_ascii=False) + "\n"
     else:

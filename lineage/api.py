@@ -15,6 +15,7 @@ from lineage.store.base import BaseStore, init_store, resolve_store_path
 
 if TYPE_CHECKING:
     from lineage.store.query import QueryResult
+    from lineage.stream.answers import StepDocuments
 
 __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 
@@ -50,11 +51,17 @@ class Store(BaseStore):
 
         return get_stream(self, name)
 
-    def docs_in_step(self, step: int, **options: Any) -> dict[str, Any]:
-        """`lineage docs --step`: options stream, rank, world_size, window."""
+    def docs_in_step(self, step: int, *, stream: str | None = None, rank: int | None = None,
+                     world_size: int | None = None,
+                     window: int | None = None) -> StepDocuments:
+        """`lineage docs --step N`: the documents of a step, of one rank's part of it (`rank`
+        of `world_size`), or of one window, in window order; `stream` may be left out when
+        the store holds one stream."""
+        from lineage.stream.answers import StepDocuments
         from lineage.stream.query import docs_in_step
 
-        return docs_in_step(self, step, **options)
+        return StepDocuments.from_dict(docs_in_step(
+            self, step, stream=stream, rank=rank, world_size=world_size, window=window))
 
     def trained_on(self, files: Sequence[str] = (), **options: Any) -> dict[str, Any]:
         """`lineage trained-on`: options texts, stdin, stream, run, min_containment, limit."""

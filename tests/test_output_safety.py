@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from safetensors.numpy import save_file
 from typer.testing import CliRunner
 
+from lineage.answer import json_text
 from lineage.api import Store, init_store, open_store
 from lineage.cli import output
 from lineage.cli.main import app
 from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
-from lineage.store.query import json_text
 from lineage.stream.build import build_stream
 
 from .test_chain import WORLD, write_log

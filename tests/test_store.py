@@ -280,7 +280,7 @@ def test_json_text_converts_what_json_lacks_like_to_jsonable() -> None:
     import json
     import uuid
 
-    from lineage.store.query import json_text, to_jsonable
+    from lineage.answer import json_text, to_jsonable
 
     value = {"when": dt.datetime(2026, 11, 29, 20, 0), "d": dt.date(2026, 1, 2),
              "amount": decimal.Decimal("1.50"), "id": uuid.UUID(int=7), "raw": b"\x00\xff",

@@ -1,0 +1,262 @@
+"""Typed answers: frozen dataclasses whose `to_dict()` is exactly the command's `--json`.
+
+Every question of the Python API returns an `Answer`. Its fields are the keys of the
+JSON object the command line prints, in the same order; nested objects are `Answer`s
+too, lists are tuples. `to_dict()` gives the JSON object back, `to_json()` the text
+`--json` prints (the command line prints exactly that), and an answer that is a table
+(`ROWS` names the field) turns into a polars DataFrame with `to_polars()`. An answer
+also reads as its JSON object (a read-only Mapping): `answer["key"]` is
+`answer.to_dict()["key"]`, and an answer equals the dict it prints as.
+
+    answer = store.docs_in_step(3, stream="main")
+    answer.documents[0].doc_id
+    answer.to_polars()            # one row per document segment
+    answer.to_json()              # what `lineage docs --step 3 --json` prints
+
+Subclasses are declared as plain classes with annotated fields; `Answer` makes each a
+frozen dataclass (without dataclass equality: equality is the Mapping's).
+
+A leaf module: it imports nothing of lineage, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import re
+import types
+import typing
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self, Union, dataclass_transform
+
+if TYPE_CHECKING:
+    import polars as pl
+
+_OMIT_NONE = "lineage.omit_none"
+_KEY = "lineage.key"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def optional(*, key: str | None = None) -> Any:
+    """A field whose key the JSON holds only when it has a value (None when absent)."""
+    metadata: dict[str, Any] = {_OMIT_NONE: True}
+    if key is not None:
+        metadata[_KEY] = key
+    return dataclasses.field(default=None, metadata=metadata)
+
+
+def keyed(key: str) -> Any:
+    """A field whose JSON key is not a Python name (e.g. `from`, `ok-checks`)."""
+    return dataclasses.field(metadata={_KEY: key})
+
+
+@dataclass_transform(frozen_default=True, eq_default=False,
+                     field_specifiers=(dataclasses.field, optional, keyed))
+class Answer(Mapping[str, Any]):
+    """Base of every typed answer; each subclass becomes a frozen dataclass."""
+
+    ROWS: ClassVar[str | None] = None  # the field that holds the answer's rows, if any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True, eq=False)(cls)
+
+    # -- read as the JSON object (Mapping) ---------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        f = _fields_by_key(type(self)).get(key)
+        if f is None:
+            raise KeyError(key)
+        value = getattr(self, f.name)
+        if value is None and f.metadata.get(_OMIT_NONE):
+            raise KeyError(key)
+        return _plain(value)
+
+    def __iter__(self) -> Iterator[str]:
+        for key, f in _fields_by_key(type(self)).items():
+            if getattr(self, f.name) is not None or not f.metadata.get(_OMIT_NONE):
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
+                          for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        return f"{type(self).__name__}({shown})"
+
+    # -- conversions -------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object the command line prints, as Python values."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get(_OMIT_NONE):
+                continue
+            out[f.metadata.get(_KEY, f.name)] = _plain(value)
+        return out
+
+    def to_json(self) -> str:
+        """Exactly what the command's `--json` prints."""
+        return json_text(self.to_dict())
+
+    def to_polars(self) -> pl.DataFrame:
+        """The answer's rows as a DataFrame, one column per row field."""
+        if self.ROWS is None:
+            raise TypeError(f"{type(self).__name__} is not a table; use to_dict()")
+        import polars as pl
+
+        rows = [_plain(row) for row in getattr(self, self.ROWS)]
+        schema = _polars_schema(_hints(type(self))[self.ROWS])
+        if schema is None:
+            return pl.DataFrame(rows, infer_schema_length=None)
+        return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None) \
+            if rows else pl.DataFrame(schema=schema)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The answer for a JSON object; its keys must be this type's fields, in order."""
+        hints = _hints(cls)
+        by_key = _fields_by_key(cls)
+        unknown = [key for key in data if key not in by_key]
+        if unknown:
+            raise TypeError(f"{cls.__name__}: unexpected keys {unknown}")
+        if list(data) != [key for key in by_key if key in data]:
+            raise TypeError(f"{cls.__name__}: keys {list(data)} are not in field order")
+        values: dict[str, Any] = {}
+        for key, f in by_key.items():
+            if key in data:
+                values[f.name] = _convert(hints[f.name], data[key])
+            elif not f.metadata.get(_OMIT_NONE):
+                raise TypeError(f"{cls.__name__}: missing key {key!r}")
+        return cls(**values)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+_FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _fields_by_key(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    """A subclass's fields by their JSON key, in order."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = {f.metadata.get(_KEY, f.name): f for f in dataclasses.fields(cls)}
+    return _FIELDS[cls]
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _polars_schema(rows_hint: Any) -> dict[str, Any] | None:
+    """Column types for rows of an Answer type, so that empty answers and all-null columns
+    keep their types; None when the rows are not Answers."""
+    import polars as pl
+
+    args = typing.get_args(rows_hint)
+    row = args[0] if args else None
+    if not (isinstance(row, type) and issubclass(row, Answer)):
+        return None
+    scalar = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean}
+    schema: dict[str, Any] = {}
+    hints = _hints(row)
+    for key, f in _fields_by_key(row).items():
+        arms = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] \
+            or [hints[f.name]]
+        if len(arms) == 1 and arms[0] in scalar:
+            schema[key] = scalar[arms[0]]
+    return schema
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    """A JSON value as the field's type: objects become Answers, lists tuples."""
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for arm in typing.get_args(hint):
+            if arm is not type(None) and _fits(arm, value):
+                return _convert(arm, value)
+        return value
+    if isinstance(hint, type) and issubclass(hint, Answer) and isinstance(value, Mapping):
+        return hint.from_dict(value)
+    if origin is tuple and isinstance(value, list | tuple):
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], item) for item in value)
+        return tuple(_convert(arg, item) for arg, item in zip(args, value, strict=True))
+    if origin in (dict, Mapping) and isinstance(value, Mapping):
+        item = typing.get_args(hint)[1] if typing.get_args(hint) else Any
+        return {key: _convert(item, v) for key, v in value.items()}
+    return value
+
+
+def _fits(hint: Any, value: Any) -> bool:
+    origin = typing.get_origin(hint) or hint
+    if isinstance(origin, type) and issubclass(origin, Answer):
+        return isinstance(value, Mapping)
+    if origin is tuple:
+        return isinstance(value, list | tuple)
+    if origin in (dict, Mapping):
+        return isinstance(value, Mapping)
+    return True
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Answer):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+# -- the JSON every --json prints ---------------------------------------------------------
+
+
+def json_text(value: Any) -> str:
+    """The JSON every `--json` prints: indented, UTF-8 as is, with the scalars JSON lacks
+    (dates, decimals, UUIDs, bytes) converted as `to_jsonable` does. Conversion happens in
+    json's `default` hook, so large answers are not walked twice."""
+    import json
+
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
+    if text.isascii():  # constant time in CPython: most answers end here
+        return text
+    # A lone surrogate (an undecodable byte of a file name) cannot be written as UTF-8:
+    # JSON's own escape for it reads back as the same string.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _json_scalar(value: Any) -> Any:
+    converted = to_jsonable(value)
+    if converted is value:
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return converted
+
+
+def to_jsonable(value: Any) -> Any:
+    """A value as JSON holds it: dates ISO 8601, bytes base64, decimals and UUIDs as text."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Answer):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
