@@ -29,8 +29,8 @@ import re
 import types
 import typing
 import uuid
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, Union, dataclass_transform
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, Union, dataclass_transform
 
 if TYPE_CHECKING:
     import polars as pl
@@ -134,6 +134,47 @@ class Answer(Mapping[str, Any]):
             elif not f.metadata.get(_OMIT_NONE):
                 raise TypeError(f"{cls.__name__}: missing key {key!r}")
         return cls(**values)
+
+
+A = TypeVar("A", bound=Answer)
+
+
+class AnswerList(tuple[A, ...]):
+    """An answer that is a list (`corpus list`, `exp list`, ...): a tuple of Answers of one
+    type that prints as the command's JSON array and turns into a polars DataFrame.
+
+        AnswerList.from_list(CorpusSummary, rows)
+    """
+
+    row_type: type[A]
+
+    def __new__(cls, row_type: type[A], rows: Iterable[A] = ()) -> AnswerList[A]:
+        self = super().__new__(cls, rows)
+        self.row_type = row_type
+        return self
+
+    @classmethod
+    def from_list(cls, row_type: type[A], rows: Iterable[Mapping[str, Any]]) -> AnswerList[A]:
+        """The typed list for a JSON array of objects of `row_type`."""
+        return cls(row_type, (row_type.from_dict(row) for row in rows))
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The JSON array the command line prints, as Python values."""
+        return [row.to_dict() for row in self]
+
+    def to_json(self) -> str:
+        """Exactly what the command's `--json` prints."""
+        return json_text(self.to_list())
+
+    def to_polars(self) -> pl.DataFrame:
+        """One row per item, one column per field (typed even when the list is empty)."""
+        import polars as pl
+
+        schema = _polars_schema(tuple[self.row_type, ...])  # type: ignore[name-defined]
+        rows = self.to_list()
+        if not rows:
+            return pl.DataFrame(schema=schema)
+        return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -255,6 +296,8 @@ def to_jsonable(value: Any) -> Any:
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, Answer):
         return to_jsonable(value.to_dict())
+    if isinstance(value, AnswerList):
+        return to_jsonable(value.to_list())
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
     if isinstance(value, dict):

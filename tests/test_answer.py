@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lineage.answer import Answer, json_text, keyed, optional
+from lineage.answer import Answer, AnswerList, json_text, keyed, optional
 from lineage.api import Store
 from lineage.ingest import ingest_corpus
 from lineage.stream.answers import StepDocuments
@@ -106,3 +106,13 @@ def test_docs_in_step_is_typed_and_prints_as_the_command_does(cli, store: Store,
     frame = answer.to_polars()
     assert frame.height == len(answer.documents) > 0
     assert set(frame["rank"].to_list()) == {1}
+
+
+@given(_parts)
+def test_a_list_answer_prints_as_the_json_array_and_frames_typed(rows):
+    answers = AnswerList.from_list(_Part, rows)
+    assert answers.to_list() == rows and answers.to_json() == json_text(rows)
+    assert all(isinstance(row, _Part) for row in answers)
+    frame = answers.to_polars()
+    assert frame.columns == ["name", "size"] and frame.schema["size"] == pl.Int64
+    assert frame.height == len(rows)
