@@ -176,3 +176,10 @@ def test_the_circle_check_finds_a_circle():
 def test_the_layer_check_names_an_upward_import(upward):
     allowed = _allowed("lineage.store")
     assert _package(upward) not in allowed
+
+
+def test_the_architecture_page_names_every_package_and_leaf():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    packages = {f"lineage.{p.parent.name}" for p in (ROOT / "lineage").glob("*/__init__.py")}
+    missing = sorted(name for name in packages | LEAVES if f"`{name}`" not in page)
+    assert not missing, f"docs/architecture.md does not describe {missing}"
