@@ -117,7 +117,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import IO, BinaryIO, cast
 
 from lineage.errors import InputError
 from lineage.formats.compressed import InflatingReader, compression_of
@@ -340,7 +340,7 @@ class _Source:
 
     def __init__(
         self,
-        stream: BinaryIO,
+        stream: IO[bytes],
         *,
         limit: int,
         budget: _Budget,
@@ -1454,7 +1454,7 @@ def _member_kind(filename: str, head: bytes) -> str | None:
     return None
 
 
-def _member_source(stream: BinaryIO, head: bytes, info: zipfile.ZipInfo, scan: _Scan) -> _Source:
+def _member_source(stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, scan: _Scan) -> _Source:
     return _Source(
         stream,
         limit=scan.max_member_bytes,
@@ -1466,7 +1466,7 @@ def _member_source(stream: BinaryIO, head: bytes, info: zipfile.ZipInfo, scan: _
 
 
 def _scan_pickle_member(
-    stream: BinaryIO,
+    stream: IO[bytes],
     head: bytes,
     info: zipfile.ZipInfo,
     name: str,
@@ -1499,7 +1499,7 @@ def _check_source(source: _Source, info: zipfile.ZipInfo, name: str, scan: _Scan
 
 
 def _scan_nested_archive(
-    stream: BinaryIO, head: bytes, info: zipfile.ZipInfo, name: str, scan: _Scan, depth: int
+    stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, name: str, scan: _Scan, depth: int
 ) -> None:
     if depth + 1 > scan.max_depth:
         detail = f"nested archive deeper than max_depth {scan.max_depth}: not scanned"
