@@ -26,6 +26,7 @@ readme: install
 
 test: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@$(PY) -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
 

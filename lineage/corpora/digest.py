@@ -9,7 +9,7 @@ batches and are joined by Arrow compute, so Python never touches a row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import blake3
 
@@ -78,7 +78,7 @@ def string_values(array: pa.Array) -> memoryview:
     if array.type in (pa.string_view(), pa.binary_view()):
         array = array.cast(pa.large_string())
     offsets_buf, data_buf = array.buffers()[1], array.buffers()[2]
-    fmt = "q" if array.type in (pa.large_string(), pa.large_binary()) else "i"
+    fmt: Literal["q", "i"] = "q" if array.type in (pa.large_string(), pa.large_binary()) else "i"
     offsets = memoryview(offsets_buf).cast(fmt)
     start, end = offsets[array.offset], offsets[array.offset + len(array)]
     if data_buf is None:

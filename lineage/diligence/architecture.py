@@ -134,12 +134,12 @@ def _one_line(facts: dict[str, Any]) -> str:
     """e.g. "BERT encoder, 6 layers, hidden 384, 12 heads, 512 positions, vocab 30,522"."""
     family = facts["family"]
     if family is None:
-        return "unknown architecture (" + facts["kind_evidence"] + ")"
+        return f"unknown architecture ({facts['kind_evidence']})"
     kind = "" if facts["kind"] == "unknown" else f" {facts['kind']}"
     parts = [f"{facts['name']}{kind}"]
     heads = facts["heads"]
     if heads and facts["kv_heads"] and facts["kv_heads"] != heads:
-        heads_text = f"{heads} heads ({facts['kv_heads']} KV heads)"
+        heads_text: str | None = f"{heads} heads ({facts['kv_heads']} KV heads)"
     else:
         heads_text = f"{heads} heads" if heads else None
     for text in (_count(facts["layers"], "layers"), _count(facts["hidden"], "hidden", first=True),

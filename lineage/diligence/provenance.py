@@ -74,7 +74,7 @@ def _matching_checkpoint(folder: Path, store: BaseStore) -> tuple[str, int, str,
                 "WHERE c.weights_digest = ? ORDER BY c.run, c.step LIMIT 1", [digest]).fetchone()
     except LineageError:
         return None
-    return tuple(row) if row else None  # type: ignore[return-value]
+    return tuple(row) if row else None
 
 
 def _checkpoint_gaps(store: BaseStore, run: str, step: int) -> list[str]:

@@ -41,7 +41,9 @@ def _md_items(items: list[sec.Item]) -> list[str]:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    cell = lambda text: text.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
             *["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]]
 

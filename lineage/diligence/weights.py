@@ -89,8 +89,9 @@ def _read_tensors(path: Path, entry: dict[str, Any], gguf_files: list[dict[str, 
                            "tensor_types": dict(types.most_common())})
         return found
     if kind == "onnx":
-        model = onnx_reader.read_onnx(path)
-        return [_Tensor(t.name, t.data_type, t.elements, t.nbytes) for t in model.initializers]
+        onnx_model = onnx_reader.read_onnx(path)
+        return [_Tensor(t.name, t.data_type, t.elements, t.nbytes)
+                for t in onnx_model.initializers]
     if kind == "pickle" and not Path(entry["path"]).name.startswith(NOT_WEIGHT_PICKLES):
         uncounted.append(entry["path"])
     return []
@@ -164,22 +165,26 @@ def _absence(files: list[dict[str, Any]], tensors: list[_Tensor]) -> str:
 
 
 def _gguf_facts(model: gguf.GGUFFile) -> dict[str, Any]:
-    heads = model.head_count
-    kv_heads = model.head_count_kv
-    as_int = lambda v: max(v) if isinstance(v, list) else v  # noqa: E731 - per-layer lists
+    heads = _as_int(model.head_count)
+    kv_heads = _as_int(model.head_count_kv)
     head_dim = None
-    if model.embedding_length and as_int(heads):
-        head_dim = model.embedding_length // as_int(heads)
+    if model.embedding_length and heads:
+        head_dim = model.embedding_length // heads
     vocab = model.vocab_size or model.arch_value("vocab_size")
     causal = model.arch_value("attention.causal")
     return {"architecture": model.architecture, "file_type": model.file_type,
             "layers": model.block_count, "hidden": model.embedding_length,
-            "heads": as_int(heads), "kv_heads": as_int(kv_heads) or as_int(heads),
+            "heads": heads, "kv_heads": kv_heads or heads,
             "head_dim": head_dim, "context_length": model.context_length,
             "vocab": vocab if isinstance(vocab, int) else None,
             "causal": causal if isinstance(causal, bool) else None,
             "tensor_count": len(model.tensors), "chat_template": bool(model.chat_template),
             "license": model.metadata.get("general.license")}
+
+
+def _as_int(count: int | list[int] | None) -> int | None:
+    """A head count; some architectures store one per layer: then the largest."""
+    return max(count) if isinstance(count, list) else count
 
 
 def _main_gguf(gguf_files: list[dict[str, Any]]) -> dict[str, Any]:

@@ -77,7 +77,8 @@ def import_bundle(store: BaseStore, bundle: str | Path) -> dict[str, Any]:
                 raise InputError(bundle, f"{name}: its content does not give its id")
             records.append(record)
         rows = _store_logs(store, bundle, records, logs)
-        added, present = [], []
+        added: list[str] = []
+        present: list[str] = []
         for record in records:
             exp_id, is_new = save_record(store, record, rows.get(record_id(record), []))
             (added if is_new else present).append(exp_id)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import blake3
 
@@ -123,7 +123,7 @@ def kill_group(group: int, signum: int) -> None:
 class _Capture:
     """One output stream: to the callback as it comes, hashed, optionally compressed."""
 
-    def __init__(self, name: str, pipe: BinaryIO, on_output: OutputCallback | None,
+    def __init__(self, name: str, pipe: IO[bytes], on_output: OutputCallback | None,
                  log_path: Path | None) -> None:
         self.name, self.pipe, self.on_output = name, pipe, on_output
         self.hasher = blake3.blake3()
@@ -202,6 +202,7 @@ def run_command(
                                     stderr=subprocess.PIPE, start_new_session=True)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return _not_started(argv, cwd, exc, on_output)
+        assert proc.stdout is not None and proc.stderr is not None  # both are PIPE
         captures = [_Capture(name, pipe, on_output,
                              logs_dir / f"{name}.zst" if logs_dir else None)
                     for name, pipe in zip(STREAMS, (proc.stdout, proc.stderr), strict=True)]

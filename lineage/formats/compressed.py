@@ -35,7 +35,8 @@ def compression_of(head: bytes) -> str | None:
 
 
 class _Decompressor(Protocol):
-    eof: bool
+    @property
+    def eof(self) -> bool: ...  # read-only on every stdlib decompressor
 
     def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
 

@@ -43,6 +43,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lineage.errors import InputError
 from lineage.formats.file_hash import Progress, Refusal, hash_files
@@ -321,8 +322,9 @@ def verify_snapshot(
                       bytes_hashed=bytes_hashed, source=SOURCE)
 
 
-def _row(cached: CachedFile, outcome: tuple[str, int] | Refusal) -> dict[str, object]:
-    row: dict[str, object] = {"path": cached.path, "expected": cached.blob_name,
+def _row(cached: CachedFile, outcome: tuple[str, int] | Refusal) -> dict[str, Any]:
+    # the row type of SumsReport.files
+    row: dict[str, Any] = {"path": cached.path, "expected": cached.blob_name,
                               "actual": None, "status": "ok", "line": None,
                               "algorithm": cached.algorithm}
     if isinstance(outcome, Refusal):

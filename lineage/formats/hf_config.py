@@ -29,7 +29,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeGuard
 
 from lineage.errors import InputError, RuleError
 from lineage.formats.messages import json_type as _json_type
@@ -275,7 +275,7 @@ def _get_str_list(path: Path, doc: Mapping[str, Any], key: str) -> tuple[str, ..
     return tuple(value)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not 1
 
 
@@ -319,7 +319,9 @@ def _aliased_int(
 ) -> int | None:
     # text_config first: a multimodal top level may hold stale defaults for these
     for doc in (text, top):
-        for key in FIELD_ALIASES[name] if doc is not None else ():
+        if doc is None:
+            continue
+        for key in FIELD_ALIASES[name]:
             value = _get_int(path, doc, key)
             if value is not None:
                 return value
@@ -329,7 +331,9 @@ def _aliased_int(
 def _dtype(path: Path, top: dict[str, Any], text: dict[str, Any] | None) -> str | None:
     # the top level's dtype covers the whole model; "dtype" is the transformers >= 4.56 name
     for doc in (top, text):
-        for key in ("torch_dtype", "dtype") if doc is not None else ():
+        if doc is None:
+            continue
+        for key in ("torch_dtype", "dtype"):
             value = _get_str(path, doc, key)
             if value is not None:
                 return value

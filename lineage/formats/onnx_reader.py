@@ -520,8 +520,8 @@ def _parse_tensor(src: _Source, item: _Field, depth: int) -> _Tensor:
             case 9, 2:
                 tensor.raw_bytes = sub.stop - sub.start  # never read: only its length counts
             case 13, 2:
-                key, value = _parse_string_entry(src, sub, depth + 1, "external_data entry")
-                tensor.external[key] = value  # onnx keeps the last of duplicate keys too
+                key, text = _parse_string_entry(src, sub, depth + 1, "external_data entry")
+                tensor.external[key] = text  # onnx keeps the last of duplicate keys too
             case 14, 0 if _int32(sub.value) in (0, EXTERNAL):  # proto2 drops unknown enum values
                 tensor.data_location = _int32(sub.value)
             case number, wire if number in _TYPED_FIELDS:
@@ -766,8 +766,8 @@ class _Folder:
                 "external-path", tensor, f"external data location {_show(location)}: {problem}"
             )
         size = self._size(tensor, location)
-        offset = self._integer(tensor, "offset", 0)
-        length = self._integer(tensor, "length", None)
+        offset = self._integer(tensor, "offset") or 0  # absent: from the start
+        length = self._integer(tensor, "length")
         end = offset + (length or 0)
         if offset > size or end > size:
             self.fail(
@@ -818,10 +818,11 @@ class _Folder:
             self.sizes[location] = info.st_size
         return self.sizes[location]
 
-    def _integer(self, tensor: _Tensor, key: str, default: int | None) -> int | None:
+    def _integer(self, tensor: _Tensor, key: str) -> int | None:
+        """The entry `key` as an integer, None when the entry is absent."""
         text = tensor.external.get(key)
         if text is None:
-            return default
+            return None
         if not (text.isascii() and text.isdigit()) or len(text) > 20:
             self.fail(
                 "external-range",

@@ -47,8 +47,9 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         from lineage.runs.query import _summary
 
         info = _summary(con, run)
-        header_text, end_text = con.execute(
-            "SELECT header, end_record FROM runs WHERE name = ?", [run]).fetchone()
+        row = con.execute("SELECT header, end_record FROM runs WHERE name = ?", [run]).fetchone()
+        assert row is not None  # _summary raised UnknownObjectError for an unknown run
+        header_text, end_text = row
         header = json.loads(header_text)
         stream = _resolve(con, info["stream"]) if info["stream"] else None
         rows = con.execute("SELECT step, record FROM steps WHERE run = ? ORDER BY step",

@@ -55,7 +55,7 @@ def checkpoint_digests(folder: str | Path) -> dict[str, Any]:
     if errors:
         return {**result, "optimizer_errors": errors}
     named = [(WEIGHTS_PREFIX + t[0], *t[1:]) for t in weights]
-    return {**result, "state_digest": _digest(named + extra),  # type: ignore[arg-type]
+    return {**result, "state_digest": _digest(named + extra),
             "optimizer_tensors": len(extra)}
 
 

@@ -28,6 +28,7 @@ def trace(
             raise UsageError(f"run {run!r} is a foreign chain bound to no stream: its steps "
                              "name no documents")
         stream = _resolve(con, info["stream"])
+        params: list[str | int]
         where, params = "run = ?", [run]
         if step is not None:
             where, params = where + " AND step = ?", [run, step]

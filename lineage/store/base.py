@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lineage.errors import StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
@@ -209,7 +209,7 @@ def _stored_version(path: Path) -> int:
         row = con.execute(
             "SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except Exception:  # not a lineage catalog: the writer says so
-        return SCHEMA_VERSION
+        return cast(int, SCHEMA_VERSION)  # lineage.schemas is outside mypy's view (pyproject)
     finally:
         con.close()
     return int(row[0]) if row else 0

@@ -39,6 +39,7 @@ from lineage.stream.spec import OCCURRENCE_DIGEST_COLUMNS, OCCURRENCES_SPEC
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
     import pyarrow as pa
 
     from lineage.stream.order import IntArray, UIntArray
@@ -191,7 +192,7 @@ def _occurrence_lists(placed: Placed, kept: int, documents: int,
     return pa.table({"occurrences": lists})
 
 
-def _narrowest(column: IntArray) -> type:
+def _narrowest(column: IntArray) -> type[np.signedinteger[Any]]:
     import numpy as np
 
     low, high = (int(column.min()), int(column.max())) if len(column) else (0, 0)

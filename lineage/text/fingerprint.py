@@ -156,7 +156,7 @@ def _batch_grams(normalized: Sequence[str], word_counts: Sequence[int] | None,
     keep = np.flatnonzero(counts >= k)
     if len(keep) == 0:
         return None
-    data = " ".join(normalized[i] for i in keep).encode("utf-8")
+    data = " ".join(normalized[i] for i in keep.tolist()).encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     spaces = np.flatnonzero(buf == 0x20)
     word_start = np.concatenate(([0], spaces + 1))
@@ -202,7 +202,8 @@ def _poly_hashes(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
     prefix = np.zeros(len(buf) + 1, dtype=np.uint64)
     np.cumsum((buf.astype(np.uint64) + np.uint64(1)) * _powers(_P, len(buf)), out=prefix[1:])
-    return (prefix[end] - prefix[start]) * _powers(_P_INV, len(buf))[start]
+    hashes: np.ndarray = (prefix[end] - prefix[start]) * _powers(_P_INV, len(buf))[start]
+    return hashes
 
 
 def _fmix64_array(h: np.ndarray) -> np.ndarray:
@@ -212,7 +213,8 @@ def _fmix64_array(h: np.ndarray) -> np.ndarray:
     h *= np.uint64(_M1)
     h ^= h >> np.uint64(33)
     h *= np.uint64(_M2)
-    return h ^ (h >> np.uint64(33))
+    mixed: np.ndarray = h ^ (h >> np.uint64(33))
+    return mixed
 
 
 def _winnow_array(

@@ -100,7 +100,8 @@ def match_text(
     _add_fingerprint_hits(con, store, words, limit, candidates)
     chosen = _choose(candidates, limit)
     documents = _documents(con, store, chosen)
-    matches, covered = [], []
+    matches: list[dict[str, Any]] = []
+    covered: list[tuple[int, int]] = []
     for candidate in chosen:
         info = documents.get((candidate.corpus, candidate.doc))
         if info is None:  # a fingerprint naming no document: only a damaged store does

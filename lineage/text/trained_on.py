@@ -276,7 +276,7 @@ def _answer(
                         "corpus, source, doc_id", digest)
     # A stream holds only documents of a corpus: no document, nothing to place.
     placed = _placements(con, store, streams, digest) if documents else {}
-    matches = []
+    matches: list[dict[str, Any]] = []
     for corpus, source, doc_id in documents:
         base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
                 "doc_id": doc_id, "match": "exact", "containment": 1.0, "spans": []}
