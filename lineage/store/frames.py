@@ -18,9 +18,18 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lineage import schemas
 from lineage.errors import UnknownObjectError
-from lineage.schemas import BULK_TABLES, catalog_ddl
+from lineage.schemas import (
+    BULK_TABLES,
+    catalog_ddl,
+    document_hashes_schema,
+    documents_schema,
+    fingerprints_schema,
+    occurrence_hashes_schema,
+    occurrences_schema,
+    text_documents_schema,
+    text_hashes_schema,
+)
 from lineage.store.base import BaseStore, part_path
 
 if TYPE_CHECKING:
@@ -30,13 +39,13 @@ if TYPE_CHECKING:
 # The Arrow schema of each Parquet-backed table: a frame of a table with no parts yet
 # still has its columns and types.
 BULK_SCHEMAS: dict[str, Callable[[], pa.Schema]] = {
-    "documents": schemas.documents_schema,
-    "document_hashes": schemas.document_hashes_schema,
-    "occurrences": schemas.occurrences_schema,
-    "occurrence_hashes": schemas.occurrence_hashes_schema,
-    "text_documents": schemas.text_documents_schema,
-    "text_hashes": schemas.text_hashes_schema,
-    "fingerprints": schemas.fingerprints_schema,
+    "documents": documents_schema,
+    "document_hashes": document_hashes_schema,
+    "occurrences": occurrences_schema,
+    "occurrence_hashes": occurrence_hashes_schema,
+    "text_documents": text_documents_schema,
+    "text_hashes": text_hashes_schema,
+    "fingerprints": fingerprints_schema,
 }
 
 
