@@ -71,7 +71,7 @@ def test_every_python_block_of_the_page_runs_in_order(
     store = namespace["store"]
     assert store.root == Path("lineage-store")  # type: ignore[attr-defined]
     assert (tmp_path / "lineage-store" / "catalog.duckdb").is_file()
-    assert (tmp_path / "steps.jsonl").is_file()
+    assert (tmp_path / "unigram-run" / "steps.jsonl").is_file()
 
 
 def test_the_first_block_builds_the_demo_corpus_and_stream() -> None:
