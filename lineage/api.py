@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lineage.store.base import BaseStore, init_store, resolve_store_path
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from lineage.store.query import QueryResult
     from lineage.stream.answers import StepDocuments
 
@@ -79,6 +81,19 @@ class Store(BaseStore):
         from lineage.store.integrity import verify_store
 
         return verify_store(self)
+
+    def frame(self, name: str, *, check: bool = True) -> pl.LazyFrame:
+        """A polars LazyFrame of the table `name` (a Parquet-backed table such as
+        `occurrences`, or a catalog table such as `steps`); UnknownObjectError names the
+        tables there are.
+
+        A Parquet-backed table's frame scans exactly the parts the catalog lists, each
+        checked against the catalog first: every byte of the table is read once for that.
+        `check=False` skips the check (a damaged part may then give wrong rows). A catalog
+        table is read when the frame is made."""
+        from lineage.store.frames import scan_table
+
+        return scan_table(self, name, check=check)
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:

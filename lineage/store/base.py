@@ -315,12 +315,12 @@ def _ensure_schema(
     con: duckdb.DuckDBPyConnection, path: Path, *, migrate: bool, schema: str = "main"
 ) -> None:
     try:
-        row = con.execute(
+        rows = con.execute(  # fetched to the end: the connection may run more queries
             f"SELECT value FROM {schema}.schema_info WHERE key = 'schema_version'"
-        ).fetchone()
+        ).fetchall()
     except Exception as exc:  # duckdb.CatalogException: not a lineage catalog
         raise StoreError(f"{path}: not a lineage catalog (no schema_info table)") from exc
-    version = int(row[0]) if row else 0
+    version = int(rows[0][0]) if rows else 0
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path}: store schema v{version} is newer than this lineage (v{SCHEMA_VERSION}); "
