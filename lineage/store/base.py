@@ -201,7 +201,7 @@ def _stored_version(path: Path) -> int:
         row = con.execute(
             "SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except Exception:  # not a lineage catalog: the writer says so
-        return SCHEMA_VERSION
+        return int(SCHEMA_VERSION)
     finally:
         con.close()
     return int(row[0]) if row else 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +147,7 @@ def _explained_text(query: str) -> str:
     return ""
 
 
-def _token_text(query: str, tokens: list[tuple[int, object]], index: int) -> str:
+def _token_text(query: str, tokens: Sequence[tuple[int, object]], index: int) -> str:
     end = tokens[index + 1][0] if index + 1 < len(tokens) else len(query)
     return query[tokens[index][0]:end].strip()
 
