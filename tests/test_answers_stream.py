@@ -175,7 +175,7 @@ _TYPED = """
 SELECT doc_id, n_tokens, 2.50::DECIMAL(10,2) AS price, DATE '2020-01-02' AS day,
        'ab'::BLOB AS raw, 18446744073709551615::UBIGINT AS big, [1, 2] AS pair,
        {'a': 1} AS rec, '00000000-0000-0000-0000-000000000001'::UUID AS id, NULL AS nothing,
-       1 AS doc_id
+       MAP {'k': 7} AS tags, 1 AS doc_id
 FROM documents WHERE corpus = 'poems' ORDER BY doc_id
 """
 
@@ -190,16 +190,18 @@ def test_sql_prints_as_the_command_and_frames_with_duckdb_types(filled: Store,
     assert result.column_types[:3] == ("VARCHAR", "BIGINT", "DECIMAL(10,2)")
     frame = result.to_polars()
     assert frame.columns == ["doc_id", "n_tokens", "price", "day", "raw", "big", "pair", "rec",
-                             "id", "nothing", "doc_id_1"]  # a repeated name is numbered
+                             "id", "nothing", "tags", "doc_id_1"]  # a repeated name: _1
     assert frame.dtypes == [pl.String, pl.Int64, pl.Decimal(10, 2), pl.Date, pl.Binary,
                             pl.UInt64, pl.List(pl.Int32), pl.Struct({"a": pl.Int32}),
-                            pl.String, pl.Null, pl.Int32]
+                            pl.String, pl.Null,
+                            pl.List(pl.Struct({"key": pl.String, "value": pl.Int32})), pl.Int32]
     assert frame.height == len(result.rows) > 0
     first = frame.row(0, named=True)
     assert (first["doc_id"], first["n_tokens"]) == result.rows[0][:2]
     assert (first["price"], first["day"]) == (decimal.Decimal("2.50"), dt.date(2020, 1, 2))
     assert (first["raw"], first["big"], first["pair"]) == (b"ab", MAX_SEED, [1, 2])
     assert first["id"] == "00000000-0000-0000-0000-000000000001"
+    assert first["tags"] == [{"key": "k", "value": 7}]  # a map, as Arrow holds it
 
 
 def test_sql_keeps_types_when_no_row_comes_back(filled: Store):

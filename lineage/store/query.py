@@ -16,14 +16,16 @@ from lineage.answer import json_text, to_jsonable
 if TYPE_CHECKING:
     import polars as pl
 
-# DuckDB types with one polars type each; the others (nested, UUID, ...) are handled or
-# inferred by `_polars_dtype`.
+# DuckDB types with one polars type each; `_polars_of` handles the others it can.
 _POLARS_TYPES = {
     "boolean": "Boolean", "tinyint": "Int8", "smallint": "Int16", "integer": "Int32",
     "bigint": "Int64", "hugeint": "Int128", "utinyint": "UInt8", "usmallint": "UInt16",
     "uinteger": "UInt32", "ubigint": "UInt64", "float": "Float32", "double": "Float64",
     "varchar": "String", "date": "Date", "time": "Time", "blob": "Binary", "null": "Null",
+    "uhugeint": "UInt128",  # in recent polars only: else the values decide
 }
+# DuckDB types polars has no type for: their `--json` text.
+_AS_TEXT = {"uuid", "enum", "time with time zone", "bit"}
 _DATETIME_UNITS = {"timestamp": "us", "timestamp_ms": "ms", "timestamp_ns": "ns",
                    "timestamp_s": "ms"}
 
@@ -56,23 +58,18 @@ class QueryResult:
         return json_text(self.records())
 
     def to_polars(self) -> pl.DataFrame:
-        """The rows as a DataFrame: the columns in order, each typed after DuckDB's type
-        where polars has one (integers keep their width and sign, decimals their scale),
-        else inferred from the values."""
+        """The rows as a DataFrame, the columns in order, each typed after DuckDB's type
+        where polars has one (integers keep their width and sign, decimals their scale,
+        a map is a list of key/value structs as in Arrow), as text where polars has none
+        (UUIDs, enums, times with a zone: their `--json` text), else after the values."""
         import polars as pl
 
+        kinds = self.column_types or (None,) * len(self.columns)
         names = _unique_names(self.columns)
-        series = []
-        for index, name in enumerate(names):
-            values = [row[index] for row in self.rows]
-            kind = self.column_types[index] if self.column_types else None
-            dtype = _polars_dtype(kind) if kind else None
-            if kind is not None and kind.upper() in ("UUID", "JSON") or \
-                    (dtype is None and _is_enum(kind)):
-                values = [None if v is None else str(v) for v in values]
-                dtype = pl.String
-            series.append(pl.Series(name, values, dtype=dtype, strict=dtype is not None))
-        return pl.DataFrame(series)
+        return pl.DataFrame([
+            _series(name, [row[index] for row in self.rows], kind)
+            for index, (name, kind) in enumerate(zip(names, kinds, strict=True))
+        ])
 
 
 def _unique_names(columns: list[str]) -> list[str]:
@@ -86,22 +83,46 @@ def _unique_names(columns: list[str]) -> list[str]:
     return names
 
 
-def _polars_dtype(kind: str) -> Any:
-    """The polars type of a DuckDB type name, or None where the values decide."""
-    import duckdb
+def _series(name: str, values: list[Any], kind: str | None) -> pl.Series:
+    """One column of the frame (see `QueryResult.to_polars`)."""
     import polars as pl
 
+    parsed = _parse_type(kind)
+    dtype = None if parsed is None else _polars_of(parsed, pl)
+    if parsed is not None and parsed.id == "map":  # as Arrow holds it: key/value structs
+        values = [None if v is None else [{"key": k, "value": x} for k, x in v.items()]
+                  for v in values]
+        key, value = (_polars_of(child, pl) for _, child in parsed.children)
+        if key is not None and value is not None:
+            dtype = pl.List(pl.Struct({"key": key, "value": value}))
+    if dtype is not None:
+        return pl.Series(name, values, dtype=dtype)
+    if parsed is not None and parsed.id in _AS_TEXT:
+        return pl.Series(name, [None if v is None else str(to_jsonable(v)) for v in values],
+                         dtype=pl.String)
     try:
-        parsed = duckdb.type(kind)
+        return pl.Series(name, values, strict=False)
+    except (pl.exceptions.PolarsError, OverflowError, TypeError, ValueError):
+        return pl.Series(name, [to_jsonable(v) for v in values], strict=False)
+
+
+def _parse_type(kind: str | None) -> Any:
+    """DuckDB's type object for a type name, or None."""
+    import duckdb
+
+    if not kind:
+        return None
+    try:
+        return duckdb.type(kind)
     except duckdb.Error:
         return None
-    return _polars_of(parsed, pl)
 
 
 def _polars_of(parsed: Any, pl: Any) -> Any:
+    """The polars type of a DuckDB type, or None where polars has none."""
     kind = parsed.id
     if kind in _POLARS_TYPES:
-        return getattr(pl, _POLARS_TYPES[kind])
+        return getattr(pl, _POLARS_TYPES[kind], None)
     if kind in _DATETIME_UNITS:
         return pl.Datetime(_DATETIME_UNITS[kind])
     if kind == "timestamp with time zone":
@@ -111,19 +132,14 @@ def _polars_of(parsed: Any, pl: Any) -> Any:
     if kind == "decimal":
         (_, precision), (_, scale) = parsed.children
         return pl.Decimal(precision, scale)
-    if kind == "list":
+    if kind in ("list", "array"):
         inner = _polars_of(parsed.children[0][1], pl)
-        return None if inner is None else pl.List(inner)
-    if kind == "array":
-        inner = _polars_of(parsed.children[0][1], pl)
-        return None if inner is None else pl.Array(inner, parsed.children[1][1])
+        if inner is None:
+            return None
+        return pl.List(inner) if kind == "list" else pl.Array(inner, parsed.children[1][1])
     if kind == "struct":
-        fields = [(name, _polars_of(child, pl)) for name, child in parsed.children]
+        fields = [(field, _polars_of(child, pl)) for field, child in parsed.children]
         if any(dtype is None for _, dtype in fields):
             return None
         return pl.Struct(dict(fields))
     return None
-
-
-def _is_enum(kind: str | None) -> bool:
-    return kind is not None and kind.upper().startswith("ENUM(")
