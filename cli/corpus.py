@@ -17,7 +17,7 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     """Every corpus with its totals and manifest hash."""
     rows = current_store(ctx).corpora()
     if json:
-        output.emit_json(rows)
+        output.emit_json(rows.to_list())
         return
     columns = ("name", "documents", "tokens", "bytes", "manifest_hash")
     output.emit_table(columns, [[row[c] for c in columns] for row in rows])
@@ -32,7 +32,7 @@ def show(
     """Sources with document and token counts, shares, licences, and the manifest hash."""
     info = current_store(ctx).corpus(name)
     if json:
-        output.emit_json(info)
+        output.emit_json(info.to_dict())
         return
     output.emit_lines([
         f"corpus      {info['name']}",

@@ -20,7 +20,7 @@ def init(ctx: typer.Context, json: JsonOption = False) -> None:
 
     result = init_store(store_root(ctx))
     if json:
-        output.emit_json(result.__dict__)
+        output.emit_json(result.to_dict())
         return
     if result.created:
         message = f"store created {result.path} (schema v{result.schema_version})"
@@ -50,7 +50,7 @@ def sql(
     cut = (f"only the first {result.max_rows:,} rows are shown; "
            "--max-rows raises the limit") if result.truncated else None
     if json:
-        output.emit_json(result.records())
+        output.emit_json(result.to_list())
         if cut:
             output.warning(cut)
     else:
@@ -62,11 +62,9 @@ def sql(
 @app.command("verify")
 def verify(ctx: typer.Context, json: JsonOption = False) -> None:
     """Re-hash every registered Parquet file against the catalog (exit 1 on a mismatch)."""
-    from lineage.store.integrity import verify_store
-
-    report = verify_store(current_store(ctx))
+    report = current_store(ctx).verify()
     if json:
-        output.emit_json(report)
+        output.emit_json(report.to_dict())
     else:
         lines = [f"{p['path']}: {p['status']}: {p['message']}" for p in report["problems"]]
         lines += [f"{path}: unregistered (garbage; `lineage store gc` removes it)"

@@ -11,10 +11,6 @@ from lineage.cli.common import JsonOption, current_store
 
 app = typer.Typer(help="Canonical data streams (lineage-stream/1).", no_args_is_help=True)
 
-SHOW_KEYS = ("name", "spec", "spec_hash", "corpus", "manifest_hash", "seed", "seq_len",
-             "batch", "separator_tokens", "epochs", "token_budget", "tokens", "windows",
-             "steps", "occurrences", "occurrences_digest")
-
 
 @app.command("build")
 def build(
@@ -70,7 +66,7 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     """Every stream with its corpus, shape and digest."""
     rows = current_store(ctx).streams()
     if json:
-        output.emit_json([{k: row[k] for k in SHOW_KEYS} for row in rows])
+        output.emit_json(rows.to_list())
         return
     columns = ("name", "corpus", "spec", "steps", "seq_len", "batch", "occurrences_digest")
     output.emit_table(columns, [[row[c] for c in columns] for row in rows])
@@ -84,12 +80,11 @@ def show(
 ) -> None:
     """One stream's parameters, spec hash, size and occurrence digest."""
     info = current_store(ctx).stream(name)
-    shown = {k: info[k] for k in SHOW_KEYS}
     if json:
-        output.emit_json(shown)
+        output.emit_json(info.to_dict())
         return
-    width = max(len(k) for k in SHOW_KEYS)
-    output.emit_lines([f"{k.ljust(width)}  {_text(v)}" for k, v in shown.items()])
+    width = max(len(k) for k in info)
+    output.emit_lines([f"{k.ljust(width)}  {_text(v)}" for k, v in info.items()])
 
 
 def _text(value: object) -> str:

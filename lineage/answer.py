@@ -30,10 +30,23 @@ import types
 import typing
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, Union, dataclass_transform
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    NewType,
+    Self,
+    TypeVar,
+    Union,
+    dataclass_transform,
+)
 
 if TYPE_CHECKING:
     import polars as pl
+
+# An integer field that may exceed 2^63 - 1 (a seed, 0 to 2^64 - 1): a plain int in Python,
+# a UInt64 column in `to_polars()`.
+UInt64 = NewType("UInt64", int)
 
 _OMIT_NONE = "lineage.omit_none"
 _KEY = "lineage.key"
@@ -158,6 +171,17 @@ class AnswerList(tuple[A, ...]):
         """The typed list for a JSON array of objects of `row_type`."""
         return cls(row_type, (row_type.from_dict(row) for row in rows))
 
+    def __eq__(self, other: object) -> bool:
+        # Equal to the JSON array it prints as, like each Answer equals its JSON object.
+        if isinstance(other, list):
+            return list(self) == other
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]  # Answers are Mappings: not hashable
+
     def to_list(self) -> list[dict[str, Any]]:
         """The JSON array the command line prints, as Python values."""
         return [row.to_dict() for row in self]
@@ -203,7 +227,8 @@ def _polars_schema(rows_hint: Any) -> dict[str, Any] | None:
     row = args[0] if args else None
     if not (isinstance(row, type) and issubclass(row, Answer)):
         return None
-    scalar = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean}
+    scalar = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean,
+              UInt64: pl.UInt64}
     schema: dict[str, Any] = {}
     hints = _hints(row)
     for key, f in _fields_by_key(row).items():

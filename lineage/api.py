@@ -16,8 +16,11 @@ from lineage.store.base import BaseStore, init_store, resolve_store_path
 if TYPE_CHECKING:
     import polars as pl
 
+    from lineage.answer import AnswerList
+    from lineage.corpora.answers import Corpus, CorpusSummary
+    from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
-    from lineage.stream.answers import StepDocuments
+    from lineage.stream.answers import StepDocuments, Stream, StreamSummary
 
 __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 
@@ -25,33 +28,37 @@ __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 class Store(BaseStore):
     """A lineage store on disk. Open with `lineage.open(path)` after `lineage.init_store(path)`."""
 
-    def corpora(self) -> list[dict[str, Any]]:
+    def corpora(self) -> AnswerList[CorpusSummary]:
+        """`lineage corpus list`: every corpus, by name, with its totals and manifest hash."""
+        from lineage.answer import AnswerList
+        from lineage.corpora.answers import CorpusSummary
         from lineage.corpora.query import list_corpora
 
-        return list_corpora(self)
+        return AnswerList.from_list(CorpusSummary, list_corpora(self))
 
-    def corpus(self, name: str) -> dict[str, Any]:
+    def corpus(self, name: str) -> Corpus:
+        """`lineage corpus show NAME`: one corpus with its sources, token shares, licences
+        and text index; UnknownObjectError when the store holds no such corpus."""
+        from lineage.corpora.answers import Corpus
         from lineage.corpora.query import get_corpus
 
-        return get_corpus(self, name)
+        return Corpus.from_dict(get_corpus(self, name))
 
-    def sql(self, query: str, *, timeout: float | None = None,
-            max_rows: int | None = None) -> QueryResult:
-        """Read-only SQL in the guarded session (lineage.store.sql_guard); no limits unless
-        given."""
-        from lineage.store.sql_guard import run_guarded_sql
-
-        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
-
-    def streams(self) -> list[dict[str, Any]]:
+    def streams(self) -> AnswerList[StreamSummary]:
+        """`lineage stream list`: every stream, by name, with its corpus, shape and digest."""
+        from lineage.answer import AnswerList
+        from lineage.stream.answers import StreamSummary, shown_stream
         from lineage.stream.query import list_streams
 
-        return list_streams(self)
+        return AnswerList.from_list(StreamSummary, map(shown_stream, list_streams(self)))
 
-    def stream(self, name: str | None = None) -> dict[str, Any]:
+    def stream(self, name: str | None = None) -> Stream:
+        """`lineage stream show NAME`: one stream's parameters, spec hash, size and digest;
+        without a name, the store's only stream (UsageError when it holds several)."""
+        from lineage.stream.answers import Stream, shown_stream
         from lineage.stream.query import get_stream
 
-        return get_stream(self, name)
+        return Stream.from_dict(shown_stream(get_stream(self, name)))
 
     def docs_in_step(self, step: int, *, stream: str | None = None, rank: int | None = None,
                      world_size: int | None = None,
@@ -77,10 +84,23 @@ class Store(BaseStore):
 
         return trace(self, run, **selection)
 
-    def verify(self) -> dict[str, Any]:
+    def verify(self) -> StoreVerification:
+        """`lineage store verify`: every registered file re-hashed against the catalog;
+        `ok` is False when one is missing or differs."""
+        from lineage.store.answers import StoreVerification
         from lineage.store.integrity import verify_store
 
-        return verify_store(self)
+        return StoreVerification.from_dict(verify_store(self))
+
+    def sql(self, query: str, *, timeout: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        """`lineage sql`: read-only SQL in the guarded session (lineage.store.sql_guard).
+        `timeout` in seconds and `max_rows` (the first rows, `truncated` set when there
+        were more): no limit unless given. The result prints as `--json` does
+        (`to_json()`) and turns into a typed polars frame (`to_polars()`)."""
+        from lineage.store.sql_guard import run_guarded_sql
+
+        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
 
     def frame(self, name: str, *, check: bool = True) -> pl.LazyFrame:
         """A polars LazyFrame of the table `name` (a Parquet-backed table such as

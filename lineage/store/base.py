@@ -17,12 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lineage.errors import StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
+from lineage.store.answers import StoreInit
 
 if TYPE_CHECKING:
     import duckdb
@@ -52,14 +52,6 @@ def busy_timeout() -> float:
         return float(raw) if raw else DEFAULT_BUSY_TIMEOUT
     except ValueError:
         return DEFAULT_BUSY_TIMEOUT
-
-
-@dataclass(frozen=True)
-class InitResult:
-    path: str
-    created: bool
-    schema_version: int
-    migrated_from: int | None = None
 
 
 class BaseStore:
@@ -171,7 +163,7 @@ class BaseStore:
             )
 
 
-def init_store(path: str | os.PathLike[str]) -> InitResult:
+def init_store(path: str | os.PathLike[str]) -> StoreInit:
     """Create a store (idempotent): the directory, its folders and an empty catalog."""
     store = BaseStore(path)
     if store.root.exists() and not store.root.is_dir():
@@ -183,7 +175,7 @@ def init_store(path: str | os.PathLike[str]) -> InitResult:
         before = _stored_version(store.catalog_path)
         with store.writer():
             pass  # the writer checks the version and applies pending migrations
-        return InitResult(str(store.root), created=False, schema_version=SCHEMA_VERSION,
+        return StoreInit(str(store.root), created=False, schema_version=SCHEMA_VERSION,
                           migrated_from=before if before < SCHEMA_VERSION else None)
     temp = store.root / f".tmp-{os.getpid()}-{CATALOG_NAME}"
     for leftover in (temp, temp.with_name(temp.name + ".wal")):
@@ -200,7 +192,7 @@ def init_store(path: str | os.PathLike[str]) -> InitResult:
     from lineage.store.durable import publish
 
     publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
-    return InitResult(str(store.root), created=True, schema_version=SCHEMA_VERSION)
+    return StoreInit(str(store.root), created=True, schema_version=SCHEMA_VERSION)
 
 
 def _stored_version(path: Path) -> int:
@@ -209,7 +201,7 @@ def _stored_version(path: Path) -> int:
         row = con.execute(
             "SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except Exception:  # not a lineage catalog: the writer says so
-        return cast(int, SCHEMA_VERSION)  # lineage.schemas is outside mypy's view (pyproject)
+        return int(SCHEMA_VERSION)
     finally:
         con.close()
     return int(row[0]) if row else 0

@@ -24,7 +24,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lineage.errors import LineageError, StoreError, UsageError
 from lineage.schemas import BULK_TABLES
@@ -73,8 +73,7 @@ def run_guarded_sql(
                 for statement in statements[:-1]:
                     con.execute(statement.query)
                 cursor = con.execute(statements[-1].query)
-                columns = [d[0] for d in cursor.description or []]
-                return _fetch(cursor, columns, max_rows)
+                return _fetch(cursor, cursor.description or [], max_rows)
             except duckdb.InterruptException as exc:
                 raise UsageError(
                     f"SQL stopped after the {timeout:g} s time limit (--timeout)") from exc
@@ -211,13 +210,16 @@ def _interrupt_after(con: duckdb.DuckDBPyConnection, timeout: float | None) -> I
         timer.cancel()
 
 
-def _fetch(cursor: duckdb.DuckDBPyConnection, columns: list[str],
+def _fetch(cursor: duckdb.DuckDBPyConnection, description: list[Any],
            max_rows: int | None) -> QueryResult:
+    columns = [d[0] for d in description]
+    types = tuple(str(d[1]) for d in description)
     if not max_rows:
-        return QueryResult(columns, cursor.fetchall())
+        return QueryResult(columns, cursor.fetchall(), column_types=types)
     rows = cursor.fetchmany(max_rows + 1)
     truncated = len(rows) > max_rows
-    return QueryResult(columns, rows[:max_rows], truncated=truncated, max_rows=max_rows)
+    return QueryResult(columns, rows[:max_rows], truncated=truncated, max_rows=max_rows,
+                       column_types=types)
 
 
 def _damage_or_failure(store: BaseStore, exc: Exception) -> LineageError:

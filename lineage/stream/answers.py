@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from lineage.answer import Answer
+from lineage.answer import Answer, UInt64
 
 
 class StepSegment(Answer):
@@ -33,3 +35,57 @@ class StepDocuments(Answer):
     step: int
     windows: tuple[int, int]  # first and last window asked about
     documents: tuple[StepSegment, ...]
+
+
+class Stream(Answer):
+    """`lineage stream show`: one stream's parameters, spec hash, size and digest."""
+
+    name: str
+    spec: str  # the stream spec version, e.g. lineage-stream/1
+    spec_hash: str  # blake3:<hex> of the canonical parameters
+    corpus: str
+    manifest_hash: str  # the corpus's manifest hash the stream orders
+    seed: UInt64 | None  # 0 to 2^64 - 1; None for a stream recorded from a run's log
+    seq_len: int  # tokens per window
+    batch: int  # windows per step
+    separator_tokens: int  # tokens between documents
+    epochs: dict[str, str]  # source -> epochs as a decimal string, e.g. "0.5"
+    token_budget: int | None  # None: no budget
+    tokens: int  # tokens consumed: steps * batch * seq_len
+    windows: int
+    steps: int
+    occurrences: int  # rows of the occurrence table
+    occurrences_digest: str  # blake3:<hex> under lineage-occurrences/1
+
+
+class StreamSummary(Stream):
+    """`lineage stream list`: one row per stream, the same fields as `Stream`."""
+
+
+def shown_stream(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stream's catalog row (lineage.stream.query) as `stream show` and `stream list`
+    print it: the fields of `Stream`, in their order."""
+    return {f.name: row[f.name] for f in dataclasses.fields(Stream)}
+
+
+class StreamBuildResult(Answer):
+    """`lineage stream build`: the stream recorded (or found already built) and its shape."""
+
+    name: str
+    status: str  # "added" or "unchanged" (built before with the same parameters)
+    spec: str
+    spec_hash: str
+    corpus: str
+    manifest_hash: str
+    seed: UInt64 | None
+    seq_len: int
+    batch: int
+    separator_tokens: int
+    epochs: dict[str, str]
+    token_budget: int | None
+    tokens: int
+    windows: int
+    steps: int
+    occurrences: int
+    occurrences_digest: str
+    seconds: float = 0.0  # wall time of the build

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lineage.answer import UInt64
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, UnknownObjectError, UsageError, too_little_memory
 from lineage.store import faults
@@ -33,6 +34,7 @@ from lineage.store.parts import (
     report as report_progress,
 )
 from lineage.store.scratch import new_staging_dir
+from lineage.stream.answers import StreamBuildResult
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_sql import order_in_duckdb
 from lineage.stream.spec import (
@@ -51,31 +53,6 @@ if TYPE_CHECKING:
     from lineage.stream.order import UIntArray
 
 _FETCH_ROWS = 65_536
-
-
-@dataclass
-class StreamBuildResult:
-    name: str
-    status: str  # "added" | "unchanged"
-    spec: str
-    spec_hash: str
-    corpus: str
-    manifest_hash: str
-    seed: int
-    seq_len: int
-    batch: int
-    separator_tokens: int
-    epochs: dict[str, str]
-    token_budget: int | None
-    tokens: int
-    windows: int
-    steps: int
-    occurrences: int
-    occurrences_digest: str
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def build_stream(
@@ -118,7 +95,7 @@ def build_stream(
         remove_quietly(staging)
     return StreamBuildResult(
         name=name, status=status, spec=STREAM_SPEC, spec_hash=spec.spec_hash, corpus=corpus,
-        manifest_hash=manifest_hash, seed=seed, seq_len=seq_len, batch=batch,
+        manifest_hash=manifest_hash, seed=UInt64(seed), seq_len=seq_len, batch=batch,
         separator_tokens=separator_tokens, epochs=spec.epochs, token_budget=token_budget,
         tokens=built.tokens, windows=built.windows, steps=built.steps,
         occurrences=built.occurrences, occurrences_digest=built.digest,

@@ -1,0 +1,42 @@
+"""The typed answers of the store questions (lineage.answer explains the pattern).
+
+`lineage sql` answers with `lineage.store.query.QueryResult`: its rows have the query's
+own columns, so it is not an Answer, but it prints and converts the same way.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from lineage.answer import Answer
+
+
+class StoreInit(Answer):
+    """`lineage init` and `lineage store migrate`: the store made, found or migrated."""
+
+    path: str  # the store's folder
+    created: bool  # False: the store existed already
+    schema_version: int  # the catalog's schema version now
+    migrated_from: int | None = None  # the version before a migration; None: none ran
+
+
+class PartProblem(Answer):
+    """A registered file whose bytes differ from what the catalog recorded, or are gone."""
+
+    path: str  # relative to the store's folder
+    table: str  # the table the file belongs to (experiment_logs for command logs)
+    status: str  # missing, size-mismatch or hash-mismatch
+    message: str  # what differs, e.g. the size found and the size recorded
+
+
+class StoreVerification(Answer):
+    """`lineage store verify`: every registered file re-hashed against the catalog."""
+
+    ROWS: ClassVar[str | None] = "problems"
+
+    store: str  # the store's folder
+    ok: bool  # True when every registered file is present and unchanged
+    files_checked: int
+    bytes_checked: int
+    problems: tuple[PartProblem, ...]
+    unregistered: tuple[str, ...]  # files no commit registered (`lineage store gc` removes them)
