@@ -142,7 +142,7 @@ def diff_experiments(store: BaseStore, a: str, b: str, *, all: bool = False
     revision, command, verdicts, outputs, runtime, surroundings, durations, host);
     `all=True` lists the same ones too, as `unchanged`. `same` is True when none differ."""
     from lineage.exp.answers import ExperimentDiff
-    from lineage.exp.diff import diff_records
+    from lineage.exp.compare import diff_records
     from lineage.exp.records import get_record
 
     return ExperimentDiff.from_dict(diff_records(
@@ -152,7 +152,7 @@ def diff_experiments(store: BaseStore, a: str, b: str, *, all: bool = False
 def log_chunks(store: BaseStore, name: str, *, stderr: bool = False) -> Iterator[bytes]:
     """The command's stdout (or stderr) as it wrote it, in chunks, checked against its
     BLAKE3 before the first chunk; for outputs too large to hold at once."""
-    from lineage.exp.logs import iter_log
+    from lineage.exp.log_files import iter_log
     from lineage.exp.records import get_record
 
     record = get_record(store, name)

@@ -20,7 +20,8 @@ def diff_records(a: dict[str, Any], b: dict[str, Any], *, everything: bool = Fal
     """`changes`: the differing facts; with `everything`, also `unchanged` (the rest)."""
     facts_a, facts_b = _indexed(a), _indexed(b)
     order = list(facts_a) + [k for k in facts_b if k not in facts_a]
-    changes, unchanged = [], []
+    changes: list[dict[str, Any]] = []
+    unchanged: list[dict[str, Any]] = []
     for field, key in order:
         va, vb = facts_a.get((field, key)), facts_b.get((field, key))
         entry = {"field": field, **({"key": key} if key is not None else {}), "a": va, "b": vb}
