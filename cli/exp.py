@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -75,32 +74,25 @@ def run(
     """Checks, then the command after `--`: its output passes through live and is kept
     whole; the record is committed whatever happens; lineage exits with the command's
     exit code (1 when a check stopped it, 130/143 when interrupted)."""
-    from lineage.exp.gate import exit_code
-    from lineage.exp.recorder import record_experiment
+    from lineage.exp.api import env_names, run_experiment
 
     command = list(ctx.meta.get("exp_command") or [])
     if not command:
         raise UsageError("give the command after `--`, e.g. -- python run.py")
-    exp_id, record = record_experiment(
-        current_store(ctx), weights=weights, revision=revision, command=command, sums=sums,
+    answer = run_experiment(
+        current_store(ctx), command, weights=weights, revision=revision, sums=sums,
         quantization=quantization, source=source, name=name, attempt=attempt,
-        allow_fallback=allow_fallback, allow_risks=tuple(allow_risk or ()),
-        env_names=_env_names(env or []), params=_params(param or []), metrics=metrics,
-        timeout=timeout, on_output=output.passthrough(stdout_to_stderr=json))
-    for warning in record.get("warnings", []):
+        allow_fallback=allow_fallback, allow_risk=allow_risk or (), env=env_names(env or ()),
+        param=_params(param or []), metrics=metrics, timeout=timeout,
+        on_output=output.passthrough(stdout_to_stderr=json))
+    record = answer.to_dict()
+    for warning in answer.warnings or ():
         output.warning(warning)
     if json:
-        output.emit_json({"id": exp_id, **record})
+        output.emit_json(record)
     else:
-        output.info_lines(render.run_summary(exp_id, record))
-    raise typer.Exit(exit_code(record))
-
-
-def _env_names(names: list[str]) -> tuple[str, ...]:
-    for name in names:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise UsageError(f"--env {name!r}: give the name of a variable, not a value")
-    return tuple(names)
+        output.info_lines(render.run_summary(record.pop("id"), record))
+    raise typer.Exit(answer.exit_code)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -122,22 +114,19 @@ def logs(
     stderr: Annotated[bool, typer.Option("--stderr", help="The command's stderr.")] = False,
 ) -> None:
     """The command's stdout (or stderr) exactly as it wrote it, checked against its BLAKE3."""
-    from lineage.exp.logs import iter_log
-    from lineage.exp.records import get_record
+    from lineage.exp.api import log_chunks
 
-    store = current_store(ctx)
-    record = get_record(store, exp_id)
-    output.emit_bytes(iter_log(store, record["id"], "stderr" if stderr else "stdout"))
+    output.emit_bytes(log_chunks(current_store(ctx), exp_id, stderr=stderr))
 
 
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     """Every experiment record, oldest first."""
-    from lineage.exp.records import list_records
+    from lineage.exp.api import list_experiments
 
-    rows = list_records(current_store(ctx))
+    rows = list_experiments(current_store(ctx))
     if json:
-        output.emit_json(rows)
+        output.emit_json(rows.to_list())
         return
     columns = ("id", "name", "attempt", "outcome", "revision", "exit_code", "created_at")
     output.emit_table(columns, [[r[c] for c in columns] for r in rows])
@@ -150,9 +139,9 @@ def show(
     json: JsonOption = False,
 ) -> None:
     """One record in full."""
-    from lineage.exp.records import get_record
+    from lineage.exp.api import show_experiment
 
-    record = get_record(current_store(ctx), exp_id)
+    record = show_experiment(current_store(ctx), exp_id).to_dict()
     if json:
         output.emit_json(record)
         return
@@ -171,11 +160,9 @@ def diff(
 ) -> None:
     """Every field that differs between two records, most consequential first (exit 1
     when any)."""
-    from lineage.exp.diff import diff_records
-    from lineage.exp.records import get_record
+    from lineage.exp.api import diff_experiments
 
-    store = current_store(ctx)
-    result = diff_records(get_record(store, a), get_record(store, b), everything=all_)
+    result = diff_experiments(current_store(ctx), a, b, all=all_).to_dict()
     if json:
         output.emit_json(result)
     elif result["same"] and not all_:
@@ -199,9 +186,9 @@ def export(
     json: JsonOption = False,
 ) -> None:
     """Write a self-verifying bundle of records and their checksum lists."""
-    from lineage.exp.bundle import export_bundle
+    from lineage.exp.api import export_bundle
 
-    result = export_bundle(current_store(ctx), ids, out)
+    result = export_bundle(current_store(ctx), ids, out).to_dict()
     if json:
         output.emit_json(result)
     else:
@@ -216,9 +203,9 @@ def import_(
     json: JsonOption = False,
 ) -> None:
     """Check a bundle against its digest and add its records (idempotent)."""
-    from lineage.exp.bundle import import_bundle
+    from lineage.exp.api import import_bundle
 
-    result = import_bundle(current_store(ctx), bundle)
+    result = import_bundle(current_store(ctx), bundle).to_dict()
     if json:
         output.emit_json(result)
     else:

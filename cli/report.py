@@ -9,7 +9,7 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, store_root
-from lineage.errors import EXIT_NO, UsageError
+from lineage.errors import EXIT_NO
 
 ContextOption = Annotated[int, typer.Option(
     help="Context length for the memory estimate (clamped to the model's maximum positions).",
@@ -39,17 +39,17 @@ def inspect(
     json: JsonOption = False,
 ) -> None:
     """What is in a model file or folder; is it safe to open? Exit 1 on a dangerous risk."""
-    from lineage.diligence.inspect import inspect_model
+    from lineage.diligence.api import inspect as inspect_path
 
-    report = inspect_model(path, sums=sums, context=context, batch=batch, store=_store(ctx),
-                           hash_files=hash_files)
+    answer = inspect_path(path, sums=sums, context=context, batch=batch, store=_store(ctx),
+                          hash_files=hash_files)
     if json:
-        output.emit_json(report)
+        output.emit_json(answer.to_dict())
     else:
         from lineage.diligence.render import render_markdown
 
-        output.emit_document(render_markdown(output.shown_values(report)))
-    if any(r["severity"] == "dangerous" for r in report["risks"]):
+        output.emit_document(render_markdown(output.shown_values(answer.to_dict())))
+    if any(risk.severity == "dangerous" for risk in answer.risks):
         raise typer.Exit(EXIT_NO)
 
 
@@ -64,21 +64,10 @@ def report(
     hash_files: HashOption = None,
 ) -> None:
     """A due-diligence report: risks, integrity, weights, cost, provenance, licence."""
-    import json
+    from lineage.diligence.api import report as report_text
 
-    from lineage.diligence.inspect import inspect_model
-    from lineage.diligence.render import render_html, render_markdown
-
-    if fmt not in ("md", "html", "json"):
-        raise UsageError(f"--format must be md, html or json, not {fmt!r}")
-    result = inspect_model(folder, sums=sums, context=context, batch=batch, store=_store(ctx),
-                           hash_files=hash_files)
-    if fmt == "json":
-        from lineage.answer import to_jsonable
-
-        text = json.dumps(to_jsonable(result), indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = render_html(result) if fmt == "html" else render_markdown(result)
+    text = report_text(folder, format=fmt, sums=sums, context=context, batch=batch,
+                       store=_store(ctx), hash_files=hash_files)
     if out is None:
         output.emit_raw(text)
     else:

@@ -42,17 +42,18 @@ def verify(
     checksums are not checked. With --sums, files on disk that the list does not name are
     a warning (a failure with --strict); the list and its signatures are not counted.
     """
-    from lineage.diligence.verify import verify_folder
+    from lineage.diligence.api import verify as verify_path
 
-    report = verify_folder(folder, sums=sums, max_header_mib=max_header_mib, strict=strict,
-                           allow_risks=allow_risk or ())
+    answer = verify_path(folder, sums=sums, strict=strict, allow_risk=allow_risk or (),
+                         max_header_mib=max_header_mib)
+    report = answer.to_dict()
     if json:
-        output.emit_json(report)
+        output.emit_json(answer.to_dict())
     else:
         output.emit_lines(_snapshot_lines(report["snapshot"])
                           + _structure_lines(report["structure"]) + _risk_lines(report["risks"])
                           + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"])
-    if not report["ok"]:
+    if not answer.ok:
         raise typer.Exit(EXIT_NO)
 
 

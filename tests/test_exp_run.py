@@ -495,7 +495,7 @@ def test_diff_lists_exactly_the_differing_facts_both_ways(
     env_a: dict[str, Any], env_b: dict[str, Any], params_a: dict[str, Any],
     params_b: dict[str, Any]
 ) -> None:
-    from lineage.exp.diff import diff_records
+    from lineage.exp.compare import diff_records
 
     base = {"weights": {"files": []}, "host": {}, "revision": "r"}
     a, b = {**base, "env": env_a, "params": params_a}, {**base, "env": env_b, "params": params_b}
@@ -526,7 +526,7 @@ def test_readable_never_prints_a_python_repr(value: Any) -> None:
 
 def test_the_python_api_records_like_the_cli(store: Store, weights: Path) -> None:
     from lineage.exp.gate import exit_code
-    from lineage.exp.logs import iter_log
+    from lineage.exp.log_files import iter_log
     from lineage.exp.recorder import record_experiment
 
     seen: list[tuple[str, bytes]] = []

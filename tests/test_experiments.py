@@ -20,7 +20,7 @@ from safetensors.numpy import save_file
 from lineage.api import Store
 from lineage.errors import InputError
 from lineage.exp.bundle import export_bundle, import_bundle
-from lineage.exp.diff import diff_records
+from lineage.exp.compare import diff_records
 from lineage.exp.gate import run_experiment
 from lineage.exp.providers import check_providers
 from lineage.exp.records import get_record, list_records, save_record

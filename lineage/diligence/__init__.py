@@ -2,7 +2,9 @@
 
 `verify` gives the four verdicts (structure, risks, checksums, load), `inspect` gathers
 what a folder holds (architecture, weights, quantization, memory, licence, provenance,
-risks, hashes), `render` writes the report as text, Markdown or JSON.
+risks, hashes), `render` writes the report as Markdown or HTML.
+`api` is the Python face of the three commands (`inspect`, `verify`, `report`), with
+typed answers in `answers`.
 
 Layer 7. May import: lineage.runs, lineage.stream, lineage.corpora, lineage.formats,
 lineage.store, lineage.errors, lineage.version.

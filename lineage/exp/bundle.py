@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError, StoreError
-from lineage.exp.logs import find_log, log_name, store_log_file
+from lineage.exp.log_files import find_log, log_name, store_log_file
 from lineage.exp.records import get_record, record_id, save_record
 from lineage.exp.runner import STREAMS
 from lineage.runs.chain import blake3_hex, canonical_json

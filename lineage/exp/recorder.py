@@ -15,7 +15,7 @@ from typing import Any
 
 from lineage.errors import ConflictError, UsageError
 from lineage.exp.gate import run_experiment, weights_digest
-from lineage.exp.logs import publish_logs
+from lineage.exp.log_files import publish_logs
 from lineage.exp.records import attempts_of, save_record
 from lineage.exp.runner import interruptions
 from lineage.formats.sha256sums import sha256_files

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lineage.errors import UnknownObjectError
-from lineage.exp.logs import register_logs
+from lineage.exp.log_files import register_logs
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.base import BaseStore
 
@@ -26,7 +26,7 @@ def record_id(record: dict[str, Any]) -> str:
 
 def save_record(store: BaseStore, record: dict[str, Any],
                 logs: Sequence[dict[str, Any]] = ()) -> tuple[str, bool]:
-    """Store a record and register its logs (rows of lineage.exp.logs, files already in
+    """Store a record and register its logs (rows of lineage.exp.log_files, files already in
     place) in one transaction; returns (id, added). Saving it again adds nothing."""
     text = canonical_json(record)
     exp_id, digest = record_id(record), record_digest(record)

@@ -1,0 +1,92 @@
+"""Due diligence from Python: `inspect`, `verify` and `report` of a model file or folder.
+
+Each function is its command: the same parameters (the command's options in snake_case,
+keyword-only after the path) and the same answer, typed (lineage.diligence.answers):
+
+    lineage.inspect("models/minilm")            # Inspection: `lineage inspect --json`
+    lineage.verify("models/minilm", sums="SHA256SUMS")   # FolderVerification
+    lineage.report("models/minilm", format="html")       # the text `lineage report` writes
+
+Files are read, never loaded or executed. Bad input (no such folder, a malformed list, an
+unknown risk kind) raises a lineage.errors class; a failed verdict is an answer, not an
+error. The answer modules are imported on first call, so importing this one is cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lineage.diligence.answers import FolderVerification, Inspection
+    from lineage.store.base import BaseStore
+
+PathLike = str | os.PathLike[str]
+REPORT_FORMATS = ("md", "html", "json")
+
+
+def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096,
+            batch: int = 1, hash_files: bool | None = None,
+            store: BaseStore | None = None) -> Inspection:
+    """`lineage inspect PATH`: what a model file or folder holds, whether it is safe to
+    open (`risks`, worst first), whether it is intact (`integrity`), what it costs to run
+    at `context` tokens and `batch` (`memory`), how open its provenance is (looked up in
+    `store` when given) and which licence it claims.
+
+    `sums`: a trusted SHA256SUMS list to check the files against. `hash_files`: SHA-256
+    every file (True), none (False), or only when they add up to at most 1 GiB (None).
+    """
+    from lineage.diligence.answers import Inspection
+    from lineage.diligence.inspect import inspect_model
+
+    return Inspection.from_dict(inspect_model(
+        os.fspath(path), sums=_fspath(sums), context=context, batch=batch, store=store,
+        hash_files=hash_files))
+
+
+def verify(path: PathLike, *, sums: PathLike | None = None, strict: bool = False,
+           allow_risk: Iterable[str] = (), max_header_mib: float = 16.0,
+           workers: int | None = None) -> FolderVerification:
+    """`lineage verify DIR`: four verdicts never merged (`structure`, `risks`,
+    `checksums`, `load`); `ok` is True when every verdict that ran passed.
+
+    `sums`: a trusted SHA256SUMS list (without it, a Hugging Face cache snapshot is
+    checked against its blob names, any other folder's checksums are not checked);
+    `strict`: files the list does not name fail the check; `allow_risk`: risk kinds
+    accepted by name (e.g. "python-code"); `max_header_mib`: the largest safetensors
+    header accepted; `workers`: hashing threads (None: one per core).
+    """
+    from lineage.diligence.answers import FolderVerification
+    from lineage.diligence.verify import verify_folder
+
+    return FolderVerification.from_dict(verify_folder(
+        os.fspath(path), sums=_fspath(sums), max_header_mib=max_header_mib, workers=workers,
+        strict=strict, allow_risks=tuple(allow_risk)))
+
+
+def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,
+           context: int = 4096, batch: int = 1, hash_files: bool | None = None,
+           store: BaseStore | None = None) -> str:
+    """`lineage report DIR --format F`: the due-diligence report as the text the command
+    writes: Markdown ("md"), one self-contained HTML page ("html") or the inspection as
+    JSON ("json"). The other parameters are `inspect`'s."""
+    from lineage.errors import UsageError
+
+    if format not in REPORT_FORMATS:
+        raise UsageError(f"--format must be md, html or json, not {format!r}")
+    inspection = inspect(path, sums=sums, context=context, batch=batch,
+                         hash_files=hash_files, store=store).to_dict()
+    if format == "json":
+        import json
+
+        from lineage.answer import to_jsonable
+
+        return json.dumps(to_jsonable(inspection), indent=2, ensure_ascii=False) + "\n"
+    from lineage.diligence.render import render_html, render_markdown
+
+    return render_html(inspection) if format == "html" else render_markdown(inspection)
+
+
+def _fspath(path: PathLike | None) -> str | None:
+    return None if path is None else os.fspath(path)
