@@ -45,9 +45,7 @@ def run_fast(argv: list[str]) -> int | None:
             code = 0 if all_found(answer) else EXIT_NO
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
-    from lineage.answer import json_text
-
-    sys.stdout.write(json_text(answer) + "\n")
+    sys.stdout.write(answer.to_json() + "\n")
     return code
 
 
