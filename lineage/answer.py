@@ -41,8 +41,7 @@ _WITH = "lineage.present_with"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def optional(*, key: str | None = None, present_with: str | None = None,
-             kw_only: bool = True) -> Any:
+def optional(*, key: str | None = None, present_with: str | None = None) -> Any:
     """A field whose key the JSON holds only when it has a value (None when absent).
 
     With `present_with` (another field's name) the key is there exactly when that field's
@@ -54,7 +53,7 @@ def optional(*, key: str | None = None, present_with: str | None = None,
     if present_with is not None:
         metadata[_WITH] = present_with
     # Keyword-only, so that an optional key may come before required ones, as JSON has it.
-    return dataclasses.field(default=None, metadata=metadata, kw_only=kw_only)
+    return dataclasses.field(default=None, metadata=metadata, kw_only=True)
 
 
 def keyed(key: str) -> Any:

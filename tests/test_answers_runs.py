@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
 from lineage.answer import Answer, AnswerList, optional
@@ -325,3 +327,13 @@ def test_a_match_is_read_as_the_type_its_keys_fit(runs: Store, example_shards: P
     swapped = {"corpus": match["corpus"], "source": match["source"], **match}
     with pytest.raises(TypeError, match="ExactMatch.*TextMatch"):
         QueryResult.from_dict({**answer["results"][0], "matches": [swapped]})
+
+
+@given(st.one_of(st.just({}), st.builds(
+    lambda tag, value: {"tag": tag, "value": value},
+    st.text(max_size=5), st.one_of(st.none(), st.integers()))))
+def test_answers_with_a_key_present_with_another_read_back_as_they_print(
+        data: dict[str, Any]) -> None:
+    answer = _Tagged.from_dict(data)
+    assert answer.to_dict() == data and dict(answer) == data
+    assert json.loads(answer.to_json()) == data and list(answer) == list(data)
