@@ -78,7 +78,7 @@ def trained_on(
         [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
         run=run, min_containment=min_containment, limit=limit)
     if json:
-        output.emit_json(answer)
+        output.emit_json(answer.to_dict())
     else:
         for result in answer["results"]:
             output.emit_lines(_result_lines(result))
@@ -124,7 +124,7 @@ def trace(
     answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped,
                                       limit=limit)
     if json:
-        output.emit_json(answer)
+        output.emit_json(answer.to_dict())
         return
     for s in answer["steps"]:
         flags = ", ".join(f for f, on in (("clipped", s["clipped"]), ("skipped", s["skipped"]))

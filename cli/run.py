@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
+
+if TYPE_CHECKING:
+    from lineage.runs.answers import ChainVerification
 
 app = typer.Typer(help="Training runs and their step logs.", no_args_is_help=True)
 chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_is_help=True)
@@ -17,11 +20,9 @@ chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_i
 @app.command("list")
 def list_(ctx: typer.Context, json: JsonOption = False) -> None:
     """Every run with its stream, progress and clipped/skipped counts."""
-    from lineage.runs.query import list_runs
-
-    rows = list_runs(current_store(ctx))
+    rows = current_store(ctx).runs()
     if json:
-        output.emit_json(rows)
+        output.emit_json(rows.to_list())
         return
     columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "closed",
                "progress", "clipped_count", "skipped_count")
@@ -36,11 +37,9 @@ def show(
     json: JsonOption = False,
 ) -> None:
     """Progress, last step, clipped and skipped steps, restart segments, checkpoints."""
-    from lineage.runs.query import get_run
-
-    run = get_run(current_store(ctx), name)
+    run = current_store(ctx).run(name)
     if json:
-        output.emit_json(run)
+        output.emit_json(run.to_dict())
         return
     rule = run["skip_rule"]
     output.emit_lines([
@@ -73,11 +72,9 @@ def checkpoints(
     json: JsonOption = False,
 ) -> None:
     """A run's checkpoints with their verdicts, and the ones its declared interval lacks."""
-    from lineage.runs.query import list_checkpoints
-
-    result = list_checkpoints(current_store(ctx), name, nearest=nearest)
+    result = current_store(ctx).checkpoints(name, nearest=nearest)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
         return
     said = {True: "yes", False: "NO", None: "-"}
     rows = [[c["step"], *(said[c[k]] for k in ("ok", "matches_chain", "matches_state",
@@ -121,11 +118,9 @@ def verify(
 ) -> None:
     """Recompute the chain and check the declared skip rule; exit 0 when fully verified,
     1 at the first broken step, a skip-rule violation, or a continuity-only check."""
-    from lineage.runs.chain_verify import verify_chain
-
-    report = verify_chain(current_store(ctx), run, batches=batches, expect_steps=expect_steps)
+    report = current_store(ctx).verify_chain(run, batches=batches, expect_steps=expect_steps)
     if json:
-        output.emit_json(report)
+        output.emit_json(report.to_dict())
     else:
         output.emit_lines(_verify_lines(report))
     passed = report["ok"] or (accept_continuity and report["verdict"] == "continuity-only")
@@ -133,7 +128,7 @@ def verify(
         raise typer.Exit(EXIT_NO)
 
 
-def _verify_lines(report: dict[str, Any]) -> list[str]:
+def _verify_lines(report: ChainVerification) -> list[str]:
     state = "closed" if report["closed"] else \
         "open (no end record; --expect-steps N checks its length)"
     verdict, run = report["verdict"], report["run"]

@@ -50,15 +50,23 @@ UInt64 = NewType("UInt64", int)
 
 _OMIT_NONE = "lineage.omit_none"
 _KEY = "lineage.key"
+_WITH = "lineage.present_with"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def optional(*, key: str | None = None) -> Any:
-    """A field whose key the JSON holds only when it has a value (None when absent)."""
+def optional(*, key: str | None = None, present_with: str | None = None) -> Any:
+    """A field whose key the JSON holds only when it has a value (None when absent).
+
+    With `present_with` (another field's name) the key is there exactly when that field's
+    key is, and its value may then be null (e.g. a run's last step, null before step 0).
+    """
     metadata: dict[str, Any] = {_OMIT_NONE: True}
     if key is not None:
         metadata[_KEY] = key
-    return dataclasses.field(default=None, metadata=metadata)
+    if present_with is not None:
+        metadata[_WITH] = present_with
+    # Keyword-only, so that an optional key may come before required ones, as JSON has it.
+    return dataclasses.field(default=None, metadata=metadata, kw_only=True)
 
 
 def keyed(key: str) -> Any:
@@ -83,14 +91,13 @@ class Answer(Mapping[str, Any]):
         f = _fields_by_key(type(self)).get(key)
         if f is None:
             raise KeyError(key)
-        value = getattr(self, f.name)
-        if value is None and f.metadata.get(_OMIT_NONE):
+        if not _present(self, f):
             raise KeyError(key)
-        return _plain(value)
+        return _plain(getattr(self, f.name))
 
     def __iter__(self) -> Iterator[str]:
         for key, f in _fields_by_key(type(self)).items():
-            if getattr(self, f.name) is not None or not f.metadata.get(_OMIT_NONE):
+            if _present(self, f):
                 yield key
 
     def __len__(self) -> int:
@@ -107,10 +114,8 @@ class Answer(Mapping[str, Any]):
         """The JSON object the command line prints, as Python values."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get(_OMIT_NONE):
-                continue
-            out[f.metadata.get(_KEY, f.name)] = _plain(value)
+            if _present(self, f):
+                out[f.metadata.get(_KEY, f.name)] = _plain(getattr(self, f.name))
         return out
 
     def to_json(self) -> str:
@@ -146,7 +151,12 @@ class Answer(Mapping[str, Any]):
                 values[f.name] = _convert(hints[f.name], data[key])
             elif not f.metadata.get(_OMIT_NONE):
                 raise TypeError(f"{cls.__name__}: missing key {key!r}")
-        return cls(**values)
+        answer = cls(**values)
+        for key, f in by_key.items():  # a key that comes with another one comes with it
+            if _WITH in f.metadata and _present(answer, f) != (key in data):
+                raise TypeError(f"{cls.__name__}: key {key!r} is there exactly when "
+                                f"{f.metadata[_WITH]!r} is")
+        return answer
 
 
 A = TypeVar("A", bound=Answer)
@@ -212,6 +222,17 @@ def _fields_by_key(cls: type) -> dict[str, dataclasses.Field[Any]]:
     return _FIELDS[cls]
 
 
+def _present(answer: Answer, f: dataclasses.Field[Any]) -> bool:
+    """Whether the field's key is in the answer's JSON."""
+    if not f.metadata.get(_OMIT_NONE):
+        return True
+    partner = f.metadata.get(_WITH)
+    if partner is None:
+        return getattr(answer, f.name) is not None
+    return _present(answer, next(p for p in dataclasses.fields(answer)  # type: ignore[arg-type]
+                                 if p.name == partner))
+
+
 def _hints(cls: type) -> dict[str, Any]:
     if cls not in _HINTS:
         _HINTS[cls] = typing.get_type_hints(cls)
@@ -245,8 +266,12 @@ def _convert(hint: Any, value: Any) -> Any:
         return None
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
-        for arm in typing.get_args(hint):
-            if arm is not type(None) and _fits(arm, value):
+        arms = [arm for arm in typing.get_args(hint) if arm is not type(None)]
+        answers = [arm for arm in arms if isinstance(arm, type) and issubclass(arm, Answer)]
+        if len(answers) > 1 and isinstance(value, Mapping):
+            return _first_answer(answers, value)
+        for arm in arms:
+            if _fits(arm, value):
                 return _convert(arm, value)
         return value
     if isinstance(hint, type) and issubclass(hint, Answer) and isinstance(value, Mapping):
@@ -260,6 +285,18 @@ def _convert(hint: Any, value: Any) -> Any:
         item = typing.get_args(hint)[1] if typing.get_args(hint) else Any
         return {key: _convert(item, v) for key, v in value.items()}
     return value
+
+
+def _first_answer(arms: list[type[Answer]], value: Mapping[str, Any]) -> Answer:
+    """An object that may be one of several Answer types (told apart by their keys and
+    key order): the first that reads it."""
+    errors = []
+    for arm in arms:
+        try:
+            return arm.from_dict(value)
+        except TypeError as exc:
+            errors.append(str(exc))
+    raise TypeError("; ".join(errors))
 
 
 def _fits(hint: Any, value: Any) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lineage.store.base import BaseStore, init_store, resolve_store_path
 
@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
     from lineage.answer import AnswerList
     from lineage.corpora.answers import Corpus, CorpusSummary
+    from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
     from lineage.stream.answers import StepDocuments, Stream, StreamSummary
+    from lineage.text.answers import TrainedOn
 
 __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 
@@ -72,17 +74,66 @@ class Store(BaseStore):
         return StepDocuments.from_dict(docs_in_step(
             self, step, stream=stream, rank=rank, world_size=world_size, window=window))
 
-    def trained_on(self, files: Sequence[str] = (), **options: Any) -> dict[str, Any]:
-        """`lineage trained-on`: options texts, stdin, stream, run, min_containment, limit."""
+    def trained_on(
+        self, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
+        stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
+        min_containment: float = 0.5, limit: int = 20,
+    ) -> TrainedOn:
+        """`lineage trained-on`: was each file, text (`texts`) or `stdin` (bytes) trained
+        on? By exact bytes, then as text; `partial` needs matched passages covering
+        `min_containment` of a text, `limit` candidate documents are examined per text.
+        With `run`, verdicts about that run; `stream` narrows the answer to one stream."""
+        from lineage.text.answers import TrainedOn
         from lineage.text.trained_on import trained_on
 
-        return trained_on(self, files, **options)
+        return TrainedOn.from_dict(trained_on(
+            self, files, texts=texts, stdin=stdin, stream=stream, run=run,
+            min_containment=min_containment, limit=limit))
 
-    def trace(self, run: str, **selection: Any) -> dict[str, Any]:
-        """`lineage trace`: selection is step=N, clipped=True or skipped=True."""
+    def trace(self, run: str, *, step: int | None = None, clipped: bool = False,
+              skipped: bool = False, limit: int | None = None) -> Trace:
+        """`lineage trace`: a run's step `step`, or its clipped or skipped steps (exactly
+        one of the three), the first `limit` of them, each with its documents."""
+        from lineage.runs.answers import Trace
         from lineage.runs.trace import trace
 
-        return trace(self, run, **selection)
+        return Trace.from_dict(trace(self, run, step=step, clipped=clipped, skipped=skipped,
+                                     limit=limit))
+
+    def runs(self) -> AnswerList[RunSummary]:
+        """`lineage run list`: every run, by name."""
+        from lineage.answer import AnswerList
+        from lineage.runs.answers import RunSummary
+        from lineage.runs.query import list_runs
+
+        return AnswerList.from_list(RunSummary, list_runs(self))
+
+    def run(self, name: str) -> Run:
+        """`lineage run show`: a run's progress, clipped and skipped steps, step logs and
+        checkpoints."""
+        from lineage.runs.answers import Run
+        from lineage.runs.query import get_run
+
+        return Run.from_dict(get_run(self, name))
+
+    def checkpoints(self, run: str, *, nearest: int | None = None) -> Checkpoints:
+        """`lineage run checkpoints`: a run's checkpoints, the ones its interval lacks, and
+        with `nearest` the good checkpoint at or before that step (NotFoundError if none)."""
+        from lineage.runs.answers import Checkpoints
+        from lineage.runs.query import list_checkpoints
+
+        return Checkpoints.from_dict(list_checkpoints(self, run, nearest=nearest))
+
+    def verify_chain(self, run: str, *, batches: bool = True,
+                     expect_steps: int | None = None) -> ChainVerification:
+        """`lineage chain verify`: recompute the run's chain (and with `batches` its batch
+        digests from the stream); `expect_steps` is the length an open chain must have.
+        The answer says `ok`; it does not raise for a broken chain."""
+        from lineage.runs.answers import ChainVerification
+        from lineage.runs.chain_verify import verify_chain
+
+        return ChainVerification.from_dict(verify_chain(self, run, batches=batches,
+                                                        expect_steps=expect_steps))
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;

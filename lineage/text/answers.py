@@ -1,0 +1,166 @@
+"""The typed answer of "was this trained on?" (`lineage trained-on`; lineage.answer explains
+the pattern).
+
+A `TrainedOn` holds one `QueryAnswer` per query (files, then texts, then standard input);
+each result holds its matches: an `ExactMatch` (a document with the query's exact bytes)
+or a `TextMatch` (a document with the same normalized words, or passages of it), each
+placed in the streams that hold the document.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from lineage.answer import Answer, optional
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+class TextSpan(Answer):
+    """A passage shared by the query and a document: word and character ranges are
+    [start, end) on each side."""
+
+    query_words: tuple[int, int]
+    query_chars: tuple[int, int]
+    doc_words: tuple[int, int]
+    doc_chars: tuple[int, int] | None  # None: the document's text could not be read
+    doc_bytes: tuple[int, int] | None  # the passage's bytes in the document
+    verified: bool  # checked word for word against the document's text
+    windows: tuple[int, ...]  # windows that held the passage's own tokens (byte tokenizer)
+    steps: tuple[int, ...]
+
+
+class TextIndexSpec(Answer):
+    """The text index a text match was found in, and the specs it was built under."""
+
+    text_spec: str  # lineage-text/1
+    fingerprint_spec: str  # lineage-fingerprint/1
+    k: int  # words per fingerprinted gram
+    w: int  # winnowing window, in grams
+    unicode_version: str | None  # None: not recorded when the index was built
+
+
+class ExactMatch(Answer):
+    """A document whose bytes are the query's, in one stream (or in none)."""
+
+    corpus: str
+    manifest_hash: str | None  # the corpus manifest's hash
+    source: str
+    doc_id: str
+    match: str  # exact
+    containment: float  # 1.0
+    spans: tuple[TextSpan, ...]  # empty: the whole document matched
+    stream: str | None  # None: the document is in no stream
+    spec_hash: str | None  # the stream spec's hash
+    steps: tuple[int, ...]  # the steps that read the document's tokens
+    windows: tuple[int, ...]
+    epochs: tuple[int, ...]
+    run_steps: tuple[int, ...] | None = optional()  # those steps in the run (data skips moved them)
+    run_verdict: str | None = optional()  # trained, skipped-only, not-reached or in-corpus-only
+
+
+class TextMatch(Answer):
+    """A document matched as text: the same normalized words (`match` text) or passages
+    of it (`match` partial), in one stream (or in none)."""
+
+    corpus: str
+    source: str
+    doc_id: str
+    content_hash: str  # the document's bytes (blake3 hex)
+    text_hash: str  # the document's normalized text (blake3 hex, lineage-text/1)
+    match: str  # text or partial
+    containment: float  # share of the query's words the passages cover, to 4 places
+    fingerprints: int  # fingerprints the query shares with the document
+    spans: tuple[TextSpan, ...]
+    index: TextIndexSpec
+    note: str | None = optional()  # why the spans come from fingerprints only
+    manifest_hash: str | None
+    stream: str | None
+    spec_hash: str | None
+    steps: tuple[int, ...]
+    windows: tuple[int, ...]
+    epochs: tuple[int, ...]
+    run_steps: tuple[int, ...] | None = optional()
+    run_verdict: str | None = optional()
+
+
+class QueryAnswer(Answer):
+    """The answer for one query (a file, `<text N>` or `<stdin>`)."""
+
+    file: str  # the query's label
+    content_hash: str  # blake3 hex of the query's exact bytes
+    verdict: str  # in-stream, in-corpus-only, text-match, partial, trained, ... not-found
+    containment: float  # share of the query the matches cover
+    matches: tuple[ExactMatch | TextMatch, ...]
+    note: str | None = optional()  # why the query was not matched as text
+    text_hash: str | None = optional(present_with="words")  # None: the text has no words
+    words: int | None = optional()  # the query's words, when it was matched as text
+    run_verdict: str | None = optional()  # beside a text verdict: what the run did
+
+
+class FingerprintParameters(Answer):
+    """The fingerprint parameters every text match cites."""
+
+    spec: str  # lineage-fingerprint/1
+    k: int
+    w: int
+    guarantee_words: int  # any shared passage this long is found
+
+
+class TextEvidence(Answer):
+    """The specs and parameters text matching ran under."""
+
+    text_spec: str
+    unicode_version: str
+    fingerprint: FingerprintParameters
+    min_containment: float  # the share a `partial` verdict needs
+
+
+class TrainedOn(Answer):
+    """`lineage trained-on`: was this file or text trained on? One result per query.
+
+    `to_polars()` gives the matches: one row per (query, match), the query named by its
+    `file` label and `verdict`, then the match's `corpus, source, doc_id, content_hash`
+    (the document's bytes), `match` (exact, text, partial), `containment`, `fingerprints`
+    (null for exact matches), `manifest_hash, stream, spec_hash, steps, windows, epochs`,
+    and with a run `run_steps` and `run_verdict` (else null). A query without matches has
+    no row; spans and index evidence stay in `results`.
+    """
+
+    ROWS: ClassVar[str | None] = "results"
+
+    stream: str | None  # the stream asked about (None: every stream)
+    results: tuple[QueryAnswer, ...]
+    text_evidence: TextEvidence | None = optional()  # when any query was matched as text
+    run: str | None = optional()  # the run asked about
+    run_last_step: int | None = optional(present_with="run")  # None: no step recorded
+
+    def to_polars(self) -> pl.DataFrame:
+        """One row per (query, match); see the class docstring for the columns."""
+        import polars as pl
+
+        schema = _matches_schema()
+        rows = [_match_row(result, match, schema)
+                for result in self.results for match in result.matches]
+        return pl.DataFrame(rows, schema=schema)
+
+
+def _match_row(result: QueryAnswer, match: ExactMatch | TextMatch,
+               schema: dict[str, Any]) -> dict[str, Any]:
+    row = {**match.to_dict(), "file": result.file, "verdict": result.verdict}
+    if isinstance(match, ExactMatch):
+        row["content_hash"] = result.content_hash
+    return {column: row.get(column) for column in schema}
+
+
+def _matches_schema() -> dict[str, Any]:
+    import polars as pl
+
+    steps = pl.List(pl.Int64)
+    return {"file": pl.String, "verdict": pl.String, "corpus": pl.String,
+            "source": pl.String, "doc_id": pl.String, "content_hash": pl.String,
+            "match": pl.String, "containment": pl.Float64, "fingerprints": pl.Int64,
+            "manifest_hash": pl.String, "stream": pl.String, "spec_hash": pl.String,
+            "steps": steps, "windows": steps, "epochs": steps, "run_steps": steps,
+            "run_verdict": pl.String}
