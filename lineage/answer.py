@@ -21,14 +21,10 @@ A leaf module: it imports nothing of lineage, so every layer may use it.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import datetime as dt
-import decimal
 import re
 import types
 import typing
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import (
     TYPE_CHECKING,
@@ -346,6 +342,14 @@ def _json_scalar(value: Any) -> Any:
 
 def to_jsonable(value: Any) -> Any:
     """A value as JSON holds it: dates ISO 8601, bytes base64, decimals and UUIDs as text."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    # Imported here, not at start-up: only values JSON lacks get this far.
+    import base64
+    import datetime as dt
+    import decimal
+    import uuid
+
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):

@@ -252,29 +252,3 @@ def test_a_list_answer_equals_the_list_it_prints_as(store: Store):
     assert store.corpora() == [] and store.streams() == []
     assert isinstance(store.corpora(), AnswerList)
     assert store.corpora() != [{"name": "x"}]
-
-
-DOC_PAGE = Path(__file__).resolve().parents[1] / "docs" / "python-api-answers-stream.md"
-
-
-def test_the_documented_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     example_corpus: Path, capsys: pytest.CaptureFixture[str]):
-    """The page's blocks, in order, after what the Python API page's first block does."""
-    import re
-
-    import lineage
-
-    monkeypatch.chdir(tmp_path)
-    lineage.init_store("lineage-store")
-    store = lineage.open("lineage-store")
-    ingest_corpus(store, [example_corpus], corpus="example",
-                  license=["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
-                           "debian-copyright=NOASSERTION"])
-    build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    blocks = re.findall(r"```python\n(.*?)```", DOC_PAGE.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 4
-    namespace = {"lineage": lineage, "store": store}
-    for block in blocks:
-        exec(compile(block, str(DOC_PAGE), "exec"), namespace)
-    printed = capsys.readouterr().out
-    assert store.corpora().to_json() in printed

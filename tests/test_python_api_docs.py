@@ -96,3 +96,14 @@ def test_a_block_that_raises_is_named_by_its_line_and_first_line() -> None:
                        r"\('assert x == 1'\) raised ZeroDivisionError") as exc:
         run_blocks(blocks, "page.md")
     assert "page.md:11" in str(exc.value) or 'File "page.md"' in str(exc.value)
+
+
+def test_the_public_names_are_the_documented_ones():
+    """`lineage.__all__` is the page's "Public names" list, and every name resolves."""
+    import lineage
+
+    section = PAGE.read_text(encoding="utf-8").split("## Public names", 1)[1]
+    documented = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", section))
+    assert documented == set(lineage.__all__)
+    for name in lineage.__all__:
+        assert getattr(lineage, name) is not None, name

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lineage.errors import StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
-from lineage.store.answers import StoreInit
 
 if TYPE_CHECKING:
     import duckdb
+
+    from lineage.store.answers import StoreInit
 
 
 STORE_ENV = "LINEAGE_STORE"
@@ -165,6 +166,8 @@ class BaseStore:
 
 def init_store(path: str | os.PathLike[str]) -> StoreInit:
     """Create a store (idempotent): the directory, its folders and an empty catalog."""
+    from lineage.store.answers import StoreInit
+
     store = BaseStore(path)
     if store.root.exists() and not store.root.is_dir():
         raise StoreError(f"{store.root}: exists and is not a directory")
