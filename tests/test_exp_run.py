@@ -554,3 +554,31 @@ def test_a_name_taken_while_the_command_ran_becomes_the_next_attempt(
     listed = {r["id"]: r["attempt"] for r in Cli(store.root).json("exp", "list")}
     assert sorted(listed.values()) == [1, 2] and listed[exp_id] == 2
     assert Cli(store.root).json("exp", "show", "race")["id"] == exp_id  # the highest attempt
+
+
+def test_the_gate_checks_a_hub_cache_snapshot_as_verify_does(
+        cli: Cli, minilm_folder: Path, tmp_path: Path) -> None:
+    """The gate asks the same checksum question as `lineage verify`: a snapshot's links into
+    its own blobs are vetted with a list, and without a list its blob names are the source."""
+    from lineage.diligence.verify import folder_sums
+
+    from .test_hf_cache import blob_of, flip_byte, put_in_cache
+
+    snapshot = put_in_cache(minilm_folder, tmp_path / "hub")
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text(folder_sums(snapshot))
+    listed = json.loads(_run(cli, snapshot, "--sums", str(sums), "--json", "--",
+                             sys.executable, "-c", "pass").stdout)
+    (checked,) = [c for c in listed["checks"] if c["name"] == "checksums"]
+    assert listed["outcome"] == "passed" and checked["ok"]
+    assert {f["status"] for f in checked["files"]} == {"ok"}
+
+    blob = blob_of(snapshot, "model.safetensors")
+    flip_byte(blob, blob.stat().st_size // 2)  # inside a tensor: the structure still holds
+    marker = tmp_path / "ran"
+    stopped = json.loads(_run(cli, snapshot, "--json", "--", "touch", str(marker),
+                              code=1, revision="r2").stdout)
+    (checked,) = [c for c in stopped["checks"] if c["name"] == "checksums"]
+    assert stopped["outcome"] == "check-failed" and not checked["ok"]
+    assert stopped["failure"]["type"] == "hash mismatch"
+    assert stopped["failure"]["files"] == ["model.safetensors"] and not marker.exists()

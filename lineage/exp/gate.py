@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.diligence.risks import NOT_OK, check_risk_kinds, folder_risks, risk_verdict
+from lineage.diligence.verify import checksums_verdict
 from lineage.errors import InputError, UsageError
 from lineage.exp.facts import env_facts, git_facts, host_facts, lineage_version
 from lineage.exp.probe import probe_runtime
@@ -33,7 +34,8 @@ from lineage.exp.runner import (
     run_command,
 )
 from lineage.formats.folder import failure_type, read_folder
-from lineage.formats.sha256sums import read_sums, sha256_files, verify_sums
+from lineage.formats.hf_cache import Snapshot
+from lineage.formats.sha256sums import sha256_files
 from lineage.runs.chain import blake3_hex, canonical_json
 
 EXPERIMENT_SPEC = "lineage-experiment/2"
@@ -134,11 +136,9 @@ def _gate_checks(record: dict[str, Any], folder: Path, sums: str | Path | None,
     record["checks"].append({"name": "risks", "exit_code": 0 if risks["ok"] else 1, **risks})
     if not risks["ok"]:
         return _stop(record, _risk_failure(risks))
-    if sums is not None:
-        failure = _checksums(record, folder, Path(sums))
-        if failure:
-            return _stop(record, failure)
-    return None
+    failure = _checksums(record, folder, Path(sums) if sums is not None else None,
+                         model.snapshot)
+    return _stop(record, failure) if failure else None
 
 
 def _judge_command(record: dict[str, Any], allow_fallback: bool) -> dict[str, Any]:
@@ -206,14 +206,19 @@ def _risk_failure(risks: dict[str, Any]) -> dict[str, Any]:
                       f"the kind by name: --allow-risk {' --allow-risk '.join(kinds)}"}
 
 
-def _checksums(record: dict[str, Any], folder: Path, sums: Path) -> dict[str, Any] | None:
-    text = sums.read_text(encoding="utf-8", errors="replace")
-    record["sums"] = {"path": str(sums.resolve()),
-                      "sha256": sha256_files([sums])[sums], "text": text}
-    report = verify_sums(folder, read_sums(sums))
-    record["checks"].append({"name": "checksums", "exit_code": 0 if report.ok else 1,
-                             "ok": report.ok, "files": report.files})
-    return None if report.ok else _checksum_failure(report.files)
+def _checksums(record: dict[str, Any], folder: Path, sums: Path | None,
+               snapshot: Snapshot | None) -> dict[str, Any] | None:
+    """The checksum verdict `lineage verify` gives (a list, else a cache snapshot's blob
+    names), recorded as a check; nothing is recorded when there is no trusted source."""
+    if sums is not None:
+        record["sums"] = {"path": str(sums.resolve()), "sha256": sha256_files([sums])[sums],
+                          "text": sums.read_text(encoding="utf-8", errors="replace")}
+    verdict = checksums_verdict(folder, sums, snapshot=snapshot)
+    if verdict["ok"] is None:
+        return None
+    record["checks"].append({"name": "checksums", "exit_code": 0 if verdict["ok"] else 1,
+                             "ok": verdict["ok"], "files": verdict["files"]})
+    return None if verdict["ok"] else _checksum_failure(verdict["files"])
 
 
 # Checksum statuses -> (failure type, the action it calls for). A missing file is never
