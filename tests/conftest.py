@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +24,56 @@ from lineage.cli.main import app
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
+
+def load_tiny_run() -> Any:
+    """examples/tiny_run.py as a module (its `train` runs the demo's tiny training run)."""
+    spec = importlib.util.spec_from_file_location("tiny_run", EXAMPLES / "tiny_run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_spec_1_bundle(path: Path) -> dict[str, Any]:
+    """A bundle holding one record, exactly as lineage-experiment/1 and bundle/1 wrote
+    them (before whole logs were kept); returns the record."""
+    import zipfile
+
+    from lineage.exp.records import record_id
+    from lineage.runs.chain import blake3_hex, canonical_json
+
+    old = {"spec": "lineage-experiment/1", "name": "old", "created_at":
+           "2026-01-02T03:04:05.000000+00:00", "revision": "r", "quantization": None,
+           "source": None, "allow_fallback": False, "weights": {"path": "/w", "files": []},
+           "sums": None, "checks": [], "failure": None, "report": {}, "outcome": "passed",
+           "command": {"argv": ["true"], "exit_code": 0, "duration_s": 0.1,
+                       "stdout": {"blake3": "blake3:00", "bytes": 0, "tail": ""},
+                       "stderr": {"blake3": "blake3:00", "bytes": 0, "tail": ""}},
+           "host": {"os": "Linux", "machine": "x86_64", "cpu": "c", "cores": 1},
+           "runtime": {"python": "3.11.0", "implementation": "cpython", "packages": {}}}
+    data = canonical_json(old).encode()
+    member = f"records/{record_id(old)}.json"
+    listed = {member: blake3_hex(data)}
+    manifest = {"spec": "lineage-experiment-bundle/1", "members": listed,
+                "digest": blake3_hex(canonical_json(listed).encode())}
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(member, data)
+        archive.writestr("MANIFEST.json", canonical_json(manifest))
+    return old
+
+
+
+@pytest.fixture
+def weights(tmp_path: Path) -> Path:
+    """A tiny model folder: one safetensors file and a config (experiments gate it)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    save_file({"w": np.arange(8, dtype=np.float32)}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text('{"model_type": "tiny"}')
+    return folder
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:

@@ -4,7 +4,6 @@ have the documented columns and rows."""
 
 from __future__ import annotations
 
-import gzip
 import inspect
 import json
 from pathlib import Path
@@ -53,6 +52,7 @@ from lineage.text.answers import (
 
 from .conftest import Cli
 from .test_chain import WORLD, write_log
+from .test_trace import sonnet_within
 
 MATCH_COLUMNS = ["file", "verdict", "corpus", "source", "doc_id", "content_hash", "match",
                  "containment", "fingerprints", "manifest_hash", "stream", "spec_hash",
@@ -92,19 +92,6 @@ def _checkpoint(folder: Path, step: int) -> Path:
     return folder
 
 
-def _sonnet(store: Store, example_shards: Path, tmp_path: Path, first: int, last: int) -> Path:
-    """A sonnet whose tokens all fall in steps first..last, written out as a file."""
-    doc_id = store.sql(
-        "SELECT doc_id FROM occurrences WHERE stream = 's' AND stream_start >= "
-        f"{first * 256} AND stream_end <= {(last + 1) * 256} ORDER BY ordinal LIMIT 1"
-    ).rows[0][0]
-    texts = {json.loads(line)["id"]: json.loads(line)["text"] for line in
-             gzip.decompress((example_shards / "sonnets.jsonl.gz").read_bytes()).splitlines()}
-    path = tmp_path / f"{doc_id}.txt"
-    path.write_text(texts[doc_id], encoding="utf-8")
-    return path
-
-
 def _same_output(store: Store, answer: Answer | AnswerList[Any], *args: str,
                  code: int = 0) -> None:
     """The command prints exactly the answer's to_json(), and exits with `code`."""
@@ -119,8 +106,8 @@ def _same_output(store: Store, answer: Answer | AnswerList[Any], *args: str,
 
 def test_trained_on_prints_the_typed_answer(runs: Store, example_shards: Path,
                                             tmp_path: Path) -> None:
-    early = _sonnet(runs, example_shards, tmp_path, 0, 6)
-    late = _sonnet(runs, example_shards, tmp_path, 60, 200)
+    early = sonnet_within(runs, example_shards, tmp_path, 0, 6)
+    late = sonnet_within(runs, example_shards, tmp_path, 60, 200)
     text = early.read_text(encoding="utf-8")
     excerpt = "\n".join(late.read_text(encoding="utf-8").splitlines()[2:9])
     answer = runs.trained_on([str(early)])
@@ -140,7 +127,7 @@ def test_trained_on_prints_the_typed_answer(runs: Store, example_shards: Path,
 
 def test_trained_on_answers_are_typed_all_the_way_down(runs: Store, example_shards: Path,
                                                        tmp_path: Path) -> None:
-    early = _sonnet(runs, example_shards, tmp_path, 0, 6)
+    early = sonnet_within(runs, example_shards, tmp_path, 0, 6)
     text = early.read_text(encoding="utf-8")
     answer = runs.trained_on([str(early)], texts=[text.upper(), "   "], run="r")
     exact, same_text, wordless = answer.results
@@ -167,7 +154,7 @@ def test_trained_on_answers_are_typed_all_the_way_down(runs: Store, example_shar
 
 def test_trained_on_to_polars_is_one_row_per_query_and_match(
         runs: Store, example_shards: Path, tmp_path: Path) -> None:
-    early = _sonnet(runs, example_shards, tmp_path, 0, 6)
+    early = sonnet_within(runs, example_shards, tmp_path, 0, 6)
     excerpt = "\n".join(early.read_text(encoding="utf-8").splitlines()[1:10])
     answer = runs.trained_on([str(early)], texts=[excerpt, "nothing like any sonnet"],
                              run="r")
@@ -199,7 +186,7 @@ def test_the_store_method_has_the_commands_defaults() -> None:
 def test_the_lean_path_prints_the_typed_answer(runs: Store, example_shards: Path,
                                                tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    early = _sonnet(runs, example_shards, tmp_path, 0, 6)
+    early = sonnet_within(runs, example_shards, tmp_path, 0, 6)
     code = run_fast(["--store", str(runs.root), "trained-on", str(early), "--run", "r",
                      "--json"])
     assert code == 0
@@ -321,7 +308,7 @@ def test_a_key_present_with_another_may_be_null_and_is_checked() -> None:
 
 def test_a_match_is_read_as_the_type_its_keys_fit(runs: Store, example_shards: Path,
                                                    tmp_path: Path) -> None:
-    early = _sonnet(runs, example_shards, tmp_path, 0, 6)
+    early = sonnet_within(runs, example_shards, tmp_path, 0, 6)
     answer = runs.trained_on([str(early)]).to_dict()
     match = answer["results"][0]["matches"][0]
     swapped = {"corpus": match["corpus"], "source": match["source"], **match}

@@ -5,7 +5,6 @@ exit code the command line gives it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -21,18 +20,11 @@ from lineage.runs.chain import canonical_json, end_hash, step_hash
 from lineage.stream.build import build_stream
 
 from . import chain_reference as ref
-from .conftest import EXAMPLES, REPO, Cli
+from .conftest import EXAMPLES, REPO, Cli, load_tiny_run
 
 STEPS, EVERY, SKIP_ABOVE = 60, 20, 0.55  # the demo's run and rule, 60 steps of it
 MALICIOUS = REPO / "tests" / "fixtures" / "pickles" / "torch" / "torch_malicious_reduce.pt"
 
-
-def load_tiny_run() -> Any:
-    spec = importlib.util.spec_from_file_location("tiny_run", EXAMPLES / "tiny_run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
-from safetensors.numpy import save_file
 
 import lineage.exp
 from lineage.api import Store, init_store, open_store
@@ -26,18 +23,9 @@ from lineage.exp.answers import (
     ExperimentWeights,
 )
 
-from .conftest import Cli
+from .conftest import Cli, write_spec_1_bundle
 
 SCRIPT = "import sys; print('out'); print('err', file=sys.stderr); sys.exit({code})"
-
-
-@pytest.fixture
-def weights(tmp_path: Path) -> Path:
-    folder = tmp_path / "weights"
-    folder.mkdir()
-    save_file({"w": np.arange(8, dtype=np.float32)}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text('{"model_type": "tiny"}')
-    return folder
 
 
 def _command(code: int = 0) -> list[str]:
@@ -188,26 +176,9 @@ def test_export_and_import_are_what_the_commands_print(
 def test_a_spec_1_record_reads_with_none_for_what_it_lacks(cli: Cli, store: Store,
                                                            tmp_path: Path) -> None:
     from lineage.exp.records import record_id
-    from lineage.runs.chain import blake3_hex, canonical_json
 
-    old = {"spec": "lineage-experiment/1", "name": "old", "created_at":
-           "2026-01-02T03:04:05.000000+00:00", "revision": "r", "quantization": None,
-           "source": None, "allow_fallback": False, "weights": {"path": "/w", "files": []},
-           "sums": None, "checks": [], "failure": None, "report": {}, "outcome": "passed",
-           "command": {"argv": ["true"], "exit_code": 0, "duration_s": 0.1,
-                       "stdout": {"blake3": "blake3:00", "bytes": 0, "tail": ""},
-                       "stderr": {"blake3": "blake3:00", "bytes": 0, "tail": ""}},
-           "host": {"os": "Linux", "machine": "x86_64", "cpu": "c", "cores": 1},
-           "runtime": {"python": "3.11.0", "implementation": "cpython", "packages": {}}}
-    data = canonical_json(old).encode()
-    member = f"records/{record_id(old)}.json"
-    listed = {member: blake3_hex(data)}
-    manifest = {"spec": "lineage-experiment-bundle/1", "members": listed,
-                "digest": blake3_hex(canonical_json(listed).encode())}
     bundle = tmp_path / "old.zip"
-    with zipfile.ZipFile(bundle, "w") as archive:
-        archive.writestr(member, data)
-        archive.writestr("MANIFEST.json", canonical_json(manifest))
+    old = write_spec_1_bundle(bundle)
     assert lineage.exp.import_bundle(store, bundle).added == (record_id(old),)
     shown = lineage.exp.show(store, "old")
     assert cli("exp", "show", "old", "--json").stdout == shown.to_json() + "\n"

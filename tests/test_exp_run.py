@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import blake3
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from safetensors.numpy import save_file
 
 from lineage.api import Store
 from lineage.errors import InputError
@@ -26,18 +24,9 @@ from lineage.exp.bundle import import_bundle
 from lineage.exp.gate import run_experiment
 from lineage.exp.probe import find_interpreter, probe_runtime
 
-from .conftest import Cli, spawn_lineage
+from .conftest import Cli, spawn_lineage, write_spec_1_bundle
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-
-
-@pytest.fixture
-def weights(tmp_path: Path) -> Path:
-    folder = tmp_path / "weights"
-    folder.mkdir()
-    save_file({"w": np.arange(8, dtype=np.float32)}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text('{"model_type": "tiny"}')
-    return folder
 
 
 def _run(cli: Cli, weights: Path, *args: str, code: int | None = 0,
@@ -391,29 +380,10 @@ def test_a_bundle_with_a_swapped_log_is_refused(
 
 
 def test_an_old_bundle_without_logs_still_imports(tmp_path: Path) -> None:
-    from lineage.runs.chain import blake3_hex, canonical_json
-
-    # A record and bundle exactly as lineage-experiment/1 and bundle/1 wrote them.
-    old = {"spec": "lineage-experiment/1", "name": "old", "created_at":
-           "2026-01-02T03:04:05.000000+00:00", "revision": "r", "quantization": None,
-           "source": None, "allow_fallback": False, "weights": {"path": "/w", "files": []},
-           "sums": None, "checks": [], "failure": None, "report": {}, "outcome": "passed",
-           "command": {"argv": ["true"], "exit_code": 0, "duration_s": 0.1,
-                       "stdout": {"blake3": "blake3:00", "bytes": 0, "tail": ""},
-                       "stderr": {"blake3": "blake3:00", "bytes": 0, "tail": ""}},
-           "host": {"os": "Linux", "machine": "x86_64", "cpu": "c", "cores": 1},
-           "runtime": {"python": "3.11.0", "implementation": "cpython", "packages": {}}}
     from lineage.exp.records import record_id
 
-    data = canonical_json(old).encode()
-    name = f"records/{record_id(old)}.json"
-    listed = {name: blake3_hex(data)}
-    manifest = {"spec": "lineage-experiment-bundle/1", "members": listed,
-                "digest": blake3_hex(canonical_json(listed).encode())}
     bundle = tmp_path / "old.zip"
-    with zipfile.ZipFile(bundle, "w") as archive:
-        archive.writestr(name, data)
-        archive.writestr("MANIFEST.json", canonical_json(manifest))
+    old = write_spec_1_bundle(bundle)
     cli = Cli(tmp_path / "store")
     cli("init")
     assert cli.json("exp", "import", str(bundle))["added"] == [record_id(old)]

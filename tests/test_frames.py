@@ -4,13 +4,11 @@ bytes differ from what the catalog recorded."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import polars as pl
@@ -27,7 +25,7 @@ from lineage.schemas import BULK_TABLES
 from lineage.store.frames import catalog_tables, table_names
 from lineage.stream.build import build_stream
 
-from .conftest import EXAMPLES, Cli
+from .conftest import EXAMPLES, Cli, load_tiny_run
 
 DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
                  "debian-copyright=NOASSERTION"]  # as examples/demo.sh gives them
@@ -36,13 +34,6 @@ POLARS_TYPES = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "UBIGINT": pl.UInt64,
                 "UINTEGER": pl.UInt32, "DOUBLE": pl.Float64, "BOOLEAN": pl.Boolean,
                 "TIMESTAMP": pl.Datetime("us"), "VARCHAR[]": pl.List(pl.String)}
 
-
-def _tiny_run() -> Any:
-    spec = importlib.util.spec_from_file_location("tiny_run", EXAMPLES / "tiny_run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +46,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Store:
     ingest_corpus(store, [EXAMPLES / "shards" / "sonnets.jsonl.gz"], corpus="poems",
                   license="LicenseRef-PublicDomain")
     build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    _tiny_run().train(store, "main", steps=12, out=root / "run", checkpoint_every=6)
+    load_tiny_run().train(store, "main", steps=12, out=root / "run", checkpoint_every=6)
     ingest_steps(store, root / "run" / "steps.jsonl", run="tiny", stream="main",
                  world_size=2)
     return store

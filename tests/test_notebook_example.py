@@ -3,7 +3,6 @@ real PNG images, and every number it prints is what the store answers."""
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 import subprocess
 import sys
@@ -18,20 +17,13 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
 from lineage.stream.build import build_stream
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, load_tiny_run
 
 STEPS = 40  # of the demo's 200: enough for clipped and skipped steps, and quick
 PLOTS = ("source_shares.png", "loss.png", "documents_per_step.png")
 DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
                  "debian-copyright=NOASSERTION"]
 
-
-def _tiny_run() -> Any:
-    spec = importlib.util.spec_from_file_location("tiny_run", EXAMPLES / "tiny_run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +39,7 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path, str
                           EXAMPLES / "shards" / "poems.parquet"], corpus="poems",
                   license="LicenseRef-PublicDomain", fingerprints=False)
     build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    _tiny_run().train(store, "main", steps=STEPS, out=root / "demo-run")
+    load_tiny_run().train(store, "main", steps=STEPS, out=root / "demo-run")
     ingest_steps(store, root / "demo-run" / "steps.jsonl", run="tiny", stream="main",
                  world_size=2)
     done = subprocess.run(

@@ -42,7 +42,7 @@ def test_trace_names_the_documents_of_clipped_and_skipped_steps(traced: Store) -
         traced.trace("r", step=99)
 
 
-def _sonnet_within(store: Store, example_shards: Path, tmp_path: Path, first: int,
+def sonnet_within(store: Store, example_shards: Path, tmp_path: Path, first: int,
                    last: int) -> Path:
     """Write out a sonnet whose tokens all fall in steps first..last (256 tokens a step)."""
     doc_id = store.sql(
@@ -57,9 +57,9 @@ def _sonnet_within(store: Store, example_shards: Path, tmp_path: Path, first: in
 
 
 def test_trained_on_with_a_run(traced: Store, example_shards: Path, tmp_path: Path) -> None:
-    trained = _sonnet_within(traced, example_shards, tmp_path, 0, 6)
-    skipped = _sonnet_within(traced, example_shards, tmp_path, 7, 11)
-    later = _sonnet_within(traced, example_shards, tmp_path, 60, 200)
+    trained = sonnet_within(traced, example_shards, tmp_path, 0, 6)
+    skipped = sonnet_within(traced, example_shards, tmp_path, 7, 11)
+    later = sonnet_within(traced, example_shards, tmp_path, 60, 200)
     answer = traced.trained_on([str(trained), str(skipped), str(later)], run="r")
     verdicts = [r["verdict"] for r in answer["results"]]
     assert verdicts == ["trained", "skipped-only", "not-reached"]
@@ -74,8 +74,8 @@ def test_trained_on_with_a_run(traced: Store, example_shards: Path, tmp_path: Pa
 
 def test_text_queries_keep_their_verdict_and_each_match_says_what_the_run_did(
         traced: Store, example_shards: Path, tmp_path: Path) -> None:
-    trained = _sonnet_within(traced, example_shards, tmp_path, 0, 6).read_text()
-    skipped = _sonnet_within(traced, example_shards, tmp_path, 7, 11).read_text()
+    trained = sonnet_within(traced, example_shards, tmp_path, 0, 6).read_text()
+    skipped = sonnet_within(traced, example_shards, tmp_path, 7, 11).read_text()
     answer = traced.trained_on(texts=[trained.upper(), " ".join(skipped.split())], run="r")
     first, second = answer["results"]
     assert (first["verdict"], second["verdict"]) == ("text-match", "text-match")
@@ -93,9 +93,9 @@ def test_trained_on_follows_a_run_past_its_data_skip(
     # step 6 jumps over windows 24..63 (stream steps 6..15), then reads 64..67, and so on
     log = write_log(run_store, tmp_path / "steps.jsonl", range(12), data_skips={6: 40})
     ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
-    jumped = _sonnet_within(run_store, example_shards, tmp_path, 6, 15)
-    read = _sonnet_within(run_store, example_shards, tmp_path, 16, 21)
-    later = _sonnet_within(run_store, example_shards, tmp_path, 30, 200)
+    jumped = sonnet_within(run_store, example_shards, tmp_path, 6, 15)
+    read = sonnet_within(run_store, example_shards, tmp_path, 16, 21)
+    later = sonnet_within(run_store, example_shards, tmp_path, 30, 200)
     answer = run_store.trained_on([str(jumped), str(read), str(later)], run="r")
     assert [r["verdict"] for r in answer["results"]] == ["skipped-only", "trained",
                                                          "not-reached"]
