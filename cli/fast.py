@@ -26,25 +26,28 @@ def run_fast(argv: list[str]) -> int | None:
     try:
         from lineage.api import open_store
         from lineage.errors import EXIT_NO
+        from lineage.jsonout import json_text
 
         store = open_store(store_path)
+        # Each question's JSON object as is, not the Store method's typed answer: the
+        # answer classes take ~3 ms to set up in a fresh process, a lookup takes less.
+        # The tests hold this output equal to the full command line's, which prints the
+        # typed answer's to_json().
         if command == "docs":
+            from lineage.stream.query import docs_in_step
+
             if "--step" not in options or positional:
                 return None
-            text = store.docs_in_step(
-                options["--step"], stream=options.get("--stream"), rank=options.get("--rank"),
-                world_size=options.get("--world-size"), window=options.get("--window")
-            ).to_json()
+            text = json_text(docs_in_step(
+                store, options["--step"], stream=options.get("--stream"),
+                rank=options.get("--rank"), world_size=options.get("--world-size"),
+                window=options.get("--window")))
             code = 0
         else:
-            from lineage.answer import json_text
             from lineage.text.trained_on import all_found, trained_on
 
             if not positional:
                 return None
-            # The question's JSON object as is, not `store.trained_on`'s typed answer: the
-            # answer classes take ~3 ms to set up in a fresh process, more than a lookup
-            # by hash adds. Tests hold the output equal to the typed answer's to_json().
             answer = trained_on(store, positional, stream=options.get("--stream"),
                                 run=options.get("--run"))
             text = json_text(answer)

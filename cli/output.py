@@ -96,7 +96,7 @@ def _console(to_stderr: bool) -> Console:
 
 
 def emit_json(value: Any) -> None:
-    from lineage.answer import json_text
+    from lineage.jsonout import json_text
 
     sys.stdout.write(json_text(value) + "\n")
 

@@ -22,7 +22,6 @@ A leaf module: it imports nothing of lineage, so every layer may use it.
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,8 +36,12 @@ from typing import (
     dataclass_transform,
 )
 
+from lineage.jsonout import json_text, to_jsonable
+
 if TYPE_CHECKING:
     import polars as pl
+
+__all__ = ["Answer", "AnswerList", "json_text", "keyed", "optional", "to_jsonable"]
 
 # An integer field that may exceed 2^63 - 1 (a seed, 0 to 2^64 - 1): a plain int in Python,
 # a UInt64 column in `to_polars()`.
@@ -47,7 +50,6 @@ UInt64 = NewType("UInt64", int)
 _OMIT_NONE = "lineage.omit_none"
 _KEY = "lineage.key"
 _WITH = "lineage.present_with"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def optional(*, key: str | None = None, present_with: str | None = None) -> Any:
@@ -313,59 +315,4 @@ def _plain(value: Any) -> Any:
         return [_plain(item) for item in value]
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
-    return value
-
-
-# -- the JSON every --json prints ---------------------------------------------------------
-
-
-def json_text(value: Any) -> str:
-    """The JSON every `--json` prints: indented, UTF-8 as is, with the scalars JSON lacks
-    (dates, decimals, UUIDs, bytes) converted as `to_jsonable` does. Conversion happens in
-    json's `default` hook, so large answers are not walked twice."""
-    import json
-
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
-    if text.isascii():  # constant time in CPython: most answers end here
-        return text
-    # A lone surrogate (an undecodable byte of a file name) cannot be written as UTF-8:
-    # JSON's own escape for it reads back as the same string.
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _json_scalar(value: Any) -> Any:
-    converted = to_jsonable(value)
-    if converted is value:
-        raise TypeError(f"{type(value).__name__} is not JSON serializable")
-    return converted
-
-
-def to_jsonable(value: Any) -> Any:
-    """A value as JSON holds it: dates ISO 8601, bytes base64, decimals and UUIDs as text."""
-    if value is None or isinstance(value, str | int | float):
-        return value
-    # Imported here, not at start-up: only values JSON lacks get this far.
-    import base64
-    import datetime as dt
-    import decimal
-    import uuid
-
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, Answer):
-        return to_jsonable(value.to_dict())
-    if isinstance(value, AnswerList):
-        return to_jsonable(value.to_list())
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
     return value

@@ -80,7 +80,7 @@ def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,
     if format == "json":
         import json
 
-        from lineage.answer import to_jsonable
+        from lineage.jsonout import to_jsonable
 
         return json.dumps(to_jsonable(inspection), indent=2, ensure_ascii=False) + "\n"
     from lineage.diligence.render import render_html, render_markdown

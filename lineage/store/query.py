@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lineage.answer import json_text, to_jsonable
+from lineage.jsonout import json_text, to_jsonable
 
 if TYPE_CHECKING:
     import polars as pl
