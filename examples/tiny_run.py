@@ -8,7 +8,10 @@ model), and the chain header declares that rule so `lineage chain verify` checks
 step against it. Each step is appended to a lineage-chain/2 step log (tensors digested,
 batch digests from the reader); every CHECKPOINT_EVERY steps (declared too) the weights
 go to model.safetensors and the optimizer moments and clipped gradients, under their
-chain names, to optimizer/state.safetensors. The chain is closed at the end.
+chain names, to optimizer/state.safetensors. The chain is closed at the end. `replay`
+runs one step again from a checkpoint, for `lineage audit replay`:
+
+    lineage audit replay tiny --step 50 --replayer examples/tiny_run.py:replay
 
     python examples/tiny_run.py --store demo-store --stream main --steps 200 --out run-out
 """
@@ -22,7 +25,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 import lineage
-from lineage.runs.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, ChainWriter
+from lineage.runs.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, WEIGHTS_PREFIX, ChainWriter
 from lineage.runs.skip_rule import SkipRule, SkipTracker
 from lineage.stream.reader import SEPARATOR, StreamReader
 
@@ -37,8 +40,8 @@ CHECKPOINT_EVERY = 50
 SEED = 42
 
 
-def init_weights() -> dict[str, np.ndarray]:
-    rng = np.random.Generator(np.random.Philox(SEED))  # counter-based: same on every machine
+def init_weights(seed: int = SEED) -> dict[str, np.ndarray]:
+    rng = np.random.Generator(np.random.Philox(seed))  # counter-based: same on every machine
     return {"embed": (rng.standard_normal((VOCAB, DIM)) * 0.1).astype(np.float32),
             "out": (rng.standard_normal((DIM, VOCAB)) * 0.1).astype(np.float32)}
 
@@ -59,6 +62,16 @@ def loss_and_grads(w: dict[str, np.ndarray], windows: list) -> tuple[float, dict
     grad_embed = np.zeros_like(w["embed"])
     np.add.at(grad_embed, x, grad_hidden)
     return loss, {"embed": grad_embed.astype(np.float32), "out": grad_out.astype(np.float32)}
+
+
+def clip_gradients(grads: dict[str, np.ndarray],
+                   clip: float) -> tuple[float, bool, dict[str, np.ndarray]]:
+    """The pre-clip global norm, whether it was clipped, and the gradients after."""
+    norm = float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum())
+                             for g in grads.values())))
+    if norm > clip:
+        grads = {k: (g * (clip / norm)).astype(np.float32) for k, g in grads.items()}
+    return norm, norm > clip, grads
 
 
 def main() -> None:
@@ -91,11 +104,7 @@ def train(store: lineage.Store, stream: str, *, steps: int, out: Path, skip_abov
     total = min(steps, int(reader.info["steps"]))
     for step in range(total):
         loss, grads = loss_and_grads(weights, reader.windows(step))
-        norm = float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum())
-                                 for g in grads.values())))
-        clipped = norm > CLIP
-        if clipped:
-            grads = {k: (g * (CLIP / norm)).astype(np.float32) for k, g in grads.items()}
+        norm, clipped, grads = clip_gradients(grads, CLIP)
         skipped = tracker.decide(step, norm)
         if not skipped:
             adam(weights, grads, moments, step + 1)
@@ -122,13 +131,40 @@ def save_checkpoint(folder: Path, step: int, weights: dict[str, np.ndarray],
 
 
 def adam(w: dict[str, np.ndarray], g: dict[str, np.ndarray], m: dict[str, np.ndarray],
-         t: int, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+         t: int, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, lr: float = LR) -> None:
     for k in w:
         m[f"{k}.m"] = (b1 * m[f"{k}.m"] + (1 - b1) * g[k]).astype(np.float32)
         m[f"{k}.v"] = (b2 * m[f"{k}.v"] + (1 - b2) * g[k] * g[k]).astype(np.float32)
         m_hat = m[f"{k}.m"] / (1 - b1**t)
         v_hat = m[f"{k}.v"] / (1 - b2**t)
-        w[k] = (w[k] - LR * m_hat / (np.sqrt(v_hat) + eps)).astype(np.float32)
+        w[k] = (w[k] - lr * m_hat / (np.sqrt(v_hat) + eps)).astype(np.float32)
+
+
+def replay(state: dict[str, np.ndarray], batch: list, *, step: int, record: dict,
+           config: dict) -> dict:
+    """One step again, for `lineage audit replay` (docs/audit-spec.md, "Replay protocol"):
+    the state after step-1 under chain names ({} at step 0: the initial weights from the
+    config's seed, zero moments), the step's windows and its chain inputs in; the state
+    after the step, its loss, pre-clip norm and clipping out. It runs the same code as
+    `train`, so an honest run's steps replay bit for bit."""
+    if step == 0 and not state:
+        weights = init_weights(int(config["seed"]))
+        moments = {f"{k}.{m}": np.zeros_like(v) for k, v in weights.items() for m in ("m", "v")}
+    else:
+        weights = _under(state, WEIGHTS_PREFIX)
+        moments = _under(state, OPTIMIZER_PREFIX)
+    loss, grads = loss_and_grads(weights, batch)
+    norm, clipped, grads = clip_gradients(grads, float(config["clip"]))
+    if not record["skipped"]:
+        adam(weights, grads, moments, step + 1, lr=float(record["lr"]))
+    out: dict = {WEIGHTS_PREFIX + k: v for k, v in weights.items()}
+    out |= {OPTIMIZER_PREFIX + k: v for k, v in moments.items()}
+    out |= {GRADIENTS_PREFIX + k: v for k, v in grads.items()}
+    return out | {"loss": loss, "grad_norm": norm, "clipped": clipped}
+
+
+def _under(state: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {k[len(prefix):]: v.copy() for k, v in state.items() if k.startswith(prefix)}
 
 
 if __name__ == "__main__":
