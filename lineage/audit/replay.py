@@ -314,9 +314,9 @@ def _starting_state(store: BaseStore, target: RunStep,
         return {}, {"kind": "initial"}
     if start is None:
         folder, origin = published_start(store, target)
-    else:
-        folder, origin = start, intermediate_start(start, target)
-    return checked_state(folder, target), origin
+        return checked_state(folder, target), origin
+    state = checked_state(start, target)
+    return state, intermediate_start(start, target)
 
 
 def _call(replayer: Replayer, name: str, state: dict[str, Any], batch: list[Any],

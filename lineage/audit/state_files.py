@@ -86,7 +86,7 @@ def require_new_folder(folder: Path) -> None:
 def write_tensors(path: Path, tensors: dict[str, Any], *, metadata: dict[str, str]) -> None:
     """A safetensors file: 8-byte length, JSON header padded to 8 bytes, data in name
     order (the layout the safetensors library writes)."""
-    arrays = {name: np.ascontiguousarray(tensors[name]) for name in sorted(tensors)}
+    arrays = {name: np.asarray(tensors[name]) for name in sorted(tensors)}  # 0-d stays 0-d
     header: dict[str, Any] = {"__metadata__": metadata}
     offset = 0
     for name, array in arrays.items():
@@ -101,7 +101,8 @@ def write_tensors(path: Path, tensors: dict[str, Any], *, metadata: dict[str, st
     with open(partial, "wb") as handle:
         handle.write(struct.pack("<Q", len(raw)) + raw)
         for array in arrays.values():
-            handle.write(array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
+            handle.write(array.astype(array.dtype.newbyteorder("<"), copy=False)
+                         .tobytes(order="C"))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(partial, path)
