@@ -223,6 +223,16 @@ def test_a_tampered_relay_checkpoint_is_refused_before_replaying(
     with pytest.raises(InputError, match="lying: weights-digest: .* of step 5"):
         replay_step(store, "tiny", 6, spy, replayer_name="spy", start=lying)
 
+    claims = tmp_path / "claims"  # true tensors, a record claiming another chain state
+    shutil.copytree(tmp_path / "good", claims)
+    lines = (claims / RECORDS_FILE).read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[1]) | {"state_hash": "blake3:" + "0" * 64}
+    (claims / RECORDS_FILE).write_text(lines[0] + "\n" + canonical_json(record) + "\n",
+                                       encoding="utf-8")
+    with pytest.raises(InputError, match=r"claims/audit-records.jsonl: state-hash: the "
+                       r"checkpoint record claims blake3:0{64}, the chain's step 4 has"):
+        replay_step(store, "tiny", 5, spy, replayer_name="spy", start=claims)
+
     recordless = tmp_path / "recordless"
     shutil.copytree(tmp_path / "good", recordless)
     (recordless / RECORDS_FILE).unlink()
@@ -329,7 +339,9 @@ def test_replayer_results_that_break_the_protocol_are_named(demo: tuple[Store, P
              (lambda s, b, **kw: {"weights/x": np.zeros(1), "grad_norm": 1.0},
               "returned no number 'loss'"),
              (lambda s, b, **kw: {"loss": 1.0, "grad_norm": 1.0}, "no weights/… tensors"),
-             (lambda s, b, **kw: 1 / 0, "failed at step 4: ZeroDivisionError")]
+             (lambda s, b, **kw: 1 / 0, "failed at step 4: ZeroDivisionError"),
+             (lambda s, b, **kw: {**tiny.replay(s, b, **kw), "backend": 3},
+              "'backend' is not a name")]
     for function, message in cases:
         with pytest.raises(UsageError, match=f"replayer bad: {message}|{message}"):
             replay_step(store, "tiny", 4, function, replayer_name="bad")
@@ -437,3 +449,14 @@ def test_command_errors_before_replaying(demo: tuple[Store, Path], tmp_path: Pat
         assert message in out.stderr and out.stderr.count("\n") == 1, out.stderr
     out = cli("audit", "replay", "nope", "--step", "1", "--replayer", REPLAYER, code=2)
     assert "no run named 'nope'" in out.stderr
+
+
+def test_swap_is_read_from_the_kernels_counters() -> None:
+    from lineage.audit import machine
+
+    counters = machine.swap_counters()
+    if Path("/proc/vmstat").is_file():
+        assert counters is not None and all(isinstance(c, int) and c >= 0 for c in counters)
+    assert machine.swapped_between((5, 7), (5, 8)) and machine.swapped_between((5, 7), (6, 7))
+    assert not machine.swapped_between((5, 7), (5, 7))
+    assert not machine.swapped_between(None, (5, 8))  # not measured: reported as no swap

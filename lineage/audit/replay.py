@@ -208,10 +208,12 @@ def intermediate_start(folder: Path, target: RunStep) -> dict[str, Any]:
     for record in _folder_records(folder):
         if record.get("kind") == "checkpoint" and record.get("run") == target.run and \
                 record.get("step") == at:
-            if record.get("state_hash") != previous.get("state_hash"):
-                raise InputError(folder / RECORDS_FILE, f"state-hash: the checkpoint record "
-                                 f"claims {record.get('state_hash')}, the chain's step {at} "
-                                 f"is {previous.get('state_hash')}; refusing to replay")
+            for key in ("state_hash", "weights_digest", "state_digest"):
+                if record.get(key) != previous.get(key):
+                    raise InputError(folder / RECORDS_FILE, f"{key.replace('_', '-')}: the "
+                                     f"checkpoint record claims {record.get(key)}, the "
+                                     f"chain's step {at} has {previous.get(key)}; refusing "
+                                     "to replay")
             return {"kind": "intermediate", "step": at, "checkpoint": record_id(record),
                     "state_digest": previous.get("state_digest")}
     raise InputError(folder / RECORDS_FILE, f"checkpoint-record: no checkpoint record of "
@@ -286,10 +288,6 @@ def replay_step(
     swapped = machine.swapped_between(before, machine.swap_counters())
     tensors = {k: v for k, v in outcome.items() if k.startswith(STATE_PREFIXES)}
     body = replayed_record(target, outcome, tensors, digests)
-    tools = {"lineage": __version__, "python": _python(), "numpy": _numpy(),
-             "replayer": replayer_name}
-    if replayer_source:
-        tools["replayer_source"] = replayer_source
     attestation = {
         "spec": SPEC, "kind": "attestation", "run": run, "chain_head": target.head,
         "step": step, "unit": "step-replay", "start": origin,
@@ -297,13 +295,13 @@ def replay_step(
         "expected": target.record["state_hash"],
         "machine": machine.machine_facts(swapped=swapped, backend=outcome.get("backend"),
                                          device=outcome.get("device")),
-        "duration_s": round(duration, 6), "tools": tools, "auditor": _auditor(auditor),
-        "created_at": _utc(now),
+        "duration_s": round(duration, 6), "tools": _tools(replayer_name, replayer_source),
+        "auditor": _auditor(auditor), "created_at": _utc(now),
     }
-    attestation["result"] = "match" if attestation["state_hash"] == attestation["expected"] \
-        else "mismatch"
+    matched = attestation["state_hash"] == attestation["expected"]
+    attestation["result"] = "match" if matched else "mismatch"
     checkpoint = None
-    if save is not None and attestation["result"] == "match":
+    if save is not None and matched:
         checkpoint = save_relay(save, target, tensors, body, attestation)
     return {"attestation": attestation, "checkpoint": checkpoint}
 
@@ -335,6 +333,9 @@ def _call(replayer: Replayer, name: str, state: dict[str, Any], batch: list[Any]
         if isinstance(outcome.get(key), bool) or \
                 not isinstance(outcome.get(key), int | float):
             raise UsageError(f"replayer {name}: returned no number {key!r}")
+    for key in ("backend", "device"):
+        if key in outcome and not (isinstance(outcome[key], str) and outcome[key]):
+            raise UsageError(f"replayer {name}: {key!r} is not a name")
     if not any(k.startswith(WEIGHTS_PREFIX) for k in outcome):
         raise UsageError(f"replayer {name}: returned no weights/… tensors")
     return outcome
@@ -385,6 +386,14 @@ def record_id(record: Mapping[str, Any]) -> str:
     """blake3 of the canonical record without its signature (docs/audit-spec.md)."""
     body = {k: v for k, v in record.items() if k != "signature"}
     return blake3_hex(canonical_json(body).encode("utf-8"))
+
+
+def _tools(replayer_name: str, replayer_source: str | None) -> dict[str, str]:
+    tools = {"lineage": __version__, "python": _python(), "numpy": _numpy(),
+             "replayer": replayer_name}
+    if replayer_source:
+        tools["replayer_source"] = replayer_source
+    return tools
 
 
 def _auditor(name: str) -> dict[str, Any]:
