@@ -22,6 +22,9 @@ from .conftest import Cli, run_lineage
 # {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
 S, NS = ("--store", "{STORE}"), ("--store", "{NOSTORE}")
 MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
+    "audit replay": [(*S, "audit", "replay", "nope", "--step", "1", "--replayer", "json:loads"),
+                     (*NS, "audit", "replay", "nope", "--step", "1", "--replayer",
+                      "json:loads", "--from", "{MISSING}")],
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],
     "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],
