@@ -459,6 +459,20 @@ def test_tensor_digest_depends_on_names_dtypes_shapes_and_bytes() -> None:
     assert tensor_digest({"x": memoryview(a).cast("B").cast("f", (2, 3))}) == base
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0, 4)])
+def test_a_tensor_with_no_elements_is_digested_as_a_checkpoint_file_holds_it(
+        shape: tuple[int, ...], tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    from lineage.runs.checkpoint_evidence import weights_digest
+
+    tensors = {"empty": np.zeros(shape, dtype=np.float32), "w": np.ones(3, dtype=np.float16)}
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    digest = tensor_digest(tensors)
+    assert digest == weights_digest(tmp_path) == ref.tensor_digest(tensors)
+    assert digest != tensor_digest({"w": tensors["w"]})
+
+
 def test_cli_run_and_chain(run_store: Store, tmp_path: Path) -> None:
     log = write_log(run_store, tmp_path / "steps.jsonl", range(8), clip_at={2}, close=True)
     cli = Cli(run_store.root)

@@ -193,13 +193,16 @@ def tensor_bytes(value: Any) -> tuple[str, tuple[int, ...], memoryview]:
         if getattr(value.dtype, "byteorder", "=") == ">":
             value = value.byteswap().view(value.dtype.newbyteorder("<"))
         contiguous = value if value.flags["C_CONTIGUOUS"] else value.copy(order="C")
-        return _NUMPY_DTYPES[name], tuple(int(d) for d in value.shape), \
-            memoryview(contiguous).cast("B")
+        shape = tuple(int(d) for d in value.shape)
+        if contiguous.nbytes == 0:  # a view with a zero in its shape cannot be cast
+            return _NUMPY_DTYPES[name], shape, memoryview(b"")
+        return _NUMPY_DTYPES[name], shape, memoryview(contiguous).cast("B")
     view = memoryview(value)
     fmt = view.format.lstrip("<=@")
     if fmt not in _BUFFER_FORMATS:
         raise TypeError(f"unsupported buffer format {view.format!r}")
-    return _BUFFER_FORMATS[fmt], tuple(view.shape or ()), view.cast("B")
+    data = view.cast("B") if view.nbytes else memoryview(b"")
+    return _BUFFER_FORMATS[fmt], tuple(view.shape or ()), data
 
 
 def _torch_bytes(tensor: Any) -> tuple[str, tuple[int, ...], memoryview]:
