@@ -29,9 +29,13 @@ def export(
 ) -> None:
     """Write the run's audit records as a self-verifying bundle (signatures kept)."""
     from lineage.audit.bundle import write_bundle
+    from lineage.runs.query import get_run
+
+    store = current_store(ctx)
+    get_run(store, run)  # an unknown run is an error, not an empty bundle
     from lineage.audit.ledger import iter_records
 
-    result = write_bundle(iter_records(current_store(ctx), run), out, run=run)
+    result = write_bundle(iter_records(store, run), out, run=run)
     if json:
         output.emit_json(result)
     else:
@@ -55,10 +59,11 @@ def import_(
 ) -> None:
     """Check a bundle (ids, digests, signatures) and add its records (idempotent)."""
     from lineage.audit.bundle import read_bundle
-    from lineage.audit.ledger import add_records
 
     records = read_bundle(bundle, allowed_signers=allowed_signers,
-                          require_signed=require_signed)
+                          require_signed=require_signed)  # all checked before the store
+    from lineage.audit.ledger import add_records
+
     added = add_records(current_store(ctx), records, source=f"bundle {bundle.name}")
     result: dict[str, Any] = {
         "bundle": str(bundle), "records": len(records),

@@ -22,6 +22,13 @@ from .conftest import Cli, run_lineage
 # {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
 S, NS = ("--store", "{STORE}"), ("--store", "{NOSTORE}")
 MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
+    "audit export": [(*S, "audit", "export", "nope", "-o", "{DIR}/out.zip"),
+                     (*NS, "audit", "export", "nope", "-o", "{DIR}/out.zip")],
+    "audit import": [(*S, "audit", "import", "{MISSING}"),
+                     (*S, "audit", "import", "{DIR}", "--allowed-signers", "{MISSING}"),
+                     (*NS, "audit", "import", "{MISSING}")],
+    "audit sign": [("audit", "sign", "{MISSING}", "--key", "{FILE}"),
+                   ("audit", "sign", "{DIR}", "--key", "{MISSING}")],
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],
     "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],

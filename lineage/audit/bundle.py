@@ -79,6 +79,7 @@ def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
     """The records of a bundle, every check passed (see the module docstring). With
     `allowed_signers`, a signed record counts only when its key may sign as its auditor's
     name; with `require_signed`, an unsigned record is refused."""
+    allowed = parse_allowed_signers(allowed_signers) if allowed_signers is not None else None
     manifest, data = _read_members(Path(path))
     records = _parse_records(path, data, manifest)
     for name, digest in manifest["members"].items():
@@ -87,7 +88,6 @@ def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
     body = {key: value for key, value in manifest.items() if key != "digest"}
     if blake3_hex(canonical_json(body).encode("utf-8")) != manifest["digest"]:
         raise InputError(path, "the manifest does not match its digest: refused")
-    allowed = parse_allowed_signers(allowed_signers) if allowed_signers is not None else None
     for record in records:
         _check_signature(path, record, allowed, allowed_signers, require_signed)
     return records
@@ -221,8 +221,9 @@ def sign_records_file(path: str | Path, key_path: str | Path
                       ) -> tuple[list[dict[str, Any]], str]:
     """The records of a JSON or JSONL file, each signed with the key (see `sign_record`),
     and the file's form, to write them back the same way."""
-    from lineage.audit.sshsig import sign_record
+    from lineage.audit.sshsig import public_key_line, sign_record
 
+    public_key_line(key_path)  # a key that cannot sign is refused before the records are read
     records, form = read_records_file(path)
     for number, record in enumerate(records, start=1):
         if record.get("spec") != RECORD_SPEC:
