@@ -4,6 +4,7 @@ verifies what it signs, and both refuse the same tampering."""
 from __future__ import annotations
 
 import base64
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -290,3 +291,24 @@ def test_is_allowed_reads_the_time_it_is_given(keys, tmp_path):
     key = public_line(keys["alice"])
     assert not sshsig.is_allowed(key, "alice", entries, now=datetime(2026, 11, 30, tzinfo=UTC))
     assert sshsig.is_allowed(key, "alice", entries, now=datetime(2026, 12, 2, tzinfo=UTC))
+
+
+def test_a_sha256_signature_by_ssh_keygen_is_read_too(keys, tmp_path):
+    data = b"hashed with sha256"
+    (tmp_path / "message").write_bytes(data)
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(keys["alice"]), "-n",
+                    "lineage-audit", "-O", "hashalg=sha256", str(tmp_path / "message")],
+                   check=True, capture_output=True)
+    signature = (tmp_path / "message.sig").read_text()
+    assert b"sha256" in _blob(signature)
+    assert sshsig.verify(data, signature) == public_line(keys["alice"])
+    with pytest.raises(RuleError):
+        sshsig.verify(data + b"!", signature)
+
+
+def test_an_unknown_hash_algorithm_is_named(keys):
+    blob = _blob(sshsig.sign(b"data", keys["alice"]))
+    odd = blob.replace(b"\x00\x00\x00\x06sha512", b"\x00\x00\x00\x06sha999")
+    with pytest.raises(RuleError) as caught:
+        sshsig.verify(b"data", _armor(odd))
+    assert caught.value.rule_id == "hash-algorithm" and "'sha999'" in str(caught.value)
