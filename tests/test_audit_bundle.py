@@ -238,3 +238,27 @@ def test_records_files_are_read_in_three_forms_and_written_back_the_same(records
     (tmp_path / "bad.jsonl").write_text(json.dumps(records[0]) + "\n[1]\n")
     with pytest.raises(InputError, match="line 2: a record is a JSON object"):
         bundle.read_records_file(tmp_path / "bad.jsonl")
+
+
+@settings(max_examples=40, deadline=None)
+@given(texts=st.lists(st.text(), min_size=1, max_size=4),
+       numbers=st.lists(st.floats(allow_nan=False, allow_infinity=False) | st.integers(
+           min_value=-2**53 + 1, max_value=2**53 - 1), min_size=1, max_size=4))
+def test_records_with_any_text_and_numbers_round_trip(keys, tmp_path_factory, texts, numbers):
+    made = []
+    for i, (text, number) in enumerate(zip(texts, numbers * len(texts), strict=False)):
+        record = {**checkpoint(i, "blake3:" + "00" * 32), "location": text, "loss": number}
+        made.append(sshsig.sign_record(record, keys["alice"]) if i % 2 else record)
+    path = tmp_path_factory.mktemp("b") / "ledger.zip"
+    bundle.write_bundle(made, path, run=RUN)
+    assert bundle.read_bundle(path) == made
+
+
+def test_lines_break_only_at_newlines(tmp_path):
+    record = {**claim(1, 2), "auditor": {"name": "a\u2028b\x85c\x1cd\re", "public_key": None,
+                                         "payout": None}}
+    bundle.write_bundle([record], tmp_path / "b.zip", run=RUN)
+    assert bundle.read_bundle(tmp_path / "b.zip") == [record]
+    (tmp_path / "r.jsonl").write_text(bundle.records_text([record, record], "jsonl"),
+                                      encoding="utf-8")
+    assert bundle.read_records_file(tmp_path / "r.jsonl") == ([record, record], "jsonl")

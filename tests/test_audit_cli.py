@@ -66,6 +66,10 @@ def test_sign_prints_the_records_in_the_form_they_came_in(cli, keys, tmp_path):
     assert sshsig.verify_record(record) is True
     listed = cli.json("audit", "sign", str(source), "--key", str(keys["bob"]))
     assert listed["records"] == [record] and listed["output"] is None
+    written = cli("audit", "sign", str(source), "--key", str(keys["bob"]), "-o",
+                  str(source))  # in place: the file is replaced whole
+    assert written.stdout == f"signed 1 records with {public_line(keys['bob'])}\n"
+    assert json.loads(source.read_text()) == record
 
 
 @pytest.mark.parametrize("key, needles", [

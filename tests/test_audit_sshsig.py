@@ -312,3 +312,14 @@ def test_an_unknown_hash_algorithm_is_named(keys):
     with pytest.raises(RuleError) as caught:
         sshsig.verify(b"data", _armor(odd))
     assert caught.value.rule_id == "hash-algorithm" and "'sha999'" in str(caught.value)
+
+
+@pytest.mark.parametrize("named", [None, "not a key", "ssh-ed25519 !!!"])
+def test_a_signed_record_naming_no_usable_key_is_refused_by_rule_signature(keys, named):
+    record = attestation(9)
+    record["auditor"]["public_key"] = named  # signed as it is: only the key is wrong
+    record["signature"] = sshsig.sign(sshsig.canonical_bytes(record), keys["alice"])
+    with pytest.raises(RuleError) as caught:
+        sshsig.verify_record(record)
+    assert caught.value.rule_id == "signature"
+    assert f"but auditor.public_key is {named!r}" in str(caught.value)

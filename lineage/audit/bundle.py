@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.audit.sshsig import (
+    AllowedSigner,
     canonical_bytes,
     is_allowed,
     parse_allowed_signers,
@@ -138,7 +139,11 @@ def _parse_records(path: str | Path, data: bytes,
                    manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Each line a record of the bundle's run whose id is the one the manifest lists for
     it: an edited record is named by the id it was listed under."""
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    # split on newline bytes only: a record's strings may hold U+2028 and other characters
+    # str.splitlines() would also break at
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
     listed: list[Any] = manifest["records"]
     if len(lines) != len(listed) or len(set(map(str, listed))) != len(listed):
         raise InputError(path, f"{RECORDS_MEMBER} has {len(lines)} records, the manifest "
@@ -148,7 +153,7 @@ def _parse_records(path: str | Path, data: bytes,
         where = f"{RECORDS_MEMBER}:{number}"
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(path, f"record {expected} is not JSON: refused", where=where
                              ) from exc
         if not isinstance(record, dict) or record_id(record) != expected:
@@ -161,14 +166,16 @@ def _parse_records(path: str | Path, data: bytes,
     return records
 
 
-def _check_signature(path: str | Path, record: dict[str, Any], allowed: list[Any] | None,
+def _check_signature(path: str | Path, record: dict[str, Any],
+                     allowed: list[AllowedSigner] | None,
                      allowed_path: str | Path | None, require_signed: bool) -> None:
     try:
         signed = verify_record(record)
     except RuleError as exc:
         raise InputError(path, f"record {exc.path}: {exc.rule}: forged or altered, refused"
                          ) from exc
-    name = (record.get("auditor") or {}).get("name")
+    auditor = record.get("auditor")
+    name = auditor.get("name") if isinstance(auditor, dict) else None
     if not signed and require_signed:
         raise InputError(path, f"record {record_id(record)} (auditor {name!r}) is unsigned, "
                          "and signatures are required: refused")
@@ -194,7 +201,7 @@ def read_records_file(path: str | Path) -> tuple[list[dict[str, Any]], str]:
     if isinstance(whole, list) and all(isinstance(item, dict) for item in whole):
         return whole, "list"
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # as in _parse_records
         if not line.strip():
             continue
         try:
