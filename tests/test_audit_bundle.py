@@ -262,3 +262,24 @@ def test_lines_break_only_at_newlines(tmp_path):
     (tmp_path / "r.jsonl").write_text(bundle.records_text([record, record], "jsonl"),
                                       encoding="utf-8")
     assert bundle.read_records_file(tmp_path / "r.jsonl") == ([record, record], "jsonl")
+
+
+def test_a_damaged_zip_member_is_refused_in_one_line(records, tmp_path):
+    path = tmp_path / "ledger.zip"
+    bundle.write_bundle(records, path, run=RUN)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"records.jsonl") + len(b"records.jsonl") + 40  # compressed bytes
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="not a readable bundle"):
+        bundle.read_bundle(path)
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_member_name_given_twice_is_refused(records, tmp_path):
+    path = tmp_path / "ledger.zip"
+    bundle.write_bundle(records, path, run=RUN)
+    with zipfile.ZipFile(path, "a") as archive:  # a second records.jsonl would shadow the first
+        archive.writestr("records.jsonl", canonical_json(claim(1, 2, "mallory")) + "\n")
+    with pytest.raises(InputError, match="a member name appears twice"):
+        bundle.read_bundle(path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -96,26 +97,29 @@ def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
 
 def _read_members(path: Path) -> tuple[dict[str, Any], bytes]:
     try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
+        with zipfile.ZipFile(path) as archive:
+            return _read_archive(path, archive)
+    except (OSError, zipfile.BadZipFile, zlib.error) as exc:
         raise InputError(path, f"not a readable bundle ({exc})") from exc
-    with archive:
-        names = archive.namelist()
-        if len(set(names)) != len(names):
-            raise InputError(path, "a member name appears twice: refused")
-        if MANIFEST_MEMBER not in names:
-            raise InputError(path, "no MANIFEST.json: not an audit bundle")
-        for info in archive.infolist():
-            if info.file_size > _MAX_MEMBER:
-                raise InputError(path, f"{info.filename}: refused ({info.file_size} bytes)")
-        manifest = _parse_manifest(path, archive.read(MANIFEST_MEMBER))
-        for name in names:
-            if name != MANIFEST_MEMBER and name not in manifest["members"]:
-                raise InputError(path, f"{name}: a member the manifest does not list: refused")
-        for name in manifest["members"]:
-            if name not in names:
-                raise InputError(path, f"{name}: listed in the manifest but missing: refused")
-        data = archive.read(RECORDS_MEMBER) if RECORDS_MEMBER in names else b""
+
+
+def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any], bytes]:
+    names = archive.namelist()
+    if len(set(names)) != len(names):
+        raise InputError(path, "a member name appears twice: refused")
+    if MANIFEST_MEMBER not in names:
+        raise InputError(path, "no MANIFEST.json: not an audit bundle")
+    for info in archive.infolist():
+        if info.file_size > _MAX_MEMBER:
+            raise InputError(path, f"{info.filename}: refused ({info.file_size} bytes)")
+    manifest = _parse_manifest(path, archive.read(MANIFEST_MEMBER))
+    for name in names:
+        if name != MANIFEST_MEMBER and name not in manifest["members"]:
+            raise InputError(path, f"{name}: a member the manifest does not list: refused")
+    for name in manifest["members"]:
+        if name not in names:
+            raise InputError(path, f"{name}: listed in the manifest but missing: refused")
+    data = archive.read(RECORDS_MEMBER) if RECORDS_MEMBER in names else b""
     return manifest, data
 
 
