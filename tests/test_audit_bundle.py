@@ -283,3 +283,8 @@ def test_a_member_name_given_twice_is_refused(records, tmp_path):
         archive.writestr("records.jsonl", canonical_json(claim(1, 2, "mallory")) + "\n")
     with pytest.raises(InputError, match="a member name appears twice"):
         bundle.read_bundle(path)
+
+
+def test_a_bundle_that_cannot_be_written_is_a_usage_error(records, tmp_path):
+    with pytest.raises(UsageError, match="cannot write the bundle .*no-such-folder"):
+        bundle.write_bundle(records, tmp_path / "no-such-folder" / "b.zip", run=RUN)

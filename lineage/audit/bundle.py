@@ -59,6 +59,8 @@ def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -
             archive.writestr(_entry(RECORDS_MEMBER), data)
             archive.writestr(_entry(MANIFEST_MEMBER), canonical_json(manifest))
         publish(temp, final)
+    except OSError as exc:
+        raise UsageError(f"cannot write the bundle {path}: {exc.strerror or exc}") from exc
     finally:
         remove_quietly(temp)
     return {"bundle": str(path), "spec": BUNDLE_SPEC, "run": run, "records": len(lines),
