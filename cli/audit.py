@@ -1,7 +1,4 @@
-"""`lineage audit ...`: the audit ledger of a run (docs/audit-spec.md).
-
-Each part of the ledger keeps its commands in its own block below.
-"""
+"""`lineage audit …`: the audit ledger of a run (docs/audit-spec.md, `lineage-audit/1`)."""
 
 from __future__ import annotations
 
@@ -13,11 +10,11 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 
-app = typer.Typer(help="The audit ledger: many people verify one run, a step each.",
+app = typer.Typer(help="The audit ledger: replays of a run's steps by many people.",
                   no_args_is_help=True)
 
 
-# --- bundles and signatures: export, import, sign -------------------------------------
+# -- bundles and signatures: export, import, sign ---------------------------------------
 
 
 @app.command("export")
