@@ -109,3 +109,92 @@ def _replay_lines(result: dict[str, Any], *, recorded: bool, save: Path | None) 
         lines.append("note        the machine swapped: re-run with more memory before "
                      "judging this mismatch")
     return lines
+# -- bundles and signatures: export, import, sign ---------------------------------------
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="The run whose ledger to export.")],
+    out: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
+    json: JsonOption = False,
+) -> None:
+    """Write the run's audit records as a self-verifying bundle (signatures kept)."""
+    from lineage.audit.bundle import write_bundle
+    from lineage.runs.query import get_run
+
+    store = current_store(ctx)
+    get_run(store, run)  # an unknown run is an error, not an empty bundle
+    from lineage.audit.ledger import iter_records
+
+    result = write_bundle(iter_records(store, run), out, run=run)
+    if json:
+        output.emit_json(result)
+    else:
+        output.emit_lines([f"wrote {result['bundle']}: {result['records']} records of "
+                           f"{run}, digest {result['digest']}"])
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    bundle: Annotated[Path, typer.Argument(help="A bundle written by `audit export`.")],
+    allowed_signers: Annotated[
+        Path | None,
+        typer.Option("--allowed-signers", metavar="FILE", help="ssh-keygen's allowed_signers "
+                     "file: a signed record counts only when its key may sign as its auditor."),
+    ] = None,
+    require_signed: Annotated[
+        bool, typer.Option("--require-signed", help="Refuse the bundle if a record is unsigned.")
+    ] = False,
+    json: JsonOption = False,
+) -> None:
+    """Check a bundle (ids, digests, signatures) and add its records (idempotent)."""
+    from lineage.audit.bundle import read_bundle
+
+    records = read_bundle(bundle, allowed_signers=allowed_signers,
+                          require_signed=require_signed)  # all checked before the store
+    from lineage.audit.ledger import add_records
+
+    added = add_records(current_store(ctx), records, source=f"bundle {bundle.name}")
+    result: dict[str, Any] = {
+        "bundle": str(bundle), "records": len(records),
+        "signed": sum(1 for record in records if record.get("signature") is not None),
+        "added": list(added.added), "already_present": list(added.already_present)}
+    if json:
+        output.emit_json(result)
+    else:
+        output.emit_lines([f"imported {len(result['added'])} records, "
+                           f"{len(result['already_present'])} already present "
+                           f"({result['signed']} of {result['records']} signed)"])
+
+
+@app.command("sign")
+def sign(
+    file: Annotated[Path, typer.Argument(help="Records: a JSON object, a JSON list or JSON "
+                                         "lines.")],
+    key: Annotated[Path, typer.Option("--key", metavar="KEY", help="An unencrypted OpenSSH "
+                                      "ed25519 private key (ssh-keygen -t ed25519).")],
+    out: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the signed records here "
+                                  "(default: stdout).")
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Sign records with an SSH key: the key's public line becomes auditor.public_key and
+    the signature (SSHSIG, namespace lineage-audit) covers the rest."""
+    from lineage.audit.bundle import record_id, records_text, sign_records_file
+
+    signed, form = sign_records_file(file, key)
+    text = records_text(signed, form)
+    summary = {"file": str(file), "output": str(out) if out else None,
+               "ids": [record_id(record) for record in signed],
+               "public_key": signed[0]["auditor"]["public_key"] if signed else None}
+    if out is not None:
+        output.write_file(out, text)
+    if json:
+        output.emit_json(summary if out else {**summary, "records": signed})
+    elif out is None:
+        output.emit_raw(text)
+    else:
+        output.emit_lines([f"signed {len(signed)} records with {summary['public_key']}"])

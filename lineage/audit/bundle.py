@@ -1,0 +1,245 @@
+"""Audit bundles: one run's ledger records in a zip that checks itself (`lineage audit
+export` / `import`; docs/audit-spec.md, "Bundles and signatures").
+
+A bundle holds `records.jsonl` (one record per line, canonical JSON, signature included)
+and `MANIFEST.json`: the spec `lineage-audit-bundle/1`, the run, the id of each record in
+line order, each member's BLAKE3 and a digest over all of that. Reading recomputes every
+record's id and checks it against the manifest before anything else, so an altered record
+is refused by the id it was listed under; then the members against the manifest, the
+manifest against its digest, and each signed record's signature. The digests catch damage
+and partial edits; who wrote a record is shown only by its signature, and whose keys
+count is the reader's `allowed_signers` file.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from lineage.audit.sshsig import (
+    AllowedSigner,
+    canonical_bytes,
+    is_allowed,
+    parse_allowed_signers,
+    verify_record,
+)
+from lineage.errors import InputError, RuleError, UsageError
+from lineage.runs.chain import blake3_hex, canonical_json
+from lineage.store.durable import publish, remove_quietly, temp_path_for
+
+BUNDLE_SPEC = "lineage-audit-bundle/1"
+RECORD_SPEC = "lineage-audit/1"
+RECORDS_MEMBER = "records.jsonl"
+MANIFEST_MEMBER = "MANIFEST.json"
+_MAX_MEMBER = 1 << 30  # a zip bomb stops here; 100,000 records are ~150 MB
+
+
+def record_id(record: dict[str, Any]) -> str:
+    """`blake3:<hex>` of the record's canonical bytes (its signature is not part of it)."""
+    return blake3_hex(canonical_bytes(record))
+
+
+def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -> dict[str, Any]:
+    """Write the records of `run` as a bundle at `path` (atomically: all of it or nothing);
+    a record listed twice is written once."""
+    lines: dict[str, str] = {}
+    for record in records:
+        if record.get("run") != run:
+            raise UsageError(f"a record of run {record.get('run')!r} in the bundle of {run!r}")
+        lines.setdefault(record_id(record), canonical_json(record))
+    data = "".join(line + "\n" for line in lines.values()).encode("utf-8")
+    manifest = _manifest(run, list(lines), {RECORDS_MEMBER: blake3_hex(data)})
+    final = Path(path).resolve()
+    temp = temp_path_for(final)
+    try:
+        with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(_entry(RECORDS_MEMBER), data)
+            archive.writestr(_entry(MANIFEST_MEMBER), canonical_json(manifest))
+        publish(temp, final)
+    except OSError as exc:
+        raise UsageError(f"cannot write the bundle {path}: {exc.strerror or exc}") from exc
+    finally:
+        remove_quietly(temp)
+    return {"bundle": str(path), "spec": BUNDLE_SPEC, "run": run, "records": len(lines),
+            "digest": manifest["digest"]}
+
+
+def _manifest(run: str, ids: list[str], members: dict[str, str]) -> dict[str, Any]:
+    body = {"spec": BUNDLE_SPEC, "run": run, "records": ids, "members": members}
+    return {**body, "digest": blake3_hex(canonical_json(body).encode("utf-8"))}
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # reproducible bytes
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
+                require_signed: bool = False) -> list[dict[str, Any]]:
+    """The records of a bundle, every check passed (see the module docstring). With
+    `allowed_signers`, a signed record counts only when its key may sign as its auditor's
+    name; with `require_signed`, an unsigned record is refused."""
+    allowed = parse_allowed_signers(allowed_signers) if allowed_signers is not None else None
+    manifest, data = _read_members(Path(path))
+    records = _parse_records(path, data, manifest)
+    for name, digest in manifest["members"].items():
+        if blake3_hex(data) != digest or name != RECORDS_MEMBER:
+            raise InputError(path, f"{name} does not match the manifest: refused")
+    body = {key: value for key, value in manifest.items() if key != "digest"}
+    if blake3_hex(canonical_json(body).encode("utf-8")) != manifest["digest"]:
+        raise InputError(path, "the manifest does not match its digest: refused")
+    for record in records:
+        _check_signature(path, record, allowed, allowed_signers, require_signed)
+    return records
+
+
+def _read_members(path: Path) -> tuple[dict[str, Any], bytes]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _read_archive(path, archive)
+    except (OSError, zipfile.BadZipFile, zlib.error) as exc:
+        raise InputError(path, f"not a readable bundle ({exc})") from exc
+
+
+def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any], bytes]:
+    names = archive.namelist()
+    if len(set(names)) != len(names):
+        raise InputError(path, "a member name appears twice: refused")
+    if MANIFEST_MEMBER not in names:
+        raise InputError(path, "no MANIFEST.json: not an audit bundle")
+    for info in archive.infolist():
+        if info.file_size > _MAX_MEMBER:
+            raise InputError(path, f"{info.filename}: refused ({info.file_size} bytes)")
+    manifest = _parse_manifest(path, archive.read(MANIFEST_MEMBER))
+    for name in names:
+        if name != MANIFEST_MEMBER and name not in manifest["members"]:
+            raise InputError(path, f"{name}: a member the manifest does not list: refused")
+    for name in manifest["members"]:
+        if name not in names:
+            raise InputError(path, f"{name}: listed in the manifest but missing: refused")
+    data = archive.read(RECORDS_MEMBER) if RECORDS_MEMBER in names else b""
+    return manifest, data
+
+
+def _parse_manifest(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"MANIFEST.json is not JSON ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("spec") != BUNDLE_SPEC:
+        spec = manifest.get("spec") if isinstance(manifest, dict) else None
+        raise InputError(path, f"unknown bundle spec {spec!r} (this lineage reads "
+                         f"{BUNDLE_SPEC})")
+    shapes = {"run": str, "records": list, "members": dict, "digest": str}
+    for key, kind in shapes.items():
+        if not isinstance(manifest.get(key), kind):
+            raise InputError(path, f"MANIFEST.json: {key} is missing or not a {kind.__name__}")
+    return manifest
+
+
+def _parse_records(path: str | Path, data: bytes,
+                   manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each line a record of the bundle's run whose id is the one the manifest lists for
+    it: an edited record is named by the id it was listed under."""
+    # split on newline bytes only: a record's strings may hold U+2028 and other characters
+    # str.splitlines() would also break at
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    listed: list[Any] = manifest["records"]
+    if len(lines) != len(listed) or len(set(map(str, listed))) != len(listed):
+        raise InputError(path, f"{RECORDS_MEMBER} has {len(lines)} records, the manifest "
+                         f"lists {len(set(map(str, listed)))} distinct ids: refused")
+    records = []
+    for number, (line, expected) in enumerate(zip(lines, listed, strict=True), start=1):
+        where = f"{RECORDS_MEMBER}:{number}"
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(path, f"record {expected} is not JSON: refused", where=where
+                             ) from exc
+        if not isinstance(record, dict) or record_id(record) != expected:
+            raise InputError(path, f"record {expected} was altered (its content no longer "
+                             "gives its id): refused", where=where)
+        if record.get("spec") != RECORD_SPEC or record.get("run") != manifest["run"]:
+            raise InputError(path, f"record {expected}: not a {RECORD_SPEC} record of run "
+                             f"{manifest['run']!r}: refused", where=where)
+        records.append(record)
+    return records
+
+
+def _check_signature(path: str | Path, record: dict[str, Any],
+                     allowed: list[AllowedSigner] | None,
+                     allowed_path: str | Path | None, require_signed: bool) -> None:
+    try:
+        signed = verify_record(record)
+    except RuleError as exc:
+        raise InputError(path, f"record {exc.path}: {exc.rule}: forged or altered, refused"
+                         ) from exc
+    auditor = record.get("auditor")
+    name = auditor.get("name") if isinstance(auditor, dict) else None
+    if not signed and require_signed:
+        raise InputError(path, f"record {record_id(record)} (auditor {name!r}) is unsigned, "
+                         "and signatures are required: refused")
+    if signed and allowed is not None and not is_allowed(
+            record["auditor"]["public_key"], str(name), allowed):
+        raise InputError(path, f"record {record_id(record)}: not-allowed: its key may not sign "
+                         f"as {name!r} in {allowed_path}: refused")
+
+
+def read_records_file(path: str | Path) -> tuple[list[dict[str, Any]], str]:
+    """The records of a JSON file (one object, or a list of them) or a JSONL file (one
+    object per line), and which of the three it was: "object", "list" or "jsonl"."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the records ({exc})") from exc
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return [whole], "object"
+    if isinstance(whole, list) and all(isinstance(item, dict) for item in whole):
+        return whole, "list"
+    records = []
+    for number, line in enumerate(text.split("\n"), start=1):  # as in _parse_records
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InputError(path, "not a JSON record, a JSON list of records or JSON lines",
+                             where=f"line {number}") from exc
+        if not isinstance(record, dict):
+            raise InputError(path, "a record is a JSON object", where=f"line {number}")
+        records.append(record)
+    return records, "jsonl"
+
+
+def records_text(records: list[dict[str, Any]], form: str) -> str:
+    """Records written back in the form `read_records_file` found them in."""
+    if form == "object" and len(records) == 1:
+        return canonical_json(records[0]) + "\n"
+    if form == "list":
+        return canonical_json(records) + "\n"
+    return "".join(canonical_json(record) + "\n" for record in records)
+
+
+def sign_records_file(path: str | Path, key_path: str | Path
+                      ) -> tuple[list[dict[str, Any]], str]:
+    """The records of a JSON or JSONL file, each signed with the key (see `sign_record`),
+    and the file's form, to write them back the same way."""
+    from lineage.audit.sshsig import public_key_line, sign_record
+
+    public_key_line(key_path)  # a key that cannot sign is refused before the records are read
+    records, form = read_records_file(path)
+    for number, record in enumerate(records, start=1):
+        if record.get("spec") != RECORD_SPEC:
+            raise InputError(path, f"record {number} is not a {RECORD_SPEC} record "
+                             f"(spec {record.get('spec')!r})")
+    return [sign_record(record, key_path) for record in records], form

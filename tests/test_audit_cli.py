@@ -1,0 +1,165 @@
+"""`lineage audit sign`, `export` and `import` through the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage.audit import bundle, sshsig
+
+from .audit_helpers import (
+    RUN,
+    attestation,
+    checkpoint,
+    claim,
+    make_key,
+    public_line,
+    ssh_verify,
+)
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("keys")
+    return {"alice": make_key(folder, "alice"), "bob": make_key(folder, "bob"),
+            "rsa": make_key(folder, "rsa", kind="rsa"),
+            "locked": make_key(folder, "locked", passphrase="secret phrase")}
+
+
+def _one_line_error(result: Any, *needles: str) -> None:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+def test_sign_writes_signed_records_that_ssh_keygen_accepts(cli, keys, tmp_path):
+    source = tmp_path / "records.jsonl"
+    records = [attestation(100), attestation(101), claim(102, 199, "alice")]
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = cli.json("audit", "sign", str(source), "--key", str(keys["alice"]),
+                       "-o", str(tmp_path / "signed.jsonl"))
+    signed, form = bundle.read_records_file(tmp_path / "signed.jsonl")
+    assert form == "jsonl" and len(signed) == 3
+    assert summary["ids"] == [bundle.record_id(r) for r in signed]
+    assert summary["public_key"] == public_line(keys["alice"])
+    assert all(sshsig.verify_record(r) for r in signed)
+    allowed = f"alice {public_line(keys['alice'])}\n"
+    for record in signed:
+        checked = ssh_verify(allowed, "alice", record["signature"],
+                             sshsig.canonical_bytes(record), tmp_path)
+        assert checked.returncode == 0, checked.stderr
+
+
+def test_sign_prints_the_records_in_the_form_they_came_in(cli, keys, tmp_path):
+    source = tmp_path / "one.json"
+    source.write_text(json.dumps(attestation(7), indent=2))
+    result = cli("audit", "sign", str(source), "--key", str(keys["bob"]))
+    record = json.loads(result.stdout)
+    assert record["auditor"]["public_key"] == public_line(keys["bob"])
+    assert sshsig.verify_record(record) is True
+    listed = cli.json("audit", "sign", str(source), "--key", str(keys["bob"]))
+    assert listed["records"] == [record] and listed["output"] is None
+    written = cli("audit", "sign", str(source), "--key", str(keys["bob"]), "-o",
+                  str(source))  # in place: the file is replaced whole
+    assert written.stdout == f"signed 1 records with {public_line(keys['bob'])}\n"
+    assert json.loads(source.read_text()) == record
+
+
+@pytest.mark.parametrize("key, needles", [
+    ("rsa", ["key-type: a ssh-rsa key; only ed25519 keys sign audit records"]),
+    ("locked", ["encrypted-key: the key is protected by a passphrase"]),
+])
+def test_sign_refuses_keys_it_cannot_use(cli, keys, tmp_path, key, needles):
+    source = tmp_path / "one.json"
+    source.write_text(json.dumps(attestation(7)))
+    result = cli("audit", "sign", str(source), "--key", str(keys[key]), code=None)
+    _one_line_error(result, str(keys[key]), *needles)
+
+
+def test_sign_refuses_what_is_not_an_audit_record(cli, keys, tmp_path):
+    source = tmp_path / "other.json"
+    source.write_text(json.dumps({"spec": "lineage-experiment/2", "name": "x"}))
+    result = cli("audit", "sign", str(source), "--key", str(keys["alice"]), code=None)
+    _one_line_error(result, str(source), "record 1 is not a lineage-audit/1 record")
+    result = cli("audit", "sign", str(tmp_path / "missing.json"), "--key",
+                 str(keys["alice"]), code=None)
+    _one_line_error(result, "missing.json", "cannot read the records")
+
+
+# `audit export` and `audit import` read and write the ledger through
+# lineage.audit.ledger (iter_records, add_records). Here a stand-in with the same two
+# functions holds the records of a run the store is said to have, so these tests are
+# about the commands and the bundles, not the ledger.
+
+
+class _Added:
+    def __init__(self, added: list[str], present: list[str]) -> None:
+        self.added, self.already_present = added, present
+
+
+@pytest.fixture
+def ledger(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
+    held: dict[str, dict[str, Any]] = {}
+
+    def iter_records(store: Any, run: str, *, kind: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in held.values() if r["run"] == run]
+
+    def add_records(store: Any, records: list[dict[str, Any]], *, source: str) -> _Added:
+        new = [bundle.record_id(r) for r in records if bundle.record_id(r) not in held]
+        present = [bundle.record_id(r) for r in records if bundle.record_id(r) in held]
+        held.update({bundle.record_id(r): r for r in records})
+        return _Added(new, present)
+
+    module = types.ModuleType("lineage.audit.ledger")
+    module.iter_records = iter_records  # type: ignore[attr-defined]
+    module.add_records = add_records  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "lineage.audit.ledger", module)
+    monkeypatch.setattr("lineage.runs.query.get_run", lambda store, name: {"run": name})
+    return held
+
+
+def test_export_then_import_is_idempotent(cli, ledger, keys, tmp_path):
+    first = sshsig.sign_record(attestation(101, "bob"), keys["bob"])
+    records = [first, sshsig.sign_record(checkpoint(101, bundle.record_id(first), "bob"),
+                                         keys["bob"]), claim(102, 199)]
+    ledger.update({bundle.record_id(r): r for r in records})
+    written = cli.json("audit", "export", RUN, "-o", str(tmp_path / "ledger.zip"))
+    assert written["records"] == 3 and written["run"] == RUN
+    ledger.clear()
+    imported = cli.json("audit", "import", str(tmp_path / "ledger.zip"))
+    assert imported["added"] == [bundle.record_id(r) for r in records]
+    assert imported["signed"] == 2 and imported["already_present"] == []
+    again = cli.json("audit", "import", str(tmp_path / "ledger.zip"))
+    assert again["added"] == [] and len(again["already_present"]) == 3
+    result = cli("audit", "import", str(tmp_path / "ledger.zip"))
+    assert result.stdout == "imported 0 records, 3 already present (2 of 3 signed)\n"
+
+
+def test_import_refuses_a_forged_record_by_its_id(cli, ledger, keys, tmp_path):
+    forged = sshsig.sign_record(attestation(101), keys["alice"])
+    forged["result"] = "mismatch"
+    bundle.write_bundle([claim(1, 5), forged], tmp_path / "forged.zip", run=RUN)
+    result = cli("audit", "import", str(tmp_path / "forged.zip"), code=None)
+    _one_line_error(result, "forged.zip", f"record {bundle.record_id(forged)}: signature")
+    assert ledger == {}  # nothing of the bundle was added
+
+
+def test_import_with_allowed_signers_and_required_signatures(cli, ledger, keys, tmp_path):
+    signed = sshsig.sign_record(attestation(100, "alice"), keys["bob"])  # bob as alice
+    bundle.write_bundle([signed], tmp_path / "b.zip", run=RUN)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"alice {public_line(keys['alice'])}\n")
+    result = cli("audit", "import", str(tmp_path / "b.zip"), "--allowed-signers",
+                 str(allowed), code=None)
+    _one_line_error(result, "not-allowed: its key may not sign as 'alice'", str(allowed))
+    bundle.write_bundle([claim(1, 5)], tmp_path / "u.zip", run=RUN)
+    result = cli("audit", "import", str(tmp_path / "u.zip"), "--require-signed", code=None)
+    _one_line_error(result, "is unsigned, and signatures are required")
+    assert ledger == {}
