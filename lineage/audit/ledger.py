@@ -41,14 +41,14 @@ def run_head(store: BaseStore, run: str) -> str:
 
 
 def chain_head_of(con: Any, run: str) -> str:
-    if con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchone() is None:
+    if not con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchall():
         known = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
         raise UnknownObjectError(f"no run named {run!r} (runs: {', '.join(known) or 'none yet'})")
-    row = con.execute("SELECT state_hash FROM steps WHERE run = ? ORDER BY step DESC LIMIT 1",
-                      [run]).fetchone()
-    if row is None or row[0] is None:
+    rows = con.execute("SELECT state_hash FROM steps WHERE run = ? ORDER BY step DESC LIMIT 1",
+                       [run]).fetchall()
+    if not rows or rows[0][0] is None:
         raise UsageError(f"run {run!r} has no recorded step with a state hash to audit")
-    return str(row[0])
+    return str(rows[0][0])
 
 
 def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,

@@ -109,15 +109,15 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
             "SELECT DISTINCT auditor FROM audit_records WHERE run = ? ORDER BY auditor",
             [run]).fetchall()]
         seconds = con.execute("SELECT coalesce(sum(duration_s), 0) FROM audit_records "
-                              "WHERE run = ? AND kind = 'attestation'", [run]).fetchone()
-        cov.replay_seconds = float(seconds[0]) if seconds else 0.0
+                              "WHERE run = ? AND kind = 'attestation'", [run]).fetchall()
+        cov.replay_seconds = float(seconds[0][0])
     return cov
 
 
 def _shape(con: Any, run: str) -> tuple[int, int]:
-    every, last = con.execute(
+    (every, last), = con.execute(
         "SELECT r.checkpoint_every, (SELECT max(step) FROM steps WHERE run = r.name) "
-        "FROM runs r WHERE r.name = ?", [run]).fetchone()
+        "FROM runs r WHERE r.name = ?", [run]).fetchall()
     if not every:
         raise UsageError(f"run {run!r}: the run declares no checkpoint interval "
                          "(checkpoint_every in its chain header)")
@@ -256,7 +256,7 @@ def step_records(store: BaseStore, run: str, step: int, *,
         raise UnknownObjectError(f"run {run!r} has no step {step} (steps 0..{cov.steps - 1})")
     with store.reader(views=False) as con:
         expected = con.execute("SELECT state_hash FROM steps WHERE run = ? AND step = ?",
-                               [run, step]).fetchone()
+                               [run, step]).fetchall()
         rows = con.execute(
             "SELECT kind, record, kind = 'claim' AND expires_at > ? AND created_at <= ? "
             "FROM audit_records WHERE run = ? AND step <= ? AND last_step >= ? "
@@ -265,7 +265,7 @@ def step_records(store: BaseStore, run: str, step: int, *,
     for kind, record, _ in rows:
         by_kind[kind].append(json.loads(record))
     return {"run": run, "chain_head": cov.chain_head, "step": step,
-            "expected": expected[0] if expected else None,
+            "expected": expected[0][0] if expected else None,
             "status": step_status(cov, step), "verified": bool(cov.verified[step]),
             "claimed_by": sorted({json.loads(r)["auditor"]["name"] for _, r, live in rows
                                   if live}),
