@@ -22,6 +22,13 @@ from .conftest import Cli, run_lineage
 # {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
 S, NS = ("--store", "{STORE}"), ("--store", "{NOSTORE}")
 MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
+    "audit claim": [(*S, "audit", "claim", "nope", "--steps", "0-1", "--auditor", "a"),
+                    (*NS, "audit", "claim", "nope", "--steps", "0-1", "--auditor", "a")],
+    "audit record": [(*S, "audit", "record", "{MISSING}")],
+    "audit show": [(*S, "audit", "show", "nope", "--step", "0"),
+                   (*NS, "audit", "show", "nope", "--step", "0")],
+    "audit status": [(*S, "audit", "status", "nope"), (*NS, "audit", "status", "nope")],
+    "audit who": [(*S, "audit", "who", "nope"), (*NS, "audit", "who", "nope")],
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],
     "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],
