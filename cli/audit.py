@@ -55,8 +55,10 @@ def _status_lines(answer: AuditStatus) -> list[str]:
                      + ": only mismatches from machines that swapped; re-run with more memory")
     lines.append("next         " + (_short(answer.next_unclaimed) or "-")
                  + " (neither verified nor claimed)")
-    lines += [f"interval {p.interval:>5}  steps {p.first_step}-{p.last_step}  {p.status} "
-              f"({p.verified} verified)" for p in answer.per_interval]
+    width = len(f"{answer.steps - 1}") * 2 + 1
+    lines += [f"interval {p.interval:>5}  steps {f'{p.first_step}-{p.last_step}':<{width}}  "
+              f"{p.status:<11} {p.verified} of {p.last_step - p.first_step + 1} verified"
+              for p in answer.per_interval]
     return lines
 
 
@@ -164,13 +166,11 @@ def _read_records(path: Path) -> list[Any]:
         raise InputError(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"unreadable: {exc}") from None
-    stripped = text.lstrip()
-    if stripped.startswith(("[", "{")) and "\n{" not in stripped.rstrip():
-        try:
-            value = json.loads(text)
-            return value if isinstance(value, list) else [value]
-        except json.JSONDecodeError:
-            pass  # perhaps JSONL after all
+    try:  # a JSON file: one record, or a list of them
+        value = json.loads(text)
+        return value if isinstance(value, list) else [value]
+    except json.JSONDecodeError:
+        pass  # JSONL: one record a line
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():

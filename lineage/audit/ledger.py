@@ -194,7 +194,8 @@ def _insert(con: Any, rows: list[tuple[Any, ...]]) -> None:
                       for name, values in columns.items()})
     con.register("audit_incoming", table)
     try:
-        con.execute(f"INSERT INTO audit_records ({', '.join(COLUMNS)}) "
+        # OR IGNORE: a record another process added meanwhile is the same record (same id).
+        con.execute(f"INSERT OR IGNORE INTO audit_records ({', '.join(COLUMNS)}) "
                     f"SELECT {', '.join(COLUMNS)} FROM audit_incoming")
     finally:
         con.unregister("audit_incoming")
