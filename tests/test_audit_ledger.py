@@ -124,6 +124,7 @@ def test_more_refusals_name_their_rule(fresh: tuple[Store, Chain]) -> None:
         (_broken(chain.claim(0, 3, who="x", made=NOW), "expires_at", "2020-01-01T00:00:00Z"),
          "claim.expires_at"),
         (_broken(chain.offer(chain.initial()), "state_digest", "x"), "checkpoint.state_digest"),
+        (_broken(chain.offer(chain.initial()), "loss", float("inf")), "checkpoint.loss"),
         ([1, 2], "object"),
     ]
     for bad, rule in cases:

@@ -61,6 +61,9 @@ def test_every_status_follows_its_rule(audited: tuple[Store, Chain, list[dict[st
     # Claimed steps 20-23 are not offered; the expired claim on 24-27 no longer counts.
     assert answer.next_unclaimed == (7, 8, 9, 10, 11, 12, 13, 14, 15, 17)
     assert answer.spec == "lineage-audit/1"
+    table = answer.to_polars()
+    assert table.columns == ["interval", "first_step", "last_step", "status", "verified"]
+    assert table["status"].to_list() == [s for s in EXPECTED_INTERVALS if s != "untouched"]
 
 
 def test_relay_chains_say_who_continued_from_whose_checkpoint(
@@ -123,10 +126,15 @@ def test_a_swapped_mismatch_alone_is_inconclusive_not_a_mismatch(
 
 def test_initial_state_units_never_count(fresh: tuple[Store, Chain]) -> None:
     store, chain = fresh
-    add_records(store, [chain.initial(unit="initial-state")], source="test")
+    start = chain.initial(unit="initial-state")
+    offered = chain.offer(start)  # nor does a relay from what it saved
+    add_records(store, [start, offered, chain.relay(offered, who="bob")], source="test")
     answer = store.audit_status(RUN, now=NOW)
-    assert answer.steps_verified == 0 and answer.intervals.untouched == 8
-    assert answer.participants == 1
+    assert answer.steps_verified == 0 and answer.relays == ()
+    assert statuses(store) == ["provisional"] + ["untouched"] * 7  # step 1 was replayed
+    assert store.audit_step(RUN, 0).status == "unattested"
+    assert store.audit_step(RUN, 1).status == "unverified"
+    assert answer.participants == 2
 
 
 def test_claims_expire(fresh: tuple[Store, Chain]) -> None:

@@ -166,8 +166,9 @@ def _check_checkpoint(record: dict[str, Any]) -> None:
     for key in ("weights_digest", "state_digest", "state_hash", "attestation"):
         _hash(record, key, rule=f"checkpoint.{key}")
     loss = record["loss"]
-    if loss is not None and (isinstance(loss, bool) or not isinstance(loss, int | float)):
-        raise _Broken("checkpoint.loss", "loss must be a number or null")
+    if loss is not None and (isinstance(loss, bool) or not isinstance(loss, int | float)
+                             or not math.isfinite(loss)):
+        raise _Broken("checkpoint.loss", "loss must be a finite number or null")
     _text(record, "location")
 
 
