@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING
 from lineage.store.base import BaseStore, init_store, resolve_store_path
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import polars as pl
 
     from lineage.answer import AnswerList
+    from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
@@ -134,6 +137,30 @@ class Store(BaseStore):
 
         return ChainVerification.from_dict(verify_chain(self, run, batches=batches,
                                                         expect_steps=expect_steps))
+
+    def audit_status(self, run: str, *, now: datetime | None = None) -> AuditStatus:
+        """`lineage audit status`: the run's audit coverage by the status rules of
+        lineage-audit/1 (docs/audit-spec.md); `now` (naive UTC) decides which claims have
+        expired. UsageError when the run declares no checkpoint interval."""
+        from lineage.audit.answers import AuditStatus
+        from lineage.audit.status import audit_status
+
+        return AuditStatus.from_dict(audit_status(self, run, now=now))
+
+    def audit_step(self, run: str, step: int, *, now: datetime | None = None) -> AuditStep:
+        """`lineage audit show --step N`: the step's attestations, intermediate checkpoints
+        and claims, and its status word."""
+        from lineage.audit.answers import AuditStep
+        from lineage.audit.status import step_records
+
+        return AuditStep.from_dict(step_records(self, run, step, now=now))
+
+    def audit_who(self, run: str) -> AuditWho:
+        """`lineage audit who`: everyone with a record of the run, alphabetically."""
+        from lineage.audit.answers import AuditWho
+        from lineage.audit.status import participants
+
+        return AuditWho.from_dict(participants(self, run))
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;

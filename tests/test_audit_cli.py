@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lineage.api import Store
 from lineage.audit import bundle, sshsig
+from lineage.audit.ledger import add_records, iter_records
 
 from .audit_helpers import (
     RUN,
     attestation,
-    checkpoint,
     claim,
     make_key,
     public_line,
     ssh_verify,
 )
+from .audit_run import NOW, Chain, build_run, copy_store
+from .conftest import Cli
 
 
 @pytest.fixture(scope="module")
@@ -93,46 +94,30 @@ def test_sign_refuses_what_is_not_an_audit_record(cli, keys, tmp_path):
     _one_line_error(result, "missing.json", "cannot read the records")
 
 
-# `audit export` and `audit import` read and write the ledger through
-# lineage.audit.ledger (iter_records, add_records). Here a stand-in with the same two
-# functions holds the records of a run the store is said to have, so these tests are
-# about the commands and the bundles, not the ledger.
+# `audit export` and `audit import` on a real run's ledger (tests/audit_run.py).
 
 
-class _Added:
-    def __init__(self, added: list[str], present: list[str]) -> None:
-        self.added, self.already_present = added, present
+@pytest.fixture(scope="module")
+def audited_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_run(tmp_path_factory.mktemp("audited"))
 
 
 @pytest.fixture
-def ledger(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
-    held: dict[str, dict[str, Any]] = {}
-
-    def iter_records(store: Any, run: str, *, kind: str | None = None) -> list[dict[str, Any]]:
-        return [r for r in held.values() if r["run"] == run]
-
-    def add_records(store: Any, records: list[dict[str, Any]], *, source: str) -> _Added:
-        new = [bundle.record_id(r) for r in records if bundle.record_id(r) not in held]
-        present = [bundle.record_id(r) for r in records if bundle.record_id(r) in held]
-        held.update({bundle.record_id(r): r for r in records})
-        return _Added(new, present)
-
-    module = types.ModuleType("lineage.audit.ledger")
-    module.iter_records = iter_records  # type: ignore[attr-defined]
-    module.add_records = add_records  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "lineage.audit.ledger", module)
-    monkeypatch.setattr("lineage.runs.query.get_run", lambda store, name: {"run": name})
-    return held
+def audited(audited_base: Path, tmp_path: Path) -> tuple[Store, Chain]:
+    store = copy_store(audited_base, tmp_path / "store")
+    return store, Chain.of(store)
 
 
-def test_export_then_import_is_idempotent(cli, ledger, keys, tmp_path):
-    first = sshsig.sign_record(attestation(101, "bob"), keys["bob"])
-    records = [first, sshsig.sign_record(checkpoint(101, bundle.record_id(first), "bob"),
-                                         keys["bob"]), claim(102, 199)]
-    ledger.update({bundle.record_id(r): r for r in records})
-    written = cli.json("audit", "export", RUN, "-o", str(tmp_path / "ledger.zip"))
+def test_export_then_import_is_idempotent(audited, audited_base, keys, tmp_path):
+    store, chain = audited
+    first = sshsig.sign_record(chain.published(4, who="bob"), keys["bob"])
+    records = [first, sshsig.sign_record(chain.offer(first), keys["bob"]),
+               chain.claim(8, 11, who="cat", made=NOW)]
+    add_records(store, records, source="test")
+    written = Cli(store.root).json("audit", "export", RUN, "-o", str(tmp_path / "ledger.zip"))
     assert written["records"] == 3 and written["run"] == RUN
-    ledger.clear()
+    other = copy_store(audited_base, tmp_path / "other")
+    cli = Cli(other.root)
     imported = cli.json("audit", "import", str(tmp_path / "ledger.zip"))
     assert imported["added"] == [bundle.record_id(r) for r in records]
     assert imported["signed"] == 2 and imported["already_present"] == []
@@ -140,26 +125,32 @@ def test_export_then_import_is_idempotent(cli, ledger, keys, tmp_path):
     assert again["added"] == [] and len(again["already_present"]) == 3
     result = cli("audit", "import", str(tmp_path / "ledger.zip"))
     assert result.stdout == "imported 0 records, 3 already present (2 of 3 signed)\n"
+    assert other.audit_status(RUN, now=NOW) == store.audit_status(RUN, now=NOW)
+    assert other.audit_status(RUN, now=NOW).steps_verified == 1
 
 
-def test_import_refuses_a_forged_record_by_its_id(cli, ledger, keys, tmp_path):
-    forged = sshsig.sign_record(attestation(101), keys["alice"])
+def test_import_refuses_a_forged_record_by_its_id(audited, keys, tmp_path):
+    store, chain = audited
+    forged = sshsig.sign_record(chain.published(4), keys["alice"])
     forged["result"] = "mismatch"
-    bundle.write_bundle([claim(1, 5), forged], tmp_path / "forged.zip", run=RUN)
-    result = cli("audit", "import", str(tmp_path / "forged.zip"), code=None)
+    bundle.write_bundle([chain.claim(1, 5, who="ann", made=NOW), forged],
+                        tmp_path / "forged.zip", run=RUN)
+    result = Cli(store.root)("audit", "import", str(tmp_path / "forged.zip"), code=None)
     _one_line_error(result, "forged.zip", f"record {bundle.record_id(forged)}: signature")
-    assert ledger == {}  # nothing of the bundle was added
+    assert iter_records(store, RUN) == []  # nothing of the bundle was added
 
 
-def test_import_with_allowed_signers_and_required_signatures(cli, ledger, keys, tmp_path):
-    signed = sshsig.sign_record(attestation(100, "alice"), keys["bob"])  # bob as alice
+def test_import_with_allowed_signers_and_required_signatures(audited, keys, tmp_path):
+    store, chain = audited
+    cli = Cli(store.root)
+    signed = sshsig.sign_record(chain.published(4, who="alice"), keys["bob"])  # bob as alice
     bundle.write_bundle([signed], tmp_path / "b.zip", run=RUN)
     allowed = tmp_path / "allowed_signers"
     allowed.write_text(f"alice {public_line(keys['alice'])}\n")
     result = cli("audit", "import", str(tmp_path / "b.zip"), "--allowed-signers",
                  str(allowed), code=None)
     _one_line_error(result, "not-allowed: its key may not sign as 'alice'", str(allowed))
-    bundle.write_bundle([claim(1, 5)], tmp_path / "u.zip", run=RUN)
+    bundle.write_bundle([chain.claim(1, 5, who="ann", made=NOW)], tmp_path / "u.zip", run=RUN)
     result = cli("audit", "import", str(tmp_path / "u.zip"), "--require-signed", code=None)
     _one_line_error(result, "is unsigned, and signatures are required")
-    assert ledger == {}
+    assert iter_records(store, RUN) == []

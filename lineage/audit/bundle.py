@@ -19,9 +19,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from lineage.audit.records import record_id
 from lineage.audit.sshsig import (
     AllowedSigner,
-    canonical_bytes,
     is_allowed,
     parse_allowed_signers,
     verify_record,
@@ -35,11 +35,6 @@ RECORD_SPEC = "lineage-audit/1"
 RECORDS_MEMBER = "records.jsonl"
 MANIFEST_MEMBER = "MANIFEST.json"
 _MAX_MEMBER = 1 << 30  # a zip bomb stops here; 100,000 records are ~150 MB
-
-
-def record_id(record: dict[str, Any]) -> str:
-    """`blake3:<hex>` of the record's canonical bytes (its signature is not part of it)."""
-    return blake3_hex(canonical_bytes(record))
 
 
 def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.audit import machine
+from lineage.audit.records import record_id
 from lineage.audit.state_files import read_state, require_new_folder, write_state
 from lineage.errors import InputError, NotFoundError, UnknownObjectError, UsageError
 from lineage.runs.chain import (
@@ -380,12 +381,6 @@ def save_relay(folder: Path, target: RunStep, tensors: dict[str, Any], body: dic
 
 
 # -- records --------------------------------------------------------------------------------
-
-
-def record_id(record: Mapping[str, Any]) -> str:
-    """blake3 of the canonical record without its signature (docs/audit-spec.md)."""
-    body = {k: v for k, v in record.items() if k != "signature"}
-    return blake3_hex(canonical_json(body).encode("utf-8"))
 
 
 def _tools(replayer_name: str, replayer_source: str | None) -> dict[str, str]:

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from lineage.audit.records import canonical_bytes, record_id
 from lineage.errors import InputError, RuleError
-from lineage.runs.chain import blake3_hex, canonical_json
 
 NAMESPACE = "lineage-audit"
 MAGIC = b"SSHSIG"
@@ -251,12 +251,6 @@ def _ed25519_signature(blob: bytes, label: str) -> bytes:
 # --- records -------------------------------------------------------------------------
 
 
-def canonical_bytes(record: dict[str, Any]) -> bytes:
-    """What a record's id and signature cover: its canonical JSON without `signature`."""
-    body = {key: value for key, value in record.items() if key != "signature"}
-    return canonical_json(body).encode("utf-8")
-
-
 def sign_record(record: dict[str, Any], key_path: str | Path) -> dict[str, Any]:
     """A copy of `record` whose `auditor.public_key` is the key's public line and whose
     `signature` covers the rest (a signature already there is replaced)."""
@@ -276,7 +270,7 @@ def verify_record(record: dict[str, Any]) -> bool:
     armored = record.get("signature")
     if armored is None:
         return False
-    label = blake3_hex(canonical_bytes(record))
+    label = record_id(record)
     if not isinstance(armored, str):
         raise RuleError(label, "signature", "the signature is not an armored string")
     try:

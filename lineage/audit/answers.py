@@ -1,0 +1,111 @@
+"""The typed answers of the audit questions (lineage.answer explains the pattern):
+`audit status`, `audit show`, `audit who`, and what `audit claim` and `audit record` added."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from lineage.answer import Answer
+
+
+class AuditIntervals(Answer):
+    """How many of the run's intervals have each status (docs/audit-spec.md, "Status")."""
+
+    confirmed: int  # every step verified, with an unbroken chain of custody
+    provisional: int  # some step attested
+    claimed: int  # an unexpired claim overlaps it, nothing attested
+    untouched: int
+    disputed: int  # a step with both a match and a (counting) mismatch
+    mismatch: int  # a step whose replays contradict the chain, none matching
+
+
+class RelayLink(Answer):
+    """One replay of a relay chain: it continued from the previous one's checkpoint."""
+
+    step: int
+    auditor: str
+    attestation: str  # the attestation's record id
+
+
+class AuditInterval(Answer):
+    """One interval that is not untouched: its steps, status and verified steps."""
+
+    interval: int  # k: steps k*I .. min((k+1)*I, steps) - 1
+    first_step: int
+    last_step: int
+    status: str
+    verified: int
+
+
+class AuditStatus(Answer):
+    """`lineage audit status`: how far the run's audit has got, by the status rules."""
+
+    ROWS: ClassVar[str | None] = "per_interval"
+
+    run: str
+    chain_head: str  # the state_hash every record of the run is about
+    interval: int  # the run's declared checkpoint interval, in steps
+    steps: int  # steps of the run (last step + 1)
+    intervals: AuditIntervals
+    steps_verified: int
+    participants: int  # distinct auditors with a record of the run
+    replay_hours: float  # the attestations' self-reported durations, summed
+    longest_contiguous: int  # the longest run of consecutive verified steps
+    relays: tuple[tuple[RelayLink, ...], ...]  # chains of replays that held custody
+    inconclusive: tuple[int, ...]  # steps with only mismatches from machines that swapped
+    next_unclaimed: tuple[int, ...]  # the first steps neither verified nor claimed
+    per_interval: tuple[AuditInterval, ...]
+    spec: str  # lineage-audit/1
+
+
+class AuditStep(Answer):
+    """`lineage audit show --step N`: one step's records and what they add up to."""
+
+    run: str
+    chain_head: str
+    step: int
+    expected: str | None  # the chain's state_hash after the step
+    status: str  # verified, disputed, mismatch, inconclusive, unverified or unattested
+    verified: bool
+    claimed_by: tuple[str, ...]  # auditors with an unexpired claim on the step
+    attestations: tuple[dict[str, Any], ...]  # the records, as lineage-audit/1 JSON
+    checkpoints: tuple[dict[str, Any], ...]  # intermediate checkpoints after the step
+    claims: tuple[dict[str, Any], ...]  # claims covering the step, expired ones included
+    spec: str
+
+
+class AuditParticipant(Answer):
+    """One auditor of a run (by display name) and what they recorded."""
+
+    name: str
+    public_keys: tuple[str, ...]  # the ssh-ed25519 keys their records name
+    attestations: int
+    steps: int  # distinct steps they attested
+    claims: int
+    checkpoints: int
+    replay_hours: float
+
+
+class AuditWho(Answer):
+    """`lineage audit who`: the run's participants, alphabetically (a list, not a ranking)."""
+
+    ROWS: ClassVar[str | None] = "participants"
+
+    run: str
+    participants: tuple[AuditParticipant, ...]
+    spec: str
+
+
+class RecordsAdded(Answer):
+    """`lineage audit record`: the ids added now and the ids the ledger already held."""
+
+    added: tuple[str, ...]
+    present: tuple[str, ...]
+
+
+class ClaimMade(Answer):
+    """`lineage audit claim`: the claim record, its id, and whether it was new."""
+
+    id: str
+    added: bool
+    record: dict[str, Any]

@@ -1,0 +1,225 @@
+"""The ledger: audit records kept in the catalog's `audit_records` table.
+
+Records are immutable and named by their id, so adding a record twice is a no-op and
+ledgers from many machines merge by union. Every record is checked before any is
+written: its form (records.validate), its run and chain head, an attestation's `expected`
+against the chain, and its signature when it carries one; then the new ones are written
+in one writer transaction, so a batch is added whole or not at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lineage.audit.records import parse_time, record_id, validate
+from lineage.errors import InputError, UnknownObjectError, UsageError
+from lineage.runs.chain import canonical_json
+from lineage.store.base import BaseStore
+
+SIGNATURE_MODULE = "lineage.audit.sshsig"
+COLUMNS = ("id", "kind", "run", "chain_head", "step", "last_step", "auditor", "public_key",
+           "signed", "result", "unit", "start_kind", "start_ref", "swapped", "duration_s",
+           "expires_at", "created_at", "record")
+
+
+@dataclass
+class AddedRecords:
+    """What add_records did: ids written now, and ids the ledger already held."""
+
+    added: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+
+
+def run_head(store: BaseStore, run: str) -> str:
+    """The run's chain head: the state_hash of its last step (the end record aside)."""
+    with store.reader(views=False) as con:
+        return chain_head_of(con, run)
+
+
+def chain_head_of(con: Any, run: str) -> str:
+    if not con.execute("SELECT 1 FROM runs WHERE name = ?", [run]).fetchall():
+        known = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
+        raise UnknownObjectError(f"no run named {run!r} (runs: {', '.join(known) or 'none yet'})")
+    rows = con.execute("SELECT state_hash FROM steps WHERE run = ? ORDER BY step DESC LIMIT 1",
+                       [run]).fetchall()
+    if not rows or rows[0][0] is None:
+        raise UsageError(f"run {run!r} has no recorded step with a state hash to audit")
+    return str(rows[0][0])
+
+
+def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,
+                source: str) -> AddedRecords:
+    """Check every record, then write the new ones in one transaction; `source` (a file
+    or a label) and the record's 1-based place name any record that breaks a rule."""
+    checked = [validate(record, label=source, where=f"record {place}")
+               for place, record in enumerate(records, start=1)]
+    rows = [_row(record, _signed(record, source, place))
+            for place, record in enumerate(checked, start=1)]
+    with store.reader(views=False) as con:
+        _check_runs(con, checked, source)
+        _check_expected(con, checked, source)
+    result = AddedRecords()
+    seen: set[str] = set()
+    with store.writer() as con:
+        ids = [row[0] for row in rows]
+        held = _held(con, ids)
+        fresh = []
+        for row in rows:
+            if row[0] in held or row[0] in seen:
+                result.present.append(row[0])
+            else:
+                seen.add(row[0])
+                fresh.append(row)
+                result.added.append(row[0])
+        if fresh:
+            _insert(con, fresh)
+    return result
+
+
+def _signed(record: dict[str, Any], source: str, place: int) -> bool:
+    """True for a valid signature, False for none; a bad one raises InputError "signature".
+
+    Signatures are checked by `lineage.audit.sshsig.verify_record`; a lineage without that
+    module refuses signed records rather than keeping them as unchecked."""
+    if "signature" not in record:
+        return False
+    verify = _signature_verifier()
+    if verify is None:
+        raise InputError(source, "signature: a signed record needs lineage.audit.sshsig to "
+                         "check its signature, and this lineage does not have it",
+                         where=f"record {place}")
+    try:
+        return bool(verify(record))
+    except InputError as exc:
+        raise InputError(source, exc.rule, where=f"record {place}") from None
+
+
+def _signature_verifier() -> Callable[[dict[str, Any]], bool] | None:
+    try:
+        module = importlib.import_module(SIGNATURE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != SIGNATURE_MODULE:
+            raise
+        return None
+    verify: Callable[[dict[str, Any]], bool] = module.verify_record
+    return verify
+
+
+def _check_runs(con: Any, records: list[dict[str, Any]], source: str) -> None:
+    heads: dict[str, str] = {}
+    for place, record in enumerate(records, start=1):
+        run = record["run"]
+        if run not in heads:
+            try:
+                heads[run] = chain_head_of(con, run)
+            except (UnknownObjectError, UsageError) as exc:
+                raise InputError(source, f"run: {exc}", where=f"record {place}") from None
+        if record["chain_head"] != heads[run]:
+            raise InputError(source, f"chain-head: the record is about chain head "
+                             f"{record['chain_head']}, but run {run!r} ends at {heads[run]}",
+                             where=f"record {place}")
+
+
+def _check_expected(con: Any, records: list[dict[str, Any]], source: str) -> None:
+    """An attestation's `expected` is the chain's state_hash of its step, and every
+    step a record names is a step of the run."""
+    wanted = sorted({(r["run"], s) for r in records for s in _steps_named(r)})
+    if not wanted:
+        return
+    import pyarrow as pa
+
+    con.register("audit_wanted", pa.table({"run": [w[0] for w in wanted],
+                                           "step": [w[1] for w in wanted]}))
+    try:
+        chain = {(run, step): state for run, step, state in con.execute(
+            "SELECT w.run, w.step, s.state_hash FROM audit_wanted w JOIN steps s "
+            "ON s.run = w.run AND s.step = w.step").fetchall()}
+    finally:
+        con.unregister("audit_wanted")
+    for place, record in enumerate(records, start=1):
+        for step in _steps_named(record):
+            if (record["run"], step) not in chain:
+                raise InputError(source, f"step: run {record['run']!r} has no step {step}",
+                                 where=f"record {place}")
+        if record["kind"] == "attestation" and \
+                record["expected"] != chain[(record["run"], record["step"])]:
+            raise InputError(source, f"expected: {record['expected']} is not the chain's "
+                             f"state_hash of step {record['step']}", where=f"record {place}")
+
+
+def _steps_named(record: dict[str, Any]) -> tuple[int, ...]:
+    if record["kind"] == "claim":
+        return (record["first_step"], record["last_step"])
+    return (record["step"],)
+
+
+def _row(record: dict[str, Any], signed: bool) -> tuple[Any, ...]:
+    kind, start = record["kind"], record.get("start") or {}
+    first = record["first_step"] if kind == "claim" else record["step"]
+    last = record["last_step"] if kind == "claim" else record["step"]
+    attested = kind == "attestation"
+    return (record_id(record), kind, record["run"], record["chain_head"], first, last,
+            record["auditor"]["name"], record["auditor"]["public_key"], signed,
+            record.get("result"), record.get("unit"), start.get("kind"),
+            start.get("checkpoint"), record["machine"]["swapped"] if attested else None,
+            float(record["duration_s"]) if attested else None,
+            parse_time(record["expires_at"]) if kind == "claim" else None,
+            parse_time(record["created_at"]), canonical_json(record))
+
+
+def _held(con: Any, ids: list[str]) -> set[str]:
+    if not ids:
+        return set()
+    import pyarrow as pa
+
+    con.register("audit_incoming_ids", pa.table({"id": ids}))
+    try:
+        return {r[0] for r in con.execute(
+            "SELECT a.id FROM audit_records a JOIN audit_incoming_ids i ON a.id = i.id"
+        ).fetchall()}
+    finally:
+        con.unregister("audit_incoming_ids")
+
+
+def _insert(con: Any, rows: list[tuple[Any, ...]]) -> None:
+    import pyarrow as pa
+
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(COLUMNS)}
+    types = _arrow_types()
+    table = pa.table({name: pa.array(values, type=types[name])
+                      for name, values in columns.items()})
+    con.register("audit_incoming", table)
+    try:
+        # OR IGNORE: a record another process added meanwhile is the same record (same id).
+        con.execute(f"INSERT OR IGNORE INTO audit_records ({', '.join(COLUMNS)}) "
+                    f"SELECT {', '.join(COLUMNS)} FROM audit_incoming")
+    finally:
+        con.unregister("audit_incoming")
+
+
+def _arrow_types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    return {"step": pa.int64(), "last_step": pa.int64(), "signed": pa.bool_(),
+            "swapped": pa.bool_(), "duration_s": pa.float64(),
+            "expires_at": pa.timestamp("us"), "created_at": pa.timestamp("us"),
+            **{name: pa.string() for name in ("id", "kind", "run", "chain_head", "auditor",
+                                               "public_key", "result", "unit", "start_kind",
+                                               "start_ref", "record")}}
+
+
+def iter_records(store: BaseStore, run: str, *, kind: str | None = None) -> list[dict[str, Any]]:
+    """The run's records as JSON objects (signatures included), in (created_at, id) order."""
+    with store.reader(views=False) as con:
+        chain_head_of(con, run)
+        sql = "SELECT record FROM audit_records WHERE run = ?"
+        params: list[Any] = [run]
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        rows = con.execute(sql + " ORDER BY created_at, id", params).fetchall()
+    return [json.loads(row[0]) for row in rows]
