@@ -53,4 +53,25 @@ step lineage exp run --weights demo-run/checkpoint-199 --revision tiny@199 \
     --sums demo-run/checkpoint-199.SHA256SUMS --name local-check -- python examples/exp_check.py
 step lineage exp show local-check
 step lineage exp logs local-check
+
+# Auditing a run: volunteers replay one step each with the trainer's own replay function
+# and attest the state hash they got. A short run declares an interval of 4 steps; ada
+# starts from its published checkpoint after step 3, the others relay from the state the
+# previous auditor saved, and the four matching steps confirm interval 1 (steps 4-7).
+rm -rf audit-run relay-4 relay-5 relay-6
+step python examples/tiny_run.py --store "$LINEAGE_STORE" --stream main --steps 12 \
+    --checkpoint-every 4 --out audit-run
+step lineage ingest steps audit-run/steps.jsonl --run audited --stream main --world-size 2
+step lineage ingest checkpoint audit-run/checkpoint-3 --run audited --step 3
+step lineage audit claim audited --steps 4-7 --auditor ada
+step lineage audit replay audited --step 4 --replayer examples/tiny_run.py:replay \
+    --auditor ada --save relay-4
+step lineage audit replay audited --step 5 --replayer examples/tiny_run.py:replay \
+    --auditor ben --from relay-4 --save relay-5
+step lineage audit replay audited --step 6 --replayer examples/tiny_run.py:replay \
+    --auditor cy --from relay-5 --save relay-6
+step lineage audit replay audited --step 7 --replayer examples/tiny_run.py:replay \
+    --auditor dee --from relay-6
+step lineage audit status audited
+step lineage audit who audited
 step lineage store verify

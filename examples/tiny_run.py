@@ -80,8 +80,11 @@ def main() -> None:
     parser.add_argument("--stream", default="main")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("run-out"))
+    parser.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
+                        help="steps between checkpoints (the interval audits confirm)")
     args = parser.parse_args()
-    steps = train(lineage.open(args.store), args.stream, steps=args.steps, out=args.out)
+    steps = train(lineage.open(args.store), args.stream, steps=args.steps, out=args.out,
+                  checkpoint_every=args.checkpoint_every)
     print(f"wrote {args.out / 'steps.jsonl'} ({steps} steps, closed) and checkpoints in "
           f"{args.out}")
 
