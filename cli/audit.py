@@ -21,6 +21,18 @@ app = typer.Typer(help="The audit ledger: who verified which steps of a run, and
                   "it is covered.", no_args_is_help=True)
 
 RunArgument = Annotated[str, typer.Argument(help="The run name.")]
+SignKeyOption = Annotated[Path | None, typer.Option(
+    "--sign-key", metavar="KEY", help="Sign the records with this ed25519 private key "
+    "(OpenSSH format, as ssh-keygen writes it; `ssh-keygen -Y verify` checks them).")]
+
+
+def _signed(records: list[dict[str, Any]], key: Path | None) -> list[dict[str, Any]]:
+    """The records signed with `key`, or as they are without one."""
+    if key is None:
+        return records
+    from lineage.audit.sshsig import sign_record
+
+    return [sign_record(record, key) for record in records]
 
 # -- ledger: status, show, who, claim, record -------------------------------------------
 
@@ -110,6 +122,7 @@ def claim(
     expires: Annotated[str, typer.Option(
         "--expires", metavar="DURATION", help="How long the claim lasts: 30m, 12h, 7d, 2w.")
     ] = "7d",
+    sign_key: SignKeyOption = None,
     json: JsonOption = False,
 ) -> None:
     """Claim a step range for a while: claims are visible, expire, and block no one."""
@@ -124,6 +137,7 @@ def claim(
     record = claim_record(run=run, chain_head=run_head(store, run), first_step=first,
                           last_step=last, auditor=auditor_of(auditor),
                           expires=_duration(expires))
+    (record,) = _signed([record], sign_key)
     added = add_records(store, [record], source="claim")
     answer = ClaimMade(id=record_id(record), added=bool(added.added), record=record)
     if json:
@@ -243,6 +257,7 @@ def replay(
         bool, typer.Option("--no-record", help="Print the records; do not add them to "
                            "the ledger.")
     ] = False,
+    sign_key: SignKeyOption = None,
     json: JsonOption = False,
 ) -> None:
     """Replay one step with your replay function and attest whether it reaches the
@@ -250,11 +265,18 @@ def replay(
     from lineage.audit.replay import load_replayer, replay_step
 
     store = current_store(ctx)
+    public_key = None
+    if sign_key is not None:  # read the key first: a bad key must not cost a replay
+        from lineage.audit.sshsig import public_key_line
+
+        public_key = public_key_line(sign_key)
     function, source = load_replayer(replayer)
     result = replay_step(store, run, step, function, replayer_name=replayer,
                          replayer_source=source, start=from_, save=save,
-                         auditor=auditor or _user_name())
-    records = [r for r in (result["attestation"], result["checkpoint"]) if r is not None]
+                         auditor=auditor or _user_name(), public_key=public_key)
+    made = [r for r in (result["attestation"], result["checkpoint"]) if r is not None]
+    records = _signed(made, sign_key)
+    result = {"attestation": records[0], "checkpoint": records[1] if len(records) > 1 else None}
     if not no_record:
         from lineage.audit.ledger import add_records
 

@@ -70,3 +70,33 @@ def test_a_tampered_relay_checkpoint_breaks_the_relay_before_anything_runs(
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert "relay-4" in result.stderr and result.stderr.count("\n") == 1
     assert cli.json("audit", "status", RUN)["steps_verified"] == 1
+
+
+def test_replays_and_claims_signed_with_an_ssh_key_verify_with_ssh_keygen(
+        base: Path, tmp_path: Path) -> None:
+    from lineage.audit import sshsig
+    from lineage.audit.records import canonical_bytes, record_id
+
+    from .audit_helpers import make_key, public_line, ssh_verify
+
+    store = copy_store(base, tmp_path / "store")
+    cli = Cli(store.root)
+    (tmp_path / "keys").mkdir()
+    key = make_key(tmp_path / "keys", "ada")
+    claimed = cli.json("audit", "claim", RUN, "--steps", "4-7", "--auditor", "ada",
+                       "--sign-key", str(key))["record"]
+    replayed = cli.json("audit", "replay", RUN, "--step", "4", "--replayer", REPLAYER,
+                        "--auditor", "ada", "--save", str(tmp_path / "relay-4"),
+                        "--sign-key", str(key))
+    attestation, offered = replayed["attestation"], replayed["checkpoint"]
+    assert offered["attestation"] == record_id(attestation)  # signing kept the ids
+    allowed = f"ada {public_line(key)}\n"
+    for record in (claimed, attestation, offered):
+        assert record["auditor"]["public_key"] == public_line(key)
+        assert sshsig.verify_record(record)
+        checked = ssh_verify(allowed, "ada", record["signature"], canonical_bytes(record),
+                             tmp_path)
+        assert checked.returncode == 0, checked.stderr
+    shown = cli.json("audit", "show", RUN, "--step", "4")
+    assert [a["signature"] for a in shown["attestations"]] == [attestation["signature"]]
+    assert cli.json("audit", "status", RUN)["steps_verified"] == 1

@@ -268,13 +268,14 @@ def checked_state(folder: Path, target: RunStep) -> dict[str, Any]:
 def replay_step(
     store: BaseStore, run: str, step: int, replayer: Replayer, *, replayer_name: str,
     replayer_source: str | None = None, start: Path | None = None, save: Path | None = None,
-    auditor: str = "anonymous", now: datetime | None = None,
+    auditor: str = "anonymous", public_key: str | None = None, now: datetime | None = None,
 ) -> dict[str, Any]:
     """Replay step `step` of `run`: {"attestation": {...}, "checkpoint": {...} | None}.
 
     `start` is an intermediate checkpoint folder (else the run's checkpoint at step-1);
     `save` a new folder for the replayed state (written, with its checkpoint record, only
-    when the replay matched)."""
+    when the replay matched). `public_key` (an ssh-ed25519 line) names the key the records
+    will be signed with, so that signing them leaves their ids as they are."""
     target = read_run_step(store, run, step)
     if step == 0 and start is not None:
         raise UsageError("step 0 starts from the run's initial state, which the replayer "
@@ -297,7 +298,7 @@ def replay_step(
         "machine": machine.machine_facts(swapped=swapped, backend=outcome.get("backend"),
                                          device=outcome.get("device")),
         "duration_s": round(duration, 6), "tools": _tools(replayer_name, replayer_source),
-        "auditor": _auditor(auditor), "created_at": _utc(now),
+        "auditor": _auditor(auditor, public_key), "created_at": _utc(now),
     }
     matched = attestation["state_hash"] == attestation["expected"]
     attestation["result"] = "match" if matched else "mismatch"
@@ -391,8 +392,8 @@ def _tools(replayer_name: str, replayer_source: str | None) -> dict[str, str]:
     return tools
 
 
-def _auditor(name: str) -> dict[str, Any]:
-    return {"name": name, "public_key": None, "payout": None}
+def _auditor(name: str, public_key: str | None = None) -> dict[str, Any]:
+    return {"name": name, "public_key": public_key, "payout": None}
 
 
 def _utc(now: datetime | None) -> str:
