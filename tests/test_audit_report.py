@@ -88,7 +88,7 @@ def test_json_is_audit_status_who_and_the_machines(audited: Store) -> None:
     assert data["machines"] == _machines_of(audited) == [
         {"backend": "cpu", "device": "x86_64", "memory_bytes": 8 << 30, "replays": 16,
          "replay_hours": 8.0, "swapped": 2}]
-    assert data["rule"] == RULE and "does not cover RNG state, data cursor or spike" in RULE
+    assert data["rule"] == RULE and "takes as given, not re-derives" in RULE
     assert data["chain_head"] == data["status"]["chain_head"] == Chain.of(audited).head
     # the typed answer prints exactly what the command printed, and reads back
     answer = coverage_report(audited, RUN, now=NOW)
@@ -284,3 +284,9 @@ def test_810_interval_grid_renders_at_a_sane_size(tmp_path: Path) -> None:
     ys = np.flatnonzero(untouched.sum(axis=1) >= 100)  # and its rows
     assert 49 * 16 < xs.max() - xs.min() + 1 <= 50 * 16 and xs.max() < 1100
     assert 16 * 16 < ys.max() - ys.min() + 1 <= 17 * 16
+
+
+def test_the_spec_states_the_rule_the_page_prints() -> None:
+    page = (Path(__file__).parents[1] / "docs" / "audit-spec.md").read_text(encoding="utf-8")
+    quoted = page.split("<!-- audit-report-rule -->\n", 1)[1].split("\n\n", 1)[0]
+    assert " ".join(line.removeprefix("> ") for line in quoted.splitlines()) == RULE

@@ -25,13 +25,15 @@ if TYPE_CHECKING:
     from lineage.audit.answers import AuditReport, AuditStatus
 
 FORMATS = ("html", "md", "json")
+# What a match proves. lineage-chain/2 puts the cursor, the RNG seed and counter and the
+# skip decision in the hash (docs/chain-spec.md), but a replay takes them from the record.
 RULE = ("A match proves only that this replay range, started from the artifacts it names "
         "and fed the step's canonical batch, produced the expected state hash on that "
-        "backend. The replay takes the RNG state, the data-stream cursor and the skip "
-        "decision from the chain's record instead of re-deriving them, and state the "
-        "trainer keeps outside the state digest (a loss-spike rule's countdown, a random "
-        "generator's internal state) is in no hash: the hash does not cover RNG state, "
-        "data cursor or spike state. Machines and durations are self-reported, and a "
+        "backend. The hash covers the state digest's tensors and the step's record; in the "
+        "record, the data cursor, the RNG seed and counter and the skip decision are logged "
+        "values the replay takes as given, not re-derives, and state the trainer keeps "
+        "elsewhere (a random generator's full state, a loss-spike rule's countdown, a data "
+        "loader's buffers) is in no hash. Machines and durations are self-reported, and a "
         "mismatch from a machine that swapped is inconclusive until a re-run with more "
         "memory.")
 # Colour and a symbol per status: the symbol carries the status where colour cannot
