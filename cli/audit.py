@@ -409,10 +409,9 @@ def report(
     """The run's audit coverage as one page: every interval coloured by status, relay
     chains, participants, machines, and what a match proves. The HTML is one
     self-contained file (no scripts, no network)."""
-    from lineage.audit.report import FORMATS, coverage_report, render
+    from lineage.audit.report import check_format, coverage_report, render
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be html, md or json, not {fmt!r}")
+    check_format(fmt)  # before the ledger is read
     answer = coverage_report(current_store(ctx), run)
     text = render(answer, fmt)
     if out is None:

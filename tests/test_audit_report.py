@@ -27,7 +27,7 @@ from .conftest import Cli
 from .test_audit_status import EXPECTED_INTERVALS
 from .test_report import _chromium, _png_is_blank
 
-HOSTILE = "<script>alert(\"x\")</script> & 'o'<b>|*x*|\x1b[31m"
+HOSTILE = "<script>alert(\"x\")</script> & 'o'<b>|*x*|\x1b[31m \u202egnp.exe"
 HOSTILE_DEVICE = "\" onmouseover=\"alert(1)\" x=\"<img src=x onerror=alert(2)>"
 
 
@@ -55,6 +55,11 @@ def hostile(audited: Store) -> Store:
     claim["auditor"] = R.auditor(HOSTILE)
     add_records(audited, [replay, claim], source="test")
     return audited
+
+
+def _visible(name: str) -> str:
+    """The name as the page writes it: a terminal escape and a bidi override spelled out."""
+    return name.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")
 
 
 def _all_intervals(status: dict[str, Any]) -> list[str]:
@@ -161,7 +166,8 @@ def test_auditor_names_and_machines_are_escaped(hostile: Store, tmp_path: Path) 
     summary = cli("audit", "report", RUN, "--format", "html", "-o", str(page))
     assert summary.stdout.count("\n") == 1 and summary.stdout.startswith(f"wrote {page} (html)")
     text = page.read_text(encoding="utf-8")
-    assert "\x1b" not in text and "<script" not in text and "<img" not in text
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "<script" not in text and "<img" not in text
     parsed = _Tags()
     parsed.feed(text)
     assert parsed.tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p",
@@ -169,7 +175,7 @@ def test_auditor_names_and_machines_are_escaped(hostile: Store, tmp_path: Path) 
                            "td", "br", "footer"}
     assert not {a for a in parsed.attributes if a.startswith("on")}
     shown = "".join(parsed.text)
-    name = HOSTILE.replace("\x1b", "\\x1b")
+    name = _visible(HOSTILE)
     assert shown.count(name) == 1 and HOSTILE_DEVICE in shown  # as text, in full
     assert "default-src 'none'" in text  # and no script would run anyway
     md = cli("audit", "report", RUN, "--format", "md").stdout
@@ -260,7 +266,7 @@ def test_html_report_renders_in_headless_chromium(hostile: Store, tmp_path: Path
     names = [p.name for p in report.participants]
     assert names == sorted(names) and len(names) == 8
     for name in names:
-        escaped = name.replace("\x1b", "\\x1b").replace("&", "&amp;").replace("<", "&lt;")
+        escaped = _visible(name).replace("&", "&amp;").replace("<", "&lt;")
         assert f"<td>{escaped.replace('>', '&gt;')}</td>" in dom
     assert "<script" not in dom and RULE in dom
     assert "step 0 by <b>ann</b> → step 1 by <b>bob</b>" in dom

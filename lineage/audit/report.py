@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.audit.records import SPEC, format_time, utc_now
 from lineage.audit.status import STATUSES, audit_status, participants
+from lineage.errors import UsageError
 from lineage.store.base import BaseStore
 from lineage.version import __version__
 
@@ -92,8 +93,14 @@ def interval_cells(status: AuditStatus) -> list[tuple[int, int, int, str, int]]:
     return cells
 
 
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be html, md or json, not {fmt!r}")
+
+
 def render(report: AuditReport, fmt: str) -> str:
     """The page in `fmt` (html, md or json)."""
+    check_format(fmt)
     if fmt == "html":
         return render_html(report)
     if fmt == "md":
@@ -123,13 +130,20 @@ _INCONCLUSIVE = ("Steps whose only attestations are mismatches from machines tha
                  "(re-run with more memory): ")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters a terminal acts on, and invisible ones that reorder or hide text (bidi
+# overrides, zero-width characters): a name must read as what it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e"
+                      "\u2060-\u2069\ufeff]")
 
 
 def _printable(text: object) -> str:
-    """Ledger text with the characters a terminal would act on written as `\\xNN`, so
-    the page is the same bytes on a terminal and in a file."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """Ledger text with control and invisible characters written as `\\xNN` or `\\uNNNN`,
+    so the page reads the same on a terminal, in a file and in a browser."""
+    return _CONTROL.sub(lambda m: _code(ord(m.group())), str(text))
+
+
+def _code(point: int) -> str:
+    return f"\\x{point:02x}" if point <= 0xFF else f"\\u{point:04x}"
 
 
 def h(text: object) -> str:
