@@ -400,7 +400,7 @@ def sign(
 def report(
     ctx: typer.Context,
     run: RunArgument,
-    fmt: Annotated[str, typer.Option("--format", help="html, md or json.")] = "md",
+    fmt: Annotated[str, typer.Option("--format", help="html, md (the default) or json.")] = "md",
     out: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the page here (atomically) "
                                   "and print a one-line summary.")
