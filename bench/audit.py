@@ -10,7 +10,8 @@ verdicts, not the tensors). The records are made with lineage's builders and add
 through relay chains (5,000 attestations and their intermediate checkpoints), 810
 replays from the published checkpoints, and the rest spread over random steps by 1,000
 auditors, with 0.5% mismatches and 0.5% mismatches from machines that swapped, plus 200
-claims. Results go to bench/out/audit.json.
+claims. Then `lineage audit report RUN --format html -o FILE` as a process over the same
+ledger: the coverage page's time and size. Results go to bench/out/audit.json.
 """
 
 from __future__ import annotations
@@ -157,7 +158,16 @@ def main() -> None:
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         times.append(time.perf_counter() - started)
         answer = json.loads(done.stdout)
+    report_times, page = [], args.workdir / "coverage.html"
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        subprocess.run([*command[:-3], "report", RUN, "--format", "html", "-o", str(page)],
+                       capture_output=True, text=True, check=True)
+        report_times.append(time.perf_counter() - started)
     result = {"setup": setup, "status_process_s": [round(t, 3) for t in times],
+              "report_html_process_s": [round(t, 3) for t in report_times],
+              "report_median_s": round(statistics.median(report_times), 3),
+              "report_html_bytes": page.stat().st_size,
               "median_s": round(statistics.median(times), 3),
               "summary": {k: answer[k] for k in ("steps", "interval", "intervals",
                                                  "steps_verified", "participants",

@@ -413,3 +413,43 @@ def sign(
         output.emit_raw(text)
     else:
         output.emit_lines([f"signed {len(signed)} records with {summary['public_key']}"])
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+@app.command("report")
+def report(
+    ctx: typer.Context,
+    run: RunArgument,
+    fmt: Annotated[str, typer.Option("--format", help="html, md (the default) or json.")] = "md",
+    out: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the page here (atomically) "
+                                  "and print a one-line summary.")
+    ] = None,
+) -> None:
+    """The run's audit coverage as one page: every interval coloured by status, relay
+    chains, participants, machines, and what a match proves. The HTML is one
+    self-contained file (no scripts, no network)."""
+    from lineage.audit.report import check_format, coverage_report, render
+
+    check_format(fmt)  # before the ledger is read
+    answer = coverage_report(current_store(ctx), run)
+    text = render(answer, fmt)
+    if out is None:
+        output.emit_raw(text)
+        return
+    from lineage.store.durable import publish, temp_path_for
+
+    final = out.resolve()
+    temp = temp_path_for(final)
+    try:
+        temp.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise InputError(out, f"cannot write: {exc.strerror or exc}") from None
+    publish(temp, final)
+    counts = answer.status.intervals
+    output.emit_lines([f"wrote {out} ({fmt}): {run}, " + ", ".join(
+        f"{n:,} {name}" for name, n in counts.items()) + f"; {answer.status.steps_verified:,}"
+        f" steps verified by {answer.status.participants} participant(s)"])

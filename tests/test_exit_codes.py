@@ -38,6 +38,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "audit show": [(*S, "audit", "show", "nope", "--step", "0"),
                    (*NS, "audit", "show", "nope", "--step", "0")],
     "audit status": [(*S, "audit", "status", "nope"), (*NS, "audit", "status", "nope")],
+    "audit report": [(*S, "audit", "report", "nope"),
+                     (*NS, "audit", "report", "nope", "--format", "html")],
     "audit who": [(*S, "audit", "who", "nope"), (*NS, "audit", "who", "nope")],
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],

@@ -1,5 +1,6 @@
 """The typed answers of the audit questions (lineage.answer explains the pattern):
-`audit status`, `audit show`, `audit who`, and what `audit claim` and `audit record` added."""
+`audit status`, `audit show`, `audit who`, `audit report`, and what `audit claim` and
+`audit record` added."""
 
 from __future__ import annotations
 
@@ -109,3 +110,29 @@ class ClaimMade(Answer):
     id: str
     added: bool
     record: dict[str, Any]
+
+
+class AuditMachine(Answer):
+    """One kind of machine the run's attestations were replayed on, as their auditors
+    reported it (nothing checks it)."""
+
+    backend: str  # cpu, cuda, mps, ...
+    device: str
+    memory_bytes: int
+    replays: int  # attestations made on it (both units)
+    replay_hours: float  # their durations, summed
+    swapped: int  # replays during which the machine swapped
+
+
+class AuditReport(Answer):
+    """`lineage audit report`: the run's audit coverage, as the coverage page shows it."""
+
+    run: str
+    chain_head: str
+    at: str  # the time claims were judged at (UTC): an unexpired claim marks its interval
+    status: AuditStatus  # exactly `lineage audit status --json`
+    participants: tuple[AuditParticipant, ...]  # alphabetically, as `audit who`
+    machines: tuple[AuditMachine, ...]  # by backend, device and memory
+    rule: str  # what a match proves, and what it does not
+    lineage: str  # the version that wrote the page
+    spec: str
