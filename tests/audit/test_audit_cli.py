@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lineage.api import Store
 from lineage.audit import bundle, sshsig
 from lineage.audit.ledger import add_records, iter_records
 
+from ..conftest import Cli
 from .audit_helpers import (
     RUN,
     attestation,
     claim,
-    make_key,
     public_line,
     ssh_verify,
 )
-from .audit_run import NOW, Chain, build_run, copy_store
-from .conftest import Cli
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("keys")
-    return {"alice": make_key(folder, "alice"), "bob": make_key(folder, "bob"),
-            "rsa": make_key(folder, "rsa", kind="rsa"),
-            "locked": make_key(folder, "locked", passphrase="secret phrase")}
+from .audit_run import NOW, copy_store
 
 
 def _one_line_error(result: Any, *needles: str) -> None:
@@ -97,26 +86,17 @@ def test_sign_refuses_what_is_not_an_audit_record(cli, keys, tmp_path):
 # `audit export` and `audit import` on a real run's ledger (tests/audit_run.py).
 
 
-@pytest.fixture(scope="module")
-def audited_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_run(tmp_path_factory.mktemp("audited"))
 
 
-@pytest.fixture
-def audited(audited_base: Path, tmp_path: Path) -> tuple[Store, Chain]:
-    store = copy_store(audited_base, tmp_path / "store")
-    return store, Chain.of(store)
-
-
-def test_export_then_import_is_idempotent(audited, audited_base, keys, tmp_path):
-    store, chain = audited
+def test_export_then_import_is_idempotent(fresh, base, keys, tmp_path):
+    store, chain = fresh
     first = sshsig.sign_record(chain.published(4, who="bob"), keys["bob"])
     records = [first, sshsig.sign_record(chain.offer(first), keys["bob"]),
                chain.claim(8, 11, who="cat", made=NOW)]
     add_records(store, records, source="test")
     written = Cli(store.root).json("audit", "export", RUN, "-o", str(tmp_path / "ledger.zip"))
     assert written["records"] == 3 and written["run"] == RUN
-    other = copy_store(audited_base, tmp_path / "other")
+    other = copy_store(base, tmp_path / "other")
     cli = Cli(other.root)
     imported = cli.json("audit", "import", str(tmp_path / "ledger.zip"))
     assert imported["added"] == [bundle.record_id(r) for r in records]
@@ -129,8 +109,8 @@ def test_export_then_import_is_idempotent(audited, audited_base, keys, tmp_path)
     assert other.audit_status(RUN, now=NOW).steps_verified == 1
 
 
-def test_import_refuses_a_forged_record_by_its_id(audited, keys, tmp_path):
-    store, chain = audited
+def test_import_refuses_a_forged_record_by_its_id(fresh, keys, tmp_path):
+    store, chain = fresh
     forged = sshsig.sign_record(chain.published(4), keys["alice"])
     forged["result"] = "mismatch"
     bundle.write_bundle([chain.claim(1, 5, who="ann", made=NOW), forged],
@@ -140,8 +120,8 @@ def test_import_refuses_a_forged_record_by_its_id(audited, keys, tmp_path):
     assert iter_records(store, RUN) == []  # nothing of the bundle was added
 
 
-def test_import_with_allowed_signers_and_required_signatures(audited, keys, tmp_path):
-    store, chain = audited
+def test_import_with_allowed_signers_and_required_signatures(fresh, keys, tmp_path):
+    store, chain = fresh
     cli = Cli(store.root)
     signed = sshsig.sign_record(chain.published(4, who="alice"), keys["bob"])  # bob as alice
     bundle.write_bundle([signed], tmp_path / "b.zip", run=RUN)

@@ -38,7 +38,7 @@ from lineage.runs.checkpoint_evidence import checkpoint_digests
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 
-from .conftest import EXAMPLES, Cli, load_tiny_run
+from ..conftest import EXAMPLES, Cli, load_tiny_run
 
 STEPS, EVERY = 12, 4
 REPLAYER = f"{EXAMPLES / 'tiny_run.py'}:replay"

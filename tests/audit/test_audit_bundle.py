@@ -16,13 +16,7 @@ from lineage.audit import bundle, sshsig
 from lineage.errors import InputError, UsageError
 from lineage.runs.chain import blake3_hex, canonical_json
 
-from .audit_helpers import RUN, attestation, checkpoint, claim, make_key, public_line
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("keys")
-    return {"alice": make_key(folder, "alice"), "bob": make_key(folder, "bob")}
+from .audit_helpers import RUN, attestation, checkpoint, claim, public_line
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +166,7 @@ def test_what_is_not_a_bundle_is_refused(tmp_path, content, message):
 
 
 def test_an_experiment_bundle_is_not_an_audit_bundle(tmp_path):
-    from .conftest import write_spec_1_bundle
+    from ..conftest import write_spec_1_bundle
 
     write_spec_1_bundle(tmp_path / "exp.zip")
     with pytest.raises(InputError, match="unknown bundle spec 'lineage-experiment-bundle/1'"):

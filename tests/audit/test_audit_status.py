@@ -15,21 +15,12 @@ from lineage.api import Store
 from lineage.audit.ledger import add_records
 from lineage.audit.status import STATUSES
 
-from .audit_run import NOW, RUN, Chain, build_run, copy_store, ledger
+from .audit_run import NOW, RUN, Chain, copy_store, ledger
 
 EXPECTED_INTERVALS = ["confirmed", "provisional", "disputed", "mismatch", "provisional",
                       "claimed", "untouched", "provisional"]
 
 
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_run(tmp_path_factory.mktemp("audit-run"))
-
-
-@pytest.fixture
-def fresh(base: Path, tmp_path: Path) -> tuple[Store, Chain]:
-    store = copy_store(base, tmp_path / "store")
-    return store, Chain.of(store)
 
 
 @pytest.fixture

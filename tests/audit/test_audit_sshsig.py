@@ -16,15 +16,7 @@ from lineage.audit import sshsig
 from lineage.audit.records import record_id
 from lineage.errors import InputError, RuleError
 
-from .audit_helpers import attestation, make_key, public_line, ssh_sign, ssh_verify
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("keys")
-    return {"alice": make_key(folder, "alice"), "bob": make_key(folder, "bob"),
-            "rsa": make_key(folder, "rsa", kind="rsa"),
-            "locked": make_key(folder, "locked", passphrase="secret phrase")}
+from .audit_helpers import attestation, public_line, ssh_sign, ssh_verify
 
 
 def _blob(armored: str) -> bytes:

@@ -22,18 +22,14 @@ from lineage.audit.answers import AuditReport
 from lineage.audit.ledger import add_records, iter_records
 from lineage.audit.report import RULE, SYMBOLS, coverage_report, render
 
-from .audit_run import NOW, RUN, Chain, build_run, copy_store, ledger
-from .conftest import Cli
+from ..conftest import Cli
+from ..test_report import _chromium, _png_is_blank
+from .audit_run import NOW, RUN, Chain, copy_store, ledger
 from .test_audit_status import EXPECTED_INTERVALS
-from .test_report import _chromium, _png_is_blank
 
 HOSTILE = "<script>alert(\"x\")</script> & 'o'<b>|*x*|\x1b[31m \u202egnp.exe"
 HOSTILE_DEVICE = "\" onmouseover=\"alert(1)\" x=\"<img src=x onerror=alert(2)>"
 
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_run(tmp_path_factory.mktemp("audit-run"))
 
 
 @pytest.fixture
@@ -293,6 +289,6 @@ def test_810_interval_grid_renders_at_a_sane_size(tmp_path: Path) -> None:
 
 
 def test_the_spec_states_the_rule_the_page_prints() -> None:
-    page = (Path(__file__).parents[1] / "docs" / "audit-spec.md").read_text(encoding="utf-8")
+    page = (Path(__file__).parents[2] / "docs" / "audit-spec.md").read_text(encoding="utf-8")
     quoted = page.split("<!-- audit-report-rule -->\n", 1)[1].split("\n\n", 1)[0]
     assert " ".join(line.removeprefix("> ") for line in quoted.splitlines()) == RULE

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from .audit_run import EVERY, RUN, build_run, copy_store
-from .conftest import EXAMPLES, Cli
+from ..conftest import EXAMPLES, Cli
+from .audit_run import EVERY, RUN, copy_store
 
 REPLAYER = f"{EXAMPLES / 'tiny_run.py'}:replay"
 
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_run(tmp_path_factory.mktemp("e2e"))
 
 
 def _relay(cli: Cli, tmp_path: Path, steps: range, auditors: list[str]) -> None:

@@ -22,7 +22,7 @@ from lineage.ingest.steps import ingest_steps
 from lineage.runs.chain import blake3_hex
 from lineage.stream.build import build_stream
 
-from .conftest import EXAMPLES, load_tiny_run
+from ..conftest import EXAMPLES, load_tiny_run
 
 STEPS, EVERY, RUN = 32, 4, "tiny"
 NOW = datetime(2026, 12, 1, 12, 0, 0)

@@ -14,7 +14,7 @@ import pytest
 
 from .audit_helpers import attestation
 
-SPEC = Path(__file__).parents[1] / "docs" / "audit-spec.md"
+SPEC = Path(__file__).parents[2] / "docs" / "audit-spec.md"
 
 
 def _example() -> str:

@@ -15,19 +15,8 @@ from lineage.audit import records as R
 from lineage.audit.ledger import add_records, iter_records, run_head
 from lineage.errors import InputError
 
-from .audit_run import NOW, RUN, Chain, build_run, copy_store, ledger
-from .conftest import Cli
-
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_run(tmp_path_factory.mktemp("audit-ledger"))
-
-
-@pytest.fixture
-def fresh(base: Path, tmp_path: Path) -> tuple[Store, Chain]:
-    store = copy_store(base, tmp_path / "store")
-    return store, Chain.of(store)
+from ..conftest import Cli
+from .audit_run import NOW, RUN, Chain, ledger
 
 
 def test_ids_are_the_canonical_record_without_its_signature(fresh: tuple[Store, Chain]) -> None:
