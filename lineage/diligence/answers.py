@@ -197,12 +197,22 @@ class Integrity(Answer):
     load: str  # "not-tested"
 
 
+class DeclaredDataset(Answer):
+    """A training dataset the model card declares, and whether the store records it."""
+
+    name: str  # as the card writes it (a Hub dataset id)
+    recorded: bool | None  # None: not looked up (no store)
+    corpus: str | None  # the corpus recorded under that name
+    manifest_hash: str | None  # that corpus's manifest hash
+
+
 class Provenance(Answer):
     """How open the model's provenance is, and what is missing for the next tier."""
 
     tier: str  # closed, open weights, open source, fully auditable
     missing: tuple[str, ...]
     evidence: tuple[str, ...]
+    datasets: tuple[DeclaredDataset, ...] | None = optional()  # only when a card names some
 
 
 class License(Answer):
@@ -210,6 +220,33 @@ class License(Answer):
 
     license: tuple[str, ...] | str | None  # several names when the sources disagree
     sources: tuple[dict[str, Any], ...]  # file, license, how
+    disagreements: tuple[str, ...] | None = optional()  # only when two claims differ
+
+
+class CardFinding(Answer):
+    """A rule the model card's front matter broke (the card's metadata is then not used)."""
+
+    rule: str  # e.g. yaml-alias, yaml-tag, front-matter-unclosed, field-type
+    message: str
+
+
+class ModelCard(Answer):
+    """The metadata of the folder's model card (README.md front matter), normalized."""
+
+    file: str  # README.md
+    sha256: str | None  # of the whole card; None when it could not be read
+    bytes: int | None
+    front_matter: bool  # whether the card opens with a `---` block
+    license: str | None
+    license_name: str | None  # with `license: other`
+    license_link: str | None
+    pipeline_tag: str | None
+    library_name: str | None
+    datasets: tuple[str, ...]
+    base_model: tuple[str, ...]
+    language: tuple[str, ...]
+    tags: tuple[str, ...]
+    findings: tuple[CardFinding, ...]
 
 
 class Hashes(Answer):
@@ -251,6 +288,7 @@ class Inspection(Answer):
     integrity: Integrity
     provenance: Provenance
     license: License
+    card: ModelCard | None = optional()  # only when the folder has a README.md
     config: dict[str, Any] | None  # the config.json fields that matter here
     tokenizer: dict[str, Any] | None
     adapter: dict[str, Any] | None

@@ -3,7 +3,8 @@
 What is in it (formats, shards, name anatomy), what the weights are (parameters, dtypes,
 bits per weight, quantization), what it costs to run (memory at a context and batch),
 whether it is safe to open (risks), whether it is intact (three separate verdicts), how
-open its provenance is, and which licence it claims. Nothing is loaded or executed.
+open its provenance is, which licence it claims, and what its model card declares.
+Nothing is loaded or executed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.diligence.architecture import describe_architecture
+from lineage.diligence.card import model_card
 from lineage.diligence.hashes import file_hashes, hashes_from_sums
 from lineage.diligence.license import find_license
 from lineage.diligence.memory import estimate_memory
@@ -48,6 +50,7 @@ def inspect_model(
     weights = weights_summary(folder, files, config)
     architecture = describe_architecture(config, weights["gguf"])
     risks = folder_risks(model)
+    card = model_card(folder)
     report = {
         "spec": REPORT_SPEC, "path": str(path.resolve()), "generated": _generated(),
         "files": files, "links": links,
@@ -62,8 +65,10 @@ def inspect_model(
         "risks": risks,
         "integrity": _integrity(model, sums),
         "provenance": provenance(folder, has_weights=weights["present"], store=store,
-                                 absent_reason=weights["absent_reason"]),
-        "license": find_license(folder, weights["gguf"].get("license")),
+                                 absent_reason=weights["absent_reason"],
+                                 declared=card["datasets"] if card else None),
+        "license": find_license(folder, weights["gguf"].get("license"), card),
+        **({"card": card} if card is not None else {}),  # no README.md: no key
         "config": _config_dict(config), "tokenizer": _tokenizer_dict(tokenizer),
         "adapter": adapter.__dict__ if adapter else None,
         "architecture": architecture["family"],

@@ -27,6 +27,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                          ("Provenance", sec.provenance_items(report)),
                          ("Licence", sec.licence_items(report))):
         lines += ["", f"## {title}", "", *_md_items(items)]
+    if report.get("card"):
+        lines += ["", "## Model card", "", *_md_items(sec.card_items(report["card"]))]
     lines += ["", "## Files", "", sec.hashes_note(report), ""]
     lines += _md_table(["file", "format", "size", "sha256", "name says"], sec.file_rows(report))
     return "\n".join(lines) + "\n"
@@ -103,11 +105,17 @@ padding:8px 12px;min-width:150px}} .k{{font-size:12px;color:#666}} .v{{font-size
 <h2>Cost</h2>{_html_items(sec.cost_items(report))}
 <h2>Provenance: {e(p['tier'])}</h2>{_html_items(sec.provenance_items(report)[1:])}
 <h2>Licence</h2>{_html_items(sec.licence_items(report))}
-<h2>Files</h2><p>{e(sec.hashes_note(report))}</p>{file_bars}
+{_card_html(report)}<h2>Files</h2><p>{e(sec.hashes_note(report))}</p>{file_bars}
 <table><tr><th>file</th><th>format</th><th>size</th><th>sha256</th><th>name says</th></tr>
 {file_rows}</table>
 </body></html>
 """
+
+
+def _card_html(report: dict[str, Any]) -> str:
+    """The model card section (nothing when the folder has no card)."""
+    card = report.get("card")
+    return f"<h2>Model card</h2>{_html_items(sec.card_items(card))}\n" if card else ""
 
 
 def _has_weights(report: dict[str, Any]) -> bool:

@@ -138,8 +138,26 @@ def licence_text(report: dict[str, Any]) -> str:
 
 
 def licence_items(report: dict[str, Any]) -> list[Item]:
-    return [(licence_text(report), [f"{s['file']} ({s['how']}): {s['license']}"
-                                    for s in report["license"]["sources"]])]
+    items: list[Item] = [(licence_text(report), [f"{s['file']} ({s['how']}): {s['license']}"
+                                                 for s in report["license"]["sources"]])]
+    return items + [(f"DISAGREEMENT: {d}", [])
+                    for d in report["license"].get("disagreements") or []]
+
+
+_CARD_FIELDS = ("license", "license_name", "license_link", "base_model", "datasets",
+                "language", "pipeline_tag", "library_name", "tags")
+
+
+def card_items(card: dict[str, Any]) -> list[Item]:
+    """The model card section: which card, its metadata fields, the rules it broke."""
+    digest = f"sha256 {card['sha256']}" if card.get("sha256") else "not read"
+    items: list[Item] = [(f"{card['file']} ({digest}, {size(card.get('bytes'))})", [])]
+    if card.get("sha256") and not card.get("front_matter"):
+        items.append(("no metadata: the card does not open with a `---` block", []))
+    items += [(f"{name}: {show(card[name])}", []) for name in _CARD_FIELDS
+              if card.get(name)]
+    items += [(f"finding: {f['rule']}: {f['message']}", []) for f in card["findings"]]
+    return items
 
 
 def risk_rows(report: dict[str, Any]) -> list[list[str]]:
