@@ -28,10 +28,7 @@ def model_card(
 ) -> None:
     """A model card (README.md) for a run's checkpoint: the metadata block and a training
     data section with the corpus, sources, stream, chain and checkpoint evidence."""
-    from lineage.exports.answers import ModelCard
-    from lineage.exports.model_card import model_card as build
-
-    card = ModelCard.from_dict(build(current_store(ctx), run=run, checkpoint=checkpoint))
+    card = current_store(ctx).model_card(run, checkpoint=checkpoint)
     if out is not None:
         output.write_file(out, card.text)
     if json:

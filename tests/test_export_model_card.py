@@ -58,7 +58,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 
 def card(store: Store, run: str = "tiny", step: int = 99) -> ModelCard:
-    return ModelCard.from_dict(model_card(store, run=run, checkpoint=step))
+    answer = store.model_card(run, checkpoint=step)
+    assert answer == model_card(store, run=run, checkpoint=step)  # the API's is the core's
+    assert isinstance(answer, ModelCard)
+    return answer
 
 
 def front_matter(text: str) -> dict[str, Any]:
