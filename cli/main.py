@@ -110,7 +110,19 @@ def main(
 
 
 def _register() -> None:
-    from lineage.cli import audit, corpus, exp, ingest, query, report, run, store, stream, verify
+    from lineage.cli import (
+        audit,
+        corpus,
+        exp,
+        export,
+        ingest,
+        query,
+        report,
+        run,
+        store,
+        stream,
+        verify,
+    )
 
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(corpus.app, name="corpus")
@@ -119,6 +131,7 @@ def _register() -> None:
     app.add_typer(run.chain_app, name="chain")
     app.add_typer(exp.app, name="exp")
     app.add_typer(audit.app, name="audit")
+    app.add_typer(export.app, name="export")
     app.add_typer(store.app, name="store")
     app.command("init")(store.init)
     app.command("sql")(store.sql)

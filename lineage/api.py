@@ -1,8 +1,9 @@
 """The Python API: `lineage.Store`, the store with its questions as methods.
 
 This is the top layer of the core: it may import every package below it (store, corpora,
-stream, runs, text, diligence, exp); nothing below imports it. The question modules are
-imported inside the methods so that `import lineage` stays fast for the command line.
+stream, runs, text, diligence, audit, exp, exports); nothing below imports it. The
+question modules are imported inside the methods so that `import lineage` stays fast for
+the command line.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from lineage.answer import AnswerList
     from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
+    from lineage.exports.answers import ModelCard
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
@@ -161,6 +163,15 @@ class Store(BaseStore):
         from lineage.audit.status import participants
 
         return AuditWho.from_dict(participants(self, run))
+
+    def model_card(self, run: str, *, checkpoint: int) -> ModelCard:
+        """`lineage export model-card`: the model card of the run's checkpoint saved after
+        step `checkpoint` (docs/exports.md); `.text` is the README.md text. UnknownObjectError
+        for an unknown run, a step it did not record or a checkpoint not ingested."""
+        from lineage.exports.answers import ModelCard
+        from lineage.exports.model_card import model_card
+
+        return ModelCard.from_dict(model_card(self, run=run, checkpoint=checkpoint))
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;

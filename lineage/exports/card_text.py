@@ -1,0 +1,164 @@
+"""The text of a model card: the YAML metadata block, then the training-data section
+(docs/exports.md, "Model card"). Every value comes from the store's records; numbers are
+written as the store holds them (integers without separators, shares to 6 places), so a
+program can read them back and compare."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+_SAID = {True: "yes", False: "NO", None: "no record to compare"}
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """What the card states, as the store records it."""
+
+    run: dict[str, Any]  # lineage.runs.query.get_run
+    stream: dict[str, Any]  # lineage.stream.query.get_stream
+    corpus: dict[str, Any]  # lineage.corpora.query.get_corpus
+    checkpoint: dict[str, Any]  # the checkpoints row of the step
+    chain_head: str
+
+
+
+def card_text(facts: CardFacts, metadata: dict[str, Any]) -> str:
+    sections = [front_matter(metadata), _intro(), _corpus(facts.corpus, metadata),
+                _stream(facts.stream), _run(facts.run, facts.chain_head),
+                _checkpoint(facts.checkpoint), _how_to_check(facts)]
+    return "\n".join(sections)
+
+
+def front_matter(metadata: dict[str, Any]) -> str:
+    """The `---` delimited YAML block the Hub reads, written with a safe dumper."""
+    import yaml
+
+    body = yaml.safe_dump(metadata, sort_keys=True, allow_unicode=True,
+                          default_flow_style=False)
+    return f"---\n{body}---\n"
+
+
+def _intro() -> str:
+    return ("## Training data\n\n"
+            "Written by `lineage export model-card` from the records of a lineage store. "
+            "Every name, number and hash below is the store's, and the commands at the end "
+            "check them again.\n")
+
+
+def _corpus(corpus: dict[str, Any], metadata: dict[str, Any]) -> str:
+    lines = ["### Corpus", "",
+             f"- Name: {_code(corpus['name'])}",
+             f"- Manifest hash: {_code(corpus['manifest_hash'])} "
+             f"({_code(corpus['manifest_spec'])})",
+             f"- Documents: {corpus['documents']}; tokens: {corpus['tokens']} "
+             f"(counted by {_code(corpus['tokenizer'])}); bytes: {corpus['bytes']}",
+             "", "| Source | Documents | Tokens | Share of tokens | Licences |",
+             "|---|---:|---:|---:|---|"]
+    for s in corpus["sources"]:
+        licences = ", ".join(_cell(lic) for lic in s["licenses"]) or "none recorded"
+        lines.append(f"| {_cell(s['source'])} | {s['documents']} | {s['tokens']} | "
+                     f"{s['share']:.6f} | {licences} |")
+    lines += ["", _license_note(metadata)]
+    return "\n".join(lines) + "\n"
+
+
+def _license_note(metadata: dict[str, Any]) -> str:
+    if metadata["license"] != "other":
+        return (f"Every source carries the one licence above, so the metadata says "
+                f"`license: {metadata['license']}`. The licence of the model itself is to "
+                "be confirmed by the provider.")
+    return (f"The sources do not share one SPDX licence, so the metadata says `license: "
+            f"other` (`license_name: {metadata['license_name']}`). The licence of the model "
+            "itself is to be completed by the provider.")
+
+
+def _stream(stream: dict[str, Any]) -> str:
+    seed = stream["seed"] if stream["seed"] is not None else "none (recorded from a run's log)"
+    return "\n".join([
+        "### Stream", "",
+        f"- Name: {_code(stream['name'])}; spec {_code(stream['spec'])}, "
+        f"spec hash {_code(stream['spec_hash'])}",
+        f"- Seed: {seed}; sequence length: {stream['seq_len']} tokens; batch: "
+        f"{stream['batch']} windows per step; steps: {stream['steps']}; tokens: "
+        f"{stream['tokens']}",
+        f"- Occurrences digest: {_code(stream['occurrences_digest'])}",
+    ]) + "\n"
+
+
+def _run(run: dict[str, Any], chain_head: str) -> str:
+    return "\n".join([
+        "### Run", "",
+        f"- Name: {_code(run['name'])}; chain {_code(run['chain'])} ({run['algorithm']}), "
+        f"genesis {_code(run['genesis'])}",
+        f"- Steps recorded: {run['steps_recorded']} (steps {run['first_step']} to "
+        f"{run['last_step']} of the stream's {run['stream_steps']}); chain closed: "
+        f"{'yes' if run['closed'] else 'no'}",
+        f"- Chain head (the state hash of the last step): {_code(chain_head)}",
+        f"- Skip rule: {_skip_rule(run['skip_rule'])}",
+        f"- Clipped steps: {run['clipped_count']}; skipped steps: {run['skipped_count']}",
+    ]) + "\n"
+
+
+def _skip_rule(rule: dict[str, Any] | None) -> str:
+    if rule is None:
+        return "none declared"
+    return (f"a step whose gradient norm before clipping is above {rule['grad_norm_above']} "
+            f"is skipped, and so are the {rule['skip_following']} steps after it "
+            f"({_code(rule['rule'])})")
+
+
+def _checkpoint(ckpt: dict[str, Any]) -> str:
+    risks = json.loads(ckpt["risks"]) if ckpt["risks"] else None
+    checks = ("ok" if ckpt["checksums_ok"] else "FAILED") \
+        if ckpt["checksums_ok"] is not None else "no checksum list given"
+    risk = "not checked" if risks is None else ("none found" if risks["ok"] else "FOUND")
+    return "\n".join([
+        f"### Checkpoint after step {ckpt['step']}", "",
+        f"- Weights digest: {_code(ckpt['weights_digest'] or 'none')}; the chain's: "
+        f"{_code(ckpt['chain_weights_digest'] or 'none')}; matches the chain: "
+        f"{_SAID[ckpt['matches_chain']]}",
+        f"- State digest (weights and optimizer state): {_code(ckpt['state_digest'] or 'none')}"
+        f"; the chain's: {_code(ckpt['chain_state_digest'] or 'none')}; matches the chain: "
+        f"{_SAID[ckpt['matches_state']]}",
+        f"- Structure: {'ok' if ckpt['structure_ok'] else 'FAILED'}; checksums: {checks}; "
+        f"pickle risks: {risk}",
+    ]) + "\n"
+
+
+def _how_to_check(facts: CardFacts) -> str:
+    run, step = facts.run["name"], facts.checkpoint["step"]
+    commands = [f"lineage corpus show {_arg(facts.corpus['name'])}",
+                f"lineage stream show {_arg(facts.stream['name'])}",
+                f"lineage chain verify {_arg(run)}",
+                f"lineage run checkpoints {_arg(run)}",
+                f"lineage ingest checkpoint CHECKPOINT_FOLDER --run {_arg(run)} --step {step}",
+                f"lineage export model-card --run {_arg(run)} --checkpoint {step}"]
+    return "\n".join([
+        "### How to check", "",
+        "With the store (or a copy of it): the corpus and its manifest hash, the stream and "
+        "its spec hash, the chain from genesis to its head against the stream, and the "
+        "checkpoint's digests against the chain; the last command writes this card again, "
+        "byte for byte.", "", "```sh", *commands, "```",
+    ]) + "\n"
+
+
+def _code(value: Any) -> str:
+    """A value as inline code; a backtick inside widens the fence, a newline is shown."""
+    text = str(value).replace("\n", "\\n")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell(value: Any) -> str:
+    """A value in a table cell: a `|` would end the cell."""
+    return str(value).replace("\n", "\\n").replace("|", "\\|")
+
+
+def _arg(value: str) -> str:
+    """A name as a shell argument."""
+    import shlex
+
+    return shlex.quote(value)
