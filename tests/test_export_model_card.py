@@ -233,3 +233,26 @@ def test_a_checkpoint_that_differs_from_the_chain_is_said_to(demo: Store) -> Non
     assert answer.text.count("matches the chain: NO") == 2
     assert f"`{evidence.weights_digest}`; the chain's: `{evidence.chain_weights_digest}`" \
         in answer.text
+
+
+def test_an_exported_card_is_read_back_by_inspect_and_names_its_recorded_corpus(
+        demo: Store, tmp_path: Path) -> None:
+    """The card lineage writes, put in the model's folder, is what `lineage inspect` reads:
+    its training dataset is found in the store by the manifest hash the card states."""
+    import shutil
+
+    import lineage
+
+    (source,) = demo.sql("SELECT path FROM checkpoints WHERE run = 'tiny' AND step = 99").rows
+    folder = tmp_path / "model"
+    shutil.copytree(source[0], folder)
+    written = card(demo)
+    (folder / "README.md").write_text(written.text, encoding="utf-8")
+    inspected = lineage.inspect(folder, store=demo)
+    assert inspected.card is not None and inspected.card.findings == ()
+    assert inspected.card.datasets == ("example",)
+    assert inspected.card.license == written.metadata["license"]
+    (declared,) = inspected.provenance.datasets or ()
+    assert declared.recorded and declared.corpus == "example"
+    assert declared.manifest_hash == demo.corpus("example").manifest_hash
+    assert declared.manifest_hash in written.text
