@@ -1,7 +1,8 @@
-"""`lineage export model-card`: what the store records, in the forms other tools read."""
+"""`lineage export`: what the store records, in the forms other tools read."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -35,3 +36,43 @@ def model_card(
         output.emit_json(card.to_dict())
     elif out is None:
         output.emit_document(card.text)
+
+
+class SummaryFormat(StrEnum):
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+@app.command("ai-act-summary")
+def ai_act_summary(
+    ctx: typer.Context,
+    run: Annotated[str | None, typer.Option("--run", help="Summarise the corpus this "
+                                            "run's stream orders.")] = None,
+    corpus: Annotated[str | None, typer.Option("--corpus", help="Summarise this corpus.")]
+    = None,
+    fmt: Annotated[SummaryFormat, typer.Option("--format", help="md, json (the typed "
+                                               "answer) or html (one self-contained page).")]
+    = SummaryFormat.md,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the summary here "
+                                  "(atomically) instead of printing it.")] = None,
+) -> None:
+    """A draft of the EU AI Act public summary of training content (Art. 53(1)(d), the
+    Commission's template of 24 July 2025): what the store records is filled in, every
+    other field says "to be completed by the provider"."""
+    from lineage.exports.ai_act_text import summary_html, summary_markdown
+
+    summary = current_store(ctx).ai_act_summary(run=run, corpus=corpus)
+    if fmt is SummaryFormat.json:
+        text = summary.to_json() + "\n"
+    elif fmt is SummaryFormat.html:
+        text = summary_html(summary.to_dict())
+    else:
+        text = summary_markdown(summary.to_dict())
+    if out is not None:
+        output.write_file(out, text)
+    elif fmt is SummaryFormat.json:
+        output.emit_json(summary.to_dict())
+    else:
+        output.emit_document(text)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from lineage.answer import AnswerList
     from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
-    from lineage.exports.answers import ModelCard
+    from lineage.exports.answers import AiActSummary, ModelCard
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
@@ -172,6 +172,16 @@ class Store(BaseStore):
         from lineage.exports.model_card import model_card
 
         return ModelCard.from_dict(model_card(self, run=run, checkpoint=checkpoint))
+
+    def ai_act_summary(self, *, run: str | None = None,
+                       corpus: str | None = None) -> AiActSummary:
+        """`lineage export ai-act-summary`: the draft EU AI Act public summary of the
+        training content of `run` (its stream's corpus) or of `corpus` (docs/exports.md).
+        UsageError unless exactly one is given; UnknownObjectError for an unknown one."""
+        from lineage.exports.ai_act import ai_act_summary
+        from lineage.exports.answers import AiActSummary
+
+        return AiActSummary.from_dict(ai_act_summary(self, run=run, corpus=corpus))
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;
