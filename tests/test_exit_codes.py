@@ -56,6 +56,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "exp run": [(*S, "exp", "run", "--weights", "{MISSING}", "--revision", "r", "--", "true"),
                 (*NS, "exp", "run", "--weights", "{DIR}", "--revision", "r", "--", "true")],
     "exp show": [(*S, "exp", "show", "nope"), (*NS, "exp", "show", "nope")],
+    "export ai-act-summary": [(*S, "export", "ai-act-summary", "--run", "nope"),
+                              (*NS, "export", "ai-act-summary", "--corpus", "nope")],
     "export model-card": [(*S, "export", "model-card", "--run", "nope", "--checkpoint", "0"),
                           (*NS, "export", "model-card", "--run", "nope", "--checkpoint", "0")],
     "ingest checkpoint": [(*S, "ingest", "checkpoint", "{MISSING}", "--run", "r", "--step", "0")],
