@@ -57,6 +57,7 @@ def ai_act_summary(
     out: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the summary here "
                                   "(atomically) instead of printing it.")] = None,
+    json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
     """A draft of the EU AI Act public summary of training content (Art. 53(1)(d), the
     Commission's template of 24 July 2025): what the store records is filled in, every
@@ -64,6 +65,7 @@ def ai_act_summary(
     from lineage.exports.ai_act_text import summary_html, summary_markdown
 
     summary = current_store(ctx).ai_act_summary(run=run, corpus=corpus)
+    fmt = SummaryFormat.json if json else fmt
     if fmt is SummaryFormat.json:
         text = summary.to_json() + "\n"
     elif fmt is SummaryFormat.html:

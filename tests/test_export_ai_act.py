@@ -155,6 +155,7 @@ def test_cli_formats(demo: Store) -> None:
     printed = cli("export", "ai-act-summary", "--corpus", "web", "--format", "json")
     assert printed.stdout == answer.to_json() + "\n"
     assert AiActSummary.from_dict(json.loads(printed.stdout)) == answer
+    assert Cli(demo.root).json("export", "ai-act-summary", "--corpus", "web") == answer
     md = cli("export", "ai-act-summary", "--corpus", "web")
     assert md.stdout == summary_markdown(answer.to_dict())
     for top in answer.data_sources.scraped.top_domains:
