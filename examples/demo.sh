@@ -46,6 +46,13 @@ step lineage verify demo-run/checkpoint-99
 step lineage ingest checkpoint demo-run/checkpoint-99 --run tiny --step 99
 step lineage run checkpoints tiny --nearest 120
 
+# What the store can say for others: a model card for checkpoint 99 and a draft of the
+# EU AI Act public summary of the run's training content (fields lineage cannot know are
+# left to the provider).
+step lineage export model-card --run tiny --checkpoint 99 -o demo-run/MODEL_CARD.md
+step lineage export ai-act-summary --run tiny --format md -o demo-run/ai-act-summary.md
+head -n 24 demo-run/ai-act-summary.md
+
 # An external look at that checkpoint, and an experiment gated behind the same checks.
 step lineage report demo-run/checkpoint-99 --format md
 lineage sums demo-run/checkpoint-199 -o demo-run/checkpoint-199.SHA256SUMS 2>/dev/null
