@@ -19,6 +19,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from lineage.audit.records import SPEC as RECORD_SPEC
 from lineage.audit.records import record_id
 from lineage.audit.sshsig import (
     AllowedSigner,
@@ -31,7 +32,6 @@ from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.durable import publish, remove_quietly, temp_path_for
 
 BUNDLE_SPEC = "lineage-audit-bundle/1"
-RECORD_SPEC = "lineage-audit/1"
 RECORDS_MEMBER = "records.jsonl"
 MANIFEST_MEMBER = "MANIFEST.json"
 _MAX_MEMBER = 1 << 30  # a zip bomb stops here; 100,000 records are ~150 MB

@@ -26,12 +26,13 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from lineage.audit import machine
-from lineage.audit.records import record_id
+from lineage.audit import records as audit_records
+from lineage.audit.records import SPEC, record_id
 from lineage.audit.state_files import read_state, require_new_folder, write_state
 from lineage.errors import InputError, NotFoundError, UnknownObjectError, UsageError
 from lineage.runs.chain import (
@@ -51,7 +52,6 @@ from lineage.store.base import BaseStore
 from lineage.stream.reader import StreamReader
 from lineage.version import __version__
 
-SPEC = "lineage-audit/1"
 RECORDS_FILE = "audit-records.jsonl"  # in a --save folder: its attestation and checkpoint
 # What a step produced: withheld from the replayer, so it computes rather than copies.
 OUTCOME_FIELDS = ("state_hash", "weights_digest", "state_digest", "loss", "grad_norm",
@@ -198,8 +198,8 @@ def published_start(store: BaseStore, target: RunStep) -> tuple[Path, dict[str, 
     with store.reader(views=False) as con:
         row = con.execute("SELECT path FROM checkpoints WHERE run = ? AND step = ?",
                           [target.run, at]).fetchone()
-    return Path(row[0] if row else ""), {"kind": "published", "step": at,
-                        "weights_digest": target.previous["weights_digest"]}  # type: ignore[index]
+    return Path(row[0] if row else ""), audit_records.published_start(
+        at, target.previous["weights_digest"])  # type: ignore[index]
 
 
 def intermediate_start(folder: Path, target: RunStep) -> dict[str, Any]:
@@ -215,6 +215,8 @@ def intermediate_start(folder: Path, target: RunStep) -> dict[str, Any]:
                                      f"checkpoint record claims {record.get(key)}, the "
                                      f"chain's step {at} has {previous.get(key)}; refusing "
                                      "to replay")
+            # built here, not by records.intermediate_start: a chain without state
+            # digests gives None, which the record keeps
             return {"kind": "intermediate", "step": at, "checkpoint": record_id(record),
                     "state_digest": previous.get("state_digest")}
     raise InputError(folder / RECORDS_FILE, f"checkpoint-record: no checkpoint record of "
@@ -298,7 +300,8 @@ def replay_step(
         "machine": machine.machine_facts(swapped=swapped, backend=outcome.get("backend"),
                                          device=outcome.get("device")),
         "duration_s": round(duration, 6), "tools": _tools(replayer_name, replayer_source),
-        "auditor": _auditor(auditor, public_key), "created_at": _utc(now),
+        "auditor": audit_records.auditor(auditor, public_key=public_key),
+        "created_at": audit_records.format_time(now or audit_records.utc_now()),
     }
     matched = attestation["state_hash"] == attestation["expected"]
     attestation["result"] = "match" if matched else "mismatch"
@@ -311,7 +314,7 @@ def replay_step(
 def _starting_state(store: BaseStore, target: RunStep,
                     start: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     if target.step == 0:
-        return {}, {"kind": "initial"}
+        return {}, audit_records.initial_start()
     if start is None:
         folder, origin = published_start(store, target)
         return checked_state(folder, target), origin
@@ -390,15 +393,6 @@ def _tools(replayer_name: str, replayer_source: str | None) -> dict[str, str]:
     if replayer_source:
         tools["replayer_source"] = replayer_source
     return tools
-
-
-def _auditor(name: str, public_key: str | None = None) -> dict[str, Any]:
-    return {"name": name, "public_key": public_key, "payout": None}
-
-
-def _utc(now: datetime | None) -> str:
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _python() -> str:
