@@ -95,10 +95,10 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
         counts = {name: np.zeros(steps, np.int64)
                   for name in ("matches", "mismatches", "swapped", "grounded")}
         rows = con.execute(_PER_STEP, {"run": run}).fetchnumpy()
-        at = rows["step"].astype(np.int64)
+        at = np.asarray(rows["step"], dtype=np.int64)
         inside = at < steps  # records are checked against the chain; this is belt and braces
         for name, target in counts.items():
-            target[at[inside]] = rows[name][inside]
+            target[at[inside]] = np.asarray(rows[name])[inside]
         grounded = counts.pop("grounded")
         cov = Coverage(run, head, interval, steps, counts["matches"], counts["mismatches"],
                        counts["swapped"], verified=(grounded > 0) & (counts["mismatches"] == 0),

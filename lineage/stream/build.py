@@ -285,6 +285,8 @@ def _order(
     words, in rid order: the content-hash copy is ordered by them."""
     import hashlib
 
+    import numpy as np
+
     con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
     con.executemany("INSERT INTO part_rows VALUES (?, ?)", _first_rids(parts))
     prefix = _key_prefix(spec)
@@ -305,7 +307,7 @@ def _order(
         [prefix, [path for path, _ in parts]],
     ).fetchnumpy()
     report_progress(progress, "ordering documents", 2, 3)
-    candidates = Candidates(**{key: arrays.pop(key) for key in
+    candidates = Candidates(**{key: np.asarray(arrays.pop(key)) for key in
                                ("rid", "srank", "epoch", "n_tokens", "k64")})
     srcs = [row[1] for row in rows]
 
