@@ -78,3 +78,76 @@ def ai_act_summary(
         output.emit_json(summary.to_dict())
     else:
         output.emit_document(text)
+
+
+@app.command("openlineage")
+def openlineage(
+    ctx: typer.Context,
+    run: Annotated[str | None, typer.Option("--run", help="The run, with the ingest of its "
+                                            "corpus and the build of its stream.")] = None,
+    corpus: Annotated[str | None, typer.Option("--corpus", help="The corpus, with every "
+                                               "stream built from it and every run over "
+                                               "those.")] = None,
+    exp: Annotated[str | None, typer.Option("--exp", metavar="NAME",
+                                            help="The experiment (a name: every attempt; "
+                                            "or an id).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the events to this file, one "
+                                  "JSON event per line (replaced atomically).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="POST each event to this "
+                                            "OpenLineage endpoint (e.g. Marquez).")] = None,
+    endpoint: Annotated[str, typer.Option("--endpoint", help="The path under --url.")]
+    = "api/v1/lineage",
+    api_key_file: Annotated[
+        Path | None, typer.Option("--api-key-file", help="A file holding the bearer token "
+                                  "--url wants.")] = None,
+    console: Annotated[bool, typer.Option("--console", help="Print the events, one JSON "
+                                          "event per line (the default).")] = False,
+    namespace: Annotated[str, typer.Option("--namespace", help="The OpenLineage namespace "
+                                           "of the jobs and datasets.")] = "lineage",
+    json: JsonOption = False,
+) -> None:
+    """OpenLineage RunEvents (START, then COMPLETE, RUNNING, FAIL or ABORT) for corpus
+    ingests, stream builds, training runs and experiments, with facets carrying lineage's
+    evidence, sent through the official openlineage-python client; without --run, --corpus
+    or --exp, everything the store records."""
+    if console and (out is not None or url is not None):
+        raise typer.BadParameter("--console cannot go with -o or --url")
+    api_key = _read_api_key(api_key_file) if api_key_file is not None else None
+    if out is None and url is None:
+        _console_to_stdout()
+    answer = current_store(ctx).export_openlineage(
+        run=run, corpus=corpus, exp=exp, namespace=namespace, output=out, url=url,
+        endpoint=endpoint, api_key=api_key)
+    if json and (out is not None or url is not None):
+        output.emit_json(answer.to_dict())
+    elif out is not None or url is not None:
+        output.info(f"sent {answer.events} events of {len(answer.runs)} runs to "
+                    f"{answer.destination}")
+
+
+def _read_api_key(path: Path) -> str:
+    from lineage.errors import InputError
+
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the API key file: {exc.strerror}") from exc
+    if not key or "\n" in key:
+        raise InputError(f"{path}: the API key file must hold one non-empty line")
+    return key
+
+
+def _console_to_stdout() -> None:
+    """The client's console transport logs each event at INFO: print those, and only
+    those, to stdout, one per line (a closed pipe stops the export as for any output)."""
+    import logging
+
+    class _Stdout(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            output.emit_raw(record.getMessage() + "\n")
+
+    logger = logging.getLogger("openlineage.client.transport.console")
+    logger.handlers = [_Stdout()]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
     from lineage.exports.answers import AiActSummary, ModelCard
+    from lineage.exports.openlineage_answers import OpenLineageExport
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
@@ -182,6 +183,24 @@ class Store(BaseStore):
         from lineage.exports.answers import AiActSummary
 
         return AiActSummary.from_dict(ai_act_summary(self, run=run, corpus=corpus))
+
+    def export_openlineage(self, *, run: str | None = None, corpus: str | None = None,
+                           exp: str | None = None, namespace: str = "lineage",
+                           output: str | os.PathLike[str] | None = None, url: str | None = None,
+                           endpoint: str = "api/v1/lineage", api_key: str | None = None
+                           ) -> OpenLineageExport:
+        """`lineage export openlineage`: send the OpenLineage RunEvents of `run`, `corpus`,
+        the experiment `exp` or (with none) of everything, to the file `output`, the HTTP
+        endpoint `url`, or the client's console transport (docs/exports.md)."""
+        from pathlib import Path
+
+        from lineage.exports.openlineage import export_openlineage
+        from lineage.exports.openlineage_answers import OpenLineageExport
+
+        return OpenLineageExport.from_dict(export_openlineage(
+            self, run=run, corpus=corpus, exp=exp, namespace=namespace,
+            output=Path(output) if output is not None else None, url=url, endpoint=endpoint,
+            api_key=api_key))
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;
