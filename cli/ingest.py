@@ -205,3 +205,37 @@ def _checkpoint_lines(result: dict[str, Any]) -> list[str]:
     lines.append("ok: the checkpoint is evidence for the chain" if result["ok"] else
                  "FAILED: the checkpoint is recorded, with the verdicts above")
     return lines
+
+
+@app.command("openlineage")
+def openlineage(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="OpenLineage events: one JSON event per line "
+                                         "(`lineage export openlineage -o`), or a JSON "
+                                         "array.")],
+    json: JsonOption = False,
+) -> None:
+    """Read OpenLineage RunEvents back: check each against the spec and lineage's facet
+    schemas (exit 2 naming the line and the rule, nothing recorded), compare every
+    lineage_ facet with this store (exit 1 when one differs), and record the events once."""
+    from lineage.exports.openlineage_answers import OpenLineageIngest
+    from lineage.ingest.openlineage import ingest_openlineage
+
+    answer = OpenLineageIngest.from_dict(ingest_openlineage(current_store(ctx), path))
+    if json:
+        output.emit_json(answer.to_dict())
+    else:
+        output.emit_lines(_openlineage_lines(answer.to_dict()))
+    if answer.differs:
+        raise typer.Exit(EXIT_NO)
+
+
+def _openlineage_lines(result: dict[str, Any]) -> list[str]:
+    lines = [f"{result['file']}: {result['events']} events, {result['new']} new; "
+             f"{result['matched']} objects match the store, {result['differs']} differ, "
+             f"{result['unknown']} unknown"]
+    for found in result["objects"]:
+        lines.append(f"{found['status']:8} {found['kind']} {found['name']}")
+        lines += [f"         {d['field']}: event {d['event']!r}, store {d['store']!r}"
+                  for d in found["differences"]]
+    return lines

@@ -97,6 +97,28 @@ def _corpus(store: BaseStore, facts: dict[str, dict[str, Any]], name: str) -> di
     return facts[name]
 
 
+def stream_facts(store: BaseStore, name: str) -> dict[str, Any]:
+    """The stream's catalog row; UnknownObjectError when the store holds no such stream."""
+    with store.reader(views=False) as con:
+        row = con.execute(f"SELECT {', '.join(_STREAM_COLUMNS)} FROM streams WHERE name = ?",
+                          [name]).fetchone()
+    if row is None:
+        raise UnknownObjectError(f"no stream named {name!r}")
+    return dict(zip(_STREAM_COLUMNS, row, strict=True))
+
+
+def training_run_facets(store: BaseStore, run: str) -> dict[str, Any]:
+    """The run facets `train/<run>` carries: {"lineage_training": ...}."""
+    from lineage.exports.openlineage_events import training_run_facet
+
+    training = training_facts(store, run)
+    if training["stream"] is None:
+        raise UnknownObjectError(f"run {run!r} is bound to no stream")
+    stream = stream_facts(store, training["stream"])
+    facet = training_run_facet(training, stream, corpus_facts(store, stream["corpus"]))
+    return {"lineage_training": facet}
+
+
 def corpus_facts(store: BaseStore, name: str) -> dict[str, Any]:
     """The corpus (`lineage corpus show`) with its last recorded ingest: the input files
     and the times it started and finished (the corpus's creation time when no ingest row

@@ -138,11 +138,9 @@ def stream_events(namespace: str, stream: dict[str, Any],
                    outputs=[output])]
 
 
-def training_events(namespace: str, training: dict[str, Any], stream: dict[str, Any],
-                    corpus: dict[str, Any]) -> list[RunEvent]:
-    """The training run: its chain in the run facet, its checkpoints as outputs. A closed
-    chain ends the run (COMPLETE); an open one is still running (RUNNING)."""
-    facet = LineageTrainingRunFacet(
+def training_run_facet(training: dict[str, Any], stream: dict[str, Any],
+                       corpus: dict[str, Any]) -> LineageTrainingRunFacet:
+    return LineageTrainingRunFacet(
         run=training["name"], stream=stream["name"], specHash=stream["spec_hash"],
         corpus=corpus["name"], manifestHash=corpus["manifest_hash"], chain=training["chain"],
         algorithm=training["algorithm"], genesis=training["genesis"],
@@ -152,6 +150,13 @@ def training_events(namespace: str, training: dict[str, Any], stream: dict[str, 
         chainHead=training["chain_head"], firstStep=training["first_step"],
         lastStep=training["last_step"], streamSteps=training["stream_steps"],
         checkpointEvery=training["checkpoint_every"], producer=PRODUCER)
+
+
+def training_events(namespace: str, training: dict[str, Any], stream: dict[str, Any],
+                    corpus: dict[str, Any]) -> list[RunEvent]:
+    """The training run: its chain in the run facet, its checkpoints as outputs. A closed
+    chain ends the run (COMPLETE); an open one is still running (RUNNING)."""
+    facet = training_run_facet(training, stream, corpus)
     run_id = run_uuid("train", training["name"], training["genesis"],
                       training["chain_head"] or "")
     run = Run(runId=run_id, facets={"lineage_training": facet})
@@ -165,9 +170,8 @@ def training_events(namespace: str, training: dict[str, Any], stream: dict[str, 
             _event(end, training["updated_at"], run, job, inputs=inputs, outputs=outputs)]
 
 
-def experiment_events(namespace: str, experiment: dict[str, Any]) -> list[RunEvent]:
-    """An experiment record: START when it was made, then COMPLETE (passed), ABORT
-    (interrupted) or FAIL (a check or the command failed) after the command's duration."""
+def experiment_run_facets(experiment: dict[str, Any]) -> dict[str, Any]:
+    """lineage_experiment, and errorMessage when a check or the command failed."""
     record = experiment["record"]
     weights = record.get("weights") or {}
     command = record.get("command") or {}
@@ -178,11 +182,21 @@ def experiment_events(namespace: str, experiment: dict[str, Any]) -> list[RunEve
         revision=experiment["revision"], weightsDigest=weights.get("digest"),
         exitCode=command.get("exit_code"), producer=PRODUCER)
     facets: dict[str, Any] = {"lineage_experiment": facet}
-    outcome = experiment["outcome"]
-    if outcome not in ("passed", "interrupted"):
+    if experiment["outcome"] not in ("passed", "interrupted"):
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-            message=_failure_message(record, outcome), programmingLanguage="python",
-            producer=PRODUCER)
+            message=_failure_message(record, experiment["outcome"]),
+            programmingLanguage="python", producer=PRODUCER)
+    return facets
+
+
+def experiment_events(namespace: str, experiment: dict[str, Any]) -> list[RunEvent]:
+    """An experiment record: START when it was made, then COMPLETE (passed), ABORT
+    (interrupted) or FAIL (a check or the command failed) after the command's duration."""
+    record = experiment["record"]
+    weights = record.get("weights") or {}
+    command = record.get("command") or {}
+    outcome = experiment["outcome"]
+    facets = experiment_run_facets(experiment)
     run = Run(runId=run_uuid("experiment", experiment["id"], experiment["record_digest"]),
               facets=facets)
     job = _job(namespace, f"experiment/{experiment['name'] or experiment['id']}", "EXPERIMENT")
