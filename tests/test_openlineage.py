@@ -41,10 +41,14 @@ CORE = "https://openlineage.io/spec/2-0-2/OpenLineage.json"
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return record_everything(tmp_path_factory.mktemp("ol"))
+
+
+def record_everything(root: Path) -> Store:
+    """The records this module exports (its docstring lists them), in a new store."""
     from lineage.ingest.checkpoint import ingest_checkpoint
     from lineage.ingest.steps import ingest_steps
 
-    root = tmp_path_factory.mktemp("ol")
     init_store(root / "store")
     store = open_store(root / "store")
     ingest_corpus(store, [EXAMPLES / "shards" / "sonnets.jsonl.gz"], corpus="sonnets",
