@@ -112,6 +112,8 @@ def _catalog_before(version: int) -> str:
     """The catalog DDL as an older schema made it (each migration undone by hand)."""
     ddl = schemas.catalog_ddl()
     assert "unicode_version" in ddl and "experiment_logs" in ddl  # schemas 5 and 6
+    if version < 9:  # schema 9 added the OpenLineage events
+        ddl = ddl[:ddl.index("-- OpenLineage events (schema 9)")]
     if version < 8:  # schema 8 added the audit ledger
         ddl = ddl[:ddl.index("-- Audit records (schema 8)")]
     if version < 7:  # schema 7 added parquet_files.row_groups
@@ -156,6 +158,7 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
     assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
     assert store.sql("SELECT count(*) FROM audit_records").rows == [(0,)]  # schema 8
+    assert store.sql("SELECT count(*) FROM openlineage_events").rows == [(0,)]  # schema 9
     assert store.sql("SELECT value FROM schema_info").rows == [(str(current),)]
     for table, column in SCHEMA_4_COLUMNS:
         assert column in [r[0] for r in store.sql(f"DESCRIBE {table}").rows]
@@ -168,7 +171,7 @@ def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None
         store = _old_store(tmp_path / f"v{version}", version)
         init_store(store.root)
         for table in ("parquet_files", "runs", "checkpoints", "text_indexes",
-                      "experiment_logs", "audit_records"):
+                      "experiment_logs", "audit_records", "openlineage_events"):
             want = fresh.execute(f"DESCRIBE {table}").fetchall()
             assert [tuple(r[:2]) for r in store.sql(f"DESCRIBE {table}").rows] == \
                 [tuple(r[:2]) for r in want], (version, table)
