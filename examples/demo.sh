@@ -52,6 +52,12 @@ step lineage run checkpoints tiny --nearest 120
 step lineage export model-card --run tiny --checkpoint 99 -o demo-run/MODEL_CARD.md
 step lineage export ai-act-summary --run tiny --format md -o demo-run/ai-act-summary.md
 head -n 24 demo-run/ai-act-summary.md
+# The same run as OpenLineage events (the corpus ingest, the stream build, the training run
+# with its checkpoint), one JSON event per line, for Marquez, DataHub or any OpenLineage
+# consumer (`--url` sends them there); read back, every lineage_ facet matches the store.
+step lineage export openlineage --run tiny -o demo-run/openlineage.jsonl
+step lineage ingest openlineage demo-run/openlineage.jsonl
+echo "OpenLineage events of run tiny: $(pwd)/demo-run/openlineage.jsonl"
 
 # An external look at that checkpoint, and an experiment gated behind the same checks.
 step lineage report demo-run/checkpoint-99 --format md
