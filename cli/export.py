@@ -132,9 +132,9 @@ def _read_api_key(path: Path) -> str:
     try:
         key = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the API key file: {exc.strerror}") from exc
+        raise InputError(path, f"cannot read the API key file: {exc.strerror}") from exc
     if not key or "\n" in key:
-        raise InputError(f"{path}: the API key file must hold one non-empty line")
+        raise InputError(path, "the API key file must hold one non-empty line")
     return key
 
 

@@ -244,11 +244,13 @@ def test_selections(recorded: Store) -> None:
 
 class _Collector(BaseHTTPRequestHandler):
     received: list[tuple[str, str, bytes]] = []
+    authorization: list[str | None] = []
     status = 200
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).received.append((self.path, self.headers["Content-Type"], body))
+        type(self).authorization.append(self.headers.get("Authorization"))
         self.send_response(type(self).status)
         self.end_headers()
 
@@ -258,7 +260,8 @@ class _Collector(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, type[_Collector]]]:
-    handler = type("Handler", (_Collector,), {"received": [], "status": 200})
+    handler = type("Handler", (_Collector,), {"received": [], "authorization": [],
+                                              "status": 200})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -294,6 +297,29 @@ def test_an_endpoint_that_refuses_is_an_error_naming_the_event(
     assert result.stderr.startswith(f"error: --url {url}: event 1 of 12 (START ")
     assert "400" in result.stderr and len(result.stderr.splitlines()) == 1
     assert len(handler.received) == 1  # stopped at the first refusal, no retry of a 4xx
+
+
+def test_a_server_error_is_retried_twice_then_named(
+        recorded: Store, server: tuple[str, Any]) -> None:
+    url, handler = server
+    handler.status = 503
+    result = Cli(recorded.root)("export", "openlineage", "--exp", "good", "--url", url,
+                                "--endpoint", "lineage/events", code=2)
+    assert "event 1 of 2 (START experiment/good)" in result.stderr
+    assert [path for path, _, _ in handler.received] == ["/lineage/events"] * 3
+
+
+def test_the_api_key_is_sent_as_a_bearer_token(recorded: Store, tmp_path: Path,
+                                               server: tuple[str, Any]) -> None:
+    url, handler = server
+    (tmp_path / "key").write_text("s3cret-token\n")
+    Cli(recorded.root)("export", "openlineage", "--exp", "good", "--url", url,
+                       "--api-key-file", str(tmp_path / "key"))
+    assert handler.authorization == ["Bearer s3cret-token"] * 2
+    (tmp_path / "key").write_text("")
+    result = Cli(recorded.root)("export", "openlineage", "--url", url, "--api-key-file",
+                                str(tmp_path / "key"), code=2)
+    assert "the API key file must hold one non-empty line" in result.stderr
 
 
 def test_the_python_api_answer(recorded: Store, tmp_path: Path) -> None:
