@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from blake3 import blake3
+from hypothesis import given
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 from safetensors.numpy import save_file
@@ -345,3 +347,17 @@ def test_facet_classes_and_published_schemas_name_the_same_fields() -> None:
         fields = {f.name for f in attr.fields(getattr(openlineage_facets, name))
                   if not f.name.startswith("_")}
         assert set(own) == fields, name
+
+
+@given(st.lists(st.text(max_size=20), min_size=1, max_size=4),
+       st.lists(st.text(max_size=20), min_size=1, max_size=4))
+def test_run_ids_are_version_8_uuids_of_their_parts(a: list[str], b: list[str]) -> None:
+    import uuid
+
+    from lineage.exports.openlineage_events import run_uuid
+
+    made = uuid.UUID(run_uuid(*a))
+    assert made.version == 8 and made.variant == uuid.RFC_4122
+    assert run_uuid(*a) == str(made)
+    if "\0" not in "".join(a + b):  # parts are joined by NUL: without one, a != b => ids differ
+        assert (run_uuid(*a) == run_uuid(*b)) == (a == b)
