@@ -51,8 +51,8 @@ def openlineage_events(store: BaseStore, *, run: str | None = None, corpus: str 
     with store.reader(views=False) as con:
         streams = {row[0]: dict(zip(_STREAM_COLUMNS, row, strict=True)) for row in con.execute(
             f"SELECT {', '.join(_STREAM_COLUMNS)} FROM streams ORDER BY name").fetchall()}
-        runs = [r[0] for r in con.execute(
-            "SELECT name FROM runs WHERE stream IS NOT NULL ORDER BY name").fetchall()]
+        runs = dict(con.execute(  # run -> stream; a run bound to no stream has no inputs
+            "SELECT name, stream FROM runs WHERE stream IS NOT NULL ORDER BY name").fetchall())
         corpora = [r[0] for r in con.execute("SELECT name FROM corpora ORDER BY name").fetchall()]
     names = _select(store, streams, runs, corpora, run=run, corpus=corpus)
     events: list[RunEvent] = []
@@ -64,7 +64,7 @@ def openlineage_events(store: BaseStore, *, run: str | None = None, corpus: str 
             stream = streams[name]
             events += stream_events(namespace, stream, _corpus(store, facts, stream["corpus"]))
         for name in names["runs"]:
-            stream = streams[get_run(store, name)["stream"]]
+            stream = streams[runs[name]]
             events += training_events(namespace, training_facts(store, name), stream,
                                       _corpus(store, facts, stream["corpus"]))
     if run is None and corpus is None:
@@ -73,7 +73,7 @@ def openlineage_events(store: BaseStore, *, run: str | None = None, corpus: str 
     return sorted(events, key=lambda e: e.eventTime)
 
 
-def _select(store: BaseStore, streams: dict[str, dict[str, Any]], runs: list[str],
+def _select(store: BaseStore, streams: dict[str, dict[str, Any]], runs: dict[str, str],
             corpora: list[str], *, run: str | None, corpus: str | None
             ) -> dict[str, list[str]]:
     if run is not None:
@@ -86,9 +86,9 @@ def _select(store: BaseStore, streams: dict[str, dict[str, Any]], runs: list[str
     if corpus is not None:
         get_corpus(store, corpus)  # UnknownObjectError for an unknown corpus
         built = [s for s, row in streams.items() if row["corpus"] == corpus]
-        over = [r for r in runs if get_run(store, r)["stream"] in built]
+        over = [r for r, stream in runs.items() if stream in built]
         return {"corpora": [corpus], "streams": built, "runs": over}
-    return {"corpora": corpora, "streams": list(streams), "runs": runs}
+    return {"corpora": corpora, "streams": list(streams), "runs": list(runs)}
 
 
 def _corpus(store: BaseStore, facts: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
