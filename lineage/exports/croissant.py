@@ -88,13 +88,14 @@ def croissant(store: BaseStore, corpus: str) -> dict[str, Any]:
     """The Croissant JSON-LD of `corpus` (UnknownObjectError when there is none)."""
     facts = get_corpus(store, corpus)
     parts = document_parts(store, corpus)
+    licenses = [license_value(name) for name in facts["licenses"]]
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
         "conformsTo": CROISSANT_SPEC,
         "name": facts["name"],
         "description": _description(facts, len(parts)),
-        "license": [license_value(name) for name in facts["licenses"]],
+        **({"license": licenses} if licenses else {}),  # none recorded: none stated
         "identifier": {"@type": "sc:PropertyValue", "propertyID": facts["manifest_spec"],
                        "value": facts["manifest_hash"]},
         "keywords": ["lineage", facts["manifest_spec"]],
@@ -143,7 +144,7 @@ def _file_object(part: dict[str, Any]) -> dict[str, Any]:
 def _documents_record_sets(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record set per part: a Croissant field reads from one file, and mlcroissant
     reads a FileSet's Parquet files only from a git repository or the JSON's folder. A
-    corpus of up to a million documents has one part, so one record set `documents`."""
+    corpus of up to four million documents has one part, so one record set `documents`."""
     if len(parts) == 1:
         return [_documents_record_set("documents", parts[0], "")]
     return [_documents_record_set(f"documents-{i}", part, f" (part {i} of {len(parts)})")
