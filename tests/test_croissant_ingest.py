@@ -272,6 +272,20 @@ def test_checksum_and_size_are_checked(tmp_path: Path) -> None:
         refused(tmp_path, [wrong_size], "size")
 
 
+def test_md5_is_checked_and_other_schemes_are_never_fetched(tmp_path: Path) -> None:
+    shutil.copy(SONNETS, tmp_path / "s.jsonl.gz")
+    entry = file_object("s", "s.jsonl.gz", "application/x-ndjson", md5="0" * 32)
+    assert f"croissant-checksum: distribution s states md5 {'0' * 32}, the file's is " \
+        f"{hashlib.md5(SONNETS.read_bytes()).hexdigest()}" in refused(tmp_path, [entry])
+    for url in ("s3://bucket/s.jsonl.gz", "file://otherhost/s.jsonl.gz"):
+        remote = file_object("s", url, "application/jsonlines", sha256="0" * 64)
+        assert "croissant-remote: distribution s: " in refused(tmp_path, [remote], url[:2])
+    good = {**entry, "md5": hashlib.md5(SONNETS.read_bytes()).hexdigest()}
+    store = new_store(tmp_path / "store")
+    ingest_corpus(store, [write_croissant(tmp_path / "good.json", [good])], corpus="s")
+    assert store.corpus("s").documents == 154
+
+
 def test_missing_file_and_empty_distribution(tmp_path: Path) -> None:
     message = refused(tmp_path, [file_object("gone", "gone.jsonl", "application/jsonlines",
                                              sha256="0" * 64)])
@@ -279,6 +293,8 @@ def test_missing_file_and_empty_distribution(tmp_path: Path) -> None:
                        f"distribution gone of {tmp_path / 'bad.json'})")
     assert refused(tmp_path, [], "empty").endswith(
         "croissant-distribution: no distribution: nothing says where the documents are")
+    assert "croissant-distribution: distribution none: no file matches ['*.parquet']" in \
+        refused(tmp_path, [file_set("none", "application/x-parquet", ["*.parquet"])], "none")
 
 
 def test_a_json_file_that_is_not_croissant_is_not_taken_for_one(tmp_path: Path) -> None:
