@@ -256,12 +256,15 @@ class _IngestRecord:
         items = []
         for item in self.planned:
             if isinstance(item, DirectoryInput):
-                items.append({"kind": "files", "path": str(item.root.resolve()),
-                              **({"includes": list(item.includes),
-                                  "excludes": list(item.excludes)} if item.includes else {})})
+                entry: dict[str, Any] = {"kind": "files", "path": str(item.root.resolve())}
+                if item.includes:
+                    entry |= {"includes": list(item.includes), "excludes": list(item.excludes)}
             else:
-                items.append({"kind": item.kind, "path": str(item.path.resolve()),
-                              "bytes": item.path.stat().st_size})
+                entry = {"kind": item.kind, "path": str(item.path.resolve()),
+                         "bytes": item.path.stat().st_size}
+            if item.croissant is not None:  # named by a Croissant file's distribution
+                entry["croissant"] = str(item.croissant.resolve())
+            items.append(entry)
         return json.dumps(items, sort_keys=True)
 
     def parameters_json(self) -> str:

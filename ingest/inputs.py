@@ -43,6 +43,7 @@ class DirectoryInput:
     # '/'; none: every file) and must match none of.
     includes: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
+    croissant: Path | None = None  # the Croissant file that named it
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ShardInput:
     path: Path
     kind: str  # "jsonl" | "parquet" | "manifest-jsonl" | "manifest-parquet"
     name: str  # the shard's name inside its argument: prefix of generated doc_ids
+    croissant: Path | None = None  # the Croissant file that named it
 
 
 Input = DirectoryInput | ShardInput
@@ -91,11 +93,11 @@ def _croissant_inputs(path: Path) -> list[Input]:
     for files in distribution_files(path):
         stat_input(files.path)
         if files.family == "files":
-            planned.append(DirectoryInput(files.path, files.includes, files.excludes))
+            planned.append(DirectoryInput(files.path, files.includes, files.excludes, path))
         else:
             manifest = _looks_like_manifest(files.path, files.family)
             kind = f"manifest-{files.family}" if manifest else files.family
-            planned.append(ShardInput(files.path, kind, files.name))
+            planned.append(ShardInput(files.path, kind, files.name, path))
     return planned
 
 

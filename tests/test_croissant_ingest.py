@@ -135,7 +135,7 @@ def test_jsonl_file_object_is_the_shard(tmp_path: Path,
     with via.reader() as con:
         inputs = json.loads(con.execute("SELECT inputs FROM ingests").fetchone()[0])
     assert inputs == [{"kind": "jsonl", "path": str((tmp_path / "sonnets.jsonl.gz").resolve()),
-                       "bytes": SONNETS.stat().st_size}]
+                       "bytes": SONNETS.stat().st_size, "croissant": str(described.resolve())}]
 
 
 def test_file_set_of_shards_takes_includes_minus_excludes(
@@ -190,8 +190,12 @@ def test_text_file_set_is_a_folder_of_documents(tmp_path: Path,
     with via.reader() as con:
         got = con.execute("SELECT doc_id, source FROM documents WHERE corpus = 't' "
                           "ORDER BY doc_id").fetchall()
-    assert got == [("notes.txt", "corpus"), ("web/a.txt", "web")]
-    assert folder.is_dir()
+    assert got == [("notes.txt", "corpus"), ("web/a.txt", "web")]  # not main.py, not sub/
+    with via.reader() as con:
+        inputs = json.loads(con.execute("SELECT inputs FROM ingests WHERE target = 't'")
+                            .fetchone()[0])
+    assert inputs == [{"kind": "files", "path": str(folder.resolve()), "includes": ["*.txt"],
+                       "excludes": ["web/sub/*"], "croissant": str(only_text.resolve())}]
 
 
 def test_text_file_object_is_one_document(tmp_path: Path,
@@ -295,6 +299,17 @@ def test_missing_file_and_empty_distribution(tmp_path: Path) -> None:
         "croissant-distribution: no distribution: nothing says where the documents are")
     assert "croissant-distribution: distribution none: no file matches ['*.parquet']" in \
         refused(tmp_path, [file_set("none", "application/x-parquet", ["*.parquet"])], "none")
+
+
+def test_json_nested_too_deep_is_refused(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text('{"@context": {}, "conformsTo": '
+                                        f'"http://mlcommons.org/croissant/1.1", "x": {deep}}}')
+    store = new_store(tmp_path / "store")
+    result = Cli(store.root)("ingest", "corpus", str(tmp_path / "deep.json"), "--corpus", "c",
+                             code=2)
+    assert result.stderr == (f"error: {tmp_path / 'deep.json'}: nesting-depth: JSON nested "
+                             "too deep to parse\n")
 
 
 def test_a_json_file_that_is_not_croissant_is_not_taken_for_one(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from lineage.errors import InputError, RuleError
-from lineage.ingest.input_rules import open_regular, read_regular
+from lineage.ingest.input_rules import IngestRuleError, open_regular, read_regular
 
 MAX_CROISSANT_BYTES = 64 << 20  # a description, not data: larger files are not sniffed
 _SNIFF_BYTES = 1 << 16
@@ -77,8 +77,10 @@ def looks_like_croissant(path: Path) -> bool:
     if not head.lstrip().startswith(b"{") or (b"@context" not in head and size > len(head)):
         return False
     try:
-        document = json.loads(read_regular(path))
-    except (ValueError, InputError):
+        document = _parse(path)
+    except (ValueError, InputError) as exc:
+        if isinstance(exc, IngestRuleError) and exc.rule_id == "nesting-depth":
+            raise
         return False
     return isinstance(document, dict) and "@context" in document and any(
         "mlcommons.org/croissant" in str(value) for value in _values(document, "conformsTo"))
@@ -87,12 +89,22 @@ def looks_like_croissant(path: Path) -> bool:
 def read_croissant(path: Path) -> dict[str, Any]:
     """The Croissant file's JSON object (CroissantError when it is not one)."""
     try:
-        document = json.loads(read_regular(path))
+        document = _parse(path)
     except ValueError as exc:
         raise CroissantError(path, "croissant-json", f"not JSON ({exc})") from exc
     if not isinstance(document, dict):
         raise CroissantError(path, "croissant-json", "not a JSON object")
     return document
+
+
+def _parse(path: Path) -> Any:
+    """The file's JSON. Python's parser recurses, and stops at its recursion limit: a
+    file nested that deep is refused with the rule the JSONL readers use for it."""
+    try:
+        return json.loads(read_regular(path))
+    except RecursionError as exc:
+        raise IngestRuleError(path, "nesting-depth", "JSON nested too deep to parse") \
+            from exc
 
 
 def distribution_files(path: Path) -> list[DocumentFiles]:
