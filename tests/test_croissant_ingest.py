@@ -312,6 +312,18 @@ def test_json_nested_too_deep_is_refused(tmp_path: Path) -> None:
                              "too deep to parse\n")
 
 
+def test_a_big_file_is_not_taken_for_a_croissant_file(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import lineage.ingest.readers.croissant as reader
+
+    shutil.copy(SONNETS, tmp_path / "s.jsonl.gz")
+    described = write_croissant(tmp_path / "d.json", [file_object(
+        "s", "s.jsonl.gz", "application/jsonlines", SONNETS.read_bytes())])
+    assert reader.looks_like_croissant(described)
+    monkeypatch.setattr(reader, "MAX_CROISSANT_BYTES", described.stat().st_size - 1)
+    assert not reader.looks_like_croissant(described)
+
+
 def test_a_json_file_that_is_not_croissant_is_not_taken_for_one(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text(json.dumps({"@context": "https://schema.org/",
                                                      "@type": "Dataset"}), encoding="utf-8")
