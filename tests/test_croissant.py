@@ -20,7 +20,7 @@ from lineage.api import Store, init_store, open_store
 from lineage.exports.croissant import CONTEXT, CROISSANT_SPEC, croissant, license_value
 from lineage.ingest import ingest_corpus
 
-from .conftest import EXAMPLES, REPO, Cli
+from .conftest import EXAMPLES, REPO, Cli, write_jsonl
 
 # mlcroissant's use of rdflib and pandas draws their deprecation warnings; none is lineage's.
 pytestmark = [
@@ -99,7 +99,7 @@ def test_sources_record_set_is_the_corpus_sources(
                                "corpus_sources WHERE corpus = 'example' ORDER BY source"
                                ).fetchall()
     got = [(r["sources/source"], r["sources/documents"], r["sources/tokens"],
-            r["sources/bytes"], r["sources/licenses"].split(" ")) for r in records]
+            r["sources/bytes"], r["sources/licenses"]) for r in records]
     assert sorted(got) == [(s, d, t, b, list(lic)) for s, d, t, b, lic in expected]
 
 
@@ -205,3 +205,19 @@ def test_docs_example_is_the_demo_corpus(demo: Store) -> None:
         item["sha256"] = "SHA256_OF_THE_PART"
         item["contentSize"] = "SIZE_OF_THE_PART B"
     assert json.loads(example) == document
+
+
+def test_a_source_with_several_licences_lists_each(tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    init_store(tmp_path / "store")
+    store = open_store(tmp_path / "store")
+    rows = [{"doc_id": f"d{i}", "source": "code", "uri": None, "n_bytes": 10, "n_tokens": 3,
+             "content_hash": f"{i:064x}", "license": lic}
+            for i, lic in enumerate(["MIT OR Apache-2.0", "MIT", "MIT", None])]
+    write_jsonl(tmp_path / "manifest.jsonl", rows)
+    ingest_corpus(store, [tmp_path / "manifest.jsonl"], corpus="code")
+    document = export_to(store, "code", tmp_path / "croissant.json")
+    assert document["license"] == ["https://spdx.org/licenses/MIT.html",
+                                   {"@type": "sc:CreativeWork", "name": "MIT OR Apache-2.0"}]
+    records = list(load(tmp_path / "croissant.json", caplog).records("sources"))
+    assert [r["sources/licenses"] for r in records] == [["MIT", "MIT OR Apache-2.0"]]

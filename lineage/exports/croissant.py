@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lineage.corpora.query import get_corpus
+from lineage.exports.model_card import is_spdx_list_id
 from lineage.store.base import BaseStore, part_path
 
 CROISSANT_SPEC = "http://mlcommons.org/croissant/1.1"
@@ -80,7 +81,7 @@ SOURCE_FIELDS = (
     ("documents", "sc:Integer", "Documents of the source."),
     ("tokens", "sc:Integer", "Tokens of the source."),
     ("bytes", "sc:Integer", "Bytes of the source."),
-    ("licenses", "sc:Text", "The source's distinct licences, sorted, joined by ' '."),
+    ("licenses", "sc:Text", "The source's distinct licences, sorted (an array)."),
 )
 
 
@@ -90,7 +91,8 @@ def croissant(store: BaseStore, corpus: str) -> dict[str, Any]:
     parts = document_parts(store, corpus)
     licenses = [license_value(name) for name in facts["licenses"]]
     return {
-        "@context": CONTEXT,
+        "@context": {key: dict(value) if isinstance(value, dict) else value
+                     for key, value in CONTEXT.items()},  # the caller's to change
         "@type": "sc:Dataset",
         "conformsTo": CROISSANT_SPEC,
         "name": facts["name"],
@@ -118,8 +120,6 @@ def document_parts(store: BaseStore, corpus: str) -> list[dict[str, Any]]:
 def license_value(name: str) -> Any:
     """A licence as Croissant asks for it: the SPDX page's URL for an id on the SPDX list,
     else (a LicenseRef-, NOASSERTION, an expression) a CreativeWork named by it."""
-    from lineage.exports.model_card import is_spdx_list_id
-
     if is_spdx_list_id(name):
         return SPDX_URL.format(name)
     return {"@type": "sc:CreativeWork", "name": name}
@@ -165,11 +165,12 @@ def _sources_record_set(facts: dict[str, Any]) -> dict[str, Any]:
     """The sources with their sizes and licences, embedded (one record per source)."""
     data = [{"sources/source": s["source"], "sources/documents": s["documents"],
              "sources/tokens": s["tokens"], "sources/bytes": s["bytes"],
-             "sources/licenses": " ".join(s["licenses"])} for s in facts["sources"]]
+             "sources/licenses": list(s["licenses"])} for s in facts["sources"]]
     return {"@type": "cr:RecordSet", "@id": "sources", "name": "sources",
             "description": "The corpus's sources, with their sizes and licences.",
             "key": {"@id": "sources/source"},
             "field": [_field("sources", name, data_type, text, None)
+                      | ({"isArray": True} if name == "licenses" else {})
                       for name, data_type, text in SOURCE_FIELDS],
             "data": data}
 
