@@ -301,6 +301,20 @@ def test_missing_file_and_empty_distribution(tmp_path: Path) -> None:
         refused(tmp_path, [file_set("none", "application/x-parquet", ["*.parquet"])], "none")
 
 
+def test_a_fifo_or_folder_named_as_a_file_is_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    (tmp_path / "folder").mkdir()
+    pipe = refused(tmp_path, [file_object("p", "pipe.jsonl", "application/jsonlines",
+                                          sha256="0" * 64)], "pipe")
+    assert pipe.startswith(f"error: {tmp_path / 'pipe.jsonl'}: special-file: ")
+    folder = refused(tmp_path, [file_object("f", "folder", "application/jsonlines",
+                                            sha256="0" * 64)], "folder")
+    assert folder == (f"error: {tmp_path / 'folder'}: croissant-distribution: distribution "
+                      "f names a folder: describe its files with a FileSet")
+
+
 def test_json_nested_too_deep_is_refused(tmp_path: Path) -> None:
     deep = "[" * 100_000 + "]" * 100_000
     (tmp_path / "deep.json").write_text('{"@context": {}, "conformsTo": '

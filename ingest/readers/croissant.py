@@ -25,16 +25,18 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from lineage.errors import InputError, RuleError
-from lineage.ingest.input_rules import IngestRuleError, open_regular, read_regular
+from lineage.ingest.input_rules import IngestRuleError, open_regular, read_regular, stat_input
 
 MAX_CROISSANT_BYTES = 64 << 20  # a description, not data: larger files are not sniffed
 _SNIFF_BYTES = 1 << 16
+_CHUNK = 1 << 22
 PARQUET_FORMATS = ("application/x-parquet", "application/vnd.apache.parquet",
                    "application/parquet")
 JSONL_FORMATS = ("application/jsonlines", "application/jsonl", "application/x-jsonlines",
@@ -183,19 +185,31 @@ def _local_path(path: Path, base: Path, label: str, url: Any) -> Path:
 
 def _check_file(path: Path, label: str, local: Path, entry: dict[str, Any]) -> None:
     """The checksums and the size in bytes the entry states, against the local file."""
-    if not local.is_file():
+    if not local.exists():
         raise InputError(local, f"no such file (named by {label} of {path})")
-    expected = {name: str(_first(entry, name)) for name in ("sha256", "md5")
-                if _first(entry, name) is not None}
+    if stat.S_ISDIR(stat_input(local).st_mode):  # special files: their own rule
+        raise CroissantError(local, "croissant-distribution", f"{label} names a folder: "
+                             "describe its files with a FileSet")
     size = _bytes_of(_first(entry, "contentSize"))
     if size is not None and size != local.stat().st_size:
         raise CroissantError(local, "croissant-checksum", f"{label} states {size} bytes, "
                              f"the file has {local.stat().st_size}")
-    for name, want in expected.items():
-        digest = hashlib.new(name, read_regular(local)).digest()
-        if want.lower() not in (digest.hex(), base64.b64encode(digest).decode().lower()):
+    for name in ("sha256", "md5"):
+        if (want := _first(entry, name)) is None:
+            continue
+        digest = _digest(local, name)
+        if str(want).lower() not in (digest.hex(), base64.b64encode(digest).decode().lower()):
             raise CroissantError(local, "croissant-checksum", f"{label} states {name} "
                                  f"{want}, the file's is {digest.hex()}")
+
+
+def _digest(path: Path, algorithm: str) -> bytes:
+    """The file's digest, read in chunks (a Parquet part may be gigabytes)."""
+    hasher = hashlib.new(algorithm)
+    with open(open_regular(path), "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            hasher.update(chunk)
+    return hasher.digest()
 
 
 def _bytes_of(value: Any) -> int | None:
