@@ -147,14 +147,15 @@ def test_file_set_of_shards_takes_includes_minus_excludes(
     write_parquet(data / "part-0.parquet", {"id": ids[:3], "text": [texts[i] for i in ids[:3]]})
     write_parquet(data / "part-1.parquet", {"id": ids[3:], "text": [texts[i] for i in ids[3:]]})
     write_parquet(data / "skip.parquet", {"id": ["x"], "text": ["excluded"]})
-    write_jsonl(data / "more.jsonl", [{"id": "j1", "text": "From JSON lines."}])
+    (data / "deeper").mkdir()
+    write_jsonl(data / "deeper" / "more.jsonl", [{"id": "j1", "text": "From JSON lines."}])
     described = write_croissant(tmp_path / "croissant.json", [
         file_set("parquet", "application/x-parquet", ["data/*.parquet"],
                  excludes=["data/skip.parquet"]),
-        file_set("jsonl", "application/jsonlines", ["data/*.jsonl"])], caplog)
+        file_set("jsonl", "application/jsonlines", ["data/*.jsonl"])], caplog)  # * crosses /
     direct, via = new_store(tmp_path / "a"), new_store(tmp_path / "b")
     ingest_corpus(direct, [data / "part-0.parquet", data / "part-1.parquet",
-                           data / "more.jsonl"], corpus="c")
+                           data / "deeper" / "more.jsonl"], corpus="c")
     ingest_corpus(via, [described], corpus="c")
     assert manifest_hash(via, "c") == manifest_hash(direct, "c")
     with via.reader() as con:

@@ -230,13 +230,28 @@ def _file_set(path: Path, base: Path, label: str, family: str,
         return [DocumentFiles(root, "files", root.name,
                               tuple(os.path.relpath(base / g, root) for g in includes),
                               tuple(os.path.relpath(base / g, root) for g in excludes))]
-    found = sorted({p for g in includes for p in base.glob(g) if p.is_file()
-                    and not any(fnmatch.fnmatch(p.relative_to(base).as_posix(), x)
-                                for x in excludes)})
+    found = [p for p in _walk(_glob_root(base, includes))
+             if _matches(p.relative_to(base).as_posix(), includes, excludes)]
     if not found:
         raise CroissantError(path, "croissant-distribution", f"{label}: no file matches "
                              f"{includes} in {base}")
     return [DocumentFiles(p, family, p.relative_to(base).as_posix()) for p in found]
+
+
+def _walk(root: Path) -> list[Path]:
+    """Every file below `root`, in sorted path order (links to folders not followed)."""
+    found: list[Path] = []
+    for folder, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        found.extend(Path(folder) / name for name in sorted(filenames))
+    return sorted(found, key=lambda p: p.as_posix().encode("utf-8"))
+
+
+def _matches(relative: str, includes: list[str], excludes: list[str]) -> bool:
+    """mlcroissant's rule: a path is in a FileSet when it matches an include glob and no
+    exclude glob, `*` crossing '/' (fnmatch, case-sensitive)."""
+    return (any(fnmatch.fnmatchcase(relative, g) for g in includes)
+            and not any(fnmatch.fnmatchcase(relative, g) for g in excludes))
 
 
 def _glob_root(base: Path, includes: list[str]) -> Path:
