@@ -212,6 +212,20 @@ def test_text_file_object_is_one_document(tmp_path: Path,
     assert rows == [("a.txt", "web", len(data))]
 
 
+def test_generated_doc_ids_name_the_shard_as_the_croissant_file_does(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    data = write_jsonl(tmp_path / "sub" / "x.jsonl", [{"text": "hello there"}]).read_bytes()
+    outside = write_jsonl(tmp_path.parent / f"{tmp_path.name}-y.jsonl", [{"text": "hi"}])
+    described = write_croissant(tmp_path / "d.json", [
+        file_object("x", "sub/x.jsonl", "application/jsonlines", data),
+        file_object("y", str(outside), "application/jsonlines", outside.read_bytes())])
+    store = new_store(tmp_path / "store")
+    ingest_corpus(store, [described], corpus="c")
+    with store.reader() as con:
+        got = [r[0] for r in con.execute("SELECT doc_id FROM documents ORDER BY 1").fetchall()]
+    assert got == sorted([f"{outside.name}#1", "sub/x.jsonl#1"])
+
+
 def test_absolute_paths_and_file_uris_are_local(tmp_path: Path) -> None:
     shutil.copy(SONNETS, tmp_path / "s.jsonl.gz")
     for url in (str(tmp_path / "s.jsonl.gz"), (tmp_path / "s.jsonl.gz").as_uri()):

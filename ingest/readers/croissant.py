@@ -59,7 +59,9 @@ class DocumentFiles:
 
     path: Path
     family: str
-    name: str  # a shard's name (prefix of generated doc_ids), relative to the Croissant
+    # A shard's name (the prefix of generated doc_ids): its path relative to the Croissant
+    # file's folder, or its file name when outside it; a folder's own name.
+    name: str
     includes: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
 
@@ -147,7 +149,9 @@ def _entry_files(path: Path, base: Path, entry: dict[str, Any]) -> list[Document
         _check_file(path, label, local, entry)
         if family == "files":
             return [DocumentFiles(local.parent, "files", local.name, (local.name,))]
-        return [DocumentFiles(local, family, local.name)]
+        inside = local.resolve().is_relative_to(base)
+        name = local.resolve().relative_to(base).as_posix() if inside else local.name
+        return [DocumentFiles(local, family, name)]
     if kind == "FileSet":
         return _file_set(path, base, label, family, entry)
     raise CroissantError(path, "croissant-distribution", f"{label} has type {kind!r}, "
