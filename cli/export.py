@@ -151,3 +151,26 @@ def _console_to_stdout() -> None:
     logger.handlers = [_Stdout()]
     logger.setLevel(logging.INFO)
     logger.propagate = False
+
+
+@app.command("croissant")
+def croissant(
+    ctx: typer.Context,
+    corpus: Annotated[str, typer.Option("--corpus", help="The corpus to describe.")],
+    out: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the JSON-LD here "
+                                  "(atomically) instead of printing it.")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print the JSON-LD (also with -o); "
+                                       "it is JSON already.")] = False,
+) -> None:
+    """Croissant 1.1 JSON-LD of a corpus: the store's Parquet parts of its manifest (with
+    SHA-256 and sizes), a record set of its documents, its sources and licences, and the
+    manifest hash; mlcroissant reads the records from it."""
+    from lineage.exports.croissant import croissant as croissant_jsonld
+    from lineage.jsonout import json_text
+
+    document = croissant_jsonld(current_store(ctx), corpus)
+    if out is not None:
+        output.write_file(out, json_text(document) + "\n")
+    if out is None or json:
+        output.emit_json(document)

@@ -17,7 +17,8 @@ app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
 @app.command("corpus")
 def corpus(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Directories of files, shards, manifests.")],
+    paths: Annotated[list[Path], typer.Argument(help="Directories of files, shards, manifests, "
+                                                "Croissant files.")],
     corpus: Annotated[str, typer.Option("--corpus", help="Name of the corpus to record.")],
     source: Annotated[
         str | None, typer.Option(help="Put every document in this source.")
@@ -49,7 +50,8 @@ def corpus(
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests.
+    """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests,
+    or the local files a Croissant file's distribution names (docs/exports.md).
 
     Refused with exit 2, naming the file and rule, nothing written: special files
     (special-file), files or folders that cannot be read (unreadable), links leaving a

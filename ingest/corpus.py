@@ -15,6 +15,7 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatchcase as fnmatch
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,8 @@ def _map(
     for item in raw:
         if isinstance(item, DirectoryInput):
             listing = list_directory(item.root, source=source)
+            if item.includes:  # a Croissant FileSet's globs
+                listing.files = [f for f in listing.files if _selected(f.doc_id, item)]
             hidden += listing.skipped_hidden
             links += listing.skipped_links
             summaries.append(stage_directory(
@@ -214,6 +217,11 @@ def _map(
         fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
     )
     return parts, sum(s.dropped_empty for s in summaries), (hidden, links)
+
+
+def _selected(doc_id: str, item: DirectoryInput) -> bool:
+    return (any(fnmatch(doc_id, g) for g in item.includes)
+            and not any(fnmatch(doc_id, g) for g in item.excludes))
 
 
 def _run_shard_tasks(
@@ -248,10 +256,15 @@ class _IngestRecord:
         items = []
         for item in self.planned:
             if isinstance(item, DirectoryInput):
-                items.append({"kind": "files", "path": str(item.root.resolve())})
+                entry: dict[str, Any] = {"kind": "files", "path": str(item.root.resolve())}
+                if item.includes:
+                    entry |= {"includes": list(item.includes), "excludes": list(item.excludes)}
             else:
-                items.append({"kind": item.kind, "path": str(item.path.resolve()),
-                              "bytes": item.path.stat().st_size})
+                entry = {"kind": item.kind, "path": str(item.path.resolve()),
+                         "bytes": item.path.stat().st_size}
+            if item.croissant is not None:  # named by a Croissant file's distribution
+                entry["croissant"] = str(item.croissant.resolve())
+            items.append(entry)
         return json.dumps(items, sort_keys=True)
 
     def parameters_json(self) -> str:

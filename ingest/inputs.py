@@ -3,7 +3,8 @@
 A directory is a corpus of files (one file, one document) unless `--format` says its
 files are JSONL or Parquet shards. A file is a JSONL or Parquet shard by its name, and a
 ready manifest when its first record (JSONL) or its columns (Parquet) carry
-`content_hash` and no `text`.
+`content_hash` and no `text`. A Croissant file (by its content) stands for the files its
+distribution names (ingest/readers/croissant.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ PARQUET_SUFFIXES = (".parquet",)
 @dataclass(frozen=True)
 class DirectoryInput:
     root: Path  # one file, one document; doc_id = path relative to root
+    # From a Croissant FileSet: globs a doc_id must match one of (fnmatch, '*' crosses
+    # '/'; none: every file) and must match none of.
+    includes: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    croissant: Path | None = None  # the Croissant file that named it
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class ShardInput:
     path: Path
     kind: str  # "jsonl" | "parquet" | "manifest-jsonl" | "manifest-parquet"
     name: str  # the shard's name inside its argument: prefix of generated doc_ids
+    croissant: Path | None = None  # the Croissant file that named it
 
 
 Input = DirectoryInput | ShardInput
@@ -65,8 +72,32 @@ def plan_inputs(paths: list[Path], fmt: str = "auto") -> list[Input]:
                 planned.append(DirectoryInput(path))
             else:
                 planned.extend(_shards_in(path, fmt))
+        elif fmt == "auto" and _is_croissant(path):
+            planned.extend(_croissant_inputs(path))
         else:
             planned.append(_classify(path, path.name, fmt))
+    return planned
+
+
+def _is_croissant(path: Path) -> bool:
+    from lineage.ingest.readers.croissant import looks_like_croissant
+
+    return not path.name.lower().endswith(PARQUET_SUFFIXES) and looks_like_croissant(path)
+
+
+def _croissant_inputs(path: Path) -> list[Input]:
+    """The shards and folders a Croissant file's distribution names."""
+    from lineage.ingest.readers.croissant import distribution_files
+
+    planned: list[Input] = []
+    for files in distribution_files(path):
+        stat_input(files.path)
+        if files.family == "files":
+            planned.append(DirectoryInput(files.path, files.includes, files.excludes, path))
+        else:
+            manifest = _looks_like_manifest(files.path, files.family)
+            kind = f"manifest-{files.family}" if manifest else files.family
+            planned.append(ShardInput(files.path, kind, files.name, path))
     return planned
 
 

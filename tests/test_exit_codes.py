@@ -58,6 +58,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "exp show": [(*S, "exp", "show", "nope"), (*NS, "exp", "show", "nope")],
     "export ai-act-summary": [(*S, "export", "ai-act-summary", "--run", "nope"),
                               (*NS, "export", "ai-act-summary", "--corpus", "nope")],
+    "export croissant": [(*S, "export", "croissant", "--corpus", "nope"),
+                         (*NS, "export", "croissant", "--corpus", "nope", "--json")],
     "export model-card": [(*S, "export", "model-card", "--run", "nope", "--checkpoint", "0"),
                           (*NS, "export", "model-card", "--run", "nope", "--checkpoint", "0")],
     "export openlineage": [(*S, "export", "openlineage", "--run", "nope"),

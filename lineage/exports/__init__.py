@@ -6,7 +6,8 @@ summary of training content of a run or corpus (`ai_act_text` renders it as Mark
 HTML). Both are typed by `answers`. `openlineage` sends the records as OpenLineage
 RunEvents through the official client (`openlineage_events` makes them,
 `openlineage_facets` defines lineage's custom facets, `openlineage_check` reads events
-back; typed by `openlineage_answers`).
+back; typed by `openlineage_answers`). `croissant` describes a corpus as a Croissant dataset
+(JSON-LD) made from its manifest's Parquet parts.
 
 Layer 8. May import: lineage.runs, lineage.stream, lineage.corpora, lineage.formats,
 lineage.store, lineage.errors, lineage.version.
