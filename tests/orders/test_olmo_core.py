@@ -1,0 +1,162 @@
+"""The OLMo-core importer on runs OLMo-core made (tests/orders/fixtures/olmo, written by
+make_olmo_run.py with the real framework): the windows lineage says each rank of each
+step read are, token for token, the batches OLMo-core's loader yielded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lineage.api import Store
+from lineage.errors import InputError, UsageError
+from lineage.ingest.orders.olmo_order import Warmup
+from lineage.stream.reader import StreamReader
+
+from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD
+from .olmo_helpers import (
+    expected_steps,
+    import_case,
+    ingest_poetry,
+    rank_tokens_hash,
+    steps_to_check,
+)
+
+
+@pytest.fixture
+def poetry(store: Store) -> Store:
+    return ingest_poetry(store)
+
+
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture"])
+def test_every_rank_of_the_checked_steps_reads_what_olmo_core_yielded(
+        poetry: Store, tmp_path: Path, name: str) -> None:
+    result = import_case(poetry, name, tmp_path)
+    steps = expected_steps(FIXTURES / name)
+    assert result["status"] == "added" and result["framework"] == "olmo-core"
+    assert result["steps"] == len(steps)
+    assert result["windows"] == sum(len(r["indices"]) for step in steps for r in step)
+    assert result["rank_rule"] == {"rule": "strided"}
+    reader = StreamReader(poetry, name)
+    eos = EOS[json.loads((FIXTURES / name / "expected.json").read_text())["settings"]["dtype"]]
+    for step in steps_to_check(len(steps)):
+        for rank in range(WORLD):
+            assert rank_tokens_hash(reader, step, rank, WORLD, eos) == \
+                steps[step][rank]["input_ids"], (name, step, rank)
+
+
+def test_the_warmup_becomes_the_streams_batch_schedule(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "warmup", tmp_path)
+    steps = expected_steps(FIXTURES / "warmup")
+    sizes = [sum(len(r["indices"]) for r in step) for step in steps]
+    # 2 instances until step 3 is due and the 3 batches done are not divisible by 2: 4 from
+    # step 4, 8 from step 10 (9 is odd), back to 4 at step 40 at once; epoch 2 keeps 4.
+    assert result["schedule"] == [[0, 2], [4, 4], [10, 8], [40, 4]]
+    for first, windows in result["schedule"]:
+        assert sizes[first] == windows
+    answer = poetry.docs_in_step(10, stream="warmup", rank=1, world_size=2)
+    first = 4 * 2 + 6 * 4  # steps 0-3 took 2 windows, steps 4-9 took 4
+    assert list(answer["step_windows"]) == [first, first + 7]
+    assert answer["rank_rule"] == {"rule": "strided"}
+    assert list(answer["rank_windows"]) == [first + 1, first + 3, first + 5, first + 7]
+
+
+def test_the_spec_names_every_file_read_and_the_settings(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "mixture", tmp_path)
+    artifacts = result["artifacts"]
+    assert set(artifacts) == {"tokens:sonnets-0.npy", "tokens:sonnets-1.npy",
+                              "tokens:poems-0.npy", "metadata:sonnets-0.csv.gz",
+                              "metadata:sonnets-1.csv.gz", "metadata:poems-0.csv.gz",
+                              "global_indices:epoch1", "mixture_index"}
+    settings = result["settings"]
+    assert settings["dataset"] == "NumpyFSLDatasetMixture" and settings["seed"] == 5
+    assert settings["sequence_length"] == SEQ_LEN and settings["epochs"] == 1
+    assert settings["batch_size_schedule"]["unit"] == "tokens"
+    assert result["checked"]["re_read"] > 0 and result["checked"]["token_counts"] == "all"
+    again = import_case(poetry, "mixture", tmp_path)
+    assert again["status"] == "unchanged" and again["spec_hash"] == result["spec_hash"]
+
+
+def test_a_changed_global_indices_file_is_a_different_order(poetry: Store,
+                                                            tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    first = import_case(poetry, "plain", tmp_path, case)
+    indices_file = sorted(case.glob("global_indices_*epoch1*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    indices[[0, 1]] = indices[[1, 0]]
+    indices.tofile(indices_file)
+    second = import_olmo_store(poetry, tmp_path, case, "swapped")
+    assert second["spec_hash"] != first["spec_hash"]
+    windows = poetry.docs_in_step(0, stream="swapped", window=0)["documents"]
+    before = poetry.docs_in_step(0, stream="plain", window=1)["documents"]
+    assert [d["doc_id"] for d in windows] == [d["doc_id"] for d in before]
+
+
+def import_olmo_store(store: Store, tokens: Path, case: Path, stream: str) -> dict[str, object]:
+    from lineage.ingest.orders.olmo_core import import_olmo_core
+
+    from .olmo_helpers import run_of
+
+    return import_olmo_core(store, corpus="poetry", stream=stream, run=run_of(case, tokens))
+
+
+def test_global_indices_that_are_not_a_permutation_are_refused(poetry: Store,
+                                                               tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    indices_file = sorted(case.glob("global_indices_*epoch2*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    indices[5] = indices[6]
+    indices.tofile(indices_file)
+    with pytest.raises(InputError, match="not a permutation of the 719 instances"):
+        import_case(poetry, "plain", tmp_path, case)
+    assert poetry.streams() == []
+
+
+def test_a_token_file_that_differs_from_the_corpus_is_refused(poetry: Store,
+                                                              tmp_path: Path) -> None:
+    from .olmo_helpers import run_of
+
+    run = run_of(FIXTURES / "plain", tmp_path)
+    for path in run.token_files:  # every byte of every document shifted, lengths kept
+        tokens = np.fromfile(path, dtype=np.uint16)
+        text = tokens != EOS["uint16"]
+        tokens[text] = (tokens[text] + 1) % 256
+        tokens.tofile(path)
+    with pytest.raises(InputError, match="holds other tokens than its corpus text"):
+        import_case(poetry, "plain", tmp_path, token_files=run.token_files)
+    assert poetry.streams() == []
+
+
+def test_a_document_of_another_length_is_named(poetry: Store, tmp_path: Path) -> None:
+    from .olmo_helpers import run_of
+
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    assert run.doc_ids is not None
+    ids = run.doc_ids.read_text().splitlines()
+    ids[0], ids[1] = ids[1], ids[0]  # sonnets 1 and 2 swapped: their lengths differ
+    run.doc_ids.write_text("\n".join(ids) + "\n")
+    with pytest.raises(InputError, match=r"uint32/sonnets-0.npy document 0: 'sonnet-002' "
+                                         r"holds \d+ tokens here, the corpus counted \d+"):
+        import_case(poetry, "warmup", tmp_path, doc_ids=run.doc_ids,
+                    token_files=run.token_files)
+
+
+def test_settings_that_do_not_fit_are_usage_errors(poetry: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a whole number of 32-token instances"):
+        import_case(poetry, "plain", tmp_path, global_batch_size=100)
+    with pytest.raises(UsageError, match="only 178 steps"):
+        import_case(poetry, "plain", tmp_path, max_steps=500)
+    with pytest.raises(UsageError, match="whole factor"):
+        Warmup((64, 96), (0, 4), "steps")
+    with pytest.raises(UsageError, match="starts at 0"):
+        Warmup.parse("5:64", "steps")
+
+
+def test_max_steps_keeps_the_first_steps(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "plain", tmp_path, max_steps=20)
+    assert result["steps"] == 20 and result["windows"] == 20 * 8
