@@ -4,18 +4,27 @@ and the tokens lineage says each rank of a step read."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
-from lineage.api import Store
+from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
 from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import SEPARATOR, StreamReader
 
-from .make_olmo_run import EOS, FIXTURES, SHARDS, input_ids_hash, write_token_files
+from .make_olmo_run import (
+    EOS,
+    FIXTURES,
+    SHARDS,
+    corpus_documents,
+    input_ids_hash,
+    write_token_files,
+)
 
 
 def ingest_poetry(store: Store) -> Store:
@@ -23,6 +32,19 @@ def ingest_poetry(store: Store) -> Store:
     ingest_corpus(store, [SHARDS / "sonnets.jsonl.gz", SHARDS / "poems.parquet"],
                   corpus="poetry")
     return store
+
+
+def poetry_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding corpus `poetry`, to copy (ingesting once per module is faster)."""
+    root = tmp_path_factory.mktemp("poetry") / "store"
+    init_store(root)
+    ingest_poetry(open_store(root))
+    return root
+
+
+def copy_of(template: Path, tmp_path: Path) -> Store:
+    shutil.copytree(template, tmp_path / "store")
+    return open_store(tmp_path / "store")
 
 
 def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
@@ -70,6 +92,25 @@ def rank_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos
     tokens = np.concatenate([np.array(w, dtype=np.int64) for w in windows])
     tokens[tokens == SEPARATOR] = eos
     return input_ids_hash(tokens)
+
+
+def segment_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int,
+                        texts: dict[str, bytes]) -> str:
+    """The same from the rank's segments (window, stream position, token range) laid over
+    the documents' bytes: faster than the reader's re-read, for checking every step."""
+    segments = reader.segments(step, rank=rank, world_size=world)
+    windows = sorted({s.window for s in segments})
+    tokens = np.full((len(windows), reader.seq_len), eos, dtype=np.int64)
+    row = {window: i for i, window in enumerate(windows)}
+    for s in segments:
+        slot = s.position - s.window * reader.seq_len
+        chunk = np.frombuffer(texts[s.doc_id][s.token_start:s.token_end], dtype=np.uint8)
+        tokens[row[s.window], slot:slot + len(chunk)] = chunk
+    return input_ids_hash(tokens.reshape(-1))
+
+
+def corpus_texts() -> dict[str, bytes]:
+    return {doc_id: text.encode("utf-8") for _, doc_id, text in corpus_documents()}
 
 
 def steps_to_check(count: int) -> list[int]:
