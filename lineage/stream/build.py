@@ -97,7 +97,8 @@ def build_stream(
         name=name, status=status, spec=STREAM_SPEC, spec_hash=spec.spec_hash, corpus=corpus,
         manifest_hash=manifest_hash, seed=UInt64(seed), seq_len=seq_len, batch=batch,
         separator_tokens=separator_tokens, epochs=spec.epochs, token_budget=token_budget,
-        tokens=built.tokens, windows=built.windows, steps=built.steps,
+        schedule=None, rank_rule=None, tokens=built.tokens, windows=built.windows,
+        steps=built.steps,
         occurrences=built.occurrences, occurrences_digest=built.digest,
         seconds=round(time.monotonic() - started, 3),
     )
