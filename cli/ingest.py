@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lineage.cli import output
+from lineage.cli import orders, output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
 
 app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
+app.add_typer(orders.app, name="order")
 
 
 @app.command("corpus")
