@@ -248,3 +248,45 @@ def test_cli_refuses_a_broken_run_with_exit_2(cli: Any, shakespeare: Store,
     assert "row 5: rank must be micro_batch mod world_size 2" in result.stderr
     assert "Traceback" not in result.stderr
     assert cli.json("stream", "list") == []
+
+
+def _blake2b_chain(path: Path, digests: list[list[str]]) -> Path:
+    """The harness's own step chain (blake2b, foreign to lineage), with each step's
+    per-rank batch digests."""
+    import hashlib
+
+    from lineage.runs.chain import canonical_json
+
+    lines, prev = [canonical_json({"algorithm": "blake2b", "chain": "open-1b-chain",
+                                   "genesis": "g0", "world_size": 2})], "g0"
+    for step, batch in enumerate(digests):
+        state = hashlib.blake2b(f"{prev}{step}".encode()).hexdigest()
+        lines.append(canonical_json({"batch_digests": batch, "prev_hash": prev,
+                                     "state_hash": state, "step": step}))
+        prev = state
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_harness_chain_verifies_its_batches_against_the_imported_order(
+    shakespeare: Store, tmp_path: Path
+) -> None:
+    from lineage.ingest.steps import ingest_steps
+    from lineage.runs.chain_verify import verify_chain
+
+    _import(shakespeare, HARNESS)
+    reader = StreamReader(shakespeare, "h")
+    digests = [reader.batch_digests(step, 2) for step in range(34)]
+    ingest_steps(shakespeare, _blake2b_chain(tmp_path / "chain.jsonl", digests),
+                 run="open-1b", stream="h", world_size=2)
+    report = verify_chain(shakespeare, "open-1b")
+    assert report["verdict"] == "continuity-only" and report["batches_checked"]
+    assert report["first_broken_step"] is None
+    traced = json.loads(shakespeare.trace("open-1b", step=20).to_json())
+    assert {d["doc_id"] for d in traced["documents"]} == {
+        d["doc_id"] for d in json.loads(shakespeare.docs_in_step(20, stream="h").to_json())[
+            "documents"]}
+    digests[20] = digests[21]  # step 20 claims the batches of step 21
+    ingest_steps(shakespeare, _blake2b_chain(tmp_path / "wrong.jsonl", digests),
+                 run="wrong", stream="h", world_size=2)
+    assert verify_chain(shakespeare, "wrong")["first_broken_step"] == 20
