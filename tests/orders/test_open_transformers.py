@@ -283,7 +283,8 @@ def test_the_harness_chain_verifies_its_batches_against_the_imported_order(
     assert report["verdict"] == "continuity-only" and report["batches_checked"]
     assert report["first_broken_step"] is None
     traced = json.loads(shakespeare.trace("open-1b", step=20).to_json())
-    assert {d["doc_id"] for d in traced["documents"]} == {
+    assert [s["step"] for s in traced["steps"]] == [20]
+    assert {d["doc_id"] for d in traced["steps"][0]["documents"]} == {
         d["doc_id"] for d in json.loads(shakespeare.docs_in_step(20, stream="h").to_json())[
             "documents"]}
     digests[20] = digests[21]  # step 20 claims the batches of step 21
