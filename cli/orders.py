@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lineage.cli import output
+from lineage.cli import orders_olmo, output
 from lineage.cli.common import JsonOption, current_store
 
 app = typer.Typer(help="Import the data order a trainer recorded, as a stream every query "
@@ -64,3 +64,6 @@ def _summary(result: dict[str, Any]) -> list[str]:
         f"spec {result['spec']} {result['spec_hash']}",
         f"occurrences {result['occurrences_digest']}",
     ]
+
+
+app.command("olmo-core")(orders_olmo.olmo_core)

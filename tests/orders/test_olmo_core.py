@@ -15,6 +15,7 @@ from lineage.api import Store
 from lineage.errors import InputError, UsageError
 from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import StreamReader
+from tests.conftest import Cli
 
 from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD
 from .olmo_helpers import (
@@ -174,3 +175,29 @@ def test_settings_that_do_not_fit_are_usage_errors(poetry: Store, tmp_path: Path
 def test_max_steps_keeps_the_first_steps(poetry: Store, tmp_path: Path) -> None:
     result = import_case(poetry, "plain", tmp_path, max_steps=20)
     assert result["steps"] == 20 and result["windows"] == 20 * 8
+
+
+def test_the_command_imports_a_run_and_docs_step_answers_by_rank(poetry: Store,
+                                                                 tmp_path: Path) -> None:
+    from .olmo_helpers import run_of
+
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    cli = Cli(poetry.root)
+    args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+            "--stream", "olmo", "--dtype", "uint32", "--eos-token-id", str(run.eos_token_id),
+            "--sequence-length", "32", "--global-batch-size", "64",
+            "--doc-ids", str(run.doc_ids), "--batch-size-schedule", "0:64,3:128,9:256,40:128"]
+    for path in run.global_indices:
+        args += ["--global-indices", str(path)]
+    result = cli.json(*args)
+    assert result["schedule"] == [[0, 2], [4, 4], [10, 8], [40, 4]]
+    assert result["settings"]["batch_size_schedule"] == {
+        "batch_sizes": [64, 128, 256, 128], "schedule": [0, 3, 9, 40], "unit": "steps"}
+    expected = expected_steps(FIXTURES / "warmup")
+    answer = cli.json("docs", "--step", "5", "--stream", "olmo", "--rank", "0",
+                      "--world-size", "2")
+    assert answer["rank_rule"] == {"rule": "strided"}
+    assert len(answer["rank_windows"]) == len(expected[5][0]["indices"]) == 2
+    text = cli(*args, "--steps", "9999", code=2)
+    assert "--steps 9999: the epochs given hold only 330 steps" in text.stderr
+    assert "Traceback" not in text.stderr
