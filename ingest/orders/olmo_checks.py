@@ -61,7 +61,7 @@ def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: 
         if len(unique) else unique
     texts = _texts(store, corpus, {layout.doc_ids[int(k)] for k in picks})
     for k in (int(k) for k in picks):
-        f, d = layout.where[k]
+        f, d = layout.where(k)
         base = int(layout.bases[f])
         stored = files[f].tokens()[layout.starts[k] - base:layout.ends[k] - base]
         expected = encode(texts[layout.doc_ids[k]])

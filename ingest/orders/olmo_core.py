@@ -68,8 +68,13 @@ class Layout:
     starts: np.ndarray
     ends: np.ndarray
     doc_ids: list[str]
-    where: list[tuple[int, int]]  # (file, document within it) of each document
+    firsts: np.ndarray  # the index of each file's first document
     boundaries: str  # "sidecar", "eos" or both
+
+    def where(self, k: int) -> tuple[int, int]:
+        """(file, document within it) of document `k`."""
+        f = int(np.searchsorted(self.firsts, k, side="right")) - 1
+        return f, k - int(self.firsts[f])
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -151,7 +156,6 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     ids: list[list[str] | None] = []
-    where: list[tuple[int, int]] = []
     kinds: set[str] = set()
     for f in range(len(files)):
         found = documents_of(files[f], run.eos_token_id)
@@ -159,9 +163,10 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
         ends.append(found.ends + bases[f])
         ids.append(found.ids)
         kinds.add(found.source)
-        where.extend((f, k) for k in range(len(found.starts)))
-    doc_ids = _doc_ids(files, ids, [len(s) for s in starts], run.doc_ids)
-    return Layout(bases, np.concatenate(starts), np.concatenate(ends), doc_ids, where,
+    counts = [len(s) for s in starts]
+    doc_ids = _doc_ids(files, ids, counts, run.doc_ids)
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    return Layout(bases, np.concatenate(starts), np.concatenate(ends), doc_ids, firsts,
                   "+".join(sorted(kinds)))
 
 
@@ -183,7 +188,7 @@ def _doc_ids(files: list[TokenFile], named: list[list[str] | None], counts: list
 
 
 def _place(files: list[TokenFile], layout: Layout, k: int) -> str:
-    f, d = layout.where[k]
+    f, d = layout.where(k)
     return f"{files[f].path} document {d}"
 
 

@@ -10,8 +10,6 @@ document's content is its tokens without the closing EOS: what the corpus counte
 
 from __future__ import annotations
 
-import csv
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,37 +80,44 @@ def _from_eos(file: TokenFile, eos_token_id: int) -> FileDocuments:
 
 
 def _from_sidecar(file: TokenFile, eos_token_id: int) -> FileDocuments:
-    starts: list[int] = []
-    ends: list[int] = []
-    ids: list[str] = []
-    with gzip.open(file.sidecar, "rt", encoding="utf-8", newline="") as handle:
-        for line, row in enumerate(csv.reader(handle), start=1):
-            start, end = _bounds(file, row, line)
-            if starts and start < ends[-1]:
-                raise InputError(file.sidecar, f"document at {start} overlaps the one before",
-                                 where=f"line {line}")
-            starts.append(start)
-            ends.append(end)
-            ids.append(row[2] if len(row) > 2 else "")
-    begin = np.array(starts, dtype=np.int64)
-    recorded = np.array(ends, dtype=np.int64)
+    begin, recorded, ids = _read_sidecar(file.sidecar)
+    bad = np.flatnonzero((begin < 0) | (recorded <= begin) | (recorded > file.n_tokens))
+    if len(bad):
+        row = int(bad[0])
+        raise InputError(file.sidecar, f"document [{begin[row]}, {recorded[row]}) is not "
+                         f"inside the {file.n_tokens} tokens of {file.path.name}",
+                         where=f"line {row + 1}")
+    overlap = np.flatnonzero(begin[1:] < recorded[:-1])
+    if len(overlap):
+        row = int(overlap[0]) + 1
+        raise InputError(file.sidecar, f"document at {begin[row]} overlaps the one before",
+                         where=f"line {row + 1}")
     # The recorded end is just past the EOS: the content stops before it.
     closed = file.tokens()[recorded - 1] == eos_token_id if len(recorded) else recorded
-    content_end = recorded - closed.astype(np.int64)
-    named = ids if ids and all(ids) else None
-    return FileDocuments(begin, content_end, named, "sidecar")
+    return FileDocuments(begin, recorded - closed.astype(np.int64), ids, "sidecar")
 
 
-def _bounds(file: TokenFile, row: list[str], line: int) -> tuple[int, int]:
+def _read_sidecar(path: Path) -> tuple[np.ndarray, np.ndarray, list[str] | None]:
+    """start, end and (when the third column is there and filled) id of each line."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
     try:
-        start, end = int(row[0]), int(row[1])
-    except (IndexError, ValueError):
-        raise InputError(file.sidecar, "expected 'start,end[,id,...]'",
-                         where=f"line {line}") from None
-    if not 0 <= start < end <= file.n_tokens:
-        raise InputError(file.sidecar, f"document [{start}, {end}) is outside the "
-                         f"{file.n_tokens} tokens of {file.path.name}", where=f"line {line}")
-    return start, end
+        table = pcsv.read_csv(
+            path, read_options=pcsv.ReadOptions(autogenerate_column_names=True),
+            convert_options=pcsv.ConvertOptions(column_types={
+                "f0": pa.int64(), "f1": pa.int64(), "f2": pa.string()}))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(path, f"expected lines 'start,end[,id,...]' ({exc})") from exc
+    if table.num_rows == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    if table.num_columns < 2 or table.column(0).null_count or table.column(1).null_count:
+        raise InputError(path, "expected lines 'start,end[,id,...]'")
+    ids = None
+    if table.num_columns > 2 and table.column(2).null_count == 0:
+        ids = table.column(2).to_pylist()
+    return (table.column(0).to_numpy().astype(np.int64),
+            table.column(1).to_numpy().astype(np.int64), ids if ids and all(ids) else None)
 
 
 def read_doc_ids(path: Path) -> list[str]:
