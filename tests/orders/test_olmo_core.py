@@ -201,3 +201,46 @@ def test_the_command_imports_a_run_and_docs_step_answers_by_rank(poetry: Store,
     text = cli(*args, "--steps", "9999", code=2)
     assert "--steps 9999: the epochs given hold only 330 steps" in text.stderr
     assert "Traceback" not in text.stderr
+
+
+def test_trained_on_names_the_steps_whose_olmo_batches_held_the_document(
+        poetry: Store, tmp_path: Path) -> None:
+    """Ground truth from the token files and OLMo-core's own batches: the steps whose
+    instances cover the document's tokens, under the warmed-up batch sizes."""
+    from .make_olmo_run import corpus_documents
+    from .olmo_helpers import run_of
+
+    import_case(poetry, "warmup", tmp_path)
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    sizes = [np.fromfile(p, dtype=np.uint32).size for p in run.token_files]
+    tokens = np.concatenate([np.fromfile(p, dtype=np.uint32) for p in run.token_files])
+    starts = np.concatenate(([0], np.flatnonzero(tokens == EOS["uint32"]) + 1))
+    first_instance = np.concatenate(([0], np.cumsum([s // SEQ_LEN for s in sizes])))
+    doc = 7  # sonnet-008: the second document of sonnets-1.npy
+    file_start = sum(sizes[:1])
+    lo, hi = starts[doc] - file_start, starts[doc + 1] - 1 - file_start
+    base = int(first_instance[1])
+    held = set(range(base + lo // SEQ_LEN, base + (hi - 1) // SEQ_LEN + 1))
+    truth = [step for step, ranks in enumerate(expected_steps(FIXTURES / "warmup"))
+             if held & {i for r in ranks for i in r["indices"]}]
+    text = corpus_documents()[doc][2]
+    answer = json.loads(poetry.trained_on(texts=[text], stream="warmup").to_json())
+    (match,) = answer["results"][0]["matches"]
+    assert match["doc_id"] == "sonnet-008" and match["match"] == "exact"
+    assert match["steps"] == truth and len(truth) > 10
+
+
+def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path) -> None:
+    import gzip
+
+    from .olmo_helpers import run_of
+
+    run = run_of(FIXTURES / "plain", tmp_path)
+    sidecar = run.token_files[0].with_name("sonnets-0.csv.gz")
+    lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
+    start, _, rest = lines[2].split(",", 2)
+    lines[2] = f"{start},99999999,{rest}"
+    sidecar.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with pytest.raises(InputError, match=r"sonnets-0.csv.gz:line 3: document \[\d+, 99999999\) "
+                                         r"is not inside the \d+ tokens of sonnets-0.npy"):
+        import_case(poetry, "plain", tmp_path, token_files=run.token_files)
