@@ -17,8 +17,7 @@ from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 
 if TYPE_CHECKING:
-    from lineage.ingest.orders.olmo_core import Layout
-    from lineage.ingest.orders.olmo_tokens import TokenFile
+    from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
 
 SAMPLE = 16  # documents re-read and re-tokenized
 

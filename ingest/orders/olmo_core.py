@@ -28,6 +28,7 @@ from lineage.ingest.orders.olmo_order import (
     training_order,
 )
 from lineage.ingest.orders.olmo_tokens import (
+    Layout,
     TokenFile,
     documents_of,
     open_token_file,
@@ -57,24 +58,6 @@ class OlmoRun:
     warmup: Warmup | None = None
     max_steps: int | None = None
     tokenizer: Path | None = None
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Every document of the token files in one coordinate: file `f`'s token `t` is at
-    `bases[f] + t`; document `k` holds content `[starts[k], ends[k])` there."""
-
-    bases: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    doc_ids: list[str]
-    firsts: np.ndarray  # the index of each file's first document
-    boundaries: str  # "sidecar", "eos" or both
-
-    def where(self, k: int) -> tuple[int, int]:
-        """(file, document within it) of document `k`."""
-        f = int(np.searchsorted(self.firsts, k, side="right")) - 1
-        return f, k - int(self.firsts[f])
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,

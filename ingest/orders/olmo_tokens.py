@@ -39,6 +39,24 @@ class TokenFile:
         return self.path.with_name(self.path.name.replace(".npy", ".csv.gz"))
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Every document of the token files in one coordinate: file `f`'s token `t` is at
+    `bases[f] + t`; document `k` holds content `[starts[k], ends[k])` there."""
+
+    bases: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    doc_ids: list[str]
+    firsts: np.ndarray  # the index of each file's first document
+    boundaries: str  # "sidecar", "eos" or both
+
+    def where(self, k: int) -> tuple[int, int]:
+        """(file, document within it) of document `k`."""
+        f = int(np.searchsorted(self.firsts, k, side="right")) - 1
+        return f, k - int(self.firsts[f])
+
+
 def open_token_file(path: Path, dtype: str) -> TokenFile:
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
