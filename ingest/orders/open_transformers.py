@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import store_order
 from lineage.ingest.orders.indexed import IndexedDataset, read_indexed
@@ -52,6 +53,8 @@ def ingest_open_transformers(
     doc_map, shards = Path(doc_map), Path(shards)
     if sample_windows < 0:
         raise UsageError("--sample-windows must be 0 or more")
+    if not is_valid_name(stream):
+        raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     run = read_manifest(Path(manifest))
     datasets = _load_shards(run, shards)
     manifest_hash, corpus_tokenizer, documents = _corpus(store, corpus)
@@ -75,11 +78,11 @@ def ingest_open_transformers(
 def _load_shards(run: HarnessManifest, shards: Path) -> list[IndexedDataset]:
     if not shards.is_dir():
         raise UsageError(f"--shards {shards}: not a directory")
+    import numpy as np
+
     datasets = []
     for shard in run.shards:
         dataset = read_indexed(shards / shard.shard)
-        import numpy as np
-
         if dataset.sequences != len(shard.doc_ids):
             raise InputError(dataset.idx, f"{dataset.sequences} documents, but the manifest "
                              f"names {len(shard.doc_ids)} for shard {shard.shard!r}")
