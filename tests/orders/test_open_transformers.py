@@ -226,6 +226,9 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                    "--manifest", str(HARNESS / "manifest.json"), "--shards",
                    str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert out["status"] == "added" and out["steps"] == 34 and out["windows"] == 208
+    shown = cli.json("stream", "show", "h")
+    assert (shown["spec"], shown["spec_hash"]) == ("imported/1", out["spec_hash"])
+    assert shown["schedule"] == [[0, 4], [16, 8]] and shown["seed"] is None
     docs = cli.json("docs", "--step", "20", "--stream", "h", "--rank", "0",
                     "--world-size", "2")
     assert docs["step_windows"] == [96, 103] and docs["rank_windows"] == [96, 97, 100, 101]
