@@ -326,3 +326,25 @@ def test_the_spec_states_the_golden_vectors() -> None:
         ranks = rows[json.dumps(rule, sort_keys=True)]
         assert f"| {name} | {', '.join(map(str, ranks[0]))} | " \
             f"{', '.join(map(str, ranks[1]))} |" in section
+
+
+def test_the_lean_path_answers_a_scheduled_stream_like_the_full_command_line(
+        ramped: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    from lineage.cli.fast import run_fast
+
+    for args in (("docs", "--step", "6", "--rank", "1", "--world-size", "2", "--json"),
+                 ("docs", "--step", "3", "--json"),
+                 ("docs", "--step", "7", "--window", "27", "--json")):
+        code = run_fast(["--store", str(ramped.root), *args])
+        fast = capsys.readouterr().out
+        full = Cli(ramped.root)(*args)
+        assert code == 0 and fast == full.stdout, args
+        step = RAMP.step_range(int(args[2]))
+        assert json.loads(fast)["step_windows"] == [step[0], step[-1]]
+
+
+def test_docs_prints_the_schedule_and_rank_rule_for_people(ramped: Store) -> None:
+    printed = Cli(ramped.root)("docs", "--step", "6", "--rank", "1", "--world-size", "2")
+    first = printed.stdout.splitlines()[0]
+    assert "step 6: windows 20, 21, 24, 25 of step windows 18..25" in first
+    assert "rank rule micro-batches:2" in first
