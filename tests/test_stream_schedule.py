@@ -301,3 +301,50 @@ def test_a_recorded_window_log_with_a_schedule(store: Store, example_shards: Pat
                    "--json")
     assert accepted.exit_code == 0, accepted.stderr
     assert json.loads(accepted.stdout)["spec_hash"] == recorded["spec_hash"]
+
+
+def test_the_spec_states_the_golden_vectors() -> None:
+    import re
+
+    page = (Path(__file__).parents[1] / "docs" / "stream-spec.md").read_text(encoding="utf-8")
+    case = _golden()
+    section = page[page.index("**Golden vectors**"):page.index("## 5.")]
+    hashes = case["by_rank_rule"]
+    assert case["by_rank_rule"]["contiguous"]["canonical_parameters"] in section
+    assert re.findall(r"`(blake3:[0-9a-f]{64})`", section) == [
+        hashes["contiguous"]["spec_hash"], hashes["strided"]["spec_hash"],
+        hashes["micro-batches:2"]["spec_hash"], case["occurrences_digest"]]
+    steps = " | ".join(f"{a}–{b}" if a != b else str(a) for a, b in case["step_windows"])
+    assert f"the {case['steps']} steps take windows\n{steps} ({case['windows']} windows, " \
+        f"{case['tokens']} tokens)" in section
+    assert f"`--schedule-tokens {case['schedule_tokens']}`" in section
+    rows = {(json.dumps(v["rank_rule"], sort_keys=True)): v["ranks"] for v in case["ranks"]
+            if (v["step"], v["world_size"]) == (4, 2)}
+    for name, rule in [("`contiguous`", {"rule": "contiguous"}),
+                       ("`strided`", {"rule": "strided"}),
+                       ("`micro-batches`, M = 2", {"micro_batch": 2, "rule": "micro-batches"})]:
+        ranks = rows[json.dumps(rule, sort_keys=True)]
+        assert f"| {name} | {', '.join(map(str, ranks[0]))} | " \
+            f"{', '.join(map(str, ranks[1]))} |" in section
+
+
+def test_the_lean_path_answers_a_scheduled_stream_like_the_full_command_line(
+        ramped: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    from lineage.cli.fast import run_fast
+
+    for args in (("docs", "--step", "6", "--rank", "1", "--world-size", "2", "--json"),
+                 ("docs", "--step", "3", "--json"),
+                 ("docs", "--step", "7", "--window", "27", "--json")):
+        code = run_fast(["--store", str(ramped.root), *args])
+        fast = capsys.readouterr().out
+        full = Cli(ramped.root)(*args)
+        assert code == 0 and fast == full.stdout, args
+        step = RAMP.step_range(int(args[2]))
+        assert json.loads(fast)["step_windows"] == [step[0], step[-1]]
+
+
+def test_docs_prints_the_schedule_and_rank_rule_for_people(ramped: Store) -> None:
+    printed = Cli(ramped.root)("docs", "--step", "6", "--rank", "1", "--world-size", "2")
+    first = printed.stdout.splitlines()[0]
+    assert "step 6: windows 20, 21, 24, 25 of step windows 18..25" in first
+    assert "rank rule micro-batches:2" in first
