@@ -33,6 +33,7 @@ from lineage.ingest.orders.olmo_tokens import (
     documents_of,
     open_token_file,
     read_doc_ids,
+    short_names,
 )
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress
@@ -119,10 +120,14 @@ def _read_mixture(path: Path) -> list[tuple[str, int]]:
 
 
 def _find_file(files: list[TokenFile], path: str, index: Path) -> int:
-    """The token file a mixture entry names: same path, else the one same file name."""
+    """The token file a mixture entry names: the same path, else the one whose path
+    below the files' common folder ends the entry's (a run's paths are often URLs),
+    else the one of the same file name."""
     exact = [f for f, file in enumerate(files) if str(file.path) == path]
+    tails = [f for f, short in enumerate(short_names(files))
+             if path == short or path.endswith("/" + short)]
     named = [f for f, file in enumerate(files) if file.path.name == Path(path).name]
-    found = exact or named
+    found = exact or tails or named
     if len(found) != 1:
         how = "none" if not found else "several"
         raise InputError(index, f"{path}: {how} of the token files given has that name")
@@ -229,10 +234,11 @@ def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layou
 
 def _artifacts(files: list[TokenFile], run: OlmoRun) -> dict[str, str]:
     artifacts: dict[str, str] = {}
-    for file in files:
-        artifacts[f"tokens:{file.path.name}"] = artifact_hash(file.path)
+    for file, short in zip(files, short_names(files), strict=True):
+        artifacts[f"tokens:{short}"] = artifact_hash(file.path)
         if file.sidecar.is_file():
-            artifacts[f"metadata:{file.sidecar.name}"] = artifact_hash(file.sidecar)
+            sidecar = short.replace(".npy", ".csv.gz")
+            artifacts[f"metadata:{sidecar}"] = artifact_hash(file.sidecar)
     for number, path in enumerate(run.global_indices, start=1):
         artifacts[f"global_indices:epoch{number}"] = artifact_hash(path)
     for role, given in (("mixture_index", run.mixture_index), ("doc_ids", run.doc_ids),
@@ -246,7 +252,7 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
               seed: int | None, boundaries: str) -> dict[str, Any]:
     return {
         "dataset": "NumpyFSLDatasetMixture" if run.mixture_index else "NumpyFSLDataset",
-        "paths": [[files[f].path.name, count] for f, count in entries],
+        "paths": [[short_names(files)[f], count] for f, count in entries],
         "dtype": run.dtype, "eos_token_id": run.eos_token_id,
         "sequence_length": run.sequence_length,
         "global_batch_size": run.global_batch_size, "seed": seed,

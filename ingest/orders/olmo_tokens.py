@@ -138,6 +138,16 @@ def _read_sidecar(path: Path) -> tuple[np.ndarray, np.ndarray, list[str] | None]
             table.column(1).to_numpy().astype(np.int64), ids if ids and all(ids) else None)
 
 
+def short_names(files: list[TokenFile]) -> list[str]:
+    """Each file's path below the files' common folder ('/'-separated): its name when
+    they share one folder, enough to tell apart same-named files of different sources."""
+    import os
+
+    folders = [str(file.path.resolve().parent) for file in files]
+    common = Path(os.path.commonpath(folders)) if folders else Path()
+    return [file.path.resolve().relative_to(common).as_posix() for file in files]
+
+
 def read_doc_ids(path: Path) -> list[str]:
     """A mapping file: one corpus doc_id per line, the documents of the token files in
     order (file by file, as the files are listed)."""

@@ -4,6 +4,7 @@ step read are, token for token, the batches OLMo-core's loader yielded."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from lineage.api import Store
 from lineage.errors import InputError, UsageError
+from lineage.ingest.orders.olmo_core import import_olmo_core
 from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import StreamReader
 from tests.conftest import Cli
@@ -112,8 +114,6 @@ def test_a_changed_global_indices_file_is_a_different_order(poetry: Store,
 
 
 def import_olmo_store(store: Store, tokens: Path, case: Path, stream: str) -> dict[str, object]:
-    from lineage.ingest.orders.olmo_core import import_olmo_core
-
     from .olmo_helpers import run_of
 
     return import_olmo_core(store, corpus="poetry", stream=stream, run=run_of(case, tokens))
@@ -244,3 +244,27 @@ def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path)
     with pytest.raises(InputError, match=r"sonnets-0.csv.gz:line 3: document \[\d+, 99999999\) "
                                          r"is not inside the \d+ tokens of sonnets-0.npy"):
         import_case(poetry, "plain", tmp_path, token_files=run.token_files)
+
+
+def test_same_named_files_of_different_folders_are_told_apart(poetry: Store,
+                                                              tmp_path: Path) -> None:
+    from .olmo_helpers import run_of
+
+    run = run_of(FIXTURES / "plain", tmp_path)
+    moved = []
+    for folder, path in zip("abc", run.token_files, strict=True):  # a/part.npy, b/part.npy...
+        (tmp_path / "mix" / folder).mkdir(parents=True)
+        target = tmp_path / "mix" / folder / "part.npy"
+        shutil.copy(path, target)
+        shutil.copy(path.with_name(path.name.replace(".npy", ".csv.gz")),
+                    target.with_name("part.csv.gz"))
+        moved.append(target)
+    plain = import_case(poetry, "plain", tmp_path)
+    parts = import_olmo_core(poetry, corpus="poetry", stream="parts",
+                             run=dataclasses.replace(run, token_files=tuple(moved)))
+    assert {k for k in parts["artifacts"] if k.startswith(("tokens:", "metadata:"))} == {
+        f"{kind}:{folder}/part.{ext}" for folder in "abc"
+        for kind, ext in (("tokens", "npy"), ("metadata", "csv.gz"))}
+    assert [name for name, _ in parts["settings"]["paths"]] == ["a/part.npy", "b/part.npy",
+                                                                 "c/part.npy"]
+    assert parts["occurrences_digest"] == plain["occurrences_digest"]
