@@ -268,3 +268,12 @@ def test_same_named_files_of_different_folders_are_told_apart(poetry: Store,
     assert [name for name, _ in parts["settings"]["paths"]] == ["a/part.npy", "b/part.npy",
                                                                  "c/part.npy"]
     assert parts["occurrences_digest"] == plain["occurrences_digest"]
+    # A mixture index naming them as the run did (URLs): matched by their path's tail.
+    index = tmp_path / "mixture.json"
+    index.write_text(json.dumps([[f"s3://bucket/mix/{folder}/part.npy",
+                                  int(np.fromfile(path, dtype=np.uint16).size)]
+                                 for folder, path in zip("abc", moved, strict=True)]))
+    mixed = import_olmo_core(poetry, corpus="poetry", stream="mixed", run=dataclasses.replace(
+        run, token_files=tuple(moved), mixture_index=index))
+    assert mixed["settings"]["dataset"] == "NumpyFSLDatasetMixture"
+    assert mixed["occurrences_digest"] == plain["occurrences_digest"]
