@@ -21,11 +21,11 @@ def olmo_core(
         help="The dataset's sequence_length (tokens per instance).", min=1)],
     global_batch_size: Annotated[int, typer.Option(
         help="The data loader's global_batch_size, in tokens.", min=1)],
-    global_indices: Annotated[list[Path], typer.Option(
-        help="The loader's global_indices_*.npy of each epoch, epoch 1 first (repeat "
-        "the option).")],
     eos_token_id: Annotated[int, typer.Option(help="The tokenizer's eos_token_id.",
                                               min=0)],
+    global_indices: Annotated[list[Path] | None, typer.Option(
+        help="The loader's global_indices_*.npy of each epoch, epoch 1 first (repeat "
+        "the option); without them, --seed and --epochs rebuild them.")] = None,
     dtype: Annotated[str, typer.Option(help="The token files' dtype: uint8, uint16, "
                                        "uint32 or uint64.")] = "uint16",
     mixture_index: Annotated[Path | None, typer.Option(
@@ -42,6 +42,10 @@ def olmo_core(
     steps: Annotated[int | None, typer.Option(
         help="Steps the run trained (default: every whole step of the epochs given).",
         min=1)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="The data loader's seed (to rebuild lost global indices).", min=0)] = None,
+    epochs: Annotated[int | None, typer.Option(
+        help="Epochs the run began (to rebuild lost global indices).", min=1)] = None,
     tokenizer: Annotated[Path | None, typer.Option(
         help="The corpus's tokenizer.json, to re-read sampled documents of a corpus not "
         "counted in bytes.")] = None,
@@ -59,8 +63,9 @@ def olmo_core(
     run = OlmoRun(
         token_files=tuple(tokens), dtype=dtype, eos_token_id=eos_token_id,
         sequence_length=sequence_length, global_batch_size=global_batch_size,
-        global_indices=tuple(global_indices), mixture_index=mixture_index, doc_ids=doc_ids,
-        warmup=warmup, max_steps=steps, tokenizer=tokenizer)
+        global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
+        doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
+        epochs=epochs)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run)
     if json:
         output.emit_json(result)

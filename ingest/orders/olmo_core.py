@@ -25,6 +25,8 @@ from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
     read_global_indices,
+    rebuilt_epochs,
+    shuffle_check,
     training_order,
 )
 from lineage.ingest.orders.olmo_tokens import (
@@ -53,12 +55,14 @@ class OlmoRun:
     eos_token_id: int
     sequence_length: int
     global_batch_size: int  # tokens, as the data loader config gives it
-    global_indices: tuple[Path, ...]  # one file per epoch, epoch 1 first
+    global_indices: tuple[Path, ...]  # one file per epoch, epoch 1 first; or none and
     mixture_index: Path | None = None
     doc_ids: Path | None = None
     warmup: Warmup | None = None
     max_steps: int | None = None
     tokenizer: Path | None = None
+    seed: int | None = None  # ... the loader's seed and the epochs run, to rebuild them
+    epochs: int | None = None
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -73,13 +77,13 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
                   lambda k: _place(files, layout, k))
     dataset_size = sum(count for _, count in entries)
-    epochs = [read_global_indices(path, dataset_size) for path in run.global_indices]
-    seed = _check_epochs(epochs)
+    epochs, seed, shuffle = _epochs(run, dataset_size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
     segments, docs_read = segments_of(order, entries, layout, run.sequence_length)
-    checked = check_sample(store, corpus, files, layout, docs_read, run.tokenizer)
+    checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
+               "global_indices": shuffle}
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
         rank_rule=RankRule("strided"), framework="olmo-core",
@@ -189,10 +193,27 @@ def _manifest_hash(store: BaseStore, corpus: str) -> str:
     return str(row[0])
 
 
+def _epochs(run: OlmoRun, dataset_size: int) -> tuple[list[EpochIndices], int | None, str]:
+    """Each epoch's global indices, read from the files given or rebuilt from the seed;
+    the seed; whether the files are OLMo-core's shuffle."""
+    if not run.global_indices:
+        if run.seed is None or run.epochs is None:
+            raise UsageError("give --global-indices (one file per epoch), or --seed and "
+                             "--epochs to rebuild them as OLMo-core builds them")
+        return rebuilt_epochs(dataset_size, run.seed, run.epochs), run.seed, "rebuilt"
+    if run.epochs is not None and run.epochs != len(run.global_indices):
+        raise UsageError(f"--epochs {run.epochs}, but {len(run.global_indices)} global "
+                         "indices files are given")
+    epochs = [read_global_indices(path, dataset_size) for path in run.global_indices]
+    seed = _check_epochs(epochs)
+    if run.seed is not None and seed is not None and run.seed != seed:
+        raise UsageError(f"--seed {run.seed}, but the global indices were made with seed "
+                         f"{seed}")
+    return epochs, seed if seed is not None else run.seed, shuffle_check(epochs)
+
+
 def _check_epochs(epochs: list[EpochIndices]) -> int | None:
     """The global indices named by OLMo-core must be epochs 1, 2, ... of one seed."""
-    if not epochs:
-        raise UsageError("give the global indices of at least one epoch (--global-indices)")
     seeds = {e.fields.get("seed") for e in epochs}
     if len(seeds) > 1:
         raise InputError(epochs[1].path, f"another seed than {epochs[0].path.name}")
@@ -256,7 +277,8 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
         "dtype": run.dtype, "eos_token_id": run.eos_token_id,
         "sequence_length": run.sequence_length,
         "global_batch_size": run.global_batch_size, "seed": seed,
-        "epochs": len(run.global_indices), "max_steps": run.max_steps,
+        "epochs": len(run.global_indices) or run.epochs, "max_steps": run.max_steps,
+        "global_indices": "files" if run.global_indices else "rebuilt",
         "batch_size_schedule": run.warmup.to_json() if run.warmup else None,
         "document_boundaries": boundaries,
     }

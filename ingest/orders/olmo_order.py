@@ -109,6 +109,37 @@ def read_global_indices(path: Path, dataset_size: int) -> EpochIndices:
     return EpochIndices(path, indices, fields)
 
 
+def olmo_shuffle(dataset_size: int, seed: int, epoch: int) -> np.ndarray:
+    """The global indices OLMo-core builds for an epoch (`NumpyFSLDataLoader.
+    _build_global_indices`, chunk size 1): the instances shuffled in place by
+    `np.random.Generator(np.random.PCG64(seed + epoch))` (`olmo_core.data.utils.get_rng`)."""
+    indices = np.arange(dataset_size, dtype=np.uint32)
+    np.random.Generator(np.random.PCG64(seed=seed + epoch)).shuffle(indices)
+    return indices
+
+
+def rebuilt_epochs(dataset_size: int, seed: int, epochs: int) -> list[EpochIndices]:
+    """The global indices of epochs 1..`epochs`, rebuilt as OLMo-core builds them."""
+    return [EpochIndices(Path(f"global_indices_dataset_size{dataset_size}_epoch{epoch}_"
+                              f"seed{seed}_v1.npy (rebuilt)"),
+                         olmo_shuffle(dataset_size, seed, epoch),
+                         {"dataset_size": dataset_size, "epoch": epoch, "seed": seed})
+            for epoch in range(1, epochs + 1)]
+
+
+def shuffle_check(epochs: list[EpochIndices]) -> str:
+    """Whether each file is OLMo-core's shuffle for the seed and epoch its name records."""
+    named = [e for e in epochs if "seed" in e.fields and "epoch" in e.fields
+             and e.fields.get("chunk", 1) == 1]
+    if len(named) < len(epochs):
+        return "not checked: the file names do not record seed and epoch"
+    for epoch in named:
+        rebuilt = olmo_shuffle(len(epoch.indices), epoch.fields["seed"], epoch.fields["epoch"])
+        if not np.array_equal(rebuilt, epoch.indices):
+            return f"{epoch.path.name} is not OLMo-core's shuffle for its seed and epoch"
+    return "every file is OLMo-core's shuffle for its seed and epoch"
+
+
 def training_order(epochs: list[EpochIndices], *, seq_len: int, global_batch_size: int,
                    warmup: Warmup | None, max_steps: int | None
                    ) -> tuple[np.ndarray, BatchSchedule]:

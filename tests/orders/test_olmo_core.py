@@ -27,6 +27,7 @@ from .olmo_helpers import (
     import_case,
     poetry_template,
     rank_tokens_hash,
+    run_of,
     segment_tokens_hash,
     steps_to_check,
 )
@@ -114,8 +115,6 @@ def test_a_changed_global_indices_file_is_a_different_order(poetry: Store,
 
 
 def import_olmo_store(store: Store, tokens: Path, case: Path, stream: str) -> dict[str, object]:
-    from .olmo_helpers import run_of
-
     return import_olmo_core(store, corpus="poetry", stream=stream, run=run_of(case, tokens))
 
 
@@ -134,8 +133,6 @@ def test_global_indices_that_are_not_a_permutation_are_refused(poetry: Store,
 
 def test_a_token_file_that_differs_from_the_corpus_is_refused(poetry: Store,
                                                               tmp_path: Path) -> None:
-    from .olmo_helpers import run_of
-
     run = run_of(FIXTURES / "plain", tmp_path)
     for path in run.token_files:  # every byte of every document shifted, lengths kept
         tokens = np.fromfile(path, dtype=np.uint16)
@@ -148,8 +145,6 @@ def test_a_token_file_that_differs_from_the_corpus_is_refused(poetry: Store,
 
 
 def test_a_document_of_another_length_is_named(poetry: Store, tmp_path: Path) -> None:
-    from .olmo_helpers import run_of
-
     run = run_of(FIXTURES / "warmup", tmp_path)
     assert run.doc_ids is not None
     ids = run.doc_ids.read_text().splitlines()
@@ -179,8 +174,6 @@ def test_max_steps_keeps_the_first_steps(poetry: Store, tmp_path: Path) -> None:
 
 def test_the_command_imports_a_run_and_docs_step_answers_by_rank(poetry: Store,
                                                                  tmp_path: Path) -> None:
-    from .olmo_helpers import run_of
-
     run = run_of(FIXTURES / "warmup", tmp_path)
     cli = Cli(poetry.root)
     args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
@@ -208,7 +201,6 @@ def test_trained_on_names_the_steps_whose_olmo_batches_held_the_document(
     """Ground truth from the token files and OLMo-core's own batches: the steps whose
     instances cover the document's tokens, under the warmed-up batch sizes."""
     from .make_olmo_run import corpus_documents
-    from .olmo_helpers import run_of
 
     import_case(poetry, "warmup", tmp_path)
     run = run_of(FIXTURES / "warmup", tmp_path)
@@ -233,8 +225,6 @@ def test_trained_on_names_the_steps_whose_olmo_batches_held_the_document(
 def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path) -> None:
     import gzip
 
-    from .olmo_helpers import run_of
-
     run = run_of(FIXTURES / "plain", tmp_path)
     sidecar = run.token_files[0].with_name("sonnets-0.csv.gz")
     lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
@@ -248,8 +238,6 @@ def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path)
 
 def test_same_named_files_of_different_folders_are_told_apart(poetry: Store,
                                                               tmp_path: Path) -> None:
-    from .olmo_helpers import run_of
-
     run = run_of(FIXTURES / "plain", tmp_path)
     moved = []
     for folder, path in zip("abc", run.token_files, strict=True):  # a/part.npy, b/part.npy...
@@ -277,3 +265,39 @@ def test_same_named_files_of_different_folders_are_told_apart(poetry: Store,
         run, token_files=tuple(moved), mixture_index=index))
     assert mixed["settings"]["dataset"] == "NumpyFSLDatasetMixture"
     assert mixed["occurrences_digest"] == plain["occurrences_digest"]
+
+
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture"])
+def test_lost_global_indices_are_rebuilt_from_the_seed(poetry: Store, tmp_path: Path,
+                                                       name: str) -> None:
+    """OLMo-core's files are its PCG64 shuffle for seed + epoch: lineage rebuilds them
+    with numpy alone, and the order is the same, window for window."""
+    case = json.loads((FIXTURES / name / "expected.json").read_text())["settings"]
+    kept = import_case(poetry, name, tmp_path)
+    assert kept["checked"]["global_indices"] == ("every file is OLMo-core's shuffle for "
+                                                 "its seed and epoch")
+    rebuilt = import_olmo_core(poetry, corpus="poetry", stream=f"{name}-rebuilt",
+                               run=dataclasses.replace(
+                                   run_of(FIXTURES / name, tmp_path), global_indices=(),
+                                   seed=case["seed"], epochs=case["epochs"]))
+    assert rebuilt["checked"]["global_indices"] == "rebuilt"
+    assert rebuilt["settings"]["global_indices"] == "rebuilt"
+    assert rebuilt["occurrences_digest"] == kept["occurrences_digest"]
+    assert rebuilt["schedule"] == kept["schedule"]
+
+
+def test_a_reshuffled_file_is_not_olmo_cores_shuffle(poetry: Store, tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    indices_file = sorted(case.glob("global_indices_*epoch2*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    np.random.default_rng(1).shuffle(indices)
+    indices.tofile(indices_file)
+    result = import_case(poetry, "plain", tmp_path, case)
+    assert result["checked"]["global_indices"] == (
+        f"{indices_file.name} is not OLMo-core's shuffle for its seed and epoch")
+    with pytest.raises(UsageError, match="--seed 8, but the global indices were made with "
+                                         "seed 7"):
+        import_case(poetry, "plain", tmp_path, case, seed=8)
+    with pytest.raises(UsageError, match="or --seed and --epochs to rebuild them"):
+        import_case(poetry, "plain", tmp_path, case, global_indices=())
