@@ -96,7 +96,9 @@ def read_global_indices(path: Path, dataset_size: int) -> EpochIndices:
     recorded = fields.get("dataset_size", dataset_size)
     if recorded != dataset_size:
         raise InputError(path, f"made for a dataset of {recorded} instances, but the token "
-                         f"files hold {dataset_size}")
+                         f"files hold {dataset_size} of --sequence-length tokens (other "
+                         "files or order, a mixture index, or max_target_sequence_length, "
+                         "which is not supported)")
     indices = np.fromfile(path, dtype=np.uint32)
     if len(indices) != dataset_size:
         raise InputError(path, f"{len(indices)} indices for a dataset of {dataset_size} "
