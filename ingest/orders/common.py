@@ -75,7 +75,7 @@ def store_order(
             raise ConflictError(f"stream {stream!r} exists with another order "
                                 f"({existing['spec_hash']}); choose another --stream")
         return {**_answer(stream, corpus, spec, existing), "status": "unchanged",
-                "seconds": round(time.monotonic() - started, 3)}
+                "segments": segments.num_rows, "seconds": round(time.monotonic() - started, 3)}
     table = _conformed(segments, origin)
     staging = new_staging_dir(store.staging_dir)
     try:
@@ -89,7 +89,7 @@ def store_order(
     counts = {"windows": built.windows, "steps": built.steps, "tokens": built.tokens,
               "occurrences": built.occurrences, "occurrences_digest": built.digest}
     return {**_answer(stream, corpus, spec, counts), "status": status,
-            "seconds": round(time.monotonic() - started, 3)}
+            "segments": table.num_rows, "seconds": round(time.monotonic() - started, 3)}
 
 
 def _answer(stream: str, corpus: str, spec: ImportedSpec, counts: dict[str, Any]
@@ -151,18 +151,18 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
     problems = _problems(table, doc, doc_tokens, spec.seq_len)
     if problems:
         raise InputError(origin, "; ".join(problems) + " (nothing stored)")
-    columns = {name: table.column(name).to_numpy() for name in SEGMENT_COLUMNS
-               if name != "doc_id"}
-    n_tokens, window = columns["n_tokens"], columns["window"]
+    window = table.column("window").to_numpy()
+    doc, start, offset, n_tokens = _joined(
+        doc, window * spec.seq_len + table.column("slot").to_numpy(),
+        table.column("doc_offset").to_numpy(), table.column("n_tokens").to_numpy())
     indices = pa.array(doc.astype(np.int32 if len(docs) < 2**31 else np.int64))
     ordered = pa.table({
         "ordinal": pa.array(np.arange(len(doc), dtype=np.int64)),
         **{name: pa.DictionaryArray.from_arrays(indices, docs.column(name).combine_chunks())
            for name in ("doc_id", "source", "content_hash", "uri")},
         "epoch": pa.array(_epochs(doc, n_tokens, doc_tokens)),
-        "n_tokens": pa.array(n_tokens), "doc_offset": pa.array(columns["doc_offset"]),
-        "stream_start": pa.array(window * spec.seq_len + columns["slot"]),
-        "hash_rank": pa.array(hash_rank[doc]),
+        "n_tokens": pa.array(n_tokens), "doc_offset": pa.array(offset),
+        "stream_start": pa.array(start), "hash_rank": pa.array(hash_rank[doc]),
     })
     windows = int(window[-1]) + 1 if len(window) else 0
     con = duckdb.connect(":memory:")
@@ -174,6 +174,23 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
         con.close()
     return Built(windows * spec.seq_len, windows, spec.schedule.steps_for(windows),
                  written.occurrences, written.digest, written.parts, written.hash_parts)
+
+
+def _joined(doc: np.ndarray[Any, Any], start: np.ndarray[Any, Any],
+            offset: np.ndarray[Any, Any], n_tokens: np.ndarray[Any, Any]
+            ) -> tuple[np.ndarray[Any, Any], ...]:
+    """Segments that continue the one before them (the same document, its next token,
+    at the next stream position: a document running over a window edge) joined into one
+    occurrence, the shape a canonical stream stores; queries cut occurrences at window
+    edges again (docs/stream-spec.md §6), so every answer is the same."""
+    import numpy as np
+
+    continues = np.zeros(len(doc), dtype=bool)
+    continues[1:] = (doc[1:] == doc[:-1]) & (offset[1:] == offset[:-1] + n_tokens[:-1]) \
+        & (start[1:] == start[:-1] + n_tokens[:-1])
+    firsts = np.flatnonzero(~continues)
+    merged = np.add.reduceat(n_tokens, firsts) if len(firsts) else n_tokens[:0]
+    return doc[firsts], start[firsts], offset[firsts], merged
 
 
 def _corpus_documents(store: BaseStore, documents: list[str], hashes: list[str]

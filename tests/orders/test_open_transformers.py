@@ -239,7 +239,7 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                "--manifest", str(HARNESS / "manifest.json"), "--shards",
                str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert "stream h: unchanged: 208 windows in 34 steps (schedule 0:4,16:8, rank rule " \
-        "micro-batches:2), 295 segments" in text.stdout
+        "micro-batches:2), 295 segments in 88 occurrences" in text.stdout
 
 
 def test_cli_refuses_a_broken_run_with_exit_2(cli: Any, shakespeare: Store,
