@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
@@ -68,6 +69,8 @@ class OlmoRun:
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
                      progress: Progress = None) -> dict[str, Any]:
     """Read, check and store the run's order as stream `stream` of corpus `corpus`."""
+    if not is_valid_name(stream):  # before the reading, not after it
+        raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     if run.sequence_length < 1:
         raise UsageError("--sequence-length must be at least 1")
     files = [open_token_file(path, run.dtype) for path in run.token_files]

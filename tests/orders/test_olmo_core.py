@@ -157,6 +157,9 @@ def test_a_document_of_another_length_is_named(poetry: Store, tmp_path: Path) ->
 
 
 def test_settings_that_do_not_fit_are_usage_errors(poetry: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--stream 'no good'"):
+        import_olmo_core(poetry, corpus="poetry", stream="no good",
+                         run=run_of(FIXTURES / "plain", tmp_path))
     with pytest.raises(UsageError, match="not a whole number of 32-token instances"):
         import_case(poetry, "plain", tmp_path, global_batch_size=100)
     with pytest.raises(UsageError, match="only 178 steps"):
