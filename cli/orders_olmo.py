@@ -81,7 +81,7 @@ def _summary(result: dict[str, Any]) -> list[str]:
     return [
         f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
         f"{result['steps']:,} steps (schedule {schedule}, rank rule strided), "
-        f"{result['occurrences']:,} segments",
+        f"{result['segments']:,} segments in {result['occurrences']:,} occurrences",
         f"{checked['documents']:,} documents, every token count checked; {reread}",
         f"spec {result['spec']} {result['spec_hash']}",
         f"occurrences {result['occurrences_digest']}",

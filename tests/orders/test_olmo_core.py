@@ -194,6 +194,10 @@ def test_the_command_imports_a_run_and_docs_step_answers_by_rank(poetry: Store,
                       "--world-size", "2")
     assert answer["rank_rule"] == {"rule": "strided"}
     assert len(answer["rank_windows"]) == len(expected[5][0]["indices"]) == 2
+    again = cli(*args).stdout
+    assert f"stream olmo: unchanged: {result['windows']:,} windows in 330 steps (schedule " \
+        "0:2,4:4,10:8,40:4, rank rule strided)" in again
+    assert f"{result['segments']:,} segments in {result['occurrences']:,} occurrences" in again
     text = cli(*args, "--steps", "9999", code=2)
     assert "--steps 9999: the epochs given hold only 330 steps" in text.stderr
     assert "Traceback" not in text.stderr
