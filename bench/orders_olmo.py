@@ -7,10 +7,11 @@ The corpus is bench/stream.py's (a ready manifest from bench/gen_manifest.py, in
 once per size). The run is synthetic but complete, in OLMo-core's layout: every document
 (doc_id order) followed by its EOS in 8 uint16 token files with Dolma sidecars naming the
 documents; the files are sparse (all zeros, EOS 0: a ready manifest has no text, so no
-document is re-read and the import says so); one epoch's global indices, a seeded
-permutation of the 2048-token instances; a global batch of 64 instances warmed up from 32
+document is re-read and the import says so); one epoch's global indices, OLMo-core's
+shuffle of the 2048-token instances for seed 7; a global batch of 64 instances warmed up from 32
 (`0:65536,1000:131072` tokens by steps). Builds and imports run in child processes (peak
-RSS from getrusage). Results go to bench/out/orders_olmo.json.
+RSS from getrusage), imports and builds taking turns. Results go to
+bench/out/orders_olmo.json.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def write_run(store: Path, out: Path) -> dict[str, Any]:
             pcsv.write_csv(sidecar, sink, pcsv.WriteOptions(include_header=False))
         files.append(name)
         instances += int(ends[-1]) // SEQ_LEN
-    indices = np.random.default_rng(7).permutation(instances).astype(np.uint32)
+    from lineage.ingest.orders.olmo_order import olmo_shuffle
+
+    indices = olmo_shuffle(instances, 7, 1)  # what OLMo-core's loader writes for seed 7
     name = f"global_indices_dataset_size{instances}_epoch1_seed7_v1.npy"
     indices.tofile(out / name)
     made = {"documents": len(lengths), "instances": instances, "files": files,
@@ -107,6 +110,22 @@ def bench_import(store: Path, run: Path, runs: int) -> dict[str, object]:
             "stream": results[-1]["name"]}
 
 
+def interleaved(store: Path, run: Path, runs: int, memory_limit: str
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Imports and builds taking turns, so a change in the machine's load between them
+    moves both (the machine is shared)."""
+    imports, builds = [], []
+    for _ in range(runs):
+        imports.append(bench_import(store, run, 1))
+        builds.append(bench_build(store, 1, memory_limit))
+    merged = []
+    for results in (imports, builds):
+        times = [r["runs_s"][0] for r in results]
+        merged.append({**results[-1], "runs_s": times, "median_s": statistics.median(times),
+                       "max_rss_mb": max(r["max_rss_mb"] for r in results)})
+    return merged[0], merged[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
@@ -119,8 +138,8 @@ def main() -> None:
     for documents in args.sizes:
         store = prepare(args.workdir, documents)
         made = write_run(store, args.workdir / f"olmo-{documents}")
-        imported = bench_import(store, args.workdir / f"olmo-{documents}", args.runs)
-        build = bench_build(store, args.runs, args.memory_limit)
+        imported, build = interleaved(store, args.workdir / f"olmo-{documents}", args.runs,
+                                      args.memory_limit)
         entry = {"run": made, "import": imported, "build": build,
                  "import_vs_build": round(float(imported["median_s"])  # type: ignore[arg-type]
                                           / float(build["median_s"]), 2),  # type: ignore[arg-type]
