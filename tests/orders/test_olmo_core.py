@@ -308,3 +308,38 @@ def test_a_reshuffled_file_is_not_olmo_cores_shuffle(poetry: Store, tmp_path: Pa
         import_case(poetry, "plain", tmp_path, case, seed=8)
     with pytest.raises(UsageError, match="or --seed and --epochs to rebuild them"):
         import_case(poetry, "plain", tmp_path, case, global_indices=())
+
+
+def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
+        store: Store, tmp_path: Path, tokenizer_json: Path) -> None:
+    """Token files in a BPE tokenizer's ids: sampled documents are tokenized again with
+    the corpus's tokenizer.json when it is given (and only that one)."""
+    from tokenizers import Tokenizer
+
+    from lineage.ingest import ingest_corpus
+
+    from .make_olmo_run import SHARDS, corpus_documents
+
+    ingest_corpus(store, [SHARDS / "sonnets.jsonl.gz", SHARDS / "poems.parquet"],
+                  corpus="poetry", tokenizer=str(tokenizer_json))
+    encode = Tokenizer.from_file(str(tokenizer_json))
+    eos = encode.get_vocab_size()
+    path = tmp_path / "bpe.npy"
+    ids = [np.array([*encode.encode(text, add_special_tokens=False).ids, eos], np.uint16)
+           for _, _, text in corpus_documents()]
+    np.concatenate(ids).tofile(path)
+    (tmp_path / "doc_ids.txt").write_text("".join(f"{d}\n" for _, d, _ in corpus_documents()))
+    run = dataclasses.replace(run_of(FIXTURES / "plain", tmp_path), token_files=(path,),
+                              eos_token_id=eos, doc_ids=tmp_path / "doc_ids.txt",
+                              global_indices=(), seed=3, epochs=1)
+    unread = import_olmo_core(store, corpus="poetry", stream="bpe", run=run)
+    assert unread["checked"]["re_read"] == 0
+    assert "give --tokenizer" in unread["checked"]["re_read_skipped"]
+    read = import_olmo_core(store, corpus="poetry", stream="bpe-read",
+                            run=dataclasses.replace(run, tokenizer=tokenizer_json))
+    assert read["checked"]["re_read"] == len(ids) and "tokenizer" in read["artifacts"]
+    other = tmp_path / "other.json"
+    other.write_text(tokenizer_json.read_text().replace("[UNK]", "[UNKNOWN]"))
+    with pytest.raises(UsageError, match="not the tokenizer the corpus was counted with"):
+        import_olmo_core(store, corpus="poetry", stream="bpe-other",
+                         run=dataclasses.replace(run, tokenizer=other))
