@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -36,15 +36,29 @@ def docs(
     if json:
         output.emit_json(answer)
         return
-    first, last = answer["windows"]
     output.emit_lines([f"stream {answer['stream']} ({answer['spec_hash']}) step "
-                       f"{answer['step']}: windows {first}..{last}"])
+                       f"{answer['step']}: {_windows_text(answer)}"])
     output.emit_table(
         ("window", "rank", "doc_id", "source", "tokens", "content_hash"),
         [[d["window"], "" if d["rank"] is None else d["rank"], d["doc_id"], d["source"],
           f"{d['token_start']}..{d['token_end']}", d["content_hash"][:16]]
          for d in answer["documents"]],
     )
+
+
+def _windows_text(answer: Any) -> str:
+    """`windows 8..11`; for a stream with a schedule or rank rule, also the step's
+    windows and the rule (and a rank's windows one by one when they have gaps)."""
+    first, last = answer["windows"]
+    shown = f"windows {first}..{last}"
+    if "rank_windows" in answer:
+        shown = "windows " + ", ".join(map(str, answer["rank_windows"]))
+    if "step_windows" not in answer:
+        return shown
+    rule = answer["rank_rule"]
+    rule_text = rule["rule"] + (f":{rule['micro_batch']}" if "micro_batch" in rule else "")
+    step_first, step_last = answer["step_windows"]
+    return f"{shown} of step windows {step_first}..{step_last}, rank rule {rule_text}"
 
 
 def trained_on(

@@ -206,7 +206,14 @@ class AnswerList(tuple[A, ...]):
         rows = self.to_list()
         if not rows:
             return pl.DataFrame(schema=schema)
-        return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
+        frame = pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
+        # An optional key no row holds is still a column (of nulls), in field order.
+        keys = list(_fields_by_key(self.row_type))
+        missing = [key for key in keys if key not in frame.columns]
+        if not missing:
+            return frame
+        nulls = [pl.lit(None, dtype=(schema or {}).get(key)).alias(key) for key in missing]
+        return frame.with_columns(nulls).select(keys)
 
 
 _HINTS: dict[type, dict[str, Any]] = {}

@@ -113,7 +113,10 @@ def test_stream_show_is_typed_and_reads_as_before(filled: Store, filled_cli: Cli
     assert main.spec == "lineage-stream/1" and main.seq_len == 1024 and main.batch == 4
     assert main.tokens == main.steps * main.batch * main.seq_len
     assert main["spec_hash"] == main.spec_hash  # still reads as the JSON object
-    assert main.get("batch") == 4 and list(main) == _names(Stream)
+    # a fixed-batch stream declares no schedule or rank rule: its keys are those of before
+    declared_only = ("schedule", "rank_rule")
+    assert main.get("batch") == 4 and "schedule" not in main
+    assert list(main) == [n for n in _names(Stream) if n not in declared_only]
     with pytest.raises(UsageError, match="say which stream"):
         filled.stream()  # two streams: the name is needed
 
@@ -124,7 +127,8 @@ def test_stream_build_prints_its_result(filled: Store, filled_cli: Cli):
     printed = filled_cli("stream", "build", "--corpus", "example", "--name", "main",
                          "--seed", "42", "--seq-len", "1024", "--batch", "4", "--json").stdout
     shown = json.loads(printed)
-    assert list(shown) == _names(StreamBuildResult)
+    assert list(shown) == [n for n in _names(StreamBuildResult)
+                           if n not in ("schedule", "rank_rule")]  # a fixed batch declares none
     assert StreamBuildResult.from_dict(shown).to_json() + "\n" == printed
     expected = {**again.to_dict(), "seconds": shown["seconds"]}  # the only varying field
     assert shown == expected

@@ -165,12 +165,16 @@ def read_run_step(store: BaseStore, run: str, step: int) -> RunStep:
 def step_batch(store: BaseStore, target: RunStep) -> tuple[list[Any], list[str]]:
     """The step's windows from the stream reader, and their batch digests recomputed;
     refuses when the digests differ from the chain's."""
-    first = int(target.record["cursor"]) - target.batch  # docs/chain-spec.md: the cursor rule
-    if first < 0 or first % target.batch:
+    reader = StreamReader(store, target.stream)
+    count = reader.schedule.windows_of(target.step)  # the step's batch, by the schedule
+    first = int(target.record["cursor"]) - count  # docs/chain-spec.md: the cursor rule
+    whole = reader.schedule.step_of_window(first) if first >= 0 else None
+    if whole is None or reader.schedule.step_range(whole) != range(first, first + count):
         raise UsageError(f"run {target.run!r} step {target.step} reads windows from "
                          f"{first} (after a data skip), not a whole stream step; a replay "
                          "reads whole stream steps")
-    digests = stream_batch_digests(store, target.stream, first, target.world_size)
+    digests = stream_batch_digests(store, target.stream, first, target.world_size,
+                                   step=target.step)
     recorded = list(target.record.get("batch_digests") or [])
     if digests != recorded:
         ranks = [r for r in range(max(len(digests), len(recorded)))
@@ -178,7 +182,7 @@ def step_batch(store: BaseStore, target: RunStep) -> tuple[list[Any], list[str]]
         raise InputError(f"run {target.run!r}", f"batch-digests: step {target.step}: the "
                          f"stream's batch differs from the chain's batch_digests (rank "
                          f"{', '.join(map(str, ranks))}); refusing to replay")
-    return StreamReader(store, target.stream).windows(first // target.batch), digests
+    return reader.windows(whole), digests
 
 
 # -- the starting state ----------------------------------------------------------------------

@@ -81,10 +81,18 @@ def _stream(stream: dict[str, Any]) -> str:
         f"- Name: {_code(stream['name'])}; spec {_code(stream['spec'])}, "
         f"spec hash {_code(stream['spec_hash'])}",
         f"- Seed: {seed}; sequence length: {stream['seq_len']} tokens; batch: "
-        f"{stream['batch']} windows per step; steps: {stream['steps']}; tokens: "
-        f"{stream['tokens']}",
+        f"{_batch(stream)}; steps: {stream['steps']}; tokens: {stream['tokens']}",
         f"- Occurrences digest: {_code(stream['occurrences_digest'])}",
     ]) + "\n"
+
+
+def _batch(stream: dict[str, Any]) -> str:
+    """`4 windows per step`, or a batch-size schedule by step ranges."""
+    schedule = stream.get("schedule")
+    if not schedule:
+        return f"{stream['batch']} windows per step"
+    ranges = ", ".join(f"{windows} from step {first}" for first, windows in schedule)
+    return f"windows per step by schedule ({ranges})"
 
 
 def _run(run: dict[str, Any], chain_head: str) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from lineage.answer import Answer, UInt64
+from lineage.answer import Answer, UInt64, optional
 
 
 class StepSegment(Answer):
@@ -23,6 +23,13 @@ class StepSegment(Answer):
     token_end: int
 
 
+class RankRuleAnswer(Answer):
+    """How a step's windows are split among ranks (docs/stream-spec.md §4)."""
+
+    micro_batch: int | None = optional()  # windows per micro-batch (micro-batches only)
+    rule: str  # contiguous, strided or micro-batches
+
+
 class StepDocuments(Answer):
     """`lineage docs --step N`: every segment of every document in a step (or part of one)."""
 
@@ -34,6 +41,13 @@ class StepDocuments(Answer):
     manifest_hash: str
     step: int
     windows: tuple[int, int]  # first and last window asked about
+    # A rank whose windows are not consecutive (strided or micro-batch rank rules): its
+    # windows, in order.
+    rank_windows: tuple[int, ...] | None = optional()
+    # Stated when the stream declares a batch-size schedule or a rank rule: the step's
+    # windows under the schedule, and how its ranks split them.
+    step_windows: tuple[int, int] | None = optional()
+    rank_rule: RankRuleAnswer | None = optional(present_with="step_windows")
     documents: tuple[StepSegment, ...]
 
 
@@ -51,7 +65,11 @@ class Stream(Answer):
     separator_tokens: int  # tokens between documents
     epochs: dict[str, str]  # source -> epochs as a decimal string, e.g. "0.5"
     token_budget: int | None  # None: no budget
-    tokens: int  # tokens consumed: steps * batch * seq_len
+    # Only when the stream declares them: windows per step by step ranges,
+    # [[first step, windows per step], ...] (`batch` is then step 0's), and the rank rule.
+    schedule: tuple[tuple[int, int], ...] | None = optional()
+    rank_rule: RankRuleAnswer | None = optional()
+    tokens: int  # tokens consumed: the windows of `steps` steps times seq_len
     windows: int
     steps: int
     occurrences: int  # rows of the occurrence table
@@ -65,7 +83,7 @@ class StreamSummary(Stream):
 def shown_stream(row: Mapping[str, Any]) -> dict[str, Any]:
     """A stream's catalog row (lineage.stream.query) as `stream show` and `stream list`
     print it: the fields of `Stream`, in their order."""
-    return {f.name: row[f.name] for f in dataclasses.fields(Stream)}
+    return {f.name: row[f.name] for f in dataclasses.fields(Stream) if f.name in row}
 
 
 class StreamBuildResult(Answer):
@@ -83,6 +101,8 @@ class StreamBuildResult(Answer):
     separator_tokens: int
     epochs: dict[str, str]
     token_budget: int | None
+    schedule: tuple[tuple[int, int], ...] | None = optional()
+    rank_rule: RankRuleAnswer | None = optional()
     tokens: int
     windows: int
     steps: int

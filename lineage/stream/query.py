@@ -8,13 +8,14 @@ hold the step: a binary search on disk, whatever the corpus size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
+from lineage.stream.schedule import BatchSchedule, RankRule
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,7 +46,44 @@ def _stream_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     found = dict(zip(STREAM_COLUMNS, row, strict=True))
     parameters = json.loads(found.pop("parameters"))
     found["epochs"] = parameters.get("epochs", {})
+    for key in SCHEDULE_KEYS:  # only a stream that declares them has the keys
+        if key in parameters:
+            found[key] = parameters[key]
     return found
+
+
+# The parameters' keys of a batch-size schedule and a rank rule (docs/stream-spec.md §1):
+# written only when they differ from a fixed batch and the contiguous split.
+SCHEDULE_KEYS = ("schedule", "rank_rule")
+
+
+def stream_schedule(row: Mapping[str, Any]) -> BatchSchedule:
+    """A stream's windows per step, step by step: its declared `schedule`, else its fixed
+    `batch`. `row` is a stream's catalog row as `stream_row` gives it (or with its raw
+    `parameters` JSON), or a `Stream` answer. Every caller that cuts windows into steps
+    reads the schedule here."""
+    declared = _declared(row, "schedule")
+    if declared is not None:
+        return BatchSchedule.from_json(declared)
+    return BatchSchedule.fixed(int(row["batch"]))
+
+
+def stream_rank_rule(row: Mapping[str, Any]) -> RankRule:
+    """How a stream's steps are split among ranks: its declared `rank_rule`, else lineage's
+    own contiguous split (the same rows as `stream_schedule`)."""
+    declared = _declared(row, "rank_rule")
+    return RankRule() if declared is None else RankRule.from_json(declared)
+
+
+def _declared(row: Mapping[str, Any], key: str) -> Any:
+    if key in row:
+        return row[key]
+    parameters = row.get("parameters")
+    if isinstance(parameters, str):
+        import json
+
+        return json.loads(parameters).get(key)
+    return parameters.get(key) if isinstance(parameters, Mapping) else None
 
 
 def list_streams(store: BaseStore) -> list[dict[str, Any]]:
@@ -77,38 +115,70 @@ def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]
 
 @dataclass(frozen=True)
 class StepRange:
-    """Windows [first_window, last_window] of one step, or of one rank or window in it."""
+    """Windows [first_window, last_window] of one step, or of one rank or window in it.
+
+    `step_windows` are all the step's windows (ranks are numbered inside them by
+    `rank_rule`); `only`, when set, are the windows asked about, for a rank whose windows
+    are not consecutive (strided or micro-batch rules).
+    """
 
     step: int
     first_window: int
     last_window: int
     world_size: int | None
+    step_windows: range | None = None
+    rank_rule: RankRule = RankRule()
+    only: frozenset[int] | None = None
+
+    def rank_of(self, window: int) -> int | None:
+        if not self.world_size or self.step_windows is None:
+            return None
+        count = len(self.step_windows)
+        return self.rank_rule.rank_of(window - self.step_windows.start, count, self.world_size)
+
+    def holds(self, window: int) -> bool:
+        return self.only is None or window in self.only
 
 
 def step_range(
-    stream: dict[str, Any], step: int, *, rank: int | None = None,
+    stream: Mapping[str, Any], step: int, *, rank: int | None = None,
     world_size: int | None = None, window: int | None = None,
 ) -> StepRange:
-    """The windows a query covers, checked against the stream's shape."""
-    batch, steps = int(stream["batch"]), int(stream["steps"])
+    """The windows a query covers, checked against the stream's shape, its schedule and
+    its rank rule."""
+    steps = int(stream["steps"])
     if not 0 <= step < steps:
         raise UnknownObjectError(
             f"stream {stream['name']!r} has steps 0..{steps - 1}, not {step}")
-    first, last = step * batch, (step + 1) * batch - 1
+    return windows_range(stream, step, stream_schedule(stream).step_range(step),
+                         rank=rank, world_size=world_size, window=window)
+
+
+def windows_range(
+    stream: Mapping[str, Any], step: int, windows: range, *, rank: int | None = None,
+    world_size: int | None = None, window: int | None = None,
+) -> StepRange:
+    """A step that read `windows` (by the schedule, or by a run's cursor), narrowed to one
+    rank under the stream's rank rule, or to one window."""
+    rule = stream_rank_rule(stream)
+    first, last, only = windows.start, windows.stop - 1, None
     if (rank is None) != (world_size is None):
         raise UsageError("--rank and --world-size go together")
     if world_size is not None and rank is not None:
-        if world_size < 1 or batch % world_size:
-            raise UsageError(f"--world-size {world_size} must divide the batch ({batch})")
-        if not 0 <= rank < world_size:
-            raise UsageError(f"--rank must be in 0..{world_size - 1}")
-        per_rank = batch // world_size
-        first, last = first + rank * per_rank, first + (rank + 1) * per_rank - 1
+        if world_size < 1 or not rule.splits(len(windows), world_size):
+            rule_text = "" if rule.is_default else f" under rank rule {rule.to_text()}"
+            raise UsageError(f"--world-size {world_size} must divide the batch of step "
+                             f"{step} ({len(windows)} windows){rule_text}")
+        mine = rule.windows(windows, rank, world_size)
+        first, last = mine[0], mine[-1]
+        if last - first + 1 != len(mine):
+            only = frozenset(mine)
     if window is not None:
-        if not first <= window <= last:
+        if not first <= window <= last or (only is not None and window not in only):
             raise UsageError(f"window {window} is not in step {step} (windows {first}..{last})")
         first = last = window
-    return StepRange(step, first, last, world_size)
+        only = None
+    return StepRange(step, first, last, world_size, windows, rule, only)
 
 
 def docs_in_step(
@@ -127,11 +197,19 @@ def docs_in_step(
         segments = step_segments(con, store, info, span)
     for segment in segments:
         del segment["position"]
-    return {
+    answer: dict[str, Any] = {
         "stream": info["name"], "spec": info["spec"], "spec_hash": info["spec_hash"],
         "manifest_hash": info["manifest_hash"], "step": step,
-        "windows": [span.first_window, span.last_window], "documents": segments,
+        "windows": [span.first_window, span.last_window],
     }
+    if span.only is not None:
+        answer["rank_windows"] = sorted(span.only)
+    if any(key in info for key in SCHEDULE_KEYS):  # stated when the stream declares them
+        assert span.step_windows is not None
+        answer["step_windows"] = [span.step_windows.start, span.step_windows.stop - 1]
+        answer["rank_rule"] = span.rank_rule.to_json()
+    answer["documents"] = segments
+    return answer
 
 
 def step_segments(
@@ -148,17 +226,15 @@ def step_segments(
         """,
         [files, start, end],
     ).fetchall() if files else []
-    batch = int(info["batch"])
     segments = []
     for doc_id, source, uri, content_hash, epoch, a, b, offset in rows:
         for w, lo, token_start, token_end in window_pieces(
                 a, b, offset, seq_len, span.first_window, span.last_window):
-            rank = None
-            if span.world_size:
-                rank = (w - span.step * batch) // (batch // span.world_size)
+            if not span.holds(w):
+                continue  # a window of another rank, between this rank's windows
             segments.append({
                 "doc_id": doc_id, "source": source, "uri": uri, "content_hash": content_hash,
-                "epoch": epoch, "window": w, "rank": rank,
+                "epoch": epoch, "window": w, "rank": span.rank_of(w),
                 "token_start": token_start, "token_end": token_end, "position": lo,
             })
     segments.sort(key=lambda s: (s["window"], s["position"]))

@@ -16,7 +16,13 @@ from lineage.corpora.doc_text import read_checked
 from lineage.errors import UsageError
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
-from lineage.stream.query import _resolve, step_range, step_segments
+from lineage.stream.query import (
+    _resolve,
+    step_range,
+    step_segments,
+    stream_rank_rule,
+    stream_schedule,
+)
 
 SEPARATOR = 256  # the separator token of the byte tokenizer (ids 0-255 are bytes)
 
@@ -45,6 +51,8 @@ class StreamReader:
                               [self.info["corpus"]]).fetchone()
         self.tokenizer = row[0] if row else None
         self.seq_len = int(self.info["seq_len"])
+        self.schedule = stream_schedule(self.info)  # windows per step, step by step
+        self.rank_rule = stream_rank_rule(self.info)  # which windows each rank reads
 
     def segments(
         self, step: int, *, rank: int | None = None, world_size: int | None = None
@@ -59,30 +67,34 @@ class StreamReader:
     def windows(
         self, step: int, *, rank: int | None = None, world_size: int | None = None
     ) -> list[array[int]]:
-        """The step's (or rank's) windows as arrays of seq_len token ids, in window order."""
+        """The step's (or rank's) windows as arrays of seq_len token ids, in window order
+        (a rank's windows too, whatever its rank rule)."""
         if self.tokenizer != "bytes":
             raise UsageError(f"tokens are available for byte-tokenized corpora only; corpus "
                              f"{self.info['corpus']!r} was counted with {self.tokenizer}")
         segments = self.segments(step, rank=rank, world_size=world_size)
         texts = self._texts({s.doc_id for s in segments})
-        first = min(s.window for s in segments)
-        count = max(s.window for s in segments) - first + 1
-        out = [array("H", [SEPARATOR]) * self.seq_len for _ in range(count)]
+        order = sorted({s.window for s in segments})
+        index = {window: i for i, window in enumerate(order)}
+        out = [array("H", [SEPARATOR]) * self.seq_len for _ in order]
         for s in segments:
             offset = s.position - s.window * self.seq_len
             chunk = texts[s.doc_id][s.token_start:s.token_end]
-            out[s.window - first][offset:offset + len(chunk)] = array("H", list(chunk))
+            out[index[s.window]][offset:offset + len(chunk)] = array("H", list(chunk))
         return out
 
     def batch_digests(self, step: int, world_size: int) -> list[str]:
-        """Per rank, the digest of its segments (lineage-batch/1), from one query."""
+        """Per rank, the digest of its segments (lineage-batch/1), from one query; the
+        ranks split the step by the stream's rank rule."""
         from lineage.stream.batch_digest import batch_digest
 
-        per_rank = int(self.info["batch"]) // world_size
+        windows = self.schedule.step_range(step)
+        self.rank_rule.check(len(windows), world_size)
         by_rank: list[list[Segment]] = [[] for _ in range(world_size)]
-        first = step * int(self.info["batch"])
         for segment in self.segments(step):
-            by_rank[(segment.window - first) // per_rank].append(segment)
+            rank = self.rank_rule.rank_of(segment.window - windows.start, len(windows),
+                                          world_size)
+            by_rank[rank].append(segment)
         return [batch_digest(segments) for segments in by_rank]
 
     def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:

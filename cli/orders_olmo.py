@@ -1,0 +1,88 @@
+"""`lineage ingest order olmo-core ...`: an OLMo-core run's order (docs/importers.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store
+
+
+def olmo_core(
+    ctx: typer.Context,
+    tokens: Annotated[list[Path], typer.Argument(
+        help="The dataset's token files (.npy), in the order of its paths.")],
+    corpus: Annotated[str, typer.Option(help="The corpus the files were tokenized from.")],
+    stream: Annotated[str, typer.Option(help="Name of the stream to record.")],
+    sequence_length: Annotated[int, typer.Option(
+        help="The dataset's sequence_length (tokens per instance).", min=1)],
+    global_batch_size: Annotated[int, typer.Option(
+        help="The data loader's global_batch_size, in tokens.", min=1)],
+    eos_token_id: Annotated[int, typer.Option(help="The tokenizer's eos_token_id.",
+                                              min=0)],
+    global_indices: Annotated[list[Path] | None, typer.Option(
+        help="The loader's global_indices_*.npy of each epoch, epoch 1 first (repeat "
+        "the option); without them, --seed and --epochs rebuild them.")] = None,
+    dtype: Annotated[str, typer.Option(help="The token files' dtype: uint8, uint16, "
+                                       "uint32 or uint64.")] = "uint16",
+    mixture_index: Annotated[Path | None, typer.Option(
+        help="A source mixture's path index: a JSON list of (path, tokens) pairs in "
+        "dataset order.")] = None,
+    doc_ids: Annotated[Path | None, typer.Option(
+        help="One corpus doc_id per line, the documents of the token files in order "
+        "(else Dolma's .csv.gz sidecars name them).")] = None,
+    batch_size_schedule: Annotated[str | None, typer.Option(
+        help="The BatchSizeSchedulerCallback's points, START:TOKENS,... "
+        "(e.g. 0:2048,100:4096).")] = None,
+    schedule_unit: Annotated[str, typer.Option(
+        help="Unit of the schedule's starts: steps, tokens or epochs.")] = "steps",
+    steps: Annotated[int | None, typer.Option(
+        help="Steps the run trained (default: every whole step of the epochs given).",
+        min=1)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="The data loader's seed (to rebuild lost global indices).", min=0)] = None,
+    epochs: Annotated[int | None, typer.Option(
+        help="Epochs the run began (to rebuild lost global indices).", min=1)] = None,
+    tokenizer: Annotated[Path | None, typer.Option(
+        help="The corpus's tokenizer.json, to re-read sampled documents of a corpus not "
+        "counted in bytes.")] = None,
+    json: JsonOption = False,
+) -> None:
+    """Import an OLMo-core run's order (NumpyFSLDataset, its data loader's global indices,
+    the batch-size warm-up), checked against the token files and the corpus.
+
+    A broken rule exits 2 naming the file and what breaks it; nothing is stored."""
+    from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
+    from lineage.ingest.orders.olmo_order import Warmup
+
+    warmup = (Warmup.parse(batch_size_schedule, schedule_unit)
+              if batch_size_schedule is not None else None)
+    run = OlmoRun(
+        token_files=tuple(tokens), dtype=dtype, eos_token_id=eos_token_id,
+        sequence_length=sequence_length, global_batch_size=global_batch_size,
+        global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
+        doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
+        epochs=epochs)
+    result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_lines(_summary(result))
+
+
+def _summary(result: dict[str, Any]) -> list[str]:
+    schedule = ",".join(f"{first}:{windows}" for first, windows in result["schedule"])
+    checked = result["checked"]
+    reread = (f"re-read {checked['re_read']} documents against the corpus text"
+              if checked["re_read"] else f"not re-read: {checked['re_read_skipped']}")
+    return [
+        f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
+        f"{result['steps']:,} steps (schedule {schedule}, rank rule strided), "
+        f"{result['segments']:,} segments in {result['occurrences']:,} occurrences",
+        f"{checked['documents']:,} documents, every token count checked; {reread}",
+        f"spec {result['spec']} {result['spec_hash']}",
+        f"occurrences {result['occurrences_digest']}",
+    ]

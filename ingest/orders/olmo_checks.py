@@ -1,0 +1,110 @@
+"""Checks of an OLMo-core order against the corpus: every document's token count, and a
+sample of documents re-read from the token files and compared, token for token, with
+the corpus text tokenized again by the corpus's own tokenizer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import blake3
+import numpy as np
+
+from lineage.corpora.doc_text import read_checked
+from lineage.errors import InputError, UsageError
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
+
+if TYPE_CHECKING:
+    from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
+
+SAMPLE = 16  # documents re-read and re-tokenized
+
+
+def check_lengths(store: BaseStore, corpus: str, doc_ids: list[str], lengths: np.ndarray,
+                  place: Callable[[int], str]) -> None:
+    """Each document of the token files is a corpus document with that many tokens."""
+    import pyarrow as pa
+
+    given = pa.table({"k": np.arange(len(doc_ids), dtype=np.int64),
+                      "doc_id": pa.array(doc_ids, pa.string()), "length": lengths})
+    with store.reader(views=False) as con:
+        files = part_files(con, store, "documents", corpus)
+        con.register("given", given)
+        try:
+            rows = con.execute(
+                "SELECT g.k, g.doc_id, g.length, d.n_tokens FROM given g LEFT JOIN "
+                "(SELECT doc_id, n_tokens FROM read_parquet(?)) d USING (doc_id) "
+                "WHERE d.n_tokens IS DISTINCT FROM g.length ORDER BY g.k LIMIT 3",
+                [files]).fetchall() if files else [(0, doc_ids[0], 0, None)] if doc_ids else []
+        finally:
+            con.unregister("given")
+    if rows:
+        k, doc_id, length, counted = rows[0]
+        rule = (f"{doc_id!r} is not a document of corpus {corpus!r}" if counted is None else
+                f"{doc_id!r} holds {length} tokens here, the corpus counted {counted}")
+        raise InputError(place(int(k)), f"{rule} ({len(rows)}+ documents differ; nothing "
+                         "stored)")
+
+
+def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: Layout,
+                 docs_read: np.ndarray, tokenizer: Path | None) -> dict[str, Any]:
+    """Re-read up to SAMPLE of the documents the run read; what was checked."""
+    checked: dict[str, Any] = {"documents": len(layout.doc_ids), "token_counts": "all"}
+    encode, why = _encoder(store, corpus, tokenizer)
+    if encode is None:
+        return {**checked, "re_read": 0, "re_read_skipped": why}
+    unique = np.unique(docs_read)
+    picks = unique[np.linspace(0, len(unique) - 1, min(SAMPLE, len(unique))).astype(int)] \
+        if len(unique) else unique
+    texts = _texts(store, corpus, {layout.doc_ids[int(k)] for k in picks})
+    for k in (int(k) for k in picks):
+        f, d = layout.where(k)
+        base = int(layout.bases[f])
+        stored = files[f].tokens()[layout.starts[k] - base:layout.ends[k] - base]
+        expected = encode(texts[layout.doc_ids[k]])
+        if len(stored) != len(expected) or (stored != expected).any():
+            at = _first_difference(stored, expected)
+            raise InputError(files[f].path, f"document {d} ({layout.doc_ids[k]!r}) holds other "
+                             f"tokens than its corpus text, from token {at} on (nothing stored)")
+    return {**checked, "re_read": len(picks)}
+
+
+def _first_difference(stored: np.ndarray, expected: np.ndarray) -> int:
+    common = min(len(stored), len(expected))
+    differ = np.flatnonzero(stored[:common] != expected[:common])
+    return int(differ[0]) if len(differ) else common
+
+
+def _encoder(store: BaseStore, corpus: str, tokenizer: Path | None
+             ) -> tuple[Callable[[bytes], np.ndarray] | None, str]:
+    """How the corpus counted its tokens, as a function of a document's bytes."""
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?", [corpus]).fetchone()
+    identity = str(row[0]) if row else ""
+    if identity == "bytes":
+        return (lambda data: np.frombuffer(data, dtype=np.uint8)), ""
+    if not identity.startswith("tokenizer.json:blake3:"):
+        return None, f"the corpus was counted by {identity!r}, not a tokenizer lineage runs"
+    if tokenizer is None:
+        return None, "give --tokenizer (the corpus's tokenizer.json) to re-read documents"
+    digest = blake3.blake3(tokenizer.read_bytes()).hexdigest()
+    if identity != f"tokenizer.json:blake3:{digest}":
+        raise UsageError(f"--tokenizer {tokenizer}: not the tokenizer the corpus was "
+                         f"counted with ({identity})")
+    import tokenizers
+
+    loaded = tokenizers.Tokenizer.from_file(str(tokenizer))
+    return (lambda data: np.array(loaded.encode(data.decode("utf-8"),
+                                                add_special_tokens=False).ids)), ""
+
+
+def _texts(store: BaseStore, corpus: str, doc_ids: set[str]) -> dict[str, bytes]:
+    with store.reader(views=False) as con:
+        files = part_files(con, store, "documents", corpus)
+        rows = con.execute(
+            "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
+            "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
+        return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
+                for doc_id, content_hash, origin, record in rows}

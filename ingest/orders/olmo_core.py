@@ -1,0 +1,287 @@
+"""`lineage ingest order olmo-core`: the order of an OLMo-core run over numpy token files.
+
+OLMo-core's `NumpyFSLDataset` concatenates nothing across files: instance `i` of a file
+is its tokens `[i·L, (i+1)·L)`, a file holds `⌊tokens/L⌋` instances (a source mixture,
+`NumpyFSLDatasetMixture`, takes the first `⌊allocated tokens/L⌋` of each of its path
+entries), and the dataset numbers the instances file after file in the order of its
+paths. The data loader's global indices (olmo_order.py) say which instance each step
+read. Documents are mapped to the corpus by the Dolma sidecars' ids or a doc_id list,
+and each must hold exactly the tokens the corpus counted for it (docs/importers.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
+from lineage.errors import InputError, UnknownObjectError, UsageError
+from lineage.ingest.orders.common import artifact_hash, store_order
+from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
+from lineage.ingest.orders.olmo_order import (
+    EpochIndices,
+    Warmup,
+    read_global_indices,
+    rebuilt_epochs,
+    shuffle_check,
+    training_order,
+)
+from lineage.ingest.orders.olmo_tokens import (
+    Layout,
+    TokenFile,
+    documents_of,
+    open_token_file,
+    read_doc_ids,
+    short_names,
+)
+from lineage.store.base import BaseStore
+from lineage.store.parts import Progress
+from lineage.stream.imported import ImportedSpec
+from lineage.stream.schedule import RankRule
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class OlmoRun:
+    """What fixed an OLMo-core run's order: its files and the settings of its config."""
+
+    token_files: tuple[Path, ...]  # the dataset's paths, in its order
+    dtype: str
+    eos_token_id: int
+    sequence_length: int
+    global_batch_size: int  # tokens, as the data loader config gives it
+    global_indices: tuple[Path, ...]  # one file per epoch, epoch 1 first; or none and
+    mixture_index: Path | None = None
+    doc_ids: Path | None = None
+    warmup: Warmup | None = None
+    max_steps: int | None = None
+    tokenizer: Path | None = None
+    seed: int | None = None  # ... the loader's seed and the epochs run, to rebuild them
+    epochs: int | None = None
+
+
+def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
+                     progress: Progress = None) -> dict[str, Any]:
+    """Read, check and store the run's order as stream `stream` of corpus `corpus`."""
+    if not is_valid_name(stream):  # before the reading, not after it
+        raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
+    if run.sequence_length < 1:
+        raise UsageError("--sequence-length must be at least 1")
+    files = [open_token_file(path, run.dtype) for path in run.token_files]
+    entries = _dataset_entries(files, run)
+    layout = _layout(files, run)
+    manifest_hash = _manifest_hash(store, corpus)
+    check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
+                  lambda k: _place(files, layout, k))
+    dataset_size = sum(count for _, count in entries)
+    epochs, seed, shuffle = _epochs(run, dataset_size)
+    order, schedule = training_order(
+        epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
+        warmup=run.warmup, max_steps=run.max_steps)
+    segments, docs_read = segments_of(order, entries, layout, run.sequence_length)
+    checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
+               "global_indices": shuffle}
+    spec = ImportedSpec(
+        manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
+        rank_rule=RankRule("strided"), framework="olmo-core",
+        artifacts=_artifacts(files, run), settings=_settings(run, entries, files, seed,
+                                                             layout.boundaries))
+    origin = run.global_indices[0] if run.global_indices else run.token_files[0]
+    answer = store_order(store, stream=stream, corpus=corpus, spec=spec, segments=segments,
+                         origin=origin, progress=progress)
+    return {**answer, "checked": checked}
+
+
+def _dataset_entries(files: list[TokenFile], run: OlmoRun) -> list[tuple[int, int]]:
+    """(file, instances) of each path entry of the dataset, in its order."""
+    length = run.sequence_length
+    if run.mixture_index is None:
+        return [(f, file.n_tokens // length) for f, file in enumerate(files)]
+    entries = []
+    for path, tokens in _read_mixture(run.mixture_index):
+        f = _find_file(files, path, run.mixture_index)
+        if tokens > files[f].n_tokens:
+            raise InputError(run.mixture_index, f"{path}: {tokens} tokens allocated, but "
+                             f"{files[f].path.name} holds {files[f].n_tokens}")
+        entries.append((f, tokens // length))
+    return entries
+
+
+def _read_mixture(path: Path) -> list[tuple[str, int]]:
+    """The mixture's path index in dataset order: `[[path, tokens], ...]` (what
+    `SourceMixtureDataset.to_index()` holds, keyed by (path, position))."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+        pairs = [(str(p), int(t)) for p, t in value]
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(path, f"expected a JSON list of [path, tokens] pairs ({exc})") from exc
+    if any(tokens < 0 for _, tokens in pairs):
+        raise InputError(path, "a negative token allocation")
+    return pairs
+
+
+def _find_file(files: list[TokenFile], path: str, index: Path) -> int:
+    """The token file a mixture entry names: the same path, else the one whose path
+    below the files' common folder ends the entry's (a run's paths are often URLs),
+    else the one of the same file name."""
+    exact = [f for f, file in enumerate(files) if str(file.path) == path]
+    tails = [f for f, short in enumerate(short_names(files))
+             if path == short or path.endswith("/" + short)]
+    named = [f for f, file in enumerate(files) if file.path.name == Path(path).name]
+    found = exact or tails or named
+    if len(found) != 1:
+        how = "none" if not found else "several"
+        raise InputError(index, f"{path}: {how} of the token files given has that name")
+    return found[0]
+
+
+def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
+    sizes = [file.n_tokens for file in files]
+    bases = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    resolved = [file.path.resolve() for file in files]
+    if len(set(resolved)) != len(resolved):
+        raise UsageError("a token file is given twice: list each once, in the dataset's "
+                         "order (a mixture repeats it in --mixture-index)")
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    ids: list[list[str] | None] = []
+    kinds: set[str] = set()
+    for f in range(len(files)):
+        found = documents_of(files[f], run.eos_token_id)
+        starts.append(found.starts + bases[f])
+        ends.append(found.ends + bases[f])
+        ids.append(found.ids)
+        kinds.add(found.source)
+    counts = [len(s) for s in starts]
+    doc_ids = _doc_ids(files, ids, counts, run.doc_ids)
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    return Layout(bases, np.concatenate(starts), np.concatenate(ends), doc_ids, firsts,
+                  "+".join(sorted(kinds)))
+
+
+def _doc_ids(files: list[TokenFile], named: list[list[str] | None], counts: list[int],
+             listing: Path | None) -> list[str]:
+    """The corpus doc_id of every document: from the list given, else the sidecars."""
+    if listing is not None:
+        ids = read_doc_ids(listing)
+        if len(ids) != sum(counts):
+            raise InputError(listing, f"{len(ids)} doc_ids for the {sum(counts)} documents "
+                             "of the token files")
+        return ids
+    missing = [file for file, found in zip(files, named, strict=True) if found is None]
+    if missing:
+        raise UsageError(f"{missing[0].path}: no sidecar naming its documents "
+                         f"({missing[0].sidecar.name}); give --doc-ids, one corpus doc_id "
+                         "per document in file order")
+    return [doc_id for found in named for doc_id in (found or [])]
+
+
+def _place(files: list[TokenFile], layout: Layout, k: int) -> str:
+    f, d = layout.where(k)
+    return f"{files[f].path} document {d}"
+
+
+def _manifest_hash(store: BaseStore, corpus: str) -> str:
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?",
+                          [corpus]).fetchone()
+    if row is None:
+        raise UnknownObjectError(f"no corpus named {corpus!r}: `lineage corpus list` shows them")
+    return str(row[0])
+
+
+def _epochs(run: OlmoRun, dataset_size: int) -> tuple[list[EpochIndices], int | None, str]:
+    """Each epoch's global indices, read from the files given or rebuilt from the seed;
+    the seed; whether the files are OLMo-core's shuffle."""
+    if not run.global_indices:
+        if run.seed is None or run.epochs is None:
+            raise UsageError("give --global-indices (one file per epoch), or --seed and "
+                             "--epochs to rebuild them as OLMo-core builds them")
+        return rebuilt_epochs(dataset_size, run.seed, run.epochs), run.seed, "rebuilt"
+    if run.epochs is not None and run.epochs != len(run.global_indices):
+        raise UsageError(f"--epochs {run.epochs}, but {len(run.global_indices)} global "
+                         "indices files are given")
+    epochs = [read_global_indices(path, dataset_size) for path in run.global_indices]
+    seed = _check_epochs(epochs)
+    if run.seed is not None and seed is not None and run.seed != seed:
+        raise UsageError(f"--seed {run.seed}, but the global indices were made with seed "
+                         f"{seed}")
+    return epochs, seed if seed is not None else run.seed, shuffle_check(epochs)
+
+
+def _check_epochs(epochs: list[EpochIndices]) -> int | None:
+    """The global indices named by OLMo-core must be epochs 1, 2, ... of one seed."""
+    seeds = {e.fields.get("seed") for e in epochs}
+    if len(seeds) > 1:
+        raise InputError(epochs[1].path, f"another seed than {epochs[0].path.name}")
+    for number, epoch in enumerate(epochs, start=1):
+        recorded = epoch.fields.get("epoch", number)
+        if recorded != number:
+            raise InputError(epoch.path, f"holds epoch {recorded}, given as epoch {number} "
+                             "(give one file per epoch, epoch 1 first)")
+    seed = seeds.pop()
+    return None if seed is None else int(seed)
+
+
+def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layout,
+                seq_len: int) -> tuple[pa.Table, np.ndarray]:
+    """Window w (the w-th instance read) cut at document boundaries into segment rows;
+    with them, the layout's index of each row's document."""
+    import pyarrow as pa
+
+    counts = np.array([count for _, count in entries], dtype=np.int64)
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    entry = np.searchsorted(firsts, order, side="right") - 1
+    file_of = np.array([f for f, _ in entries], dtype=np.int64)
+    begin = layout.bases[file_of[entry]] + (order - firsts[entry]) * seq_len
+    first = np.searchsorted(layout.ends, begin, side="right")
+    last = np.searchsorted(layout.starts, begin + seq_len, side="left")
+    per_window = last - first
+    window = np.repeat(np.arange(len(order), dtype=np.int64), per_window)
+    offsets = np.concatenate(([0], np.cumsum(per_window)[:-1]))
+    doc = first[window] + np.arange(len(window)) - offsets[window]
+    lo = np.maximum(layout.starts[doc], begin[window])
+    hi = np.minimum(layout.ends[doc], begin[window] + seq_len)
+    keep = hi > lo  # an empty document (EOS right after EOS) holds no token
+    window, doc, lo, hi = window[keep], doc[keep], lo[keep], hi[keep]
+    ids = pa.array(layout.doc_ids, pa.string()).take(pa.array(doc))
+    table = pa.table({"window": window, "slot": lo - begin[window], "doc_id": ids,
+                      "doc_offset": lo - layout.starts[doc], "n_tokens": hi - lo})
+    return table, doc
+
+
+def _artifacts(files: list[TokenFile], run: OlmoRun) -> dict[str, str]:
+    artifacts: dict[str, str] = {}
+    for file, short in zip(files, short_names(files), strict=True):
+        artifacts[f"tokens:{short}"] = artifact_hash(file.path)
+        if file.sidecar.is_file():
+            sidecar = short.replace(".npy", ".csv.gz")
+            artifacts[f"metadata:{sidecar}"] = artifact_hash(file.sidecar)
+    for number, path in enumerate(run.global_indices, start=1):
+        artifacts[f"global_indices:epoch{number}"] = artifact_hash(path)
+    for role, given in (("mixture_index", run.mixture_index), ("doc_ids", run.doc_ids),
+                        ("tokenizer", run.tokenizer)):
+        if given is not None:
+            artifacts[role] = artifact_hash(given)
+    return artifacts
+
+
+def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFile],
+              seed: int | None, boundaries: str) -> dict[str, Any]:
+    return {
+        "dataset": "NumpyFSLDatasetMixture" if run.mixture_index else "NumpyFSLDataset",
+        "paths": [[short_names(files)[f], count] for f, count in entries],
+        "dtype": run.dtype, "eos_token_id": run.eos_token_id,
+        "sequence_length": run.sequence_length,
+        "global_batch_size": run.global_batch_size, "seed": seed,
+        "epochs": len(run.global_indices) or run.epochs, "max_steps": run.max_steps,
+        "global_indices": "files" if run.global_indices else "rebuilt",
+        "batch_size_schedule": run.warmup.to_json() if run.warmup else None,
+        "document_boundaries": boundaries,
+    }

@@ -1,0 +1,140 @@
+"""The rules a harness doc_map must keep, checked on whole columns at once (numpy).
+
+`check_rows`: each row on its own (its shard, source, local document and token range).
+`check_layout`: the rows together (windows full and in order, steps following the
+batch ramp, micro-batches and ranks following micro-batch mod W). Each returns the
+problems found, naming the first rows (1-based, in file order) that break each rule.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lineage.ingest.orders.indexed import IndexedDataset
+from lineage.ingest.orders.open_transformers_manifest import HarnessManifest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_SHOW = 3
+
+
+def named(mask: np.ndarray[Any, Any], rule: str) -> str | None:
+    """'rows 4, 9, 12: rule' for the first rows where `mask` holds, else None."""
+    import numpy as np
+
+    where = np.flatnonzero(mask)
+    if not len(where):
+        return None
+    rows = ", ".join(str(int(i) + 1) for i in where[:_SHOW])
+    more = f" (and {len(where) - _SHOW} more)" if len(where) > _SHOW else ""
+    return f"row{'s' if len(where) > 1 else ''} {rows}{more}: {rule}"
+
+
+def check_rows(rows: dict[str, Any], run: HarnessManifest, datasets: list[IndexedDataset]
+               ) -> list[str]:
+    """Sets rows['global_doc'] (the manifest's document index of each row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pa.array([shard.shard for shard in run.shards], pa.string())
+    found = pc.index_in(rows["shard"], value_set=names)
+    shard = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    known = shard >= 0
+    sources = pa.array([s.source for s in run.shards], pa.string())
+    expected_source = sources.take(pa.array(np.where(known, shard, 0)))
+    sizes = np.array([d.sequences for d in datasets], dtype=np.int64)
+    firsts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    local = rows["local_doc"]
+    in_shard = known & (local >= 0) & (local < sizes[np.where(known, shard, 0)])
+    global_doc = np.where(in_shard, firsts[np.where(known, shard, 0)] + local, 0)
+    lengths = np.concatenate([d.sequence_lengths for d in datasets]).astype(np.int64)
+    start, end = rows["token_start"], rows["token_end"]
+    rows["global_doc"] = global_doc
+    checks = [
+        (~known, "shard is not in the manifest"),
+        (known & ~pc.equal(rows["source"], expected_source).to_numpy(zero_copy_only=False),
+         "source is not the manifest's source of that shard"),
+        (known & ~in_shard, "local_doc is outside the shard (0 <= local_doc < its "
+         "documents in the .idx)"),
+        (in_shard & ((start < 0) | (end <= start) | (end > lengths[global_doc])),
+         "token range must satisfy 0 <= token_start < token_end <= the document's "
+         "length in the .idx"),
+        ((rows["window"] < 0) | (rows["slot"] < 0) | (rows["step"] < 0)
+         | (rows["micro_batch"] < 0) | (rows["rank"] < 0),
+         "step, window, micro_batch, slot and rank must be >= 0"),
+    ]
+    return [p for mask, rule in checks if (p := named(mask, rule)) is not None]
+
+
+def check_layout(rows: dict[str, Any], run: HarnessManifest) -> list[str]:
+    """Windows full and in order, then steps, micro-batches and ranks."""
+    problems = _window_problems(rows, run.seq_len)
+    if problems:
+        return problems
+    problems = _schedule_problems(run)
+    return problems or _step_problems(rows, run)
+
+
+def _window_problems(rows: dict[str, Any], seq_len: int) -> list[str]:
+    import numpy as np
+
+    window, slot = rows["window"], rows["slot"]
+    width = rows["token_end"] - rows["token_start"]
+    if not len(window):
+        return ["the doc_map has no rows"]
+    end = slot + width
+    previous_window = np.concatenate(([-1], window[:-1]))
+    previous_end = np.concatenate(([seq_len], end[:-1]))
+    same = window == previous_window
+    new = window == previous_window + 1
+    last_of_window = np.concatenate((window[1:] != window[:-1], [True]))
+    checks = [
+        (~same & ~new, "windows must run 0, 1, 2, ... in file order (a window skipped, "
+         "repeated later or out of order)"),
+        (same & (slot != previous_end), "a segment must start where the one before it in "
+         "its window ends"),
+        (new & (slot != 0), "a window's first segment must start at slot 0"),
+        (last_of_window & (end != seq_len), f"every window holds exactly seq_len {seq_len} "
+         "tokens (this one ends elsewhere)"),
+    ]
+    return [p for mask, rule in checks if (p := named(mask, rule)) is not None]
+
+
+def _schedule_problems(run: HarnessManifest) -> list[str]:
+    per_micro = run.micro_batch_size * run.world_size
+    wrong = [windows for _, windows in run.schedule.segments if windows % per_micro]
+    if wrong:
+        return [f"{run.path}: a step of {wrong[0]} windows cannot be cut into micro-batches "
+                f"of {run.micro_batch_size} for {run.world_size} ranks"]
+    return []
+
+
+def _step_problems(rows: dict[str, Any], run: HarnessManifest) -> list[str]:
+    import numpy as np
+
+    schedule = run.schedule
+    firsts = np.array([first for first, _ in schedule.segments], dtype=np.int64)
+    sizes = np.array([windows for _, windows in schedule.segments], dtype=np.int64)
+    starts = np.array([schedule.first_window(int(f)) for f in firsts], dtype=np.int64)
+    window = rows["window"]
+    segment = np.searchsorted(starts, window, side="right") - 1
+    step = firsts[segment] + (window - starts[segment]) // sizes[segment]
+    first_window = starts[segment] + (step - firsts[segment]) * sizes[segment]
+    micro = (window - first_window) // run.micro_batch_size
+    checks = [
+        (rows["step"] != step, "step is not the step the batch ramp gives its window"),
+        (rows["micro_batch"] != micro, "micro_batch must be (window - the step's first "
+         f"window) // micro_batch_size {run.micro_batch_size}"),
+        (rows["rank"] != micro % run.world_size, "rank must be micro_batch mod world_size "
+         f"{run.world_size}"),
+    ]
+    problems = [p for mask, rule in checks if (p := named(mask, rule)) is not None]
+    windows = int(window[-1]) + 1
+    last = int(step[-1])
+    if not problems and schedule.first_window(last) + schedule.windows_of(last) != windows:
+        problems.append(f"the last step ({last}) holds "
+                        f"{windows - schedule.first_window(last)} of its "
+                        f"{schedule.windows_of(last)} windows (the harness trains whole steps)")
+    return problems

@@ -1,0 +1,68 @@
+"""Shared by the order importers' tests: a store holding a real corpus, and a packer that
+lays its documents into windows the way a trainer does (to make orders to import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lineage.api import Store
+from lineage.ingest import ingest_corpus
+
+
+@pytest.fixture
+def sonnets(store: Store, example_shards: Path) -> Store:
+    """A store with corpus `sonnets` (Shakespeare's sonnets, byte tokens)."""
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
+    return store
+
+
+def documents_of(store: Store, corpus: str) -> list[tuple[str, int]]:
+    """(doc_id, n_tokens) of every document, in doc_id order."""
+    with store.reader(views=True) as con:
+        return [(d, int(n)) for d, n in con.execute(
+            "SELECT doc_id, n_tokens FROM documents WHERE corpus = ? ORDER BY doc_id",
+            [corpus]).fetchall()]
+
+
+def pack(documents: list[tuple[str, int]], seq_len: int) -> pa.Table:
+    """Documents concatenated in the given order and cut into full windows of `seq_len`
+    tokens (the tail that does not fill a window is dropped): the segment rows."""
+    rows: dict[str, list[Any]] = {"window": [], "slot": [], "doc_id": [], "doc_offset": [],
+                                  "n_tokens": []}
+    position = 0
+    for doc_id, n_tokens in documents:
+        offset = 0
+        while offset < n_tokens:
+            window, slot = divmod(position, seq_len)
+            take = min(n_tokens - offset, seq_len - slot)
+            for key, value in zip(rows, (window, slot, doc_id, offset, take), strict=True):
+                rows[key].append(value)
+            offset += take
+            position += take
+    full = position // seq_len
+    keep = [i for i, w in enumerate(rows["window"]) if w < full]
+    return pa.table({key: [values[i] for i in keep] for key, values in rows.items()})
+
+
+HARNESS = Path(__file__).resolve().parent / "fixtures" / "harness"
+
+
+@pytest.fixture
+def shakespeare(store: Store, example_shards: Path) -> Store:
+    """A store with corpus `shakespeare`: the sonnets and the poems, byte tokens (the
+    corpus the harness fixture's shards were tokenized from)."""
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz",
+                          example_shards / "poems.parquet"], corpus="shakespeare", workers=1)
+    return store
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Path:
+    """A private copy of the committed harness run (tests/orders/make_harness_run.py)."""
+    import shutil
+
+    return Path(shutil.copytree(HARNESS, tmp_path / "harness"))

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the real OLMo-core, and the CPU build of torch it needs, into a virtualenv
+# (default .venv) so tests/orders/test_olmo_core_real.py runs instead of skipping.
+# Neither is a dependency of lineage: the importer reads OLMo-core's files with numpy.
+set -euo pipefail
+venv="${1:-.venv}"
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# 2.13.0 is the CPU build (ai2-olmo-core 3.0.0 wants torch >=2.10,<2.14).
+"${pip[@]}" torch==2.13.0
+# --no-deps: ai2-olmo-core pins filelock<4, and cached-path rich<14 and
+# huggingface-hub<2, below the lock's; OLMo-core's data and train modules import fine
+# with the lock's versions. These are what they import (cached-path imports boto3 and
+# google-cloud-storage at start-up).
+"${pip[@]}" --no-deps ai2-olmo-core==3.0.0 cached-path==1.8.10 dataclass-extensions==0.5.0 \
+    bettermap==1.3.1 dill==0.4.1 boto3==1.44.8 botocore==1.44.8 s3transfer==0.19.3 \
+    jmespath==1.1.0
+"${pip[@]}" google-cloud-storage==3.17.1
+"$venv/bin/python" -c "import olmo_core.data, olmo_core.train.callbacks, olmo_core.version as v; print('ai2-olmo-core', v.VERSION)"

@@ -1,0 +1,119 @@
+"""Shared by the OLMo-core importer's tests: the corpus, a case's run on disk, the import,
+and the tokens lineage says each rank of a step read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lineage.api import Store, init_store, open_store
+from lineage.ingest import ingest_corpus
+from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
+from lineage.ingest.orders.olmo_order import Warmup
+from lineage.stream.reader import SEPARATOR, StreamReader
+
+from .make_olmo_run import (
+    EOS,
+    FIXTURES,
+    SHARDS,
+    corpus_documents,
+    input_ids_hash,
+    write_token_files,
+)
+
+
+def ingest_poetry(store: Store) -> Store:
+    """Corpus `poetry`: the sonnets and poems shards, whole, in byte tokens."""
+    ingest_corpus(store, [SHARDS / "sonnets.jsonl.gz", SHARDS / "poems.parquet"],
+                  corpus="poetry")
+    return store
+
+
+def poetry_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding corpus `poetry`, to copy (ingesting once per module is faster)."""
+    root = tmp_path_factory.mktemp("poetry") / "store"
+    init_store(root)
+    ingest_poetry(open_store(root))
+    return root
+
+
+def copy_of(template: Path, tmp_path: Path) -> Store:
+    shutil.copytree(template, tmp_path / "store")
+    return open_store(tmp_path / "store")
+
+
+def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
+    """The case's run as the importer takes it: token files rebuilt from the corpus, the
+    global indices and settings OLMo-core's run left in `case_dir`. Token files already
+    in `tokens_dir` (a test may have changed them) are kept."""
+    expected = json.loads((case_dir / "expected.json").read_text())
+    case = expected["settings"]
+    folder = tokens_dir / case["dtype"]
+    paths = (write_token_files(folder, case["dtype"]) if not folder.is_dir() else
+             [folder / f"{name}.npy" for name in ("sonnets-0", "sonnets-1", "poems-0")])
+    warmup = case.get("warmup")
+    mixture = case_dir / "mixture_index.json"
+    fields: dict[str, Any] = {
+        "token_files": tuple(paths), "dtype": case["dtype"], "eos_token_id": EOS[case["dtype"]],
+        "sequence_length": expected["sequence_length"],
+        "global_batch_size": case["global_batch_size"],
+        "global_indices": tuple(sorted(case_dir.glob("global_indices_*.npy"))),
+        "mixture_index": mixture if mixture.is_file() else None,
+        "doc_ids": tokens_dir / "uint32" / "doc_ids.txt" if case["dtype"] == "uint32" else None,
+        "warmup": Warmup(tuple(warmup["batch_sizes"]), tuple(warmup["schedule"]),
+                         warmup["unit"]) if warmup else None,
+    }
+    fields.update(changes)
+    return OlmoRun(**fields)
+
+
+def import_case(store: Store, name: str, tokens_dir: Path, case_dir: Path | None = None,
+                **changes: Any) -> dict[str, Any]:
+    case_dir = case_dir or FIXTURES / name
+    return import_olmo_core(store, corpus="poetry", stream=name,
+                            run=run_of(case_dir, tokens_dir, **changes))
+
+
+def expected_steps(case_dir: Path) -> list[list[dict[str, Any]]]:
+    steps: list[list[dict[str, Any]]] = json.loads((case_dir / "expected.json").read_text())[
+        "steps"]
+    return steps
+
+
+def rank_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int) -> str:
+    """The tokens lineage's reader gives rank `rank` of step `step`, hashed as the
+    generator hashed OLMo-core's batch (separators are the run's EOS)."""
+    windows = reader.windows(step, rank=rank, world_size=world)
+    tokens = np.concatenate([np.array(w, dtype=np.int64) for w in windows])
+    tokens[tokens == SEPARATOR] = eos
+    return input_ids_hash(tokens)
+
+
+def segment_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int,
+                        texts: dict[str, bytes]) -> str:
+    """The same from the rank's segments (window, stream position, token range) laid over
+    the documents' bytes: faster than the reader's re-read, for checking every step."""
+    segments = reader.segments(step, rank=rank, world_size=world)
+    windows = sorted({s.window for s in segments})
+    tokens = np.full((len(windows), reader.seq_len), eos, dtype=np.int64)
+    row = {window: i for i, window in enumerate(windows)}
+    for s in segments:
+        slot = s.position - s.window * reader.seq_len
+        chunk = np.frombuffer(texts[s.doc_id][s.token_start:s.token_end], dtype=np.uint8)
+        tokens[row[s.window], slot:slot + len(chunk)] = chunk
+    return input_ids_hash(tokens.reshape(-1))
+
+
+def corpus_texts() -> dict[str, bytes]:
+    return {doc_id: text.encode("utf-8") for _, doc_id, text in corpus_documents()}
+
+
+def steps_to_check(count: int) -> list[int]:
+    """The first dozen steps, every step at an even spacing, and the last three."""
+    spaced = range(0, count, max(1, count // 30))
+    return sorted(set(range(min(12, count))) | set(spaced) | set(range(max(0, count - 3), count)))

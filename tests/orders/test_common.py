@@ -1,0 +1,241 @@
+"""store_order: an imported order's segments checked against the corpus and stored as a
+stream every query reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lineage.api import Store
+from lineage.errors import ConflictError, InputError, UsageError
+from lineage.ingest.orders import artifact_hash, store_order
+from lineage.stream.imported import ImportedSpec
+from lineage.stream.schedule import BatchSchedule, RankRule
+
+from .conftest import documents_of, pack
+
+SEQ_LEN = 256
+
+
+def _spec(store: Store, **changes: object) -> ImportedSpec:
+    manifest = store.corpus("sonnets")["manifest_hash"]
+    fields: dict[str, object] = {
+        "manifest_hash": manifest, "seq_len": SEQ_LEN, "schedule": BatchSchedule.fixed(4),
+        "rank_rule": RankRule(), "framework": "open-transformers",
+        "artifacts": {"doc_map": "blake3:" + "0" * 64}, "settings": {"seed": 1}}
+    fields.update(changes)
+    return ImportedSpec(**fields)  # type: ignore[arg-type]
+
+
+def _segments(store: Store) -> pa.Table:
+    return pack(list(reversed(documents_of(store, "sonnets"))), SEQ_LEN)
+
+
+def _rows(table: pa.Table) -> list[dict[str, object]]:
+    return table.to_pylist()
+
+
+def test_an_imported_order_answers_docs_step_with_its_segments(sonnets: Store) -> None:
+    segments = _segments(sonnets)
+    result = store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                         segments=segments, origin=Path("doc_map.parquet"))
+    windows = max(segments.column("window").to_pylist()) + 1
+    assert result["status"] == "added" and result["spec"] == "imported/1"
+    assert result["windows"] == windows and result["steps"] == -(-windows // 4)
+    # a document running over window edges is one occurrence, as in a canonical stream
+    assert result["occurrences"] == segments.column("doc_offset").to_pylist().count(0)
+    assert result["tokens"] == windows * SEQ_LEN
+    by_window: dict[int, list[tuple[str, int, int]]] = {}
+    for row in _rows(segments):
+        by_window.setdefault(row["window"], []).append(  # type: ignore[arg-type]
+            (row["doc_id"], row["doc_offset"], row["doc_offset"] + row["n_tokens"]))  # type: ignore[operator]
+    for step in (0, 3, result["steps"] - 1):
+        answer = sonnets.docs_in_step(step, stream="imp")
+        assert answer["spec"] == "imported/1" and answer["spec_hash"] == result["spec_hash"]
+        got: dict[int, list[tuple[str, int, int]]] = {}
+        for d in answer["documents"]:
+            got.setdefault(d["window"], []).append((d["doc_id"], d["token_start"], d["token_end"]))
+        assert got == {w: by_window[w] for w in range(step * 4, min(step * 4 + 4, windows))}
+
+
+def test_the_parameters_hold_the_spec_and_round_trip(sonnets: Store) -> None:
+    spec = _spec(sonnets, schedule=BatchSchedule(((0, 2), (5, 4))),
+                 rank_rule=RankRule("micro-batches", 1))
+    store_order(sonnets, stream="imp", corpus="sonnets", spec=spec,
+                segments=_segments(sonnets), origin=Path("x"))
+    with sonnets.reader(views=False) as con:
+        parameters = con.execute("SELECT parameters, batch, seed FROM streams "
+                                 "WHERE name = 'imp'").fetchone()
+    assert parameters is not None
+    loaded = json.loads(parameters[0])
+    assert loaded["schedule"] == [[0, 2], [5, 4]]
+    assert loaded["rank_rule"] == {"micro_batch": 1, "rule": "micro-batches"}
+    assert parameters[1] == 4 and parameters[2] is None
+    assert ImportedSpec.from_json(loaded) == spec
+    assert ImportedSpec.from_json(loaded).spec_hash == spec.spec_hash
+
+
+def test_the_spec_hash_covers_every_artifact_and_setting(sonnets: Store) -> None:
+    base = _spec(sonnets)
+    others = [_spec(sonnets, artifacts={"doc_map": "blake3:" + "1" * 64}),
+              _spec(sonnets, settings={"seed": 2}), _spec(sonnets, seq_len=128),
+              _spec(sonnets, schedule=BatchSchedule.fixed(8)),
+              _spec(sonnets, rank_rule=RankRule("strided")), _spec(sonnets, framework="megatron")]
+    assert len({base.spec_hash, *(o.spec_hash for o in others)}) == 1 + len(others)
+
+
+def test_importing_again_is_unchanged_and_another_order_conflicts(sonnets: Store) -> None:
+    segments = _segments(sonnets)
+    first = store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                        segments=segments, origin=Path("x"))
+    again = store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                        segments=segments, origin=Path("x"))
+    assert again["status"] == "unchanged"
+    assert again["occurrences_digest"] == first["occurrences_digest"]
+    with pytest.raises(ConflictError, match="exists with another order"):
+        store_order(sonnets, stream="imp", corpus="sonnets",
+                    spec=_spec(sonnets, settings={"seed": 9}), segments=segments,
+                    origin=Path("x"))
+
+
+def _broken(sonnets: Store, change: dict[str, object], row: int) -> str:
+    rows = _rows(_segments(sonnets))
+    rows[row].update(change)
+    table = pa.table({k: [r[k] for r in rows] for k in rows[0]})
+    with pytest.raises(InputError) as caught:
+        store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                    segments=table, origin=Path("runs/doc_map.parquet"))
+    assert sonnets.streams() == []  # nothing stored
+    message = str(caught.value)
+    assert message.startswith("runs/doc_map.parquet: ") and message.endswith("(nothing stored)")
+    return message
+
+
+@pytest.mark.parametrize(("change", "rule"), [
+    ({"doc_id": "no-such-doc"}, "doc_id is not in the corpus"),
+    ({"doc_offset": -1}, "0 <= doc_offset"),
+    ({"n_tokens": 10**6}, "doc_offset + n_tokens <= the document's n_tokens"),
+    ({"n_tokens": 0}, "at least 1 token"),
+    ({"slot": SEQ_LEN - 1}, "segment outside its window"),
+    ({"window": 40}, "windows must run 0..N-1"),
+    ({"slot": 0}, "without overlapping"),
+])
+def test_each_broken_rule_is_named_with_its_rows(
+    sonnets: Store, change: dict[str, object], rule: str
+) -> None:
+    rows = _rows(_segments(sonnets))
+    row = next(i for i, r in enumerate(rows) if r["slot"] and 1 < r["window"] < 30)
+    message = _broken(sonnets, change, row)
+    assert rule in message
+    assert f"window {change.get('window', rows[row]['window'])} " in message
+
+
+def test_a_missing_window_is_a_gap(sonnets: Store) -> None:
+    rows = [r for r in _rows(_segments(sonnets)) if r["window"] != 2]
+    table = pa.table({k: [r[k] for r in rows] for k in rows[0]})
+    with pytest.raises(InputError, match="window 3 slot 0 .*without gaps"):
+        store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                    segments=table, origin=Path("x"))
+
+
+def test_a_wrong_column_type_or_a_missing_column_is_refused(sonnets: Store) -> None:
+    table = _segments(sonnets)
+    with pytest.raises(InputError, match="lacks column.*slot"):
+        store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                    segments=table.drop_columns(["slot"]), origin=Path("x"))
+    as_text = table.set_column(1, "slot", table.column("slot").cast(pa.string()))
+    with pytest.raises(InputError, match="'slot' holds string"):
+        store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
+                    segments=as_text, origin=Path("x"))
+
+
+def test_a_spec_for_another_manifest_is_refused(sonnets: Store) -> None:
+    with pytest.raises(UsageError, match="was read for manifest"):
+        store_order(sonnets, stream="imp", corpus="sonnets",
+                    spec=_spec(sonnets, manifest_hash="blake3:" + "a" * 64),
+                    segments=_segments(sonnets), origin=Path("x"))
+
+
+def test_a_spec_refuses_unknown_frameworks_and_bad_hashes(sonnets: Store) -> None:
+    with pytest.raises(UsageError, match="framework 'deepspeed'"):
+        _spec(sonnets, framework="deepspeed")
+    with pytest.raises(UsageError, match="artifact 'idx'"):
+        _spec(sonnets, artifacts={"idx": "sha256:00"})
+    with pytest.raises(UsageError, match="plain JSON"):
+        _spec(sonnets, settings={"lr": float("nan")})
+
+
+def test_artifact_hash_is_blake3_of_the_bytes(tmp_path: Path) -> None:
+    import blake3
+
+    path = tmp_path / "a.idx"
+    path.write_bytes(b"MMIDIDX\x00\x00" + bytes(range(50)))
+    assert artifact_hash(path) == "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.randoms(use_true_random=False), seq_len=st.integers(16, 700))
+def test_any_packing_reads_back_window_by_window(
+    sonnets: Store, order: object, seq_len: int
+) -> None:
+    """Whatever the document order and window size, every window reads back as packed,
+    and each document's tokens appear once per pass (epochs count repeated passes)."""
+    documents = documents_of(sonnets, "sonnets")[:40]
+    order.shuffle(documents)  # type: ignore[attr-defined]
+    table = pack(documents + documents, seq_len)  # two passes: epoch 0, then 1
+    name = f"p{seq_len}-{len(sonnets.streams())}"
+    spec = _spec(sonnets, seq_len=seq_len, schedule=BatchSchedule.fixed(1),
+                 settings={"case": name})
+    result = store_order(sonnets, stream=name, corpus="sonnets", spec=spec, segments=table,
+                         origin=Path("x"))
+    expected: dict[int, list[tuple[str, int, int]]] = {}
+    for row in table.to_pylist():
+        expected.setdefault(row["window"], []).append(
+            (row["doc_id"], row["doc_offset"], row["doc_offset"] + row["n_tokens"]))
+    seen: dict[str, int] = {}
+    for step in range(result["steps"]):
+        segments = sonnets.docs_in_step(step, stream=name)["documents"]
+        assert [(d["doc_id"], d["token_start"], d["token_end"]) for d in segments] == \
+            expected[step]
+        for d in segments:
+            if d["token_start"] == 0:
+                assert d["epoch"] == seen.get(d["doc_id"], 0)
+                seen[d["doc_id"]] = d["epoch"] + 1
+
+
+def test_the_content_hash_copy_is_in_content_hash_order(sonnets: Store) -> None:
+    documents = documents_of(sonnets, "sonnets")
+    table = pack(documents[::-1] + documents, 200)  # two passes: two epochs of each
+    store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets, seq_len=200),
+                segments=table, origin=Path("x"))
+    with sonnets.reader(views=True) as con:
+        rows = con.execute("SELECT content_hash, doc_id, epoch, ordinal FROM "
+                           "occurrence_hashes WHERE stream = 'imp'").fetchall()
+        count = con.execute("SELECT count(*) FROM occurrences WHERE stream = 'imp'"
+                            ).fetchone()
+    starts = table.column("doc_offset").to_pylist().count(0)  # one per document pass
+    assert count is not None and len(rows) == count[0] == starts
+    assert rows == sorted(rows) and {r[2] for r in rows} == {0, 1}
+
+
+def test_doc_ids_as_a_dictionary_store_the_same_order(sonnets: Store) -> None:
+    plain = _segments(sonnets)
+    encoded = plain.set_column(2, "doc_id", plain.column("doc_id").dictionary_encode())
+    a = store_order(sonnets, stream="plain", corpus="sonnets", spec=_spec(sonnets),
+                    segments=plain, origin=Path("x"))
+    b = store_order(sonnets, stream="encoded", corpus="sonnets", spec=_spec(sonnets),
+                    segments=encoded, origin=Path("x"))
+    assert a["occurrences_digest"] == b["occurrences_digest"]
+    rows = plain.to_pylist()
+    rows[7]["doc_id"] = "no-such-doc"
+    broken = pa.Table.from_pylist(rows)
+    broken = broken.set_column(2, "doc_id", broken.column("doc_id").dictionary_encode())
+    with pytest.raises(InputError, match=r"\('no-such-doc'\): doc_id is not in the corpus"):
+        store_order(sonnets, stream="broken", corpus="sonnets", spec=_spec(sonnets),
+                    segments=broken, origin=Path("x"))

@@ -1,0 +1,345 @@
+"""The OLMo-core importer on runs OLMo-core made (tests/orders/fixtures/olmo, written by
+make_olmo_run.py with the real framework): the windows lineage says each rank of each
+step read are, token for token, the batches OLMo-core's loader yielded."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lineage.api import Store
+from lineage.errors import InputError, UsageError
+from lineage.ingest.orders.olmo_core import import_olmo_core
+from lineage.ingest.orders.olmo_order import Warmup
+from lineage.stream.reader import StreamReader
+from tests.conftest import Cli
+
+from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD
+from .olmo_helpers import (
+    copy_of,
+    corpus_texts,
+    expected_steps,
+    import_case,
+    poetry_template,
+    rank_tokens_hash,
+    run_of,
+    segment_tokens_hash,
+    steps_to_check,
+)
+
+
+@pytest.fixture(scope="module")
+def poetry_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return poetry_template(tmp_path_factory)
+
+
+@pytest.fixture
+def poetry(poetry_store: Path, tmp_path: Path) -> Store:
+    """A store of its own holding corpus `poetry`."""
+    return copy_of(poetry_store, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture"])
+def test_every_rank_of_the_checked_steps_reads_what_olmo_core_yielded(
+        poetry: Store, tmp_path: Path, name: str) -> None:
+    result = import_case(poetry, name, tmp_path)
+    steps = expected_steps(FIXTURES / name)
+    assert result["status"] == "added" and result["framework"] == "olmo-core"
+    assert result["steps"] == len(steps)
+    assert result["windows"] == sum(len(r["indices"]) for step in steps for r in step)
+    assert result["rank_rule"] == {"rule": "strided"}
+    reader = StreamReader(poetry, name)
+    eos = EOS[json.loads((FIXTURES / name / "expected.json").read_text())["settings"]["dtype"]]
+    texts = corpus_texts()
+    for step, ranks in enumerate(steps):
+        for rank in range(WORLD):
+            assert segment_tokens_hash(reader, step, rank, WORLD, eos, texts) == \
+                ranks[rank]["input_ids"], (step, rank)
+    for step in steps_to_check(len(steps))[::3]:  # the reader's own re-read tokens
+        for rank in range(WORLD):
+            assert rank_tokens_hash(reader, step, rank, WORLD, eos) == \
+                steps[step][rank]["input_ids"], (step, rank)
+
+
+def test_the_warmup_becomes_the_streams_batch_schedule(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "warmup", tmp_path)
+    steps = expected_steps(FIXTURES / "warmup")
+    sizes = [sum(len(r["indices"]) for r in step) for step in steps]
+    # 2 instances until step 3 is due and the 3 batches done are not divisible by 2: 4 from
+    # step 4, 8 from step 10 (9 is odd), back to 4 at step 40 at once; epoch 2 keeps 4.
+    assert result["schedule"] == [[0, 2], [4, 4], [10, 8], [40, 4]]
+    for first, windows in result["schedule"]:
+        assert sizes[first] == windows
+    answer = poetry.docs_in_step(10, stream="warmup", rank=1, world_size=2)
+    first = 4 * 2 + 6 * 4  # steps 0-3 took 2 windows, steps 4-9 took 4
+    assert list(answer["step_windows"]) == [first, first + 7]
+    assert answer["rank_rule"] == {"rule": "strided"}
+    assert list(answer["rank_windows"]) == [first + 1, first + 3, first + 5, first + 7]
+
+
+def test_the_spec_names_every_file_read_and_the_settings(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "mixture", tmp_path)
+    artifacts = result["artifacts"]
+    assert set(artifacts) == {"tokens:sonnets-0.npy", "tokens:sonnets-1.npy",
+                              "tokens:poems-0.npy", "metadata:sonnets-0.csv.gz",
+                              "metadata:sonnets-1.csv.gz", "metadata:poems-0.csv.gz",
+                              "global_indices:epoch1", "mixture_index"}
+    settings = result["settings"]
+    assert settings["dataset"] == "NumpyFSLDatasetMixture" and settings["seed"] == 5
+    assert settings["sequence_length"] == SEQ_LEN and settings["epochs"] == 1
+    assert settings["batch_size_schedule"]["unit"] == "tokens"
+    assert result["checked"]["re_read"] > 0 and result["checked"]["token_counts"] == "all"
+    again = import_case(poetry, "mixture", tmp_path)
+    assert again["status"] == "unchanged" and again["spec_hash"] == result["spec_hash"]
+
+
+def test_a_changed_global_indices_file_is_a_different_order(poetry: Store,
+                                                            tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    first = import_case(poetry, "plain", tmp_path, case)
+    indices_file = sorted(case.glob("global_indices_*epoch1*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    indices[[0, 1]] = indices[[1, 0]]
+    indices.tofile(indices_file)
+    second = import_olmo_store(poetry, tmp_path, case, "swapped")
+    assert second["spec_hash"] != first["spec_hash"]
+    windows = poetry.docs_in_step(0, stream="swapped", window=0)["documents"]
+    before = poetry.docs_in_step(0, stream="plain", window=1)["documents"]
+    assert [d["doc_id"] for d in windows] == [d["doc_id"] for d in before]
+
+
+def import_olmo_store(store: Store, tokens: Path, case: Path, stream: str) -> dict[str, object]:
+    return import_olmo_core(store, corpus="poetry", stream=stream, run=run_of(case, tokens))
+
+
+def test_global_indices_that_are_not_a_permutation_are_refused(poetry: Store,
+                                                               tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    indices_file = sorted(case.glob("global_indices_*epoch2*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    indices[5] = indices[6]
+    indices.tofile(indices_file)
+    with pytest.raises(InputError, match="not a permutation of the 719 instances"):
+        import_case(poetry, "plain", tmp_path, case)
+    assert poetry.streams() == []
+
+
+def test_a_token_file_that_differs_from_the_corpus_is_refused(poetry: Store,
+                                                              tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "plain", tmp_path)
+    for path in run.token_files:  # every byte of every document shifted, lengths kept
+        tokens = np.fromfile(path, dtype=np.uint16)
+        text = tokens != EOS["uint16"]
+        tokens[text] = (tokens[text] + 1) % 256
+        tokens.tofile(path)
+    with pytest.raises(InputError, match="holds other tokens than its corpus text"):
+        import_case(poetry, "plain", tmp_path, token_files=run.token_files)
+    assert poetry.streams() == []
+
+
+def test_a_document_of_another_length_is_named(poetry: Store, tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    assert run.doc_ids is not None
+    ids = run.doc_ids.read_text().splitlines()
+    ids[0], ids[1] = ids[1], ids[0]  # sonnets 1 and 2 swapped: their lengths differ
+    run.doc_ids.write_text("\n".join(ids) + "\n")
+    with pytest.raises(InputError, match=r"uint32/sonnets-0.npy document 0: 'sonnet-002' "
+                                         r"holds \d+ tokens here, the corpus counted \d+"):
+        import_case(poetry, "warmup", tmp_path, doc_ids=run.doc_ids,
+                    token_files=run.token_files)
+
+
+def test_settings_that_do_not_fit_are_usage_errors(poetry: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--stream 'no good'"):
+        import_olmo_core(poetry, corpus="poetry", stream="no good",
+                         run=run_of(FIXTURES / "plain", tmp_path))
+    with pytest.raises(UsageError, match="not a whole number of 32-token instances"):
+        import_case(poetry, "plain", tmp_path, global_batch_size=100)
+    with pytest.raises(UsageError, match="only 178 steps"):
+        import_case(poetry, "plain", tmp_path, max_steps=500)
+    with pytest.raises(UsageError, match="whole factor"):
+        Warmup((64, 96), (0, 4), "steps")
+    with pytest.raises(UsageError, match="starts at 0"):
+        Warmup.parse("5:64", "steps")
+
+
+def test_max_steps_keeps_the_first_steps(poetry: Store, tmp_path: Path) -> None:
+    result = import_case(poetry, "plain", tmp_path, max_steps=20)
+    assert result["steps"] == 20 and result["windows"] == 20 * 8
+
+
+def test_the_command_imports_a_run_and_docs_step_answers_by_rank(poetry: Store,
+                                                                 tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    cli = Cli(poetry.root)
+    args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+            "--stream", "olmo", "--dtype", "uint32", "--eos-token-id", str(run.eos_token_id),
+            "--sequence-length", "32", "--global-batch-size", "64",
+            "--doc-ids", str(run.doc_ids), "--batch-size-schedule", "0:64,3:128,9:256,40:128"]
+    for path in run.global_indices:
+        args += ["--global-indices", str(path)]
+    result = cli.json(*args)
+    assert result["schedule"] == [[0, 2], [4, 4], [10, 8], [40, 4]]
+    assert result["settings"]["batch_size_schedule"] == {
+        "batch_sizes": [64, 128, 256, 128], "schedule": [0, 3, 9, 40], "unit": "steps"}
+    expected = expected_steps(FIXTURES / "warmup")
+    answer = cli.json("docs", "--step", "5", "--stream", "olmo", "--rank", "0",
+                      "--world-size", "2")
+    assert answer["rank_rule"] == {"rule": "strided"}
+    assert len(answer["rank_windows"]) == len(expected[5][0]["indices"]) == 2
+    again = cli(*args).stdout
+    assert f"stream olmo: unchanged: {result['windows']:,} windows in 330 steps (schedule " \
+        "0:2,4:4,10:8,40:4, rank rule strided)" in again
+    assert f"{result['segments']:,} segments in {result['occurrences']:,} occurrences" in again
+    text = cli(*args, "--steps", "9999", code=2)
+    assert "--steps 9999: the epochs given hold only 330 steps" in text.stderr
+    assert "Traceback" not in text.stderr
+
+
+def test_trained_on_names_the_steps_whose_olmo_batches_held_the_document(
+        poetry: Store, tmp_path: Path) -> None:
+    """Ground truth from the token files and OLMo-core's own batches: the steps whose
+    instances cover the document's tokens, under the warmed-up batch sizes."""
+    from .make_olmo_run import corpus_documents
+
+    import_case(poetry, "warmup", tmp_path)
+    run = run_of(FIXTURES / "warmup", tmp_path)
+    sizes = [np.fromfile(p, dtype=np.uint32).size for p in run.token_files]
+    tokens = np.concatenate([np.fromfile(p, dtype=np.uint32) for p in run.token_files])
+    starts = np.concatenate(([0], np.flatnonzero(tokens == EOS["uint32"]) + 1))
+    first_instance = np.concatenate(([0], np.cumsum([s // SEQ_LEN for s in sizes])))
+    doc = 7  # sonnet-008: the second document of sonnets-1.npy
+    file_start = sum(sizes[:1])
+    lo, hi = starts[doc] - file_start, starts[doc + 1] - 1 - file_start
+    base = int(first_instance[1])
+    held = set(range(base + lo // SEQ_LEN, base + (hi - 1) // SEQ_LEN + 1))
+    truth = [step for step, ranks in enumerate(expected_steps(FIXTURES / "warmup"))
+             if held & {i for r in ranks for i in r["indices"]}]
+    text = corpus_documents()[doc][2]
+    answer = json.loads(poetry.trained_on(texts=[text], stream="warmup").to_json())
+    (match,) = answer["results"][0]["matches"]
+    assert match["doc_id"] == "sonnet-008" and match["match"] == "exact"
+    assert match["steps"] == truth and len(truth) > 10
+
+
+def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path) -> None:
+    import gzip
+
+    run = run_of(FIXTURES / "plain", tmp_path)
+    sidecar = run.token_files[0].with_name("sonnets-0.csv.gz")
+    lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
+    start, _, rest = lines[2].split(",", 2)
+    lines[2] = f"{start},99999999,{rest}"
+    sidecar.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with pytest.raises(InputError, match=r"sonnets-0.csv.gz:line 3: document \[\d+, 99999999\) "
+                                         r"is not inside the \d+ tokens of sonnets-0.npy"):
+        import_case(poetry, "plain", tmp_path, token_files=run.token_files)
+
+
+def test_same_named_files_of_different_folders_are_told_apart(poetry: Store,
+                                                              tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "plain", tmp_path)
+    moved = []
+    for folder, path in zip("abc", run.token_files, strict=True):  # a/part.npy, b/part.npy...
+        (tmp_path / "mix" / folder).mkdir(parents=True)
+        target = tmp_path / "mix" / folder / "part.npy"
+        shutil.copy(path, target)
+        shutil.copy(path.with_name(path.name.replace(".npy", ".csv.gz")),
+                    target.with_name("part.csv.gz"))
+        moved.append(target)
+    plain = import_case(poetry, "plain", tmp_path)
+    parts = import_olmo_core(poetry, corpus="poetry", stream="parts",
+                             run=dataclasses.replace(run, token_files=tuple(moved)))
+    assert {k for k in parts["artifacts"] if k.startswith(("tokens:", "metadata:"))} == {
+        f"{kind}:{folder}/part.{ext}" for folder in "abc"
+        for kind, ext in (("tokens", "npy"), ("metadata", "csv.gz"))}
+    assert [name for name, _ in parts["settings"]["paths"]] == ["a/part.npy", "b/part.npy",
+                                                                 "c/part.npy"]
+    assert parts["occurrences_digest"] == plain["occurrences_digest"]
+    # A mixture index naming them as the run did (URLs): matched by their path's tail.
+    index = tmp_path / "mixture.json"
+    index.write_text(json.dumps([[f"s3://bucket/mix/{folder}/part.npy",
+                                  int(np.fromfile(path, dtype=np.uint16).size)]
+                                 for folder, path in zip("abc", moved, strict=True)]))
+    mixed = import_olmo_core(poetry, corpus="poetry", stream="mixed", run=dataclasses.replace(
+        run, token_files=tuple(moved), mixture_index=index))
+    assert mixed["settings"]["dataset"] == "NumpyFSLDatasetMixture"
+    assert mixed["occurrences_digest"] == plain["occurrences_digest"]
+
+
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture"])
+def test_lost_global_indices_are_rebuilt_from_the_seed(poetry: Store, tmp_path: Path,
+                                                       name: str) -> None:
+    """OLMo-core's files are its PCG64 shuffle for seed + epoch: lineage rebuilds them
+    with numpy alone, and the order is the same, window for window."""
+    case = json.loads((FIXTURES / name / "expected.json").read_text())["settings"]
+    kept = import_case(poetry, name, tmp_path)
+    assert kept["checked"]["global_indices"] == ("every file is OLMo-core's shuffle for "
+                                                 "its seed and epoch")
+    rebuilt = import_olmo_core(poetry, corpus="poetry", stream=f"{name}-rebuilt",
+                               run=dataclasses.replace(
+                                   run_of(FIXTURES / name, tmp_path), global_indices=(),
+                                   seed=case["seed"], epochs=case["epochs"]))
+    assert rebuilt["checked"]["global_indices"] == "rebuilt"
+    assert rebuilt["settings"]["global_indices"] == "rebuilt"
+    assert rebuilt["occurrences_digest"] == kept["occurrences_digest"]
+    assert rebuilt["schedule"] == kept["schedule"]
+
+
+def test_a_reshuffled_file_is_not_olmo_cores_shuffle(poetry: Store, tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    indices_file = sorted(case.glob("global_indices_*epoch2*"))[0]
+    indices = np.fromfile(indices_file, dtype=np.uint32)
+    np.random.default_rng(1).shuffle(indices)
+    indices.tofile(indices_file)
+    result = import_case(poetry, "plain", tmp_path, case)
+    assert result["checked"]["global_indices"] == (
+        f"{indices_file.name} is not OLMo-core's shuffle for its seed and epoch")
+    with pytest.raises(UsageError, match="--seed 8, but the global indices were made with "
+                                         "seed 7"):
+        import_case(poetry, "plain", tmp_path, case, seed=8)
+    with pytest.raises(UsageError, match="or --seed and --epochs to rebuild them"):
+        import_case(poetry, "plain", tmp_path, case, global_indices=())
+
+
+def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
+        store: Store, tmp_path: Path, tokenizer_json: Path) -> None:
+    """Token files in a BPE tokenizer's ids: sampled documents are tokenized again with
+    the corpus's tokenizer.json when it is given (and only that one)."""
+    from tokenizers import Tokenizer
+
+    from lineage.ingest import ingest_corpus
+
+    from .make_olmo_run import SHARDS, corpus_documents
+
+    ingest_corpus(store, [SHARDS / "sonnets.jsonl.gz", SHARDS / "poems.parquet"],
+                  corpus="poetry", tokenizer=str(tokenizer_json))
+    encode = Tokenizer.from_file(str(tokenizer_json))
+    eos = encode.get_vocab_size()
+    path = tmp_path / "bpe.npy"
+    ids = [np.array([*encode.encode(text, add_special_tokens=False).ids, eos], np.uint16)
+           for _, _, text in corpus_documents()]
+    np.concatenate(ids).tofile(path)
+    (tmp_path / "doc_ids.txt").write_text("".join(f"{d}\n" for _, d, _ in corpus_documents()))
+    run = dataclasses.replace(run_of(FIXTURES / "plain", tmp_path), token_files=(path,),
+                              eos_token_id=eos, doc_ids=tmp_path / "doc_ids.txt",
+                              global_indices=(), seed=3, epochs=1)
+    unread = import_olmo_core(store, corpus="poetry", stream="bpe", run=run)
+    assert unread["checked"]["re_read"] == 0
+    assert "give --tokenizer" in unread["checked"]["re_read_skipped"]
+    read = import_olmo_core(store, corpus="poetry", stream="bpe-read",
+                            run=dataclasses.replace(run, tokenizer=tokenizer_json))
+    assert read["checked"]["re_read"] == len(ids) and "tokenizer" in read["artifacts"]
+    other = tmp_path / "other.json"
+    other.write_text(tokenizer_json.read_text().replace("[UNK]", "[UNKNOWN]"))
+    with pytest.raises(UsageError, match="not the tokenizer the corpus was counted with"):
+        import_olmo_core(store, corpus="poetry", stream="bpe-other",
+                         run=dataclasses.replace(run, tokenizer=other))

@@ -1,0 +1,72 @@
+"""Against the real OLMo-core: a fresh run made now by its dataset, data loader and
+batch-size warm-up callback must match the committed fixtures byte for byte, and the
+windows lineage imports from it must be, token for token, its loader's batches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lineage.api import Store
+from lineage.stream.reader import StreamReader
+
+from .make_olmo_run import CASES, EOS, FIXTURES, WORLD, make_case
+from .olmo_helpers import (
+    copy_of,
+    corpus_texts,
+    import_case,
+    poetry_template,
+    rank_tokens_hash,
+    segment_tokens_hash,
+    steps_to_check,
+)
+
+pytest.importorskip("olmo_core", reason="ai2-olmo-core is not installed: the importer is "
+                    "still checked against the committed runs it made (test_olmo_core.py)")
+
+
+@pytest.fixture(scope="module")
+def poetry_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return poetry_template(tmp_path_factory)
+
+
+@pytest.fixture
+def poetry(poetry_store: Path, tmp_path: Path) -> Store:
+    """A store of its own holding corpus `poetry`."""
+    return copy_of(poetry_store, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def fresh_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("olmo-runs")
+    for name in CASES:
+        make_case(name, out, out / "tokens")
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_olmo_core_writes_the_committed_run_again(fresh_runs: Path, name: str) -> None:
+    committed = sorted(p.name for p in (FIXTURES / name).iterdir())
+    assert sorted(p.name for p in (fresh_runs / name).iterdir()) == committed
+    for file in committed:
+        assert (fresh_runs / name / file).read_bytes() == (FIXTURES / name / file).read_bytes()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_step_and_rank_of_a_fresh_run(poetry: Store, fresh_runs: Path, tmp_path: Path,
+                                            name: str) -> None:
+    store = poetry
+    result = import_case(store, name, tmp_path, fresh_runs / name)
+    expected = json.loads((fresh_runs / name / "expected.json").read_text())
+    assert result["steps"] == len(expected["steps"])
+    reader = StreamReader(store, name)
+    eos, texts = EOS[CASES[name]["dtype"]], corpus_texts()
+    for step, ranks in enumerate(expected["steps"]):
+        for rank in range(WORLD):
+            assert segment_tokens_hash(reader, step, rank, WORLD, eos, texts) == \
+                ranks[rank]["input_ids"], (step, rank)
+    for step in steps_to_check(len(expected["steps"]))[::4]:  # the reader's own tokens
+        assert rank_tokens_hash(reader, step, 1, WORLD, eos) == \
+            expected["steps"][step][1]["input_ids"], step
