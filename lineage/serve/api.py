@@ -27,6 +27,7 @@ from lineage.serve.limits import Limits
 from lineage.serve.stores import store_for
 
 if TYPE_CHECKING:
+    from starlette.datastructures import FormData
     from starlette.requests import Request
 
     from lineage.api import Store
@@ -225,14 +226,18 @@ async def _posted(request: Request) -> tuple[bytes | None, list[str]]:
     if kind != "multipart/form-data":
         body = await request.body()
         return body, []
-    from starlette.datastructures import UploadFile
+    from starlette.exceptions import HTTPException
 
     try:
-        form = await request.form(max_files=1, max_fields=100)
-    except Exception as exc:  # a malformed multipart body: Starlette raises its own types
-        if isinstance(exc, HTTPProblem):
-            raise
-        raise HTTPProblem(400, f"malformed multipart body: {exc}") from None
+        async with request.form(max_files=1, max_fields=100) as form:
+            return await _form_queries(form)
+    except HTTPException as exc:  # Starlette's word for a malformed or too large form
+        raise HTTPProblem(400, f"malformed multipart body: {exc.detail}") from None
+
+
+async def _form_queries(form: FormData) -> tuple[bytes | None, list[str]]:
+    from starlette.datastructures import UploadFile
+
     unknown = sorted(set(form.keys()) - {"file", "text"})
     if unknown:
         raise HTTPProblem(400, f"unknown form field(s) {', '.join(unknown)} (this endpoint "
@@ -248,7 +253,8 @@ async def _posted(request: Request) -> tuple[bytes | None, list[str]]:
             texts.append(value)
         else:
             raise HTTPProblem(400, "form field 'text' must be text, not a file")
-    await form.close()
+    if stdin is None and not texts:
+        raise HTTPProblem(400, "the form holds no `file` or `text` field")
     return stdin, texts
 
 
