@@ -495,8 +495,8 @@ ENDPOINTS = (
              DIFF_PARAMS),
     Endpoint("/api/experiments/{exp_id}", "GET", "lineage exp show ID --json", experiment,
              path_params=("exp_id",)),
-    Endpoint("/api/sql", "GET", "lineage sql QUERY --json", sql, SQL_PARAMS),
-    Endpoint("/api/sql", "POST", "lineage sql QUERY --json", sql, SQL_PARAMS,
+    Endpoint("/api/sql", "GET", "lineage sql SQL --json", sql, SQL_PARAMS),
+    Endpoint("/api/sql", "POST", "lineage sql SQL --json", sql, SQL_PARAMS,
              body="the SQL, UTF-8"),
 )
 

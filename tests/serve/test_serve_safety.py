@@ -144,3 +144,40 @@ def test_serve_refuses_a_public_bind_without_token(demo_cli: Cli, tmp_path: Path
     assert "at least 16 characters" in result.stderr
     result = demo_cli("serve", "--token-file", str(tmp_path / "missing"), code=2)
     assert "cannot read the token" in result.stderr
+
+
+@pytest.mark.slow
+def test_lineage_serve_command(demo_root: Path, tmp_path: Path) -> None:
+    """The real command: two worker processes behind one port, a token, then Ctrl-C."""
+    import signal
+    import time
+
+    from ..conftest import spawn_lineage
+    from .conftest import free_port
+
+    token = tmp_path / "token"
+    token.write_text("a-token-of-enough-length\n")
+    port = free_port()
+    server = spawn_lineage("--store", str(demo_root), "serve", "--port", str(port),
+                           "--token-file", str(token), "--workers", "2")
+    try:
+        url = f"http://127.0.0.1:{port}/api/streams/main"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                refused = httpx.get(url)
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.communicate()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        _error(refused, 401)
+        auth = {"Authorization": "Bearer a-token-of-enough-length"}
+        for _ in range(4):  # whichever worker answers, the same answer
+            answer = httpx.get(url, headers=auth)
+            assert answer.status_code == 200
+            assert answer.json()["name"] == "main"
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=30)
+    assert f"at http://127.0.0.1:{port}/" in stderr

@@ -1,0 +1,86 @@
+"""The server keeps one reader per process and sees commits without a restart: an answer
+begun before a commit finishes on the old state, the next one sees the new state, and
+an ingest is never locked out by steady traffic."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lineage.api import open_store
+from lineage.ingest import ingest_corpus
+from lineage.serve.stores import snapshots_for
+
+from ..conftest import EXAMPLES, spawn_lineage
+from .conftest import LiveServer
+
+
+@pytest.fixture
+def private_store(demo_root: Path, tmp_path: Path) -> Path:
+    """A copy of the demo store that a test may write to."""
+    shutil.copytree(demo_root, tmp_path / "store")
+    return tmp_path / "store"
+
+
+def test_an_answer_begun_before_a_commit_finishes_on_the_old_state(
+        private_store: Path) -> None:
+    snapshots = snapshots_for(private_store)
+    before = snapshots.served()  # what a request that started now reads
+    assert [c["name"] for c in before.corpora()] == ["example", "poems"]
+    ingest_corpus(open_store(private_store), [EXAMPLES / "shards" / "poems.parquet"],
+                  corpus="more", license="LicenseRef-PublicDomain")
+    assert [c["name"] for c in before.corpora()] == ["example", "poems"]
+    after = snapshots.served()  # the next request
+    assert [c["name"] for c in after.corpora()] == ["example", "more", "poems"]
+    assert after.snapshot is not before.snapshot
+    time.sleep(0.1)  # once settled, an unchanged catalog is not copied again
+    settled = snapshots.served().snapshot
+    assert snapshots.served().snapshot is settled
+
+
+@pytest.mark.slow
+def test_server_answers_while_an_ingest_commits(private_store: Path) -> None:
+    """Eight clients ask without pause while another process ingests a corpus: every
+    answer is a 200, the ingest is not locked out, and the commit shows up at once."""
+    answers: list[int] = []
+    corpora_seen: list[list[str]] = []
+    stop = threading.Event()
+    with LiveServer(private_store) as server:
+
+        def ask() -> None:
+            with httpx.Client(base_url=server.url, timeout=30) as client:
+                while not stop.is_set():
+                    for path in ("/api/docs?step=1", "/api/corpora"):
+                        response = client.get(path)
+                        answers.append(response.status_code)
+                        if path == "/api/corpora" and response.status_code == 200:
+                            corpora_seen.append([c["name"] for c in response.json()])
+
+        clients = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in clients:
+            thread.start()
+        time.sleep(0.5)
+        ingest = spawn_lineage("--store", str(private_store), "ingest", "corpus",
+                               str(EXAMPLES / "shards" / "poems.parquet"), "--corpus", "more",
+                               "--license", "LicenseRef-PublicDomain",
+                               env={"LINEAGE_BUSY_TIMEOUT": "20"})
+        _, stderr = ingest.communicate(timeout=120)
+        committed = time.monotonic()
+        assert ingest.returncode == 0, stderr
+        after = httpx.get(f"{server.url}/api/corpora").json()
+        seen_after = time.monotonic() - committed
+        time.sleep(0.3)
+        stop.set()
+        for thread in clients:
+            thread.join(timeout=30)
+    assert set(answers) == {200}
+    assert len(answers) > 50
+    assert [c["name"] for c in after] == ["example", "more", "poems"]
+    assert seen_after < 5
+    assert ["example", "poems"] in corpora_seen  # before the commit
+    assert ["example", "more", "poems"] in corpora_seen  # and after it, same server
