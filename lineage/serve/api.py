@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -27,6 +26,7 @@ from lineage.serve.limits import Limits
 from lineage.serve.stores import store_for
 
 if TYPE_CHECKING:
+    import anyio
     from starlette.datastructures import FormData
     from starlette.requests import Request
 
@@ -120,13 +120,27 @@ def limits_of(request: Request) -> Limits:
 async def answered(request: Request, question: Callable[..., Response], *args: Any,
                    **kwargs: Any) -> Response:
     """Run a question against the request's store in a worker thread (DuckDB and the
-    hashing release the GIL; the event loop stays free)."""
+    hashing release the GIL; the event loop stays free), at most `max_questions` at once
+    per process: more would only share the same cores, each answer slower."""
+    import anyio.to_thread
 
     def call() -> Response:
         with store_for(request) as store:
             return question(store, *args, **kwargs)
 
-    return await run_in_threadpool(call)
+    return await anyio.to_thread.run_sync(call, limiter=_limiter(request))
+
+
+def _limiter(request: Request) -> anyio.CapacityLimiter:
+    import anyio
+
+    state = request.app.state
+    limiter = getattr(state, "question_limiter", None)
+    if limiter is None:  # made in the event loop that uses it
+        limiter = state.question_limiter = anyio.CapacityLimiter(
+            limits_of(request).max_questions)
+    assert isinstance(limiter, anyio.CapacityLimiter)
+    return limiter
 
 
 # -- corpora and streams ---------------------------------------------------------------

@@ -19,3 +19,4 @@ class Limits:
     max_query_length: int = 4096  # bytes of a URL's query string
     max_trace_steps: int = 1000  # steps of a `trace --clipped/--skipped` answer
     max_candidates: int = 100  # trained-on's `limit`: candidate documents per text
+    max_questions: int = 4  # questions answered at once per process; others wait their turn
