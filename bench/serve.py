@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,23 @@ def start_server(store: Path, port: int, workers: int, log: Path) -> subprocess.
     raise RuntimeError("the server did not start")
 
 
+def server_cpu_seconds(server: subprocess.Popen[bytes]) -> float:
+    """CPU time used so far by the server's processes (the supervisor and its workers),
+    from /proc: how much machine each answer took, whatever else the machine ran."""
+    pids = [server.pid]
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _get(path: str) -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
 
@@ -120,23 +138,26 @@ async def _client(port: int, make: Callable[[], tuple[bytes, str]], deadline: fl
 
 
 async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
-                seconds: float) -> dict[str, object]:
+                seconds: float, cpu: Callable[[], float]) -> dict[str, object]:
     latencies: list[float] = []
     errors: list[str] = []
     warm_until = time.perf_counter() + 1.0  # connections and caches first, not timed
     await asyncio.gather(*(_client(port, make, warm_until, [], errors) for _ in range(clients)))
     errors.clear()
+    cpu_before = cpu()
     started = time.perf_counter()
     await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors)
                            for _ in range(clients)))
     elapsed = time.perf_counter() - started
+    cpu_used = cpu() - cpu_before
     latencies.sort()
     ms = [x * 1000 for x in latencies]
     return {"clients": clients, "requests": len(ms), "errors": len(errors),
             "error_kinds": sorted(set(errors))[:5],
             "p50_ms": round(statistics.median(ms), 2) if ms else None,
             "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
-            "throughput_rps": round(len(ms) / elapsed, 1)}
+            "throughput_rps": round(len(ms) / elapsed, 1),
+            "server_cpu_ms_per_request": round(cpu_used * 1000 / max(1, len(ms)), 2)}
 
 
 def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
@@ -164,15 +185,46 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
             "trained-on by text": by_text}
 
 
+def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Per workload and client count: the median of each figure over the rounds, the
+    errors summed."""
+    cells: dict[tuple[str, int], list[dict[str, object]]] = {}
+    for row in rounds:
+        cells.setdefault((str(row["workload"]), int(row["clients"])), []).append(row)  # type: ignore[call-overload]
+    out = []
+    for (workload, clients), rows in cells.items():
+        entry: dict[str, object] = {"workload": workload, "clients": clients}
+        for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request"):
+            values = [float(r[key]) for r in rows if r[key] is not None]  # type: ignore[arg-type]
+            entry[key] = round(statistics.median(values), 2) if values else None
+            entry[key.replace("_ms", "") + "_runs"] = values
+        entry["errors"] = sum(int(r["errors"]) for r in rows)  # type: ignore[call-overload]
+        entry["requests"] = sum(int(r["requests"]) for r in rows)  # type: ignore[call-overload]
+        out.append(entry)
+    return out
+
+
+def print_table(rows: list[dict[str, object]]) -> None:
+    print("| workload | clients | p50 | p99 | throughput | server CPU per answer | requests "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['clients']} | {r['p50_ms']} ms | {r['p99_ms']} ms | "
+              f"{r['throughput_rps']}/s | {r['server_cpu_ms_per_request']} ms | "
+              f"{r['requests']} | {r['errors']} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=10_000_000)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are reported")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-serve"))
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stops the server on the way out
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = prepare(args.workdir, args.documents)
     made = workloads(store)
@@ -182,16 +234,22 @@ def main() -> None:
                     "load_before": os.getloadavg()},
         "documents": args.documents, "workers": args.workers, "seconds": args.seconds,
         "runs": []}
+    rounds: list[dict[str, object]] = []
     try:
-        for name, make in made.items():
-            for clients in args.clients:
-                row = {"workload": name, **asyncio.run(_load(args.port, make, clients,
-                                                             args.seconds))}
-                print(json.dumps(row), flush=True)
-                results["runs"].append(row)  # type: ignore[attr-defined]
+        for round_number in range(args.runs):  # rounds in turn: a busy minute hits all cells
+            for name, make in made.items():
+                for clients in args.clients:
+                    row = {"round": round_number, "workload": name,
+                           **asyncio.run(_load(args.port, make, clients, args.seconds,
+                                               lambda: server_cpu_seconds(server)))}
+                    print(json.dumps(row), flush=True)
+                    rounds.append(row)
     finally:
         server.terminate()
         server.wait(timeout=30)
+    results["runs"] = rounds
+    results["medians"] = medians(rounds)
+    print_table(results["medians"])
     results["machine"]["load_after"] = os.getloadavg()  # type: ignore[index]
     out = REPO / "bench" / "out" / "serve.json"
     out.parent.mkdir(exist_ok=True)
