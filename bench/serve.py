@@ -9,8 +9,10 @@ and a stream `main` of seq_len 2048 x batch 64), made once per size in the work 
 The server is the real command (`lineage serve --workers N`) in its own processes; the
 clients run in this process on asyncio, each with one keep-alive connection, sending its
 next request as soon as the answer is in (a closed loop: N clients, at most N requests
-in flight). Each request asks something new: random steps, random documents' content
-hashes, texts no document holds. Every answer is checked (status 200, the header's exit
+in flight). Each request of the first three workloads asks something new (random steps
+out of 70,175, random documents' content hashes, texts no document holds), so no answer
+comes from the server's memory of answers; the last two ask about 50 steps or files over
+and over, the case that memory is for. Every answer is checked (status 200, the header's exit
 code); any other outcome counts as an error. Results go to bench/out/serve.json.
 """
 
@@ -181,8 +183,19 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
         text = " ".join(rng.choice(WORDS) for _ in range(60)) + f" {rng.random()}"
         return _post("/api/trained-on?stream=main", text.encode()), "1"
 
+    popular_steps = [rng.randrange(steps) for _ in range(50)]
+    popular_hashes = hashes[:50]
+
+    def docs_again() -> tuple[bytes, str]:
+        return _get(f"/api/docs?step={rng.choice(popular_steps)}&stream=main"), "0"
+
+    def by_hash_again() -> tuple[bytes, str]:
+        return _get(f"/api/trained-on?hash={rng.choice(popular_hashes)}&stream=main"), "0"
+
     return {"docs --step": docs, "trained-on by hash": by_hash,
-            "trained-on by text": by_text}
+            "trained-on by text": by_text,
+            "docs --step, 50 steps asked again": docs_again,
+            "trained-on by hash, 50 files asked again": by_hash_again}
 
 
 def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:

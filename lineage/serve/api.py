@@ -17,13 +17,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import blake3
 from starlette.responses import Response
 from starlette.routing import Route
 
 from lineage.errors import EXIT_NO, EXIT_OK
+from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem
 from lineage.serve.limits import Limits
-from lineage.serve.stores import store_for
+from lineage.serve.stores import snapshots_for
 
 if TYPE_CHECKING:
     import anyio
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from lineage.api import Store
 
 EXIT_HEADER = "X-Lineage-Exit-Code"
+CACHE_HEADER = "X-Lineage-Cache"
 
 
 @dataclass(frozen=True)
@@ -117,16 +120,33 @@ def limits_of(request: Request) -> Limits:
     return limits
 
 
-async def answered(request: Request, question: Callable[..., Response], *args: Any,
-                   **kwargs: Any) -> Response:
+async def answered(request: Request, question: Callable[[Store], Response], *,
+                   cache: bool = True, body: bytes = b"") -> Response:
     """Run a question against the request's store in a worker thread (DuckDB and the
     hashing release the GIL; the event loop stays free), at most `max_questions` at once
-    per process: more would only share the same cores, each answer slower."""
+    per process: more would only share the same cores, each answer slower.
+
+    An answer already given for the same catalog state, path, query and `body` is given
+    again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
+    """
     import anyio.to_thread
 
+    snapshots = snapshots_for(request.app.state.store_root)
+    answers: AnswerCache | None = request.app.state.answers if cache else None
+    asked = (request.method, request.url.path, request.url.query,
+             blake3.blake3(body).hexdigest() if body else None)
+
     def call() -> Response:
-        with store_for(request) as store:
-            return question(store, *args, **kwargs)
+        snapshot = snapshots.current()
+        key = (snapshot.serial, asked)
+        if answers is not None and (kept := answers.get(key)) is not None:
+            return Response(kept[0], media_type="application/json",
+                            headers={**kept[1], CACHE_HEADER: "hit"})
+        response = question(snapshots.served(snapshot))
+        if answers is not None and response.status_code == 200:
+            answers.put(key, bytes(response.body),
+                        {k: v for k, v in response.headers.items() if k.startswith("x-lineage-")})
+        return response
 
     return await anyio.to_thread.run_sync(call, limiter=_limiter(request))
 
@@ -232,7 +252,10 @@ async def trained_on(request: Request) -> Response:
         return json_answer(fast_json_text(answer),
                            exit_code=EXIT_OK if all_found(answer) else EXIT_NO)
 
-    return await answered(request, question)
+    asked = b"".join([b"s", b"-" if stdin is None else blake3.blake3(stdin).digest(),
+                      *(b"t" + blake3.blake3(t.encode("utf-8", "surrogatepass")).digest()
+                        for t in texts)])
+    return await answered(request, question, body=asked)
 
 
 async def _posted(request: Request) -> tuple[bytes | None, list[str]]:
@@ -467,7 +490,7 @@ async def sql(request: Request) -> Response:
             if result.truncated else None
         return json_answer(result.to_json(), headers=headers)
 
-    return await answered(request, question)
+    return await answered(request, question, cache=False)  # it reads the catalog file
 
 
 def _utf8(body: bytes, what: str) -> str:

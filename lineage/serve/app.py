@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from lineage.errors import LineageError
 from lineage.serve import api, errors
+from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
 from lineage.serve.limits import Limits
 
@@ -61,6 +62,7 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.store_root = str(root)
     app.state.limits = limits or Limits()
+    app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
     hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS
     app.add_middleware(RequestGuard, token=token, limits=app.state.limits, hosts=hosts)
     return app

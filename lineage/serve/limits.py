@@ -20,3 +20,4 @@ class Limits:
     max_trace_steps: int = 1000  # steps of a `trace --clipped/--skipped` answer
     max_candidates: int = 100  # trained-on's `limit`: candidate documents per text
     max_questions: int = 4  # questions answered at once per process; others wait their turn
+    max_cache_bytes: int = 64 << 20  # answers kept per process for repeated questions (0: none)

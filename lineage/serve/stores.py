@@ -17,6 +17,7 @@ valid for as long as the catalog lists them.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 SETTLE_SECONDS = 0.05
 
 Signature = tuple[tuple[int, int, int, int], ...]
+_SERIALS = itertools.count(1)
 
 
 def catalog_signature(catalog: Path) -> Signature:
@@ -62,6 +64,7 @@ class CatalogSnapshot:
 
         self.signature = catalog_signature(store.catalog_path)
         self.taken = time.time()
+        self.serial = next(_SERIALS)  # names this state of the catalog in answer caches
         con = duckdb.connect(":memory:")
         try:
             path = str(store.catalog_path)
@@ -136,8 +139,9 @@ class Snapshots:
         return snapshot.settled() and \
             catalog_signature(self.store.catalog_path) == snapshot.signature
 
-    def served(self) -> ServedStore:
-        return ServedStore(self.store.root, self.current())
+    def served(self, snapshot: CatalogSnapshot | None = None) -> ServedStore:
+        """The store a request reads: `snapshot`, or the current one."""
+        return ServedStore(self.store.root, snapshot or self.current())
 
 
 _BY_ROOT: dict[Path, Snapshots] = {}

@@ -84,3 +84,32 @@ def test_server_answers_while_an_ingest_commits(private_store: Path) -> None:
     assert seen_after < 5
     assert ["example", "poems"] in corpora_seen  # before the commit
     assert ["example", "more", "poems"] in corpora_seen  # and after it, same server
+
+
+def test_a_repeated_question_is_answered_from_memory_until_a_commit(
+        private_store: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from lineage.serve.api import CACHE_HEADER
+    from lineage.serve.app import create_app
+
+    with TestClient(create_app(private_store), base_url="http://localhost") as client:
+        first = client.get("/api/corpora")
+        again = client.get("/api/corpora")
+        assert CACHE_HEADER.lower() not in first.headers
+        assert again.headers[CACHE_HEADER] == "hit"
+        assert again.content == first.content
+        assert again.headers["x-lineage-exit-code"] == first.headers["x-lineage-exit-code"]
+        posted = [client.post("/api/trained-on", content=b"some text") for _ in range(2)]
+        assert posted[1].headers[CACHE_HEADER] == "hit"
+        other = client.post("/api/trained-on", content=b"other text")
+        assert CACHE_HEADER.lower() not in other.headers
+        assert other.json()["results"][0]["content_hash"] != \
+            posted[0].json()["results"][0]["content_hash"]
+        sql = [client.get("/api/sql?q=SELECT%201") for _ in range(2)]
+        assert CACHE_HEADER.lower() not in sql[1].headers
+        ingest_corpus(open_store(private_store), [EXAMPLES / "shards" / "poems.parquet"],
+                      corpus="more", license="LicenseRef-PublicDomain")
+        after = client.get("/api/corpora")
+        assert CACHE_HEADER.lower() not in after.headers
+        assert [c["name"] for c in after.json()] == ["example", "more", "poems"]
