@@ -13,154 +13,32 @@ in the catalog, posted bytes are answered as standard input is.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import blake3
 from starlette.responses import Response
 from starlette.routing import Route
 
 from lineage.errors import EXIT_NO, EXIT_OK
-from lineage.serve.cache import AnswerCache
+from lineage.serve.answering import (
+    CACHE_HEADER,
+    EXIT_HEADER,
+    Endpoint,
+    Param,
+    answered,
+    json_answer,
+    limits_of,
+    query_params,
+)
 from lineage.serve.errors import HTTPProblem
-from lineage.serve.limits import Limits
-from lineage.serve.stores import snapshots_for
 
 if TYPE_CHECKING:
-    import anyio
     from starlette.datastructures import FormData
     from starlette.requests import Request
 
     from lineage.api import Store
 
-EXIT_HEADER = "X-Lineage-Exit-Code"
-CACHE_HEADER = "X-Lineage-Cache"
-
-
-@dataclass(frozen=True)
-class Param:
-    """A query parameter: its name, type ('integer', 'number', 'boolean', 'string')."""
-
-    name: str
-    kind: str = "string"
-    description: str = ""
-    required: bool = False
-    minimum: float | None = None
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One route of the API with what the OpenAPI description says about it."""
-
-    path: str
-    method: str
-    command: str  # the command line whose --json this answers
-    handler: Callable[[Request], Awaitable[Response]]
-    params: tuple[Param, ...] = ()
-    body: str | None = None  # what a POST body holds
-    path_params: tuple[str, ...] = field(default=())
-
-    def route(self) -> Route:
-        return Route(self.path, self.handler, methods=[self.method])
-
-
-def json_answer(text: str, *, exit_code: int = EXIT_OK,
-                headers: dict[str, str] | None = None) -> Response:
-    """The command's standard output (JSON and a newline) with its exit code."""
-    return Response(text + "\n", media_type="application/json",
-                    headers={EXIT_HEADER: str(exit_code), **(headers or {})})
-
-
-# -- parameters ------------------------------------------------------------------------
-
-
-def query_params(request: Request, params: Sequence[Param]) -> dict[str, Any]:
-    """The request's query parameters, typed and checked; a problem is a 400."""
-    known = {p.name: p for p in params}
-    values: dict[str, Any] = {}
-    for name in request.query_params:
-        if name not in known:
-            listed = ", ".join(known) or "none"
-            raise HTTPProblem(400, f"unknown parameter {name!r} (this endpoint takes: {listed})")
-        found = request.query_params.getlist(name)
-        if len(found) > 1:
-            raise HTTPProblem(400, f"parameter {name!r} is given {len(found)} times")
-        values[name] = _typed(known[name], found[0])
-    for p in params:
-        if p.required and p.name not in values:
-            raise HTTPProblem(400, f"parameter {p.name!r} is required")
-    return values
-
-
-def _typed(param: Param, raw: str) -> Any:
-    if param.kind == "string":
-        return raw
-    if param.kind == "boolean":
-        if raw.lower() in ("1", "true", "yes"):
-            return True
-        if raw.lower() in ("0", "false", "no"):
-            return False
-        raise HTTPProblem(400, f"parameter {param.name!r} must be true or false, not {raw!r}")
-    try:
-        value: float = int(raw) if param.kind == "integer" else float(raw)
-    except ValueError:
-        word = "an integer" if param.kind == "integer" else "a number"
-        raise HTTPProblem(400, f"parameter {param.name!r} must be {word}, not {raw!r}") \
-            from None
-    if param.minimum is not None and value < param.minimum:
-        raise HTTPProblem(400, f"parameter {param.name!r} must be at least "
-                               f"{param.minimum:g}, not {raw}")
-    return value
-
-
-def limits_of(request: Request) -> Limits:
-    limits = request.app.state.limits
-    assert isinstance(limits, Limits)
-    return limits
-
-
-async def answered(request: Request, question: Callable[[Store], Response], *,
-                   cache: bool = True, body: bytes = b"") -> Response:
-    """Run a question against the request's store in a worker thread (DuckDB and the
-    hashing release the GIL; the event loop stays free), at most `max_questions` at once
-    per process: more would only share the same cores, each answer slower.
-
-    An answer already given for the same catalog state, path, query and `body` is given
-    again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
-    """
-    import anyio.to_thread
-
-    snapshots = snapshots_for(request.app.state.store_root)
-    answers: AnswerCache | None = request.app.state.answers if cache else None
-    asked = (request.method, request.url.path, request.url.query,
-             blake3.blake3(body).hexdigest() if body else None)
-
-    def call() -> Response:
-        snapshot = snapshots.current()
-        key = (snapshot.serial, asked)
-        if answers is not None and (kept := answers.get(key)) is not None:
-            return Response(kept[0], media_type="application/json",
-                            headers={**kept[1], CACHE_HEADER: "hit"})
-        response = question(snapshots.served(snapshot))
-        if answers is not None and response.status_code == 200:
-            answers.put(key, bytes(response.body),
-                        {k: v for k, v in response.headers.items() if k.startswith("x-lineage-")})
-        return response
-
-    return await anyio.to_thread.run_sync(call, limiter=_limiter(request))
-
-
-def _limiter(request: Request) -> anyio.CapacityLimiter:
-    import anyio
-
-    state = request.app.state
-    limiter = getattr(state, "question_limiter", None)
-    if limiter is None:  # made in the event loop that uses it
-        limiter = state.question_limiter = anyio.CapacityLimiter(
-            limits_of(request).max_questions)
-    assert isinstance(limiter, anyio.CapacityLimiter)
-    return limiter
+__all__ = ["CACHE_HEADER", "ENDPOINTS", "EXIT_HEADER", "Endpoint", "Param", "routes"]
 
 
 # -- corpora and streams ---------------------------------------------------------------

@@ -135,6 +135,12 @@ class Snapshots:
                 snapshot = self._current = CatalogSnapshot(self.store)
             return snapshot
 
+    def peek(self) -> CatalogSnapshot | None:
+        """The current snapshot when it is still the catalog's state, else None (a `stat`,
+        never a copy: cheap enough for the event loop)."""
+        snapshot = self._current
+        return snapshot if snapshot is not None and self._fresh(snapshot) else None
+
     def _fresh(self, snapshot: CatalogSnapshot) -> bool:
         return snapshot.settled() and \
             catalog_signature(self.store.catalog_path) == snapshot.signature
