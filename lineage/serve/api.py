@@ -80,12 +80,11 @@ async def docs(request: Request) -> Response:
 
     def question(store: Store) -> Response:
         # The question's JSON object as is, as the command line's lean path prints it (the
-        # typed answer prints the same bytes; building it costs more than the lookup),
-        # written by the faster writer of the same bytes.
-        from lineage.serve.jsontext import fast_json_text
+        # typed answer prints the same bytes; building it costs more than the lookup).
+        from lineage.jsonout import json_text
         from lineage.stream.query import docs_in_step
 
-        return json_answer(fast_json_text(docs_in_step(
+        return json_answer(json_text(docs_in_step(
             store, options["step"], stream=options.get("stream"), rank=options.get("rank"),
             world_size=options.get("world_size"), window=options.get("window"))))
 
@@ -121,13 +120,13 @@ async def trained_on(request: Request) -> Response:
     stdin, texts = await _posted(request)
 
     def question(store: Store) -> Response:
-        from lineage.serve.jsontext import fast_json_text
+        from lineage.jsonout import json_text
         from lineage.text.trained_on import all_found
         from lineage.text.trained_on import trained_on as ask
 
         answer = ask(store, texts=texts, stdin=stdin, stream=options.get("stream"),
                      run=options.get("run"), min_containment=containment, limit=limit)
-        return json_answer(fast_json_text(answer),
+        return json_answer(json_text(answer),
                            exit_code=EXIT_OK if all_found(answer) else EXIT_NO)
 
     asked = b"".join([b"s", b"-" if stdin is None else blake3.blake3(stdin).digest(),
@@ -192,12 +191,12 @@ async def trained_on_hash(request: Request) -> Response:
         raise HTTPProblem(400, "parameter 'hash' must be a BLAKE3 digest: 64 hex digits")
 
     def question(store: Store) -> Response:
-        from lineage.serve.jsontext import fast_json_text
+        from lineage.jsonout import json_text
         from lineage.text.trained_on import all_found, trained_on_hashes
 
         answer = trained_on_hashes(store, [(options["hash"], digest)],
                                    stream=options.get("stream"))
-        return json_answer(fast_json_text(answer),
+        return json_answer(json_text(answer),
                            exit_code=EXIT_OK if all_found(answer) else EXIT_NO)
 
     return await answered(request, question)
