@@ -130,8 +130,9 @@ class RequestGuard:
                 return HTTPProblem(400, f"Host {host!r} is not a name of this server "
                                         "(lineage serve --allow-host adds one)")
         if self.token is not None:
-            given = headers.get("authorization", b"")
-            if not hmac.compare_digest(given, b"Bearer " + self.token):
+            scheme, _, given = headers.get("authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(),
+                                                                        self.token):
                 return HTTPProblem(401, "a bearer token is required (Authorization: "
                                         "Bearer <token>, from the server's --token-file)",
                                    headers={"WWW-Authenticate": "Bearer"})

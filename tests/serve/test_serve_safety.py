@@ -118,8 +118,11 @@ def test_bearer_token(demo_root: Path) -> None:
         assert refused.headers["www-authenticate"] == "Bearer"
         _error(c.get("/api/corpora", headers={"Authorization": "Bearer wrong"}), 401)
         _error(c.get("/openapi.json"), 401)
-        good = c.get("/api/corpora", headers={"Authorization": f"Bearer {token}"})
-        assert good.status_code == 200
+        _error(c.get("/api/corpora", headers={"Authorization": f"Basic {token}"}), 401)
+        _error(c.get("/api/corpora", headers={"Authorization": f"Bearer {token}x"}), 401)
+        for scheme in ("Bearer", "bearer"):  # the scheme's case does not matter (RFC 9110)
+            good = c.get("/api/corpora", headers={"Authorization": f"{scheme} {token}"})
+            assert good.status_code == 200
 
 
 def test_a_real_server_survives_a_malformed_request(demo_root: Path) -> None:
