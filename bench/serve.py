@@ -168,8 +168,8 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
 
     opened = lineage.open_store(store)
     steps = int(opened.stream("main")["steps"])
-    hashes = [row[0] for row in opened.sql(
-        "SELECT content_hash FROM documents USING SAMPLE 2000 ROWS (reservoir, 7)",
+    hashes = [row[0] for row in opened.sql(  # documents the stream holds: exit code 0
+        "SELECT content_hash FROM occurrences USING SAMPLE 2000 ROWS (reservoir, 7)",
         max_rows=None).rows]
     rng = random.Random(7)
 
@@ -235,12 +235,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="rounds; medians are reported")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--only", nargs="+", help="only the workloads whose names start so")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-serve"))
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stops the server on the way out
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = prepare(args.workdir, args.documents)
-    made = workloads(store)
+    made = {name: make for name, make in workloads(store).items()
+            if not args.only or any(name.startswith(o) for o in args.only)}
     server = start_server(store, args.port, args.workers, args.workdir / "serve.log")
     results: dict[str, object] = {
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
