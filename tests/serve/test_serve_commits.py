@@ -113,3 +113,40 @@ def test_a_repeated_question_is_answered_from_memory_until_a_commit(
         after = client.get("/api/corpora")
         assert CACHE_HEADER.lower() not in after.headers
         assert [c["name"] for c in after.json()] == ["example", "more", "poems"]
+
+
+def test_a_busy_or_damaged_store_is_a_json_5xx(private_store: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that keeps the catalog past the busy timeout: 503; a part whose bytes
+    differ from the catalog's record: 500; both with the command line's message."""
+    import subprocess
+    import sys
+
+    from starlette.testclient import TestClient
+
+    from lineage.serve.app import create_app
+
+    monkeypatch.setenv("LINEAGE_BUSY_TIMEOUT", "0.3")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time, lineage\n"
+         "with lineage.open_store(sys.argv[1]).writer():\n"
+         "    print('held', flush=True); time.sleep(30)", str(private_store)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with TestClient(create_app(private_store), base_url="http://localhost") as client:
+            busy = client.get("/api/corpora")
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert busy.status_code == 503
+    assert busy.json()["exit_code"] == 2 and "store busy" in busy.json()["error"]
+
+    part = sorted((private_store / "tables" / "occurrences").glob("*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[100] ^= 0xFF  # inside the first row group, which holds step 0
+    part.write_bytes(bytes(data))
+    with TestClient(create_app(private_store), base_url="http://localhost") as client:
+        damaged = client.get("/api/docs?step=0")
+    assert damaged.status_code == 500
+    assert damaged.json()["exit_code"] == 2 and "damaged part" in damaged.json()["error"]
