@@ -4,6 +4,7 @@ catalog state (lineage/serve/cache.py)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from lineage.api import Store
     from lineage.serve.stores import CatalogSnapshot
 
+_LARGEST = 2**63 - 1
 EXIT_HEADER = "X-Lineage-Exit-Code"
 CACHE_HEADER = "X-Lineage-Cache"
 
@@ -93,12 +95,15 @@ def _typed(param: Param, raw: str) -> Any:
         if raw.lower() in ("0", "false", "no"):
             return False
         raise HTTPProblem(400, f"parameter {param.name!r} must be true or false, not {raw!r}")
+    word = "an integer" if param.kind == "integer" else "a number"
     try:
         value: float = int(raw) if param.kind == "integer" else float(raw)
     except ValueError:
-        word = "an integer" if param.kind == "integer" else "a number"
         raise HTTPProblem(400, f"parameter {param.name!r} must be {word}, not {raw!r}") \
             from None
+    if not math.isfinite(value) or abs(value) > _LARGEST:  # what the store's columns hold
+        raise HTTPProblem(400, f"parameter {param.name!r} must be a finite {word.split()[-1]}"
+                               f" below 2^63, not {raw[:40]!r}")
     if param.minimum is not None and value < param.minimum:
         raise HTTPProblem(400, f"parameter {param.name!r} must be at least "
                                f"{param.minimum:g}, not {raw}")
