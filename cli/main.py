@@ -119,6 +119,7 @@ def _register() -> None:
         query,
         report,
         run,
+        serve,
         store,
         stream,
         verify,
@@ -135,6 +136,7 @@ def _register() -> None:
     app.add_typer(store.app, name="store")
     app.command("init")(store.init)
     app.command("sql")(store.sql)
+    app.command("serve")(serve.serve)
     app.command("docs")(query.docs)
     app.command("trained-on")(query.trained_on)
     app.command("trace")(query.trace)

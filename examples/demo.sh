@@ -88,3 +88,8 @@ step lineage audit replay audited --step 7 --replayer examples/tiny_run.py:repla
 step lineage audit status audited
 step lineage audit who audited
 step lineage store verify
+
+# The same store over HTTP: the JSON API (each answer exactly a command's --json) and the
+# web explorer, on loopback until Ctrl-C (docs/serve.md).
+printf '\nServe the demo store:  lineage --store %s serve   (then open http://127.0.0.1:8000/)\n' \
+    "$LINEAGE_STORE"

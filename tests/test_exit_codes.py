@@ -82,6 +82,7 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
                         (*NS, "run", "checkpoints", "nope")],
     "run list": [(*NS, "run", "list")],
     "run show": [(*S, "run", "show", "nope"), (*NS, "run", "show", "nope")],
+    "serve": [(*NS, "serve"), (*S, "serve", "--token-file", "{MISSING}")],
     "sql": [(*NS, "sql", "SELECT 1"), (*S, "sql", "SELECT * FROM nope")],
     "store gc": [(*NS, "store", "gc")],
     "store migrate": [(*NS, "store", "migrate")],

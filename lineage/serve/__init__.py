@@ -1,8 +1,12 @@
 """`lineage serve`: the store's questions over HTTP, and a web explorer (docs/serve.md).
 
-`app` builds the ASGI application, `stores` hands each request an open store, `api` holds
-the JSON endpoints (each returns exactly the command line's `--json` answer), and `web`
-the server-rendered pages of the explorer.
+`app` builds the ASGI application and guards every request, `stores` hands each request
+the store as a per-process copy of the catalog (refreshed after commits), `api` holds the
+JSON endpoints (each returns exactly the command line's `--json` answer), `answering`
+runs their questions (parameters, a worker thread, answers kept per catalog state in
+`cache`), `errors` turns every error into JSON with the command line's exit code,
+`limits` bounds what a request may ask, `openapi` describes the routes, and `web`
+holds the server-rendered pages of the explorer.
 
 A front end beside the command line: nothing in the core imports it.
 May import: lineage.api, lineage.exports, lineage.audit, lineage.exp, lineage.diligence,

@@ -1,18 +1,171 @@
-"""The store a request reads: opened read-only for the request, closed after it."""
+"""The store a request reads: a per-process copy of the catalog, refreshed after commits.
+
+Opening the catalog for every request costs a DuckDB attach and holds its file lock while
+the request runs; under steady traffic some request always holds it, and an ingest
+waiting for the lock would starve. So each server process (each uvicorn worker) keeps a
+`CatalogSnapshot`: the catalog's tables copied into an in-memory DuckDB database, with
+the bulk tables as views over exactly the Parquet parts it lists. The catalog file is
+locked only while the copy is made (milliseconds), never while a question is answered.
+
+Before each request the catalog's files are looked at (`os.stat`, microseconds): when
+they changed since the copy, a new copy is made and the request reads it. A request
+keeps the snapshot it started with, so an answer begun before a commit finishes on the
+old state and the next one sees the new state. Parquet parts are never rewritten in
+place (a new part has a new name), so the copy and DuckDB's cache of part footers stay
+valid for as long as the catalog lists them.
+"""
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineage.api import Store
 
 if TYPE_CHECKING:
+    import duckdb
     from starlette.requests import Request
+
+# A file's modification time has the kernel's coarse clock resolution (a few ms): a copy
+# made this soon after the last change may have raced a second commit of equal size, so
+# it is made again once this much time has passed.
+SETTLE_SECONDS = 0.05
+
+Signature = tuple[tuple[int, int, int, int], ...]
+_SERIALS = itertools.count(1)
+
+
+def catalog_signature(catalog: Path) -> Signature:
+    """What changes when a commit lands: identity, size and times of the catalog and WAL."""
+    found = []
+    for path in (catalog, catalog.with_name(catalog.name + ".wal")):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            found.append((0, 0, 0, 0))
+            continue
+        found.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(found)
+
+
+class CatalogSnapshot:
+    """One copy of the catalog in memory, with the bulk views; read through cursors."""
+
+    def __init__(self, store: Store) -> None:
+        import duckdb
+
+        from lineage.store.base import _ensure_schema, _retry_locked
+
+        self.signature = catalog_signature(store.catalog_path)
+        self.taken = time.time()
+        self.serial = next(_SERIALS)  # names this state of the catalog in answer caches
+        con = duckdb.connect(":memory:")
+        try:
+            path = str(store.catalog_path)
+            _retry_locked(store.catalog_path,
+                          lambda: con.execute("ATTACH ? AS source (READ_ONLY)", [path]))
+            try:
+                _ensure_schema(con, store.catalog_path, migrate=False, schema="source.main")
+                con.execute("COPY FROM DATABASE source TO memory")
+            finally:
+                con.execute("DETACH source")  # releases the lock for writers
+            store._create_bulk_views(con)
+            # Parts are immutable: their footers are parsed once per snapshot, not per query.
+            con.execute("SET parquet_metadata_cache = true")
+            # A question reads a row group or two: requests in parallel use the cores
+            # better than one query's threads do.
+            con.execute("SET threads = 1")
+        except BaseException:
+            con.close()
+            raise
+        self.connection = con
+
+    def settled(self) -> bool:
+        """Whether the copy was made well after the catalog's last change (else it is
+        made again for the next request, until it is)."""
+        newest = max(entry[2] for entry in self.signature) / 1e9
+        return self.taken - newest > SETTLE_SECONDS
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cursor = self.connection.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+
+
+class ServedStore(Store):
+    """A `lineage.Store` whose catalog reads come from a snapshot instead of the file."""
+
+    def __init__(self, root: str | os.PathLike[str], snapshot: CatalogSnapshot) -> None:
+        super().__init__(root)
+        self.snapshot = snapshot
+
+    @contextmanager
+    def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        # The snapshot always has the bulk views; a caller that asked for none ignores them.
+        with self.snapshot.cursor() as cursor:
+            yield cursor
+
+
+class Snapshots:
+    """The current snapshot of one store in this process, replaced after each commit."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.store = Store(root)
+        self._current: CatalogSnapshot | None = None
+        self._lock = threading.Lock()
+
+    def current(self) -> CatalogSnapshot:
+        """The snapshot to answer the next request from (a fresh one after a commit)."""
+        snapshot = self._current
+        if snapshot is not None and self._fresh(snapshot):
+            return snapshot
+        with self._lock:  # one copy at a time; waiting requests then take that copy
+            snapshot = self._current
+            if snapshot is None or not self._fresh(snapshot):
+                self.store._require_catalog()
+                snapshot = self._current = CatalogSnapshot(self.store)
+            return snapshot
+
+    def peek(self) -> CatalogSnapshot | None:
+        """The current snapshot when it is still the catalog's state, else None (a `stat`,
+        never a copy: cheap enough for the event loop)."""
+        snapshot = self._current
+        return snapshot if snapshot is not None and self._fresh(snapshot) else None
+
+    def _fresh(self, snapshot: CatalogSnapshot) -> bool:
+        return snapshot.settled() and \
+            catalog_signature(self.store.catalog_path) == snapshot.signature
+
+    def served(self, snapshot: CatalogSnapshot | None = None) -> ServedStore:
+        """The store a request reads: `snapshot`, or the current one."""
+        return ServedStore(self.store.root, snapshot or self.current())
+
+
+_BY_ROOT: dict[Path, Snapshots] = {}
+_BY_ROOT_LOCK = threading.Lock()
+
+
+def snapshots_for(root: str | os.PathLike[str]) -> Snapshots:
+    """This process's snapshots of the store at `root` (one per process and store)."""
+    key = Path(root).resolve()
+    with _BY_ROOT_LOCK:
+        found = _BY_ROOT.get(key)
+        if found is None:
+            found = _BY_ROOT[key] = Snapshots(key)
+        return found
 
 
 @contextmanager
 def store_for(request: Request) -> Iterator[Store]:
-    """The store of the application serving `request` (its directory is set at start-up)."""
-    yield Store(request.app.state.store_root)
+    """The store of the application serving `request` (its directory is set at start-up),
+    reading the catalog as it was when the request began."""
+    yield snapshots_for(request.app.state.store_root).served()

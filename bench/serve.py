@@ -1,0 +1,276 @@
+"""`lineage serve` under load on loopback: latency (p50, p99) and throughput of `docs`
+and `trained-on` (by hash and by text) at a bounded number of concurrent clients.
+
+    .venv/bin/python bench/serve.py [--documents 10000000] [--clients 1 16 64]
+                                    [--seconds 10] [--workers 2] [--workdir DIR]
+
+The store is bench/stream.py's (a ready manifest from bench/gen_manifest.py, ingested,
+and a stream `main` of seq_len 2048 x batch 64), made once per size in the work folder.
+The server is the real command (`lineage serve --workers N`) in its own processes; the
+clients run in this process on asyncio, each with one keep-alive connection, sending its
+next request as soon as the answer is in (a closed loop: N clients, at most N requests
+in flight). Each request of the first three workloads asks something new (random steps
+out of 70,175, random documents' content hashes, texts no document holds), so no answer
+comes from the server's memory of answers; the last two ask about 50 steps or files over
+and over, the case that memory is for. Every answer is checked (status 200, the header's exit
+code); any other outcome counts as an error. Results go to bench/out/serve.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+WORDS = ("river stone lantern copper meadow quiet harbor signal winter orchard lattice "
+         "ember canvas thistle marble cobalt").split()
+
+
+def prepare(workdir: Path, documents: int) -> Path:
+    """bench/stream.py's store of `documents` documents, with a stream named main, and
+    the example corpus beside it for its text index (the generated corpus has no text)."""
+    import stream as stream_bench
+
+    import lineage
+
+    store = stream_bench.prepare(workdir, documents)
+    opened = lineage.open_store(store)
+    lineage_cli = (sys.executable, "-m", "lineage.cli", "--store", str(store))
+    if "main" not in [s["name"] for s in opened.streams()]:
+        stream_bench.sh(*lineage_cli, "stream", "build", "--corpus", "c", "--name", "main",
+                        "--seed", "42", "--seq-len", "2048", "--batch", "64")
+    if "example" not in [c["name"] for c in opened.corpora()]:
+        stream_bench.sh(*lineage_cli, "ingest", "corpus", str(REPO / "examples" / "corpus"),
+                        "--corpus", "example")
+    return store
+
+
+def start_server(store: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
+    lineage_bin = str(Path(sys.executable).with_name("lineage"))
+    with log.open("wb") as stderr:  # the child keeps its own copy of the descriptor
+        server = subprocess.Popen([lineage_bin, "--store", str(store), "serve", "--port",
+                                   str(port), "--workers", str(workers)], stderr=stderr)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            asyncio.run(_one(port, _get("/api/streams")))
+            return server
+        except OSError:
+            if server.poll() is not None:
+                raise RuntimeError(log.read_text()) from None
+            time.sleep(0.2)
+    server.kill()
+    raise RuntimeError("the server did not start")
+
+
+def server_cpu_seconds(server: subprocess.Popen[bytes]) -> float:
+    """CPU time used so far by the server's processes (the supervisor and its workers),
+    from /proc: how much machine each answer took, whatever else the machine ran."""
+    pids = [server.pid]
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _get(path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+
+
+def _post(path: str, body: bytes) -> bytes:
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    return head.encode() + body
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:] if line)}
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, headers, body
+
+
+async def _one(port: int, request: bytes) -> int:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    status, _, _ = await _read_answer(reader)
+    writer.close()
+    return status
+
+
+async def _client(port: int, make: Callable[[], tuple[bytes, str]], deadline: float,
+                  latencies: list[float], errors: list[str]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    while time.perf_counter() < deadline:
+        request, exit_code = make()
+        started = time.perf_counter()
+        try:
+            writer.write(request)
+            status, headers, _ = await _read_answer(reader)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            errors.append(type(exc).__name__)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            continue
+        latencies.append(time.perf_counter() - started)
+        if status != 200 or headers.get("x-lineage-exit-code") != exit_code:
+            errors.append(f"{status} exit {headers.get('x-lineage-exit-code')}")
+    writer.close()
+
+
+async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
+                seconds: float, cpu: Callable[[], float]) -> dict[str, object]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    warm_until = time.perf_counter() + 1.0  # connections and caches first, not timed
+    await asyncio.gather(*(_client(port, make, warm_until, [], errors) for _ in range(clients)))
+    errors.clear()
+    cpu_before = cpu()
+    started = time.perf_counter()
+    await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors)
+                           for _ in range(clients)))
+    elapsed = time.perf_counter() - started
+    cpu_used = cpu() - cpu_before
+    latencies.sort()
+    ms = [x * 1000 for x in latencies]
+    return {"clients": clients, "requests": len(ms), "errors": len(errors),
+            "error_kinds": sorted(set(errors))[:5],
+            "p50_ms": round(statistics.median(ms), 2) if ms else None,
+            "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
+            "throughput_rps": round(len(ms) / elapsed, 1),
+            "server_cpu_ms_per_request": round(cpu_used * 1000 / max(1, len(ms)), 2)}
+
+
+def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
+    """Each workload makes its next request (and the exit code its answer must carry)."""
+    import lineage
+
+    opened = lineage.open_store(store)
+    steps = int(opened.stream("main")["steps"])
+    hashes = [row[0] for row in opened.sql(  # documents the stream holds: exit code 0
+        "SELECT content_hash FROM occurrences USING SAMPLE 2000 ROWS (reservoir, 7)",
+        max_rows=None).rows]
+    rng = random.Random(7)
+
+    def docs() -> tuple[bytes, str]:
+        return _get(f"/api/docs?step={rng.randrange(steps)}&stream=main"), "0"
+
+    def by_hash() -> tuple[bytes, str]:
+        return _get(f"/api/trained-on?hash={rng.choice(hashes)}&stream=main"), "0"
+
+    def by_text() -> tuple[bytes, str]:
+        text = " ".join(rng.choice(WORDS) for _ in range(60)) + f" {rng.random()}"
+        return _post("/api/trained-on?stream=main", text.encode()), "1"
+
+    popular_steps = [rng.randrange(steps) for _ in range(50)]
+    popular_hashes = hashes[:50]
+
+    def docs_again() -> tuple[bytes, str]:
+        return _get(f"/api/docs?step={rng.choice(popular_steps)}&stream=main"), "0"
+
+    def by_hash_again() -> tuple[bytes, str]:
+        return _get(f"/api/trained-on?hash={rng.choice(popular_hashes)}&stream=main"), "0"
+
+    return {"docs --step": docs, "trained-on by hash": by_hash,
+            "trained-on by text": by_text,
+            "docs --step, 50 steps asked again": docs_again,
+            "trained-on by hash, 50 files asked again": by_hash_again}
+
+
+def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Per workload and client count: the median of each figure over the rounds, the
+    errors summed."""
+    cells: dict[tuple[str, int], list[dict[str, object]]] = {}
+    for row in rounds:
+        cells.setdefault((str(row["workload"]), int(row["clients"])), []).append(row)  # type: ignore[call-overload]
+    out = []
+    for (workload, clients), rows in cells.items():
+        entry: dict[str, object] = {"workload": workload, "clients": clients}
+        for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request"):
+            values = [float(r[key]) for r in rows if r[key] is not None]  # type: ignore[arg-type]
+            entry[key] = round(statistics.median(values), 2) if values else None
+            entry[key.replace("_ms", "") + "_runs"] = values
+        entry["errors"] = sum(int(r["errors"]) for r in rows)  # type: ignore[call-overload]
+        entry["requests"] = sum(int(r["requests"]) for r in rows)  # type: ignore[call-overload]
+        out.append(entry)
+    return out
+
+
+def print_table(rows: list[dict[str, object]]) -> None:
+    print("| workload | clients | p50 | p99 | throughput | server CPU per answer | requests "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['clients']} | {r['p50_ms']} ms | {r['p99_ms']} ms | "
+              f"{r['throughput_rps']}/s | {r['server_cpu_ms_per_request']} ms | "
+              f"{r['requests']} | {r['errors']} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=10_000_000)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are reported")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--only", nargs="+", help="only the workloads whose names start so")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-serve"))
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stops the server on the way out
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    store = prepare(args.workdir, args.documents)
+    made = {name: make for name, make in workloads(store).items()
+            if not args.only or any(name.startswith(o) for o in args.only)}
+    server = start_server(store, args.port, args.workers, args.workdir / "serve.log")
+    results: dict[str, object] = {
+        "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
+                    "load_before": os.getloadavg()},
+        "documents": args.documents, "workers": args.workers, "seconds": args.seconds,
+        "runs": []}
+    rounds: list[dict[str, object]] = []
+    try:
+        for round_number in range(args.runs):  # rounds in turn: a busy minute hits all cells
+            for name, make in made.items():
+                for clients in args.clients:
+                    row = {"round": round_number, "workload": name,
+                           **asyncio.run(_load(args.port, make, clients, args.seconds,
+                                               lambda: server_cpu_seconds(server)))}
+                    print(json.dumps(row), flush=True)
+                    rounds.append(row)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    results["runs"] = rounds
+    results["medians"] = medians(rounds)
+    print_table(results["medians"])
+    results["machine"]["load_after"] = os.getloadavg()  # type: ignore[index]
+    out = REPO / "bench" / "out" / "serve.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""`lineage serve`: the store's questions over HTTP (docs/serve.md)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lineage.cli import output
+from lineage.cli.common import current_store
+from lineage.errors import UsageError
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="The address to listen on (loopback by "
+                                      "default; any other needs --token-file).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port.", min=0, max=65535)] = 8000,
+    token_file: Annotated[
+        Path | None, typer.Option(help="A file holding the bearer token every request must "
+                                  "send (Authorization: Bearer TOKEN).")] = None,
+    workers: Annotated[int, typer.Option(help="Server processes, each with its own "
+                                         "reader.", min=1)] = 1,
+    allow_host: Annotated[
+        list[str] | None, typer.Option(help="Another name clients use for this server in "
+                                       "the Host header (repeatable).")] = None,
+) -> None:
+    """Serve the store read-only over HTTP: the JSON API (each answer exactly the
+    command's --json), /openapi.json and the web explorer, until interrupted."""
+    import uvicorn
+
+    from lineage.serve.app import HOSTS_ENV, ROOT_ENV, TOKEN_FILE_ENV, read_token
+    from lineage.serve.tcp import PROTOCOL
+
+    store = current_store(ctx)  # an existing store, or the usual one-line error
+    loopback = _is_loopback(host)
+    token = read_token(token_file) if token_file is not None else None
+    if not loopback and token is None:
+        raise UsageError(f"--host {host} is not a loopback address: give --token-file so "
+                         "that only holders of the token can ask")
+    hosts = ["*"] if not loopback else ["127.0.0.1", "localhost", "::1", "[::1]"]
+    os.environ[ROOT_ENV] = str(store.root.resolve())
+    os.environ[HOSTS_ENV] = ",".join([*hosts, *(allow_host or [])])
+    if token_file is not None:
+        os.environ[TOKEN_FILE_ENV] = str(token_file.resolve())
+    shown = f"[{host}]" if ":" in host else host
+    output.info(f"serving {store.root} read-only at http://{shown}:{port}/ (API under "
+                f"/api, /openapi.json); Ctrl-C stops")
+    uvicorn.run("lineage.serve.app:app_from_environment", factory=True, host=host, port=port,
+                workers=workers, http=PROTOCOL, log_level="warning", access_log=False,
+                server_header=False, proxy_headers=False)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

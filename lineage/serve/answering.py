@@ -1,0 +1,167 @@
+"""How an endpoint answers: typed query parameters, the command's output with its exit
+code, and the question run in a worker thread against the request's store, once per
+catalog state (lineage/serve/cache.py)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import blake3
+from starlette.responses import Response
+from starlette.routing import Route
+
+from lineage.errors import EXIT_OK
+from lineage.serve.cache import AnswerCache
+from lineage.serve.errors import HTTPProblem
+from lineage.serve.limits import Limits
+from lineage.serve.stores import snapshots_for
+
+if TYPE_CHECKING:
+    import anyio
+    from starlette.requests import Request
+
+    from lineage.api import Store
+    from lineage.serve.stores import CatalogSnapshot
+
+_LARGEST = 2**63 - 1
+EXIT_HEADER = "X-Lineage-Exit-Code"
+CACHE_HEADER = "X-Lineage-Cache"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter: its name, type ('integer', 'number', 'boolean', 'string')."""
+
+    name: str
+    kind: str = "string"
+    description: str = ""
+    required: bool = False
+    minimum: float | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One route of the API with what the OpenAPI description says about it."""
+
+    path: str
+    method: str
+    command: str  # the command line whose --json this answers
+    handler: Callable[[Request], Awaitable[Response]]
+    params: tuple[Param, ...] = ()
+    body: str | None = None  # what a POST body holds
+    path_params: tuple[str, ...] = field(default=())
+
+    def route(self) -> Route:
+        return Route(self.path, self.handler, methods=[self.method])
+
+
+def json_answer(text: str, *, exit_code: int = EXIT_OK,
+                headers: dict[str, str] | None = None) -> Response:
+    """The command's standard output (JSON and a newline) with its exit code."""
+    return Response(text + "\n", media_type="application/json",
+                    headers={EXIT_HEADER: str(exit_code), **(headers or {})})
+
+
+# -- parameters ------------------------------------------------------------------------
+
+
+def query_params(request: Request, params: Sequence[Param]) -> dict[str, Any]:
+    """The request's query parameters, typed and checked; a problem is a 400."""
+    known = {p.name: p for p in params}
+    values: dict[str, Any] = {}
+    for name in request.query_params:
+        if name not in known:
+            listed = ", ".join(known) or "none"
+            raise HTTPProblem(400, f"unknown parameter {name!r} (this endpoint takes: {listed})")
+        found = request.query_params.getlist(name)
+        if len(found) > 1:
+            raise HTTPProblem(400, f"parameter {name!r} is given {len(found)} times")
+        values[name] = _typed(known[name], found[0])
+    for p in params:
+        if p.required and p.name not in values:
+            raise HTTPProblem(400, f"parameter {p.name!r} is required")
+    return values
+
+
+def _typed(param: Param, raw: str) -> Any:
+    if param.kind == "string":
+        return raw
+    if param.kind == "boolean":
+        if raw.lower() in ("1", "true", "yes"):
+            return True
+        if raw.lower() in ("0", "false", "no"):
+            return False
+        raise HTTPProblem(400, f"parameter {param.name!r} must be true or false, not {raw!r}")
+    word = "an integer" if param.kind == "integer" else "a number"
+    try:
+        value: float = int(raw) if param.kind == "integer" else float(raw)
+    except ValueError:
+        raise HTTPProblem(400, f"parameter {param.name!r} must be {word}, not {raw!r}") \
+            from None
+    if not math.isfinite(value) or abs(value) > _LARGEST:  # what the store's columns hold
+        raise HTTPProblem(400, f"parameter {param.name!r} must be a finite {word.split()[-1]}"
+                               f" below 2^63, not {raw[:40]!r}")
+    if param.minimum is not None and value < param.minimum:
+        raise HTTPProblem(400, f"parameter {param.name!r} must be at least "
+                               f"{param.minimum:g}, not {raw}")
+    return value
+
+
+def limits_of(request: Request) -> Limits:
+    limits = request.app.state.limits
+    assert isinstance(limits, Limits)
+    return limits
+
+
+async def answered(request: Request, question: Callable[[Store], Response], *,
+                   cache: bool = True, body: bytes = b"") -> Response:
+    """Run a question against the request's store in a worker thread (DuckDB and the
+    hashing release the GIL; the event loop stays free), at most `max_questions` at once
+    per process: more would only share the same cores, each answer slower.
+
+    An answer already given for the same catalog state, path, query and `body` is given
+    again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
+    """
+    import anyio.to_thread
+
+    snapshots = snapshots_for(request.app.state.store_root)
+    answers: AnswerCache | None = request.app.state.answers if cache else None
+    asked = (request.method, request.url.path, request.url.query,
+             blake3.blake3(body).hexdigest() if body else None)
+
+    def kept(snapshot: CatalogSnapshot) -> Response | None:
+        found = answers.get((snapshot.serial, asked)) if answers is not None else None
+        if found is None:
+            return None
+        return Response(found[0], media_type="application/json",
+                        headers={**found[1], CACHE_HEADER: "hit"})
+
+    def call() -> Response:
+        snapshot = snapshots.current()
+        if (response := kept(snapshot)) is not None:
+            return response
+        response = question(snapshots.served(snapshot))
+        if answers is not None and response.status_code == 200:
+            answers.put((snapshot.serial, asked), bytes(response.body),
+                        {k: v for k, v in response.headers.items() if k.startswith("x-lineage-")})
+        return response
+
+    current = snapshots.peek()  # a kept answer needs no worker thread
+    if current is not None and (response := kept(current)) is not None:
+        return response
+    return await anyio.to_thread.run_sync(call, limiter=_limiter(request))
+
+
+def _limiter(request: Request) -> anyio.CapacityLimiter:
+    import anyio
+
+    state = request.app.state
+    limiter = getattr(state, "question_limiter", None)
+    if limiter is None:  # made in the event loop that uses it
+        limiter = state.question_limiter = anyio.CapacityLimiter(
+            limits_of(request).max_questions)
+    assert isinstance(limiter, anyio.CapacityLimiter)
+    return limiter

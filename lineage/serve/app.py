@@ -1,0 +1,177 @@
+"""The ASGI application of `lineage serve`: the JSON API, the explorer, and their guard.
+
+    app = create_app("lineage-store")              # uvicorn runs it
+    app = create_app(root, token="...", limits=Limits(max_body_bytes=1 << 20))
+
+Every request passes `RequestGuard` first: the Host header must name this server (so a
+web page elsewhere cannot reach a loopback server by DNS rebinding), the bearer token
+must match when one is set, the query string and the body must stay within the limits.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from lineage.errors import LineageError
+from lineage.serve import api, errors
+from lineage.serve.cache import AnswerCache
+from lineage.serve.errors import HTTPProblem, error_response
+from lineage.serve.limits import Limits
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+# What `lineage serve` hands each uvicorn worker process (it builds its own application).
+ROOT_ENV = "LINEAGE_SERVE_STORE"
+TOKEN_FILE_ENV = "LINEAGE_SERVE_TOKEN_FILE"
+HOSTS_ENV = "LINEAGE_SERVE_HOSTS"
+
+
+def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
+               limits: Limits | None = None,
+               allowed_hosts: Iterable[str] | None = None) -> Starlette:
+    """The application serving the store at `store_root`, read-only.
+
+    `token`: requests must send `Authorization: Bearer <token>`. `allowed_hosts`: the
+    names the Host header may give (default: loopback names; "*" allows any)."""
+    from lineage.serve.web import routes as web_routes
+
+    root = Path(store_root)
+    if not (root / "catalog.duckdb").is_file():
+        from lineage.errors import StoreError
+
+        raise StoreError(f"no lineage store at {root} (missing catalog.duckdb): run "
+                         "`lineage init` or pass --store")
+    routes: list[BaseRoute] = [*api.routes(),
+                               Route("/openapi.json", openapi, methods=["GET"]),
+                               *web_routes()]
+    handlers: dict[Any, Any] = {LineageError: errors.lineage_error,
+                                HTTPException: errors.http_error,
+                                Exception: errors.unexpected_error}
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.store_root = str(root)
+    app.state.limits = limits or Limits()
+    app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
+    hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS
+    app.add_middleware(RequestGuard, token=token, limits=app.state.limits, hosts=hosts)
+    return app
+
+
+def app_from_environment() -> Starlette:
+    """The application `lineage serve` configured through the environment (uvicorn's
+    factory, called once in each worker process)."""
+    token_file = os.environ.get(TOKEN_FILE_ENV)
+    hosts = [h for h in os.environ.get(HOSTS_ENV, "").split(",") if h]
+    return create_app(os.environ[ROOT_ENV],
+                      token=read_token(Path(token_file)) if token_file else None,
+                      allowed_hosts=hosts or None)
+
+
+def read_token(path: Path) -> str:
+    """The bearer token in `path`: one line of at least 16 characters, no spaces."""
+    from lineage.errors import InputError
+
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the token ({exc})") from exc
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise InputError(path, "a token is one line of at least 16 characters without spaces")
+    return token
+
+
+async def openapi(request: Request) -> Response:
+    """The OpenAPI description of every route this application serves."""
+    from lineage.jsonout import json_text
+    from lineage.serve.openapi import describe
+
+    return Response(json_text(describe(request.app.routes)) + "\n",
+                    media_type="application/json")
+
+
+class RequestGuard:
+    """Host, token, query-string and body bounds, checked before any route runs."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, limits: Limits,
+                 hosts: frozenset[str]) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.limits = limits
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self._refusal(scope)
+        if problem is not None:
+            response = error_response(str(problem), status=problem.status,
+                                      headers=problem.headers)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, self._bounded(receive), send)
+
+    def _refusal(self, scope: Scope) -> HTTPProblem | None:
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        if "*" not in self.hosts:
+            host = _host_name(headers.get("host", b"").decode("latin-1"))
+            if host not in self.hosts:
+                return HTTPProblem(400, f"Host {host!r} is not a name of this server "
+                                        "(lineage serve --allow-host adds one)")
+        if self.token is not None:
+            scheme, _, given = headers.get("authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(),
+                                                                        self.token):
+                return HTTPProblem(401, "a bearer token is required (Authorization: "
+                                        "Bearer <token>, from the server's --token-file)",
+                                   headers={"WWW-Authenticate": "Bearer"})
+        if len(scope.get("query_string", b"")) > self.limits.max_query_length:
+            return HTTPProblem(414, f"the query string is longer than "
+                                    f"{self.limits.max_query_length} bytes")
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                return HTTPProblem(400, "Content-Length is not a number")
+            if int(length) > self.limits.max_body_bytes:
+                return _too_large(self.limits.max_body_bytes)
+        return None
+
+    def _bounded(self, receive: Receive) -> Receive:
+        """`receive` that refuses a body (chunked, without a length) once it is too big."""
+        limit = self.limits.max_body_bytes
+        seen = 0
+
+        async def bounded() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _too_large(limit)
+            return message
+
+        return bounded
+
+
+def _too_large(limit: int) -> HTTPProblem:
+    return HTTPProblem(413, f"the request body is larger than {limit:,} bytes (the "
+                            "server's limit); a larger file can be looked up with "
+                            "`lineage trained-on FILE` on the store's machine")
+
+
+def _host_name(host: str) -> str:
+    """The name of a Host header without its port ('[::1]:8000' -> '[::1]')."""
+    if host.startswith("["):
+        return host.split("]")[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

@@ -1,0 +1,29 @@
+"""uvicorn's HTTP/1.1 protocol (h11) with Nagle's algorithm off on every connection.
+
+A uvicorn worker started with `--workers N` gets its listening socket from the supervisor
+as a bare descriptor, and asyncio sets TCP_NODELAY only on sockets it knows to be TCP,
+which those are not shown to be. A small answer is written as two segments (its head,
+then its body); with Nagle's algorithm on, the second waits for the client's ACK of the
+first, which a client delays up to 40 ms: measured, a kept answer of 900 bytes took 45 ms
+with two workers and 0.3 ms with one. Setting the option on each connection ends that.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    import asyncio
+
+PROTOCOL = "lineage.serve.tcp:NoDelayH11Protocol"  # uvicorn's `http` setting
+
+
+class NoDelayH11Protocol(H11Protocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
