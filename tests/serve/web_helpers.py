@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import threading
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 
@@ -27,17 +29,27 @@ from ..conftest import EXAMPLES, load_tiny_run  # noqa: TID252 (the suite's shar
 DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
                  "debian-copyright=NOASSERTION"]  # as examples/demo.sh gives them
 RUN_STEPS = 200
+# doc_ids a page must escape and a link must encode (the texts are the first lines of
+# three Debian copyright files)
+ODD_IDS = ['<img src=x onerror="alert(1)">', "what? #1 & 50% off/here", "  spaced  ",
+           "ünïcødé/日本語"]
 
 
 def build_demo_store(root: Path) -> Store:
     """The demo's corpora (with text indexes), stream `main`, the 200-step run `tiny` with
-    its checkpoint after step 99, and two experiments on its last checkpoint."""
+    its checkpoint after step 99, and two experiments on its last checkpoint; beside them
+    `copyrights` (the Debian copyright files again, without a text index, in no stream)
+    and `odd` (JSONL records whose ids need escaping)."""
     init_store(root / "store")
     store = open_store(root / "store")
     ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", license=DEMO_LICENSES)
     ingest_corpus(store, [EXAMPLES / "shards" / "sonnets.jsonl.gz",
                           EXAMPLES / "shards" / "poems.parquet"],
                   corpus="poems", license="LicenseRef-PublicDomain")
+    ingest_corpus(store, [EXAMPLES / "corpus" / "debian-copyright"], corpus="copyrights",
+                  license="NOASSERTION", fingerprints=False)
+    ingest_corpus(store, [write_odd_records(root / "odd.jsonl")], corpus="odd",
+                  license="NOASSERTION")
     build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
     out = root / "run"
     load_tiny_run().train(store, "main", steps=RUN_STEPS, out=out)
@@ -48,6 +60,15 @@ def build_demo_store(root: Path) -> Store:
                         weights=out / "checkpoint-199", revision=f"tiny@199-{name}",
                         name=name, echo=False)
     return store
+
+
+def write_odd_records(path: Path) -> Path:
+    texts = sorted((EXAMPLES / "corpus" / "debian-copyright").glob("*.txt"))
+    with path.open("w", encoding="utf-8") as f:
+        for doc_id, text in zip(ODD_IDS, texts, strict=False):
+            first = text.read_text(encoding="utf-8").splitlines()[0]
+            f.write(json.dumps({"id": doc_id, "text": f"{first}\n{doc_id}\n"}) + "\n")
+    return path
 
 
 def explorer_app(store_root: Path) -> Starlette:
@@ -82,3 +103,15 @@ def serving(app: Starlette) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def demo_store_root(factory: pytest.TempPathFactory) -> Path:
+    """The store of `build_demo_store`, built once per test session (do not write to it)."""
+    if "store" not in _BUILT:
+        root = factory.mktemp("explorer")
+        build_demo_store(root)
+        _BUILT["store"] = root / "store"
+    return _BUILT["store"]

@@ -97,8 +97,8 @@ def _diff_form(name: str, others: list[str]) -> Markup:
         f'<form class="inline" method="get" action="{esc(url("experiments", name))}">'
         f'<div><label for="diff">compare with</label><select id="diff" name="diff">{options}'
         '</select></div><button type="submit">show the differences</button></form>'
-        + tag("p", join((link(url("experiments", name, diff=o), f"diff with {o}")
-                         for o in others), " · ")))
+    ) + tag("p", join((link(url("experiments", name, diff=o), f"diff with {o}")
+                         for o in others), " · "))
 
 
 def _diff(diff: dict[str, Any] | None) -> Markup:

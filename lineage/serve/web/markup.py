@@ -14,9 +14,16 @@ from urllib.parse import quote, urlencode
 
 
 class Markup(str):
-    """A fragment of HTML that is safe to send as it is."""
+    """A fragment of HTML that is safe to send as it is; adding text to it escapes the
+    text."""
 
     __slots__ = ()
+
+    def __add__(self, other: str) -> Markup:  # type: ignore[override]
+        return Markup(str.__add__(self, esc(other)))
+
+    def __radd__(self, other: str) -> Markup:
+        return Markup(str.__add__(esc(other), self))
 
 
 def esc(value: Any) -> Markup:

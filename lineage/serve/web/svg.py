@@ -63,7 +63,8 @@ def line_plot(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_
         return TOP + plot_h - (y - y0) / ((y1 - y0) or 1) * plot_h
 
     parts = [_frame(width, height, title, y_label)]
-    parts += _axes(_ticks(x0, x1), _ticks(y0, y1), sx, sy, width, height)
+    x_ticks = sorted({round(x) for x in _ticks(x0, x1)})  # steps are whole numbers
+    parts += _axes(x_ticks, _ticks(y0, y1), sx, sy, width, height)
     parts.append(f'<path d="{_path(xs, ys, sx, sy)}" fill="none" stroke="{PALETTE[0]}" '
                  'stroke-width="1.5"/>')
     for mark in marks:
@@ -123,11 +124,12 @@ def stacked_columns(labels: Sequence[str], series: Sequence[tuple[str, Sequence[
                      f'{share:.0%}</text>')
     for i, (label, href) in enumerate(zip(labels, hrefs, strict=True)):
         parts.append(f'<a href="{_text(href)}">{_column(i, label, series, column, plot_h)}</a>')
-    for i in (0, len(labels) - 1):
-        parts.append(f'<text x="{LEFT + (i + 0.5) * column:.1f}" y="{height - BOTTOM + 16}" '
-                     f'text-anchor="middle">{_text(labels[i])}</text>')
+    for i, anchor in ((0, "start"), (len(labels) - 1, "end")):
+        x = LEFT + (i + (0 if anchor == "start" else 1)) * column
+        parts.append(f'<text x="{x:.1f}" y="{height - BOTTOM + 16}" '
+                     f'text-anchor="{anchor}">{_text(labels[i])}</text>')
     parts.append("</svg>")
-    return Markup("".join(parts) + legend([name for name, _ in series]))
+    return Markup("".join(parts)) + legend([name for name, _ in series])
 
 
 def _column(i: int, label: str, series: Sequence[tuple[str, Sequence[float]]],

@@ -87,8 +87,11 @@ async def read_form(request: Request) -> dict[str, Any]:
         raise UsageError(f"the form cannot be read: {exc.message}") from None
     upload = form.get("file")
     data, filename = None, None
-    if isinstance(upload, UploadFile) and upload.filename:
-        data, filename = await upload.read(), upload.filename
+    try:
+        if isinstance(upload, UploadFile) and upload.filename:
+            data, filename = await upload.read(), upload.filename
+    finally:
+        await form.close()
     return {"text": _field(form.get("text")), "file": data, "filename": filename,
             "stream": _field(form.get("stream")), "run": _field(form.get("run"))}
 
