@@ -19,7 +19,7 @@ class Markup(str):
 
     __slots__ = ()
 
-    def __add__(self, other: str) -> Markup:  # type: ignore[override]
+    def __add__(self, other: str) -> Markup:
         return Markup(str.__add__(self, esc(other)))
 
     def __radd__(self, other: str) -> Markup:

@@ -83,7 +83,7 @@ def _frame(width: int, height: int, title: str, y_label: str) -> str:
             f'text-anchor="end">{_text(y_label)}</text>')
 
 
-def _axes(x_ticks: list[float], y_ticks: list[float], sx: Scale, sy: Scale,
+def _axes(x_ticks: Sequence[float], y_ticks: Sequence[float], sx: Scale, sy: Scale,
           width: int, height: int) -> list[str]:
     out = [f'<line x1="{LEFT}" y1="{height - BOTTOM}" x2="{width - RIGHT}" '
            f'y2="{height - BOTTOM}" stroke="#999"/>']
