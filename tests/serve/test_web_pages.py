@@ -347,3 +347,28 @@ def test_json_pages_are_what_the_command_line_prints(client: TestClient, store: 
     docs = json.loads(text)["docs"]
     assert json.dumps(docs, indent=2, ensure_ascii=False) == \
         store.docs_in_step(3, stream="main").to_json()
+
+
+def test_a_name_ending_in_json_has_its_page_and_its_json(client: TestClient,
+                                                         store: Store) -> None:
+    assert page_json(client, "/corpora/notes.json")["corpus"] == \
+        store.corpus("notes.json").to_dict()
+    page = client.get("/corpora/notes.json.json", params={"format": "html"})
+    assert page.status_code == 200 and "<h1>Corpus notes.json</h1>" in page.text
+    assert 'href="/corpora/notes.json.json"' in page.text  # the page's JSON
+    assert client.get("/corpora/notes.json").status_code == 404  # JSON of "notes"
+    assert 'href="/corpora/notes.json.json?format=html"' in page_html(client, "/")
+
+
+def test_the_docs_list_every_page(client: TestClient) -> None:
+    from lineage.serve.web import routes
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "explorer.md").read_text()
+    documented = {re.sub(r"\?.*", "", m) for m in re.findall(r"^\| `([^`]+)` \|", text,
+                                                               flags=re.M)}
+    paths = {route.path for route in routes()}  # type: ignore[attr-defined]
+    pages = {p.replace("{step:int}", "{step}") for p in paths if not p.endswith(".json")}
+    assert documented == pages
+    for page in paths - {"/index.json"}:
+        twin = "/index.json" if page == "/" else page + ".json"
+        assert page.endswith(".json") or twin in paths

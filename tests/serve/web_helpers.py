@@ -39,7 +39,7 @@ def build_demo_store(root: Path) -> Store:
     """The demo's corpora (with text indexes), stream `main`, the 200-step run `tiny` with
     its checkpoint after step 99, and two experiments on its last checkpoint; beside them
     `copyrights` (the Debian copyright files again, without a text index, in no stream)
-    and `odd` (JSONL records whose ids need escaping)."""
+    and `odd` (JSONL records whose ids need escaping), again as `notes.json`."""
     init_store(root / "store")
     store = open_store(root / "store")
     ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", license=DEMO_LICENSES)
@@ -50,6 +50,8 @@ def build_demo_store(root: Path) -> Store:
                   license="NOASSERTION", fingerprints=False)
     ingest_corpus(store, [write_odd_records(root / "odd.jsonl")], corpus="odd",
                   license="NOASSERTION")
+    ingest_corpus(store, [root / "odd.jsonl"], corpus="notes.json", license="NOASSERTION",
+                  fingerprints=False)
     build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
     out = root / "run"
     load_tiny_run().train(store, "main", steps=RUN_STEPS, out=out)

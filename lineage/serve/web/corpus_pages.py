@@ -9,6 +9,7 @@ from lineage.errors import UnknownObjectError, UsageError
 from lineage.serve.web.figures import corpus_documents
 from lineage.serve.web.markup import (
     Markup,
+    capped,
     code,
     esc,
     facts,
@@ -213,9 +214,9 @@ def _where(streams: list[dict[str, Any]]) -> Markup:
     parts = []
     for placed in streams:
         name = placed["stream"]
-        steps = join((link(url("streams", name, "steps", s), s) for s in placed["steps"]), ", ")
-        windows = join((link(url("streams", name, "steps", step, window=w), w) for w, step
-                        in zip(placed["windows"], placed["window_steps"], strict=True)), ", ")
+        steps = capped([link(url("streams", name, "steps", s), s) for s in placed["steps"]])
+        windows = capped([link(url("streams", name, "steps", step, window=w), w) for w, step
+                          in zip(placed["windows"], placed["window_steps"], strict=True)])
         parts.append(join([tag("h3", Markup("Stream ") + link(url("streams", name), name)),
                            facts([("spec hash", short_hash(placed["spec_hash"])),
                                   ("epochs", ", ".join(map(str, placed["epochs"]))),

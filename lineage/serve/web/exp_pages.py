@@ -54,9 +54,11 @@ def render_experiment(data: dict[str, Any]) -> tuple[str, Markup]:
                ("quantization", record.get("quantization")), ("source", record.get("source")),
                ("lineage", record.get("lineage"))]),
         section("Weights", _weights(record.get("weights"))),
+        section("Checks before the command", _checks(record.get("checks"))),
         section("Command", _command(record.get("command"), record.get("failure"))),
         section("Compare", _diff_form(name, data["others"]), _diff(data["diff"])),
-        section("The whole record", tag("pre", json_text(record)))])
+        section("The whole record", tag("details", Markup(tag("summary", "as stored"))
+                                         + tag("pre", json_text(record))))])
     return f"Experiment {name}", body
 
 
@@ -71,6 +73,20 @@ def _weights(weights: dict[str, Any] | None) -> Markup:
                                                 for f in weights.get("files") or ()))
     return join([facts([("folder", code(weights.get("path"))),
                         ("digest", code(weights.get("digest")))]), files])
+
+
+def _checks(checks: list[dict[str, Any]] | None) -> Markup:
+    if not checks:
+        return tag("p", "none recorded", cls="muted")
+    rows = ([c.get("name"), _verdict(c.get("ok")), c.get("exit_code"),
+             len(c.get("findings") or ()), len(c.get("warnings") or ())] for c in checks)
+    return table(["check", "ok", "exit code", "findings", "warnings"], rows)
+
+
+def _verdict(ok: bool | None) -> Markup:
+    if ok is None:
+        return esc(None)
+    return tag("span", "yes" if ok else "no", cls="ok" if ok else "bad")
 
 
 def _command(command: dict[str, Any] | None, failure: dict[str, Any] | None) -> Markup:

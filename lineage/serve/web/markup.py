@@ -46,16 +46,26 @@ def join(parts: Iterable[Any], sep: str = "") -> Markup:
 
 
 def url(*segments: str | int, **query: Any) -> str:
-    """A path on this server: each segment percent-encoded, then the query string
-    (parameters that are None are left out)."""
+    """The page at a path on this server: each segment percent-encoded, then the query
+    string (parameters that are None are left out)."""
     path = "/" + "/".join(quote(str(s), safe="") for s in segments)
     params = {k: v for k, v in query.items() if v is not None}
+    if path.endswith(".json"):  # a name ending in .json: its page (docs/explorer.md)
+        path, params = path + ".json", {**params, "format": "html"}
     return path + ("?" + urlencode(params) if params else "")
 
 
 def link(href: str, text: Any, *, title: str | None = None) -> Markup:
+    """A link; a number as its text is an identifier (a step, a window): no separators."""
     extra = f' title="{html.escape(title)}"' if title else ""
-    return Markup(f'<a href="{html.escape(href)}"{extra}>{esc(text)}</a>')
+    shown = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
+    return Markup(f'<a href="{html.escape(href)}"{extra}>{esc(shown)}</a>')
+
+
+def capped(items: list[Markup], *, at: int = 200, sep: str = ", ") -> Markup:
+    """The first `at` items, then how many more there are (the page's JSON has them all)."""
+    more = [esc(f"… {len(items) - at:,} more in this page's JSON")] if len(items) > at else []
+    return join(items[:at] + more, sep)
 
 
 def tag(name: str, content: Any = "", **attrs: Any) -> Markup:

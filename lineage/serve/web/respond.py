@@ -52,7 +52,7 @@ def page_routes(path: str, load: Loader, render: Renderer) -> list[BaseRoute]:
 def _endpoint(load: Loader, render: Renderer, *, as_json: bool) -> Callable[[Request], Response]:
     # A plain function: Starlette runs it in its thread pool, off the event loop.
     def endpoint(request: Request) -> Response:
-        json_wanted = as_json or wants_json(request)
+        json_wanted = wants_json(request, suffixed=as_json)
         try:
             with store_for(request) as store:
                 data = load(request, store)
@@ -63,8 +63,11 @@ def _endpoint(load: Loader, render: Renderer, *, as_json: bool) -> Callable[[Req
     return endpoint
 
 
-def wants_json(request: Request) -> bool:
-    return request.query_params.get("format") == "json"
+def wants_json(request: Request, *, suffixed: bool) -> bool:
+    """JSON for a `.json` path or `?format=json`; `?format=html` asks for the page even on
+    a `.json` path (the page of a name that itself ends in `.json`)."""
+    asked = request.query_params.get("format")
+    return asked == "json" or (suffixed and asked != "html")
 
 
 def respond(request: Request, data: Any, render: Renderer, *, as_json: bool,

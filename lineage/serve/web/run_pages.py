@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.serve.web.figures import run_series
 from lineage.serve.web.markup import (
     Markup,
+    capped,
     code,
     esc,
     facts,
@@ -96,7 +97,7 @@ def _plot(run: str, series: dict[str, list[Any]], column: str) -> Markup:
 def _step_links(run: str, steps: list[int]) -> Markup:
     if not steps:
         return tag("p", "none", cls="muted")
-    return tag("p", join((link(url("runs", run, "steps", s), s) for s in steps), ", "))
+    return tag("p", capped([link(url("runs", run, "steps", s), s) for s in steps]))
 
 
 def _chain(chain: dict[str, Any]) -> Markup:

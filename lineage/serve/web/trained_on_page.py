@@ -52,7 +52,7 @@ def routes() -> list[BaseRoute]:
 
 def _endpoint(*, as_json: bool) -> Any:
     async def endpoint(request: Request) -> Response:
-        json_wanted = as_json or wants_json(request)
+        json_wanted = wants_json(request, suffixed=as_json)
         try:
             if request.method == "POST":
                 form = await read_form(request)
