@@ -372,3 +372,34 @@ def test_the_docs_list_every_page(client: TestClient) -> None:
     for page in paths - {"/index.json"}:
         twin = "/index.json" if page == "/" else page + ".json"
         assert page.endswith(".json") or twin in paths
+
+
+def test_line_plot_draws_a_long_series_thinned_to_its_ends() -> None:
+    from lineage.serve.web.svg import MAX_POINTS, line_plot
+
+    xs = list(range(100_001))
+    svg = line_plot(xs, [float(x % 97) for x in xs], title="t", y_label="y")
+    path = re.search(r' d="([^"]*)"', svg)
+    assert path is not None
+    points = path.group(1).split(" ")
+    assert MAX_POINTS // 2 < len(points) <= MAX_POINTS + 1
+    assert points[0].startswith("M64.0,") and points[-1].startswith("L884.0,")
+
+
+def test_pages_see_a_commit_made_while_the_server_runs(root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from lineage.ingest import ingest_corpus
+    from lineage.stream.build import build_stream
+
+    shutil.copytree(root, tmp_path / "store")
+    store = open_store(tmp_path / "store")
+    with TestClient(explorer_app(tmp_path / "store")) as client:
+        assert "later" not in {c["name"] for c in page_json(client, "/index")["corpora"]}
+        assert client.get("/streams/later.json").status_code == 404
+        ingest_corpus(store, [EXAMPLES / "shards" / "sonnets.jsonl.gz"], corpus="later",
+                      license="LicenseRef-PublicDomain", fingerprints=False)
+        build_stream(store, corpus="later", name="later", seed=1, seq_len=256, batch=2)
+        assert "later" in {c["name"] for c in page_json(client, "/index")["corpora"]}
+        mix = page_json(client, "/streams/later")["source_mix"]
+        assert sum(sum(r["tokens"].values()) for r in mix["ranges"]) > 0

@@ -4,7 +4,9 @@ per-step series, and a page of a corpus's documents."""
 
 from __future__ import annotations
 
+import functools
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,16 +19,30 @@ MIX_COLUMNS = 40  # step ranges a stream's source mix is cut into
 def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> dict[str, Any]:
     """Tokens of each source in each step range of the stream: the stream's steps cut
     into at most `columns` ranges of equal length. A document crossing a range's border
-    counts in each range for the tokens it has there; separators count nowhere."""
+    counts in each range for the tokens it has there; separators count nowhere.
+
+    A stream's occurrences never change under its name and digest, so the mix is kept
+    per process for the next view (it reads the whole occurrence table)."""
+    return _source_mix(str(store.root), stream.name, stream.occurrences_digest,
+                       stream.steps, stream.batch, stream.seq_len, columns)
+
+
+@functools.lru_cache(maxsize=16)
+def _source_mix(root: str, name: str, digest: str, steps: int, batch: int, seq_len: int,
+                columns: int) -> dict[str, Any]:
     import polars as pl
 
-    step_tokens = stream.batch * stream.seq_len
-    span = max(1, math.ceil(stream.steps / columns))
-    width, end = span * step_tokens, stream.steps * step_tokens
+    from lineage.api import Store
+
+    store = Store(Path(root))
+
+    step_tokens = batch * seq_len
+    span = max(1, math.ceil(steps / columns))
+    width, end = span * step_tokens, steps * step_tokens
     start, stop = pl.col("stream_start"), pl.min_horizontal(pl.col("stream_end"), end)
     rows = (
         store.frame("occurrences")
-        .filter((pl.col("stream") == stream.name) & (start < end))
+        .filter((pl.col("stream") == name) & (start < end))
         .select("source", start.alias("a"), stop.alias("b"))
         .with_columns(pl.int_ranges(pl.col("a") // width, (pl.col("b") - 1) // width + 1)
                       .alias("range"))
@@ -40,9 +56,9 @@ def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> d
     )
     sources = sorted(set(rows["source"].to_list()))
     ranges = []
-    for number in range(math.ceil(stream.steps / span)):
+    for number in range(math.ceil(steps / span)):
         first = number * span
-        ranges.append({"first_step": first, "last_step": min(first + span, stream.steps) - 1,
+        ranges.append({"first_step": first, "last_step": min(first + span, steps) - 1,
                        "tokens": dict.fromkeys(sources, 0)})
     for number, source, tokens in rows.iter_rows():
         ranges[number]["tokens"][source] = tokens

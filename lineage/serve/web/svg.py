@@ -14,6 +14,7 @@ PALETTE = ("#1d5fa8", "#e07b24", "#2a9d55", "#b3261e", "#7b4fb3", "#8c6d31", "#d
            "#5a6b7b", "#17a2b8", "#9aa32b")
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 26, 34
 Scale = Callable[[float], float]
+MAX_POINTS = 2000  # points of a line plot's path
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ def _number(value: float) -> str:
 def line_plot(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_label: str,
               marks: Sequence[Mark] = (), width: int = 900, height: int = 240) -> Markup:
     """`ys` over `xs` (a None leaves a gap), with `marks` as linked dots over the line."""
+    xs, ys = _thinned(xs, ys)
     known = [y for y in ys if y is not None and math.isfinite(y)]
     if not xs or not known:
         return Markup(f'<p class="muted">{_text(title)}: nothing recorded.</p>')
@@ -73,6 +75,18 @@ def line_plot(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_
                      f'<title>{_text(mark.label)}</title></circle></a>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _thinned(xs: Sequence[float], ys: Sequence[float | None]
+             ) -> tuple[Sequence[float], Sequence[float | None]]:
+    """At most about MAX_POINTS points of the line: every k-th one and the last (the marks
+    are drawn whole; the page's JSON has every value)."""
+    if len(xs) <= MAX_POINTS:
+        return xs, ys
+    stride = math.ceil(len(xs) / MAX_POINTS)
+    keep = [*range(0, len(xs), stride), len(xs) - 1] if (len(xs) - 1) % stride else \
+        list(range(0, len(xs), stride))
+    return [xs[i] for i in keep], [ys[i] for i in keep]
 
 
 def _frame(width: int, height: int, title: str, y_label: str) -> str:
