@@ -4,15 +4,17 @@ per-step series, and a page of a corpus's documents."""
 
 from __future__ import annotations
 
-import functools
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from lineage.api import Store
     from lineage.stream.answers import Stream
 
+T = TypeVar("T")
 MIX_COLUMNS = 40  # step ranges a stream's source mix is cut into
 
 
@@ -23,18 +25,35 @@ def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> d
 
     A stream's occurrences never change under its name and digest, so the mix is kept
     per process for the next view (it reads the whole occurrence table)."""
-    return _source_mix(str(store.root), stream.name, stream.occurrences_digest,
-                       stream.steps, stream.batch, stream.seq_len, columns)
+    key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest,
+           stream.steps, stream.batch, stream.seq_len, columns)
+    return kept(key, lambda: _source_mix(store, stream.name, stream.steps, stream.batch,
+                                         stream.seq_len, columns))
 
 
-@functools.lru_cache(maxsize=16)
-def _source_mix(root: str, name: str, digest: str, steps: int, batch: int, seq_len: int,
+_KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+KEPT_ANSWERS = 32
+
+
+def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    """`compute()`, kept for the next call with the same key (the KEPT_ANSWERS most
+    recently used). The key must name everything the answer depends on."""
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return cast(T, _KEPT[key])
+    value = compute()
+    with _KEPT_LOCK:
+        _KEPT[key] = value
+        while len(_KEPT) > KEPT_ANSWERS:
+            _KEPT.popitem(last=False)
+    return value
+
+
+def _source_mix(store: Store, name: str, steps: int, batch: int, seq_len: int,
                 columns: int) -> dict[str, Any]:
     import polars as pl
-
-    from lineage.api import Store
-
-    store = Store(Path(root))
 
     step_tokens = batch * seq_len
     span = max(1, math.ceil(steps / columns))

@@ -3,12 +3,9 @@ documents, its chain's status, its checkpoints) and one step of a run (`lineage 
 
 from __future__ import annotations
 
-import functools
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.serve.web.figures import run_series
+from lineage.serve.web.figures import kept, run_series
 from lineage.serve.web.markup import (
     Markup,
     capped,
@@ -45,20 +42,12 @@ def load_run(request: Request, store: Store) -> dict[str, Any]:
     """The run as `run show` answers, its per-step series, `chain verify` (batch digests
     recomputed from the stream when the run has one) and `run checkpoints`."""
     run = store.run(request.path_params["name"])
-    chain = _verified_chain(str(store.root), run.name, run.to_json())
+    # Recomputing every batch digest reads every step's windows: the verification is kept
+    # while the run's record (its `run show` answer: steps, segments, closing) is the same.
+    chain = kept(("chain", str(store.root), run.name, run.to_json()),
+                 lambda: store.verify_chain(run.name, batches=run.stream is not None).to_dict())
     return {"run": run.to_dict(), "series": run_series(store, run.name),
             "chain": chain, "checkpoints": store.checkpoints(run.name).to_dict()}
-
-
-@functools.lru_cache(maxsize=16)
-def _verified_chain(root: str, name: str, run_record: str) -> dict[str, Any]:
-    """`chain verify` of the run, kept per process while the run's record (`run_record`,
-    its `run show` JSON: steps, segments, closing) stays the same: recomputing every batch
-    digest from the stream reads every step's windows."""
-    from lineage.api import Store
-
-    has_stream = json.loads(run_record)["stream"] is not None
-    return Store(Path(root)).verify_chain(name, batches=has_stream).to_dict()
 
 
 def render_run(data: dict[str, Any]) -> tuple[str, Markup]:
