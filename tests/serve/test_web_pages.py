@@ -403,3 +403,33 @@ def test_pages_see_a_commit_made_while_the_server_runs(root: Path, tmp_path: Pat
         assert "later" in {c["name"] for c in page_json(client, "/index")["corpora"]}
         mix = page_json(client, "/streams/later")["source_mix"]
         assert sum(sum(r["tokens"].values()) for r in mix["ranges"]) > 0
+
+
+def test_text_and_file_together_answer_text_first(client: TestClient, store: Store) -> None:
+    text = "Shall I compare thee to a summer's day? Thou art more lovely and more temperate"
+    data = (EXAMPLES / "corpus" / "python-stdlib" / "chunk.py").read_bytes()
+    response = client.post("/trained-on.json", data={"text": text},
+                           files={"file": ("chunk.py", data)})
+    answer = response.json()
+    assert answer == store.trained_on(texts=[text], stdin=data).to_dict()
+    assert [r["file"] for r in answer["results"]] == ["<text 1>", "<stdin>"]
+
+
+def test_error_statuses_follow_the_kind_of_error() -> None:
+    from lineage.errors import (
+        DamagedPartError,
+        InputError,
+        NotFoundError,
+        StoreBusyError,
+        UnknownObjectError,
+        UsageError,
+    )
+    from lineage.serve.web.respond import RequestTooLargeError, error_status
+
+    assert error_status(UnknownObjectError("x")) == 404
+    assert error_status(NotFoundError("x")) == 404
+    assert error_status(UsageError("x")) == 400
+    assert error_status(InputError(Path("f"), "bad")) == 400
+    assert error_status(RequestTooLargeError("x")) == 413
+    assert error_status(StoreBusyError("catalog.duckdb", 12, 5.0)) == 503
+    assert error_status(DamagedPartError("part.parquet", "row group 0")) == 500
