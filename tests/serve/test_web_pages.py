@@ -203,6 +203,8 @@ def test_run_page_plots_series_and_links_clipped_and_skipped_steps(
     assert data["chain"] == store.verify_chain("tiny").to_dict()
     assert data["chain"]["ok"] and data["chain"]["batches_checked"]
     assert data["checkpoints"] == store.checkpoints("tiny").to_dict()
+    assert data["audit"] == store.audit_status("tiny").to_dict()
+    assert data["audit"]["intervals"]["untouched"] == 4  # 200 steps, every 50, no auditor
     with store.reader() as con:
         rows = con.execute("SELECT step, loss, grad_norm, clipped, skipped FROM steps "
                            "WHERE run = 'tiny' ORDER BY step").fetchall()

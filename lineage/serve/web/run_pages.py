@@ -1,5 +1,6 @@
 """A run (loss and grad norm over its steps, clipped and skipped steps linked to their
-documents, its chain's status, its checkpoints) and one step of a run (`lineage trace`)."""
+documents, its chain's status, its checkpoints, its audit) and one step of a run
+(`lineage trace`)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,10 @@ def load_run(request: Request, store: Store) -> dict[str, Any]:
     # while the run's record (its `run show` answer: steps, segments, closing) is the same.
     chain = kept(("chain", str(store.root), run.name, run.to_json()),
                  lambda: store.verify_chain(run.name, batches=run.stream is not None).to_dict())
+    audit = None if run.checkpoint_every is None else store.audit_status(run.name).to_dict()
     return {"run": run.to_dict(), "series": run_series(store, run.name),
-            "chain": chain, "checkpoints": store.checkpoints(run.name).to_dict()}
+            "chain": chain, "checkpoints": store.checkpoints(run.name).to_dict(),
+            "audit": audit}
 
 
 def render_run(data: dict[str, Any]) -> tuple[str, Markup]:
@@ -72,7 +75,8 @@ def render_run(data: dict[str, Any]) -> tuple[str, Markup]:
         section("Clipped steps", _step_links(name, run["clipped_steps"])),
         section("Skipped steps", _step_links(name, run["skipped_steps"])),
         section("Chain", _chain(data["chain"])),
-        section("Checkpoints", _checkpoints(data["checkpoints"]))])
+        section("Checkpoints", _checkpoints(data["checkpoints"])),
+        section("Audit", _audit(data["audit"]))])
     return f"Run {name}", body
 
 
@@ -126,6 +130,19 @@ def _checkpoints(checkpoints: dict[str, Any]) -> Markup:
         if checkpoints["expected"] is not None else Markup("")
     return join([table(["after step", "structure", "checksums", "matches chain",
                         "matches state", "no risk", "ok"], rows), note])
+
+
+def _audit(audit: dict[str, Any] | None) -> Markup:
+    if audit is None:
+        return tag("p", "The run declares no checkpoint interval: it cannot be audited by "
+                        "intervals.", cls="muted")
+    intervals = audit["intervals"]
+    return facts([("spec", audit["spec"]), ("interval", f"{audit['interval']} steps"),
+                  ("intervals", ", ".join(f"{v} {k}" for k, v in intervals.items())),
+                  ("steps verified", f"{audit['steps_verified']:,} of {audit['steps']:,}"),
+                  ("longest contiguous verified", audit["longest_contiguous"]),
+                  ("auditors", audit["participants"]),
+                  ("next unclaimed steps", ", ".join(map(str, audit["next_unclaimed"])))])
 
 
 def _verdict(value: bool | None) -> Markup:
