@@ -435,3 +435,14 @@ def test_error_statuses_follow_the_kind_of_error() -> None:
     assert error_status(RequestTooLargeError("x")) == 413
     assert error_status(StoreBusyError("catalog.duckdb", 12, 5.0)) == 503
     assert error_status(DamagedPartError("part.parquet", "row group 0")) == 500
+
+
+def test_the_form_keeps_the_pasted_text_and_choices(client: TestClient) -> None:
+    text = "\n<b>Friends</b>, Romans, countrymen & lend me your ears"
+    html = client.post("/trained-on", data={"text": text, "stream": "main"}).text
+    import html as html_module
+    kept = re.search(r'<textarea id="text" name="text" rows="8">\n(.*?)</textarea>', html,
+                     flags=re.S)
+    assert kept is not None and html_module.unescape(kept.group(1)) == text
+    assert "<b>" not in html
+    assert '<option value="main" selected="selected">' in html

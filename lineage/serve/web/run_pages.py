@@ -66,14 +66,14 @@ def render_run(data: dict[str, Any]) -> tuple[str, Markup]:
                ("progress through the stream", f"{run['progress']:.1%}"),
                ("skip rule", _skip_rule(run["skip_rule"])),
                ("checkpoint every", run["checkpoint_every"])]),
-        section("Loss and grad norm", _plot(name, series, "loss"),
-                _plot(name, series, "grad_norm"),
+        section("Loss and grad norm", _plot(name, series, "loss", linked=stream is not None),
+                _plot(name, series, "grad_norm", linked=stream is not None),
                 tag("p", Markup(f'<span style="color:{CLIPPED}">●</span> clipped '
                                 f'<span style="color:{SKIPPED}">●</span> skipped: '
                                 "each dot links to the step and its documents"),
                     cls="muted")),
-        section("Clipped steps", _step_links(name, run["clipped_steps"])),
-        section("Skipped steps", _step_links(name, run["skipped_steps"])),
+        section("Clipped steps", _step_links(name, run["clipped_steps"], stream)),
+        section("Skipped steps", _step_links(name, run["skipped_steps"], stream)),
         section("Chain", _chain(data["chain"])),
         section("Checkpoints", _checkpoints(data["checkpoints"])),
         section("Audit", _audit(data["audit"]))])
@@ -87,23 +87,27 @@ def _skip_rule(rule: dict[str, Any] | None) -> Any:
             f"the {rule['skip_following']} after it")
 
 
-def _plot(run: str, series: dict[str, list[Any]], column: str) -> Markup:
+def _plot(run: str, series: dict[str, list[Any]], column: str, *, linked: bool) -> Markup:
+    """The series' line, and a dot per clipped or skipped step (linked to the step's
+    page when the run has a stream to trace its documents in)."""
     label = column.replace("_", " ")
     marks = []
     for step, value, clipped, skipped in zip(series["step"], series[column], series["clipped"],
                                              series["skipped"], strict=True):
         if value is not None and (clipped or skipped):
             kind = "skipped" if skipped else "clipped"
-            marks.append(Mark(step, value, url("runs", run, "steps", step),
+            marks.append(Mark(step, value, url("runs", run, "steps", step) if linked else None,
                               f"step {step} {kind}: {label} {value:.4g}",
                               SKIPPED if skipped else CLIPPED))
     return line_plot(series["step"], series[column], title=f"{label} by step", y_label=label,
                      marks=marks)
 
 
-def _step_links(run: str, steps: list[int]) -> Markup:
+def _step_links(run: str, steps: list[int], stream: str | None) -> Markup:
     if not steps:
         return tag("p", "none", cls="muted")
+    if stream is None:  # a foreign chain: no stream to find the step's documents in
+        return tag("p", ", ".join(map(str, steps)))
     return tag("p", capped([link(url("runs", run, "steps", s), s) for s in steps]))
 
 

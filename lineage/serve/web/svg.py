@@ -23,7 +23,7 @@ class Mark:
 
     x: float
     y: float
-    href: str
+    href: str | None  # None: a dot without a link
     label: str
     color: str
 
@@ -70,9 +70,9 @@ def line_plot(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_
     parts.append(f'<path d="{_path(xs, ys, sx, sy)}" fill="none" stroke="{PALETTE[0]}" '
                  'stroke-width="1.5"/>')
     for mark in marks:
-        parts.append(f'<a href="{_text(mark.href)}"><circle cx="{sx(mark.x):.1f}" '
-                     f'cy="{sy(mark.y):.1f}" r="3.5" fill="{mark.color}">'
-                     f'<title>{_text(mark.label)}</title></circle></a>')
+        dot = (f'<circle cx="{sx(mark.x):.1f}" cy="{sy(mark.y):.1f}" r="3.5" '
+               f'fill="{mark.color}"><title>{_text(mark.label)}</title></circle>')
+        parts.append(dot if mark.href is None else f'<a href="{_text(mark.href)}">{dot}</a>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

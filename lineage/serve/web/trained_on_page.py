@@ -130,7 +130,7 @@ def _ask(request: Request, form: dict[str, Any]) -> dict[str, Any]:
         choices = _choices(request)
     queries = ([text] if text is not None else []) + ([_as_text(data)] if data is not None
                                                       else [])
-    return {**choices, "answer": answer.to_dict(), "queries": queries,
+    return {**choices, "answer": answer.to_dict(), "queries": queries, "text": text,
             "filename": form["filename"], "asked": {"stream": form["stream"],
                                                     "run": form["run"]}}
 
@@ -161,7 +161,8 @@ def _form(data: dict[str, Any]) -> Markup:
     return Markup(
         '<form method="post" action="/trained-on" enctype="multipart/form-data">'
         '<p><label for="text">paste a text</label><textarea id="text" name="text" rows="8">'
-        "</textarea></p>"
+        # the parser drops a newline right after <textarea>: this one, not the text's
+        f'\n{esc(data.get("text") or "")}</textarea></p>'
         '<p><label for="file">or choose a file</label><input id="file" name="file" '
         f'type="file"></p><div class="inline">{stream}{run}</div>'
         f'<p><button type="submit">look it up</button> <span class="muted">up to '
