@@ -446,3 +446,22 @@ def test_the_form_keeps_the_pasted_text_and_choices(client: TestClient) -> None:
     assert kept is not None and html_module.unescape(kept.group(1)) == text
     assert "<b>" not in html
     assert '<option value="main" selected="selected">' in html
+
+
+def test_kept_answers_are_computed_once_per_key_and_the_oldest_go_first() -> None:
+    from lineage.serve.web import figures
+
+    calls: list[int] = []
+
+    def compute(n: int) -> Any:
+        calls.append(n)
+        return {"n": n}
+
+    first = figures.kept(("test", 0), lambda: compute(0))
+    assert figures.kept(("test", 0), lambda: compute(0)) is first and calls == [0]
+    for n in range(1, figures.KEPT_ANSWERS + 1):  # one more than the cache holds
+        figures.kept(("test", n), lambda n=n: compute(n))
+    figures.kept(("test", 0), lambda: compute(0))
+    assert calls.count(0) == 2  # the oldest was let go
+    figures.kept(("test", figures.KEPT_ANSWERS), lambda: compute(-1))
+    assert -1 not in calls  # the most recent is still kept
