@@ -465,3 +465,32 @@ def test_kept_answers_are_computed_once_per_key_and_the_oldest_go_first() -> Non
     assert calls.count(0) == 2  # the oldest was let go
     figures.kept(("test", figures.KEPT_ANSWERS), lambda: compute(-1))
     assert -1 not in calls  # the most recent is still kept
+
+
+def test_source_mix_ranges_follow_the_streams_schedule(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the store states a batch-size schedule (lineage.stream.query's
+    `stream_schedule`), a range's tokens are those of its steps' windows under it."""
+    import lineage.stream.query
+    from lineage.serve.web.figures import source_mix, stream_schedule_of
+    from lineage.stream.schedule import BatchSchedule
+
+    stream = store.stream("main")
+    assert stream_schedule_of(stream) == BatchSchedule.fixed(4)
+    ramp = BatchSchedule(((0, 1), (100, 2), (300, 3)))
+    monkeypatch.setattr(lineage.stream.query, "stream_schedule", lambda row: ramp,
+                        raising=False)
+    assert stream_schedule_of(stream) == ramp
+    mix = source_mix(store, stream)
+    with store.reader() as con:
+        for r in mix["ranges"]:
+            lo = ramp.first_window(r["first_step"]) * stream.seq_len
+            hi = ramp.first_window(r["last_step"] + 1) * stream.seq_len
+            rows = con.execute(
+                "SELECT source, sum(greatest(0, least(stream_end, ?) - greatest(stream_start, "
+                "?))) FROM occurrences WHERE stream = 'main' GROUP BY source",
+                [hi, lo]).fetchall()
+            assert r["tokens"] == {source: int(tokens) for source, tokens in rows}
+    widths = {ramp.first_window(r["last_step"] + 1) - ramp.first_window(r["first_step"])
+              for r in mix["ranges"]}
+    assert {20, 40, 60} <= widths  # 20 steps of 1, 2 and 3 windows

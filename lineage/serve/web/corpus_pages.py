@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
-from lineage.serve.web.figures import corpus_documents
+from lineage.serve.web.figures import corpus_documents, stream_schedule_of
 from lineage.serve.web.markup import (
     Markup,
     capped,
@@ -23,7 +23,6 @@ from lineage.serve.web.markup import (
 )
 from lineage.serve.web.respond import int_param, page_routes
 from lineage.serve.web.svg import share_bars
-from lineage.stream.schedule import BatchSchedule
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -172,16 +171,11 @@ def _placements(store: Store, document: dict[str, Any]) -> list[dict[str, Any]]:
             continue  # another document with the same bytes
         if match["stream"] is None:
             continue
-        schedule = stream_schedule(store, match["stream"])
+        schedule = stream_schedule_of(store.stream(match["stream"]))
         placed.append({**{k: match[k] for k in ("stream", "spec_hash", "epochs", "steps",
                                                 "windows")},
                        "window_steps": [schedule.step_of_window(w) for w in match["windows"]]})
     return placed
-
-
-def stream_schedule(store: Store, name: str) -> BatchSchedule:
-    """The stream's windows per step (a fixed batch: every stream of this store version)."""
-    return BatchSchedule.fixed(store.stream(name).batch)
 
 
 def _text_status(store: Store, document: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from lineage.stream.schedule import BatchSchedule
+
 if TYPE_CHECKING:
     from lineage.api import Store
     from lineage.stream.answers import Stream
@@ -18,17 +20,38 @@ T = TypeVar("T")
 MIX_COLUMNS = 40  # step ranges a stream's source mix is cut into
 
 
+def stream_schedule_of(stream: Stream) -> BatchSchedule:
+    """The stream's windows per step: lineage.stream.query's `stream_schedule` where the
+    store knows batch-size schedules, else the fixed batch every stream then had."""
+    import importlib
+
+    # Looked up by name so that this module serves stores of either version unchanged.
+    query = importlib.import_module("lineage.stream.query")
+    read = getattr(query, "stream_schedule", None)
+    if read is None:
+        return BatchSchedule.fixed(stream.batch)
+    schedule: BatchSchedule = read(stream)
+    return schedule
+
+
 def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> dict[str, Any]:
     """Tokens of each source in each step range of the stream: the stream's steps cut
-    into at most `columns` ranges of equal length. A document crossing a range's border
-    counts in each range for the tokens it has there; separators count nowhere.
+    into at most `columns` ranges of equal length in steps (the windows of a range follow
+    the stream's schedule). A document crossing a range's border counts in each range for
+    the tokens it has there; separators count nowhere.
 
     A stream's occurrences never change under its name and digest, so the mix is kept
     per process for the next view (it reads the whole occurrence table)."""
-    key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest,
-           stream.steps, stream.batch, stream.seq_len, columns)
-    return kept(key, lambda: _source_mix(store, stream.name, stream.steps, stream.batch,
-                                         stream.seq_len, columns))
+    schedule = stream_schedule_of(stream)
+    span = max(1, math.ceil(stream.steps / columns))
+    firsts = [*range(0, stream.steps, span), stream.steps]
+    bounds = tuple(schedule.first_window(step) * stream.seq_len for step in firsts)
+    key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest, bounds)
+    mix = kept(key, lambda: _tokens_by_range(store, stream.name, bounds))
+    ranges = [{"first_step": first, "last_step": following - 1, "tokens": tokens}
+              for first, following, tokens in zip(firsts[:-1], firsts[1:], mix["tokens"],
+                                                  strict=True)]
+    return {"steps_per_range": span, "sources": mix["sources"], "ranges": ranges}
 
 
 _KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -51,37 +74,35 @@ def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
     return value
 
 
-def _source_mix(store: Store, name: str, steps: int, batch: int, seq_len: int,
-                columns: int) -> dict[str, Any]:
+def _tokens_by_range(store: Store, name: str, bounds: tuple[int, ...]) -> dict[str, Any]:
+    """Tokens per source inside each [bounds[i], bounds[i + 1]) of the stream's tokens."""
     import polars as pl
 
-    step_tokens = batch * seq_len
-    span = max(1, math.ceil(steps / columns))
-    width, end = span * step_tokens, steps * step_tokens
-    start, stop = pl.col("stream_start"), pl.min_horizontal(pl.col("stream_end"), end)
+    edges = pl.lit(pl.Series("edges", bounds, dtype=pl.Int64))
+    start, end = pl.col("stream_start"), bounds[-1]
+    stop = pl.min_horizontal(pl.col("stream_end"), end)
+
+    def range_of(position: pl.Expr) -> pl.Expr:
+        return edges.search_sorted(position, side="right").cast(pl.Int64) - 1
+
     rows = (
         store.frame("occurrences")
         .filter((pl.col("stream") == name) & (start < end))
         .select("source", start.alias("a"), stop.alias("b"))
-        .with_columns(pl.int_ranges(pl.col("a") // width, (pl.col("b") - 1) // width + 1)
+        .with_columns(pl.int_ranges(range_of(pl.col("a")), range_of(pl.col("b") - 1) + 1)
                       .alias("range"))
         .explode("range")
-        .with_columns((pl.min_horizontal(pl.col("b"), (pl.col("range") + 1) * width)
-                       - pl.max_horizontal(pl.col("a"), pl.col("range") * width))
+        .with_columns((pl.min_horizontal(pl.col("b"), edges.gather(pl.col("range") + 1))
+                       - pl.max_horizontal(pl.col("a"), edges.gather(pl.col("range"))))
                       .alias("tokens"))
         .group_by("range", "source").agg(pl.col("tokens").sum())
-        .sort("range", "source")
         .collect()
     )
     sources = sorted(set(rows["source"].to_list()))
-    ranges = []
-    for number in range(math.ceil(steps / span)):
-        first = number * span
-        ranges.append({"first_step": first, "last_step": min(first + span, steps) - 1,
-                       "tokens": dict.fromkeys(sources, 0)})
-    for number, source, tokens in rows.iter_rows():
-        ranges[number]["tokens"][source] = tokens
-    return {"steps_per_range": span, "sources": sources, "ranges": ranges}
+    tokens = [dict.fromkeys(sources, 0) for _ in bounds[1:]]
+    for number, source, count in rows.iter_rows():
+        tokens[number][source] = count
+    return {"sources": sources, "tokens": tokens}
 
 
 def run_series(store: Store, run: str) -> dict[str, list[Any]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lineage.serve.web.figures import kept, run_series
+from lineage.serve.web.figures import kept, run_series, stream_schedule_of
 from lineage.serve.web.markup import (
     Markup,
     capped,
@@ -23,7 +23,6 @@ from lineage.serve.web.markup import (
 )
 from lineage.serve.web.respond import page_routes
 from lineage.serve.web.svg import Mark, line_plot
-from lineage.stream.schedule import BatchSchedule
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -160,13 +159,21 @@ def load_run_step(request: Request, store: Store) -> dict[str, Any]:
     name = request.path_params["name"]
     trace = store.trace(name, step=request.path_params["step"])
     stream = store.stream(trace.stream)
-    return {"trace": trace.to_dict(), "corpus": stream.corpus, "batch": stream.batch}
+    schedule = stream_schedule_of(stream)
+    windows = sorted({w for step in trace.steps for d in step.documents for w in d.windows})
+    return {"trace": trace.to_dict(), "corpus": stream.corpus,
+            "window_steps": {str(w): schedule.step_of_window(w) for w in windows}}
+
+
+def _window_links(stream: str, windows: list[int], window_steps: dict[str, int]) -> Markup:
+    return join((link(url("streams", stream, "steps", window_steps[str(w)], window=w), w)
+                 for w in windows), ", ")
 
 
 def render_run_step(data: dict[str, Any]) -> tuple[str, Markup]:
     trace, corpus = data["trace"], data["corpus"]
     run, stream = trace["run"], trace["stream"]
-    schedule = BatchSchedule.fixed(data["batch"])
+    window_steps = data["window_steps"]
     parts = [facts([("run", link(url("runs", run), run)),
                     ("stream", link(url("streams", stream), stream)),
                     ("spec hash", code(trace["spec_hash"])),
@@ -174,9 +181,8 @@ def render_run_step(data: dict[str, Any]) -> tuple[str, Markup]:
     for step in trace["steps"]:
         documents = table(["doc_id", "source", "epoch", "windows", "tokens", "content hash"], (
             [link(url("corpora", corpus, "document", id=d["doc_id"]), d["doc_id"]), d["source"],
-             d["epoch"], join((link(url("streams", stream, "steps", schedule.step_of_window(w),
-                                        window=w), w) for w in d["windows"]), ", "),
-             d["tokens"], short_hash("blake3:" + d["content_hash"])] for d in step["documents"]))
+             d["epoch"], _window_links(stream, d["windows"], window_steps), d["tokens"],
+             short_hash("blake3:" + d["content_hash"])] for d in step["documents"]))
         parts.append(section(f"Step {step['step']}", facts([
             ("loss", step["loss"]), ("grad norm (before clipping)", step["grad_norm"]),
             ("learning rate", step["lr"]), ("clipped", step["clipped"]),

@@ -49,7 +49,7 @@ def render_stream(data: dict[str, Any]) -> tuple[str, Markup]:
                ("spec", stream["spec"]), ("spec hash", code(stream["spec_hash"])),
                ("manifest hash", code(stream["manifest_hash"])), ("seed", stream["seed"]),
                ("tokens per window", stream["seq_len"]),
-               ("windows per step", stream["batch"]),
+               ("windows per step", _windows_per_step(stream)),
                ("separator tokens", stream["separator_tokens"]),
                ("epochs", ", ".join(f"{k}: {v}" for k, v in stream["epochs"].items())),
                ("steps", stream["steps"]), ("windows", stream["windows"]),
@@ -58,6 +58,13 @@ def render_stream(data: dict[str, Any]) -> tuple[str, Markup]:
         section("Source mix over training", _mix_plot(name, mix), _mix_table(name, mix)),
         section("Runs reading this stream", _runs(data["runs"]))])
     return f"Stream {name}", body
+
+
+def _windows_per_step(stream: dict[str, Any]) -> str:
+    schedule = stream.get("schedule")  # stated by stores that know batch-size schedules
+    if not schedule:
+        return f"{stream['batch']:,}"
+    return "; ".join(f"{windows:,} from step {first:,}" for first, windows in schedule)
 
 
 def _shares(mix: dict[str, Any]) -> list[tuple[str, list[float]]]:
@@ -103,9 +110,10 @@ def load_step(request: Request, store: Store) -> dict[str, Any]:
     step, window = request.path_params["step"], int_param(request, "window")
     rank, world_size = int_param(request, "rank"), int_param(request, "world_size", minimum=1)
     if world_size is not None and rank is None and window is None:
+        # every rank's part, as the stream's rank rule splits the step, in window order
         parts = [store.docs_in_step(step, stream=stream.name, rank=r, world_size=world_size)
                  for r in range(world_size)]
-        docs = {**parts[0].to_dict(), "windows": [parts[0].windows[0], parts[-1].windows[1]],
+        docs = {**store.docs_in_step(step, stream=stream.name).to_dict(),
                 "documents": sorted((d for part in parts for d in part.to_dict()["documents"]),
                                     key=lambda d: d["window"])}
     else:
