@@ -137,12 +137,22 @@ def render_step(data: dict[str, Any]) -> tuple[str, Markup]:
         facts([("stream", link(url("streams", name), name)), ("spec", docs["spec"]),
                ("spec hash", code(docs["spec_hash"])),
                ("manifest hash", code(docs["manifest_hash"])),
-               ("windows", f"{first}–{last}"), ("segments", len(docs["documents"]))]),
+               ("windows", f"{first}–{last}"), ("segments", len(docs["documents"])),
+               *_rank_rule(docs)]),
         _rank_form(name, step, data["world_size"]),
         section("Documents, window by window",
                 table(["window", "rank", "doc_id", "source", "epoch", "tokens of the document",
                        "tokens", "content hash"], rows))])
     return f"Step {step} of {name}", body
+
+
+def _rank_rule(docs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """How ranks split the step, where the answer states it (a scheduled stream's, or one
+    with a rank rule other than lineage's contiguous split)."""
+    rule = docs.get("rank_rule")
+    if not rule:
+        return []
+    return [("rank rule", ", ".join(f"{k}: {v}" for k, v in rule.items()))]
 
 
 def _step_nav(name: str, step: int, steps: int) -> Markup:
