@@ -494,3 +494,22 @@ def test_source_mix_ranges_follow_the_streams_schedule(
     widths = {ramp.first_window(r["last_step"] + 1) - ramp.first_window(r["first_step"])
               for r in mix["ranges"]}
     assert {20, 40, 60} <= widths  # 20 steps of 1, 2 and 3 windows
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"])),
+       st.text(st.characters(exclude_categories=["Cs"]), min_size=1))
+def test_any_id_survives_a_link_and_any_text_is_escaped(doc_id: str, name: str) -> None:
+    import html as html_module
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    from lineage.serve.web.markup import esc, link, url
+
+    href = url("corpora", name, "document", id=doc_id)
+    parts = urlsplit(href)
+    assert unquote(parts.path) == f"/corpora/{name}/document"
+    assert dict(parse_qsl(parts.query, keep_blank_values=True)) == {"id": doc_id}
+    shown = esc(doc_id)
+    assert "<" not in shown and '"' not in shown and html_module.unescape(shown) == doc_id
+    anchor = link(href, doc_id)
+    assert anchor.count("<") == 2 and html_module.unescape(
+        re.fullmatch(r'<a href="([^"]*)">.*</a>', anchor, flags=re.S).group(1)) == href
