@@ -143,22 +143,40 @@ def load_document(request: Request, store: Store) -> dict[str, Any]:
     corpus, doc_id = request.path_params["name"], request.query_params.get("id")
     if not doc_id:
         raise UsageError("a document page needs ?id=DOC_ID")
-    document = _document_row(store, corpus, doc_id)
-    return {"document": document, "streams": _placements(store, document),
-            "text_index": _text_status(store, document)}
+    with store.reader(views=False) as con:
+        document = _one_row(con, store, "documents", corpus, doc_id, DOCUMENT_COLUMNS)
+        if document is None:
+            store.corpus(corpus)  # the command line's error for a corpus the store lacks
+            raise UnknownObjectError(f"corpus {corpus!r} has no document {doc_id!r}")
+        text = _text_status(con, store, corpus, doc_id)
+    return {"document": document, "streams": _placements(store, document), "text_index": text}
 
 
-def _document_row(store: Store, corpus: str, doc_id: str) -> dict[str, Any]:
-    store.corpus(corpus)  # UnknownObjectError for a corpus the store lacks
-    with store.reader() as con:
-        cursor = con.execute(
-            "SELECT corpus, doc_id, source, uri, n_bytes, n_tokens, content_hash, license "
-            "FROM documents WHERE corpus = ? AND doc_id = ?", [corpus, doc_id])
-        row = cursor.fetchone()
-        names = [d[0] for d in cursor.description]
+DOCUMENT_COLUMNS = ("corpus", "doc_id", "source", "uri", "n_bytes", "n_tokens", "content_hash",
+                    "license")
+
+
+def _one_row(con: Any, store: Store, table: str, corpus: str, doc_id: str,
+             columns: tuple[str, ...]) -> dict[str, Any] | None:
+    """The document's row of a corpus's table, read from the parts that can hold it
+    (each checked against the catalog)."""
+    from lineage.store.parts import part_files
+
+    files = part_files(con, store, table, corpus, any_of=("doc_id", [doc_id]))
+    if not files:
+        return None
+    row = con.execute(f"SELECT {', '.join(columns)} FROM read_parquet(?) WHERE doc_id = ?",
+                      [files, doc_id]).fetchone()
+    return None if row is None else dict(zip(columns, row, strict=True))
+
+
+def _text_status(con: Any, store: Store, corpus: str, doc_id: str) -> dict[str, Any]:
+    if con.execute("SELECT corpus FROM text_indexes WHERE corpus = ?", [corpus]).fetchone() is None:
+        return {"status": "no text index"}
+    row = _one_row(con, store, "text_documents", corpus, doc_id, ("text_hash", "n_words"))
     if row is None:
-        raise UnknownObjectError(f"corpus {corpus!r} has no document {doc_id!r}")
-    return dict(zip(names, row, strict=True))
+        return {"status": "not text"}
+    return {"status": "indexed", "text_hash": row["text_hash"], "words": row["n_words"]}
 
 
 def _placements(store: Store, document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -176,18 +194,6 @@ def _placements(store: Store, document: dict[str, Any]) -> list[dict[str, Any]]:
                                                 "windows")},
                        "window_steps": [schedule.step_of_window(w) for w in match["windows"]]})
     return placed
-
-
-def _text_status(store: Store, document: dict[str, Any]) -> dict[str, Any]:
-    if store.corpus(document["corpus"]).text_index is None:
-        return {"status": "no text index"}
-    with store.reader() as con:
-        row = con.execute("SELECT text_hash, n_words FROM text_documents "
-                          "WHERE corpus = ? AND doc_id = ?",
-                          [document["corpus"], document["doc_id"]]).fetchone()
-    if row is None:
-        return {"status": "not text"}
-    return {"status": "indexed", "text_hash": row[0], "words": row[1]}
 
 
 def render_document(data: dict[str, Any]) -> tuple[str, Markup]:
