@@ -130,6 +130,22 @@ def test_document_page_places_the_document_where_docs_in_step_finds_it(
     assert f'href="/streams/main/steps/{placed["steps"][0]}"' in html
 
 
+@pytest.mark.parametrize("doc_id", ["shakespeare/macbeth.txt", "python-stdlib/chunk.py",
+                                    "python-stdlib/curses.textpad.py"])
+def test_document_page_says_what_each_run_did_as_trained_on_run_does(
+        client: TestClient, store: Store, doc_id: str) -> None:
+    (run,) = page_json(client, "/corpora/example/document", id=doc_id)["runs"]
+    (match,) = store.trained_on([EXAMPLES / "corpus" / doc_id], run="tiny").results[0].matches
+    assert (run["run"], run["stream"]) == ("tiny", "main")
+    # the run's steps are the stream's unless data skips moved them (`run_steps`)
+    steps = match.steps if match.run_steps is None else match.run_steps
+    assert run["verdict"] == match.run_verdict and tuple(run["steps"]) == steps
+    html = page_html(client, "/corpora/example/document", id=doc_id)
+    assert f">{match.run_verdict}</span>" in html
+    for step in steps[:200]:
+        assert f'href="/runs/tiny/steps/{step}"' in html
+
+
 def test_the_same_bytes_in_a_corpus_without_index_or_stream(
         client: TestClient, store: Store) -> None:
     data = page_json(client, "/corpora/copyrights/document", id="apt.txt")

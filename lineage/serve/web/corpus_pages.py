@@ -149,7 +149,9 @@ def load_document(request: Request, store: Store) -> dict[str, Any]:
             store.corpus(corpus)  # the command line's error for a corpus the store lacks
             raise UnknownObjectError(f"corpus {corpus!r} has no document {doc_id!r}")
         text = _text_status(con, store, corpus, doc_id)
-    return {"document": document, "streams": _placements(store, document), "text_index": text}
+    streams = _placements(store, document)
+    return {"document": document, "streams": streams, "runs": _run_verdicts(store, document),
+            "text_index": text}
 
 
 DOCUMENT_COLUMNS = ("corpus", "doc_id", "source", "uri", "n_bytes", "n_tokens", "content_hash",
@@ -196,6 +198,39 @@ def _placements(store: Store, document: dict[str, Any]) -> list[dict[str, Any]]:
     return placed
 
 
+def _run_verdicts(store: Store, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each run over a stream of the document's corpus did with it, as `trained-on
+    --run` says: trained, skipped-only, not-reached or in-corpus-only, and the run's steps
+    that read it."""
+    from lineage.runs.query import get_run
+    from lineage.text.trained_on import trained_on_hashes, with_run
+
+    verdicts = []
+    for run in store.runs():
+        if run.stream is None or store.stream(run.stream).corpus != document["corpus"]:
+            continue
+        answer = with_run(store, trained_on_hashes(
+            store, [(document["doc_id"], document["content_hash"])], stream=run.stream),
+            get_run(store, run.name))
+        for match in answer["results"][0]["matches"]:
+            if (match["corpus"], match["doc_id"]) == (document["corpus"], document["doc_id"]):
+                verdicts.append({"run": run.name, "stream": run.stream,
+                                 "verdict": match["run_verdict"],
+                                 "steps": match.get("run_steps", match["steps"])})
+    return verdicts
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> Markup:
+    if not runs:
+        return tag("p", "No run has recorded steps over a stream of this corpus.", cls="muted")
+    rows = ([link(url("runs", r["run"]), r["run"]), link(url("streams", r["stream"]),
+                                                        r["stream"]),
+             tag("span", r["verdict"], cls="ok" if r["verdict"] == "trained" else "muted"),
+             capped([link(url("runs", r["run"], "steps", s), s) for s in r["steps"]])]
+            for r in runs)
+    return table(["run", "stream", "verdict", "its steps that read the document"], rows)
+
+
 def render_document(data: dict[str, Any]) -> tuple[str, Markup]:
     doc, text = data["document"], data["text_index"]
     body = join([
@@ -204,7 +239,8 @@ def render_document(data: dict[str, Any]) -> tuple[str, Markup]:
                ("content hash", code(doc["content_hash"])), ("bytes", doc["n_bytes"]),
                ("tokens", doc["n_tokens"]), ("licence", doc["license"])]),
         section("Text index", facts([(k.replace("_", " "), v) for k, v in text.items()])),
-        section("In training", _where(data["streams"]))])
+        section("In training", _where(data["streams"])),
+        section("In runs", _runs_table(data["runs"]))])
     return f"Document {doc['doc_id']}", body
 
 
