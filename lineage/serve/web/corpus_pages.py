@@ -215,6 +215,7 @@ def _run_verdicts(store: Store, document: dict[str, Any]) -> list[dict[str, Any]
         for match in answer["results"][0]["matches"]:
             if (match["corpus"], match["doc_id"]) == (document["corpus"], document["doc_id"]):
                 verdicts.append({"run": run.name, "stream": run.stream,
+                                 "last_step": answer["run_last_step"],
                                  "verdict": match["run_verdict"],
                                  "steps": match.get("run_steps", match["steps"])})
     return verdicts
@@ -226,9 +227,15 @@ def _runs_table(runs: list[dict[str, Any]]) -> Markup:
     rows = ([link(url("runs", r["run"]), r["run"]), link(url("streams", r["stream"]),
                                                         r["stream"]),
              tag("span", r["verdict"], cls="ok" if r["verdict"] == "trained" else "muted"),
-             capped([link(url("runs", r["run"], "steps", s), s) for s in r["steps"]])]
-            for r in runs)
+             capped([_run_step(r, s) for s in r["steps"]])] for r in runs)
     return table(["run", "stream", "verdict", "its steps that read the document"], rows)
+
+
+def _run_step(run: dict[str, Any], step: int) -> Markup:
+    """A step of the run, linked to its record when the run has got that far."""
+    if run["last_step"] is None or step > run["last_step"]:
+        return esc(str(step))
+    return link(url("runs", run["run"], "steps", step), step)
 
 
 def render_document(data: dict[str, Any]) -> tuple[str, Markup]:
