@@ -1,0 +1,131 @@
+"""The numbers behind the explorer's plots and lists, computed with polars over the
+store's frames (`Store.frame`): a stream's source mix step range by step range, a run's
+per-step series, and a page of a corpus's documents."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from lineage.stream.schedule import BatchSchedule
+
+if TYPE_CHECKING:
+    from lineage.api import Store
+    from lineage.stream.answers import Stream
+
+T = TypeVar("T")
+MIX_COLUMNS = 40  # step ranges a stream's source mix is cut into
+
+
+def stream_schedule_of(stream: Stream) -> BatchSchedule:
+    """The stream's windows per step: lineage.stream.query's `stream_schedule` where the
+    store knows batch-size schedules, else the fixed batch every stream then had."""
+    import importlib
+
+    # Looked up by name so that this module serves stores of either version unchanged.
+    query = importlib.import_module("lineage.stream.query")
+    read = getattr(query, "stream_schedule", None)
+    if read is None:
+        return BatchSchedule.fixed(stream.batch)
+    schedule: BatchSchedule = read(stream)
+    return schedule
+
+
+def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> dict[str, Any]:
+    """Tokens of each source in each step range of the stream: the stream's steps cut
+    into at most `columns` ranges of equal length in steps (the windows of a range follow
+    the stream's schedule). A document crossing a range's border counts in each range for
+    the tokens it has there; separators count nowhere.
+
+    A stream's occurrences never change under its name and digest, so the mix is kept
+    per process for the next view (it reads the whole occurrence table)."""
+    schedule = stream_schedule_of(stream)
+    span = max(1, math.ceil(stream.steps / columns))
+    firsts = [*range(0, stream.steps, span), stream.steps]
+    bounds = tuple(schedule.first_window(step) * stream.seq_len for step in firsts)
+    key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest, bounds)
+    mix = kept(key, lambda: _tokens_by_range(store, stream.name, bounds))
+    ranges = [{"first_step": first, "last_step": following - 1, "tokens": tokens}
+              for first, following, tokens in zip(firsts[:-1], firsts[1:], mix["tokens"],
+                                                  strict=True)]
+    return {"steps_per_range": span, "sources": mix["sources"], "ranges": ranges}
+
+
+_KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+KEPT_ANSWERS = 32
+
+
+def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    """`compute()`, kept for the next call with the same key (the KEPT_ANSWERS most
+    recently used). The key must name everything the answer depends on."""
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return cast(T, _KEPT[key])
+    value = compute()
+    with _KEPT_LOCK:
+        _KEPT[key] = value
+        while len(_KEPT) > KEPT_ANSWERS:
+            _KEPT.popitem(last=False)
+    return value
+
+
+def _tokens_by_range(store: Store, name: str, bounds: tuple[int, ...]) -> dict[str, Any]:
+    """Tokens per source inside each [bounds[i], bounds[i + 1]) of the stream's tokens."""
+    import polars as pl
+
+    edges = pl.lit(pl.Series("edges", bounds, dtype=pl.Int64))
+    start, end = pl.col("stream_start"), bounds[-1]
+    stop = pl.min_horizontal(pl.col("stream_end"), end)
+
+    def range_of(position: pl.Expr) -> pl.Expr:
+        return edges.search_sorted(position, side="right").cast(pl.Int64) - 1
+
+    rows = (
+        store.frame("occurrences")
+        .filter((pl.col("stream") == name) & (start < end))
+        .select("source", start.alias("a"), stop.alias("b"))
+        .with_columns(pl.int_ranges(range_of(pl.col("a")), range_of(pl.col("b") - 1) + 1)
+                      .alias("range"))
+        .explode("range")
+        .with_columns((pl.min_horizontal(pl.col("b"), edges.gather(pl.col("range") + 1))
+                       - pl.max_horizontal(pl.col("a"), edges.gather(pl.col("range"))))
+                      .alias("tokens"))
+        .group_by("range", "source").agg(pl.col("tokens").sum())
+        .collect()
+    )
+    sources = sorted(set(rows["source"].to_list()))
+    tokens = [dict.fromkeys(sources, 0) for _ in bounds[1:]]
+    for number, source, count in rows.iter_rows():
+        tokens[number][source] = count
+    return {"sources": sources, "tokens": tokens}
+
+
+def run_series(store: Store, run: str) -> dict[str, list[Any]]:
+    """The run's recorded steps in order: loss, grad norm (before clipping), learning
+    rate, and whether each step was clipped or skipped."""
+    import polars as pl
+
+    frame = (
+        store.frame("steps")
+        .filter(pl.col("run") == run)
+        .select("step", "loss", "grad_norm", "lr", "clipped", "skipped")
+        .sort("step")
+        .collect()
+    )
+    return {name: frame[name].to_list() for name in frame.columns}
+
+
+def corpus_documents(store: Store, corpus: str, *, offset: int, limit: int) -> dict[str, Any]:
+    """One page of the corpus's documents in doc_id order, and how many there are."""
+    import polars as pl
+
+    frame = (store.frame("documents").filter(pl.col("corpus") == corpus)
+             .select("doc_id", "source", "n_tokens", "n_bytes", "license"))
+    total = frame.select(pl.len()).collect().item()
+    rows = frame.sort("doc_id").slice(offset, limit).collect().to_dicts()
+    return {"total": total, "offset": offset, "limit": limit, "documents": rows}
