@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "doc_id": "string",
                    "doc_offset": "int64", "n_tokens": "int64"}
 _SHOW = 3  # problems named per rule
+MEMORY_LIMIT = "1GB"  # DuckDB's, for the content-hash sort (as `stream build`'s default)
 
 
 def artifact_hash(path: str | Path) -> str:
@@ -168,6 +169,7 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # the sort spills beyond it
         written = write_occurrences(con, store, stream, corpus, progress, rows=ordered,
                                     hash_order="hash_rank, epoch, ordinal")
     finally:

@@ -150,6 +150,7 @@ def _locate(datasets: list[IndexedDataset], index: int) -> tuple[int, int]:
 def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
     """The doc_map's columns as numpy arrays (the two text columns as arrow arrays),
     and the file's hash; the file must not change while read."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -179,7 +180,7 @@ def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
         else:
             if not pa.types.is_integer(column.type):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected int64")
-            rows[name] = column.to_numpy().astype("int64")
+            rows[name] = np.asarray(column.to_numpy(), dtype=np.int64)  # no copy if int64
     return rows, digest
 
 
