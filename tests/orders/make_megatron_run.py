@@ -12,8 +12,11 @@ which cache their index arrays:
 - `single`: the sonnets alone, 2 epochs' worth of samples;
 - `blend`: both datasets blended 60/40.
 
-The proof test (test_megatron_proof.py) calls the same functions in a temporary folder
-and reads the samples back through megatron-core's datasets.
+Beside them, `samples-<run>.npy` holds every sample megatron-core's dataset yields for
+the run, in order, so the importer's own tests (test_megatron.py) check windows token
+for token without megatron installed. The proof test (test_megatron_proof.py) calls
+the same functions in a temporary folder and reads the samples back through
+megatron-core's datasets, its sampler order and its batch-size calculator.
 """
 
 from __future__ import annotations
@@ -107,17 +110,26 @@ def _single_process_group() -> None:
         dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
 
 
-def make_all(folder: Path) -> None:
-    """Inputs, indexed datasets and both runs' caches under `folder`."""
+def make_all(folder: Path, *, samples: bool = False) -> None:
+    """Inputs, indexed datasets and both runs' caches under `folder`; with `samples`,
+    also `samples-<run>.npy`: every sample the run's dataset yields, in order, as
+    megatron-core returns it (tokens + the last label), for tests without megatron."""
+    import numpy as np
+    import torch
+
     inputs = write_inputs(folder)
     for name, jsonl in inputs.items():
         write_indexed(jsonl, folder / name, split_stanzas=name == "poems")
     for run in RUNS:
-        build_run(folder, folder / f"cache-{run}", run)
+        dataset = build_run(folder, folder / f"cache-{run}", run)
+        if samples:
+            rows = [torch.cat([item["tokens"], item["labels"][-1:]]).numpy()
+                    for item in (dataset[i] for i in range(len(dataset)))]
+            np.save(folder / f"samples-{run}.npy", np.stack(rows).astype(np.uint16))
 
 
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else FIXTURES
     shutil.rmtree(target, ignore_errors=True)
-    make_all(target)
+    make_all(target, samples=True)
     print(f"wrote {target}")
