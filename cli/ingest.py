@@ -7,11 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from lineage.cli import output
+from lineage.cli import orders, output
 from lineage.cli.common import JsonOption, current_store
+from lineage.cli.stream import RankRuleOption, ScheduleOption, ScheduleTokensOption
 from lineage.errors import EXIT_NO
 
 app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
+app.add_typer(orders.app, name="order")
 
 
 @app.command("corpus")
@@ -101,7 +103,12 @@ def windows(
     stream: Annotated[str, typer.Option(help="Name of the recorded stream.")],
     corpus: Annotated[str, typer.Option(help="The corpus the doc_ids belong to.")],
     seq_len: Annotated[int, typer.Option(help="Tokens per window.", min=1)],
-    batch: Annotated[int, typer.Option(help="Windows per step.", min=1)],
+    batch: Annotated[
+        int | None, typer.Option(help="Windows per step; or give a schedule.", min=1)
+    ] = None,
+    schedule: ScheduleOption = None,
+    schedule_tokens: ScheduleTokensOption = None,
+    rank_rule: RankRuleOption = None,
     separator_tokens: Annotated[
         int, typer.Option(help="Tokens after each document's end.", min=0)
     ] = 0,
@@ -112,9 +119,12 @@ def windows(
     Values are not coerced (value-type, integer-range) and each rank must be below
     --batch (rank-range); see docs/manifest-spec.md."""
     from lineage.ingest.windows import ingest_windows
+    from lineage.stream.schedule import RankRule, schedule_option
 
     result = ingest_windows(
         current_store(ctx), path, stream=stream, corpus=corpus, seq_len=seq_len, batch=batch,
+        schedule=schedule_option(schedule, schedule_tokens, seq_len),
+        rank_rule=None if rank_rule is None else RankRule.parse(rank_rule),
         separator_tokens=separator_tokens,
     )
     if json:

@@ -11,6 +11,23 @@ from lineage.cli.common import JsonOption, current_store
 
 app = typer.Typer(help="Canonical data streams (lineage-stream/1).", no_args_is_help=True)
 
+# How a stream's windows are cut into steps and ranks (docs/stream-spec.md §4); `ingest
+# windows` takes the same options.
+ScheduleOption = Annotated[
+    str | None, typer.Option(help="Windows per step by step ranges, FIRST_STEP:WINDOWS,... "
+                             "(e.g. 0:4,100:8); instead of --batch.")
+]
+ScheduleTokensOption = Annotated[
+    str | None, typer.Option(help="Windows per step by tokens consumed, TOKENS:WINDOWS,... "
+                             "(e.g. 0:4,1000000:8): a step takes the last segment whose "
+                             "tokens were consumed before it.")
+]
+RankRuleOption = Annotated[
+    str | None, typer.Option(help="How ranks split a step: contiguous (default), strided "
+                             "(rank::world), or micro-batches:M (micro-batch m of M windows "
+                             "to rank m mod W).")
+]
+
 
 @app.command("build")
 def build(
@@ -19,7 +36,12 @@ def build(
     name: Annotated[str, typer.Option(help="Name of the stream to record.")],
     seed: Annotated[int, typer.Option(help="Training seed, 0 to 2^64-1.", min=0)],
     seq_len: Annotated[int, typer.Option(help="Tokens per window (L).", min=1)],
-    batch: Annotated[int, typer.Option(help="Windows per step (B).", min=1)],
+    batch: Annotated[
+        int | None, typer.Option(help="Windows per step (B); or give a schedule.", min=1)
+    ] = None,
+    schedule: ScheduleOption = None,
+    schedule_tokens: ScheduleTokensOption = None,
+    rank_rule: RankRuleOption = None,
     separator_tokens: Annotated[
         int, typer.Option(help="Tokens between documents (K).", min=0)
     ] = 1,
@@ -40,22 +62,28 @@ def build(
 ) -> None:
     """Compute the canonical order of a corpus and record its occurrence table."""
     from lineage.stream.build import build_stream, memory_bytes
+    from lineage.stream.schedule import RankRule, schedule_option
 
     memory_bytes(memory_limit)  # a bad size fails before any work
+    steps = schedule_option(schedule, schedule_tokens, seq_len)
+    rule = None if rank_rule is None else RankRule.parse(rank_rule)
     store = current_store(ctx)
     with output.progress_bar(not json) as progress:
         result = build_stream(
             store, corpus=corpus, name=name, seed=seed, seq_len=seq_len, batch=batch,
-            separator_tokens=separator_tokens, epochs=epochs, token_budget=token_budget,
-            memory_limit=memory_limit, progress=progress,
+            schedule=steps, rank_rule=rule, separator_tokens=separator_tokens,
+            epochs=epochs, token_budget=token_budget, memory_limit=memory_limit,
+            progress=progress,
         )
     if json:
         output.emit_json(result.to_dict())
         return
     verb = "unchanged (already built)" if result.status == "unchanged" else "built"
+    shape = f"{result.batch} x {result.seq_len} tokens" if result.schedule is None else \
+        f"{result.seq_len} tokens x windows by schedule {_text(result.to_dict()['schedule'])}"
     output.emit_lines([
-        f"stream {result.name}: {verb}: {result.steps:,} steps of {result.batch} x "
-        f"{result.seq_len} tokens, {result.occurrences:,} occurrences, {result.seconds:.1f} s",
+        f"stream {result.name}: {verb}: {result.steps:,} steps of {shape}, "
+        f"{result.occurrences:,} occurrences, {result.seconds:.1f} s",
         f"spec {result.spec} {result.spec_hash}",
         f"occurrences {result.occurrences_digest}",
     ])
@@ -88,6 +116,8 @@ def show(
 
 
 def _text(value: object) -> str:
+    if isinstance(value, list) and all(isinstance(v, list) for v in value):
+        return ",".join(":".join(str(x) for x in v) for v in value)  # a schedule
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items())
     if isinstance(value, int) and not isinstance(value, bool):

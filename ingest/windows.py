@@ -13,6 +13,7 @@ recorded stream as on a canonical one.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet
 from lineage.store.durable import remove_quietly
 from lineage.store.parts import Progress, part_files
 from lineage.store.scratch import new_staging_dir
-from lineage.stream.build import Built, commit_stream
-from lineage.stream.query import stream_row
+from lineage.stream.build import Built, commit_stream, first_batch
+from lineage.stream.query import SCHEDULE_KEYS, stream_row
+from lineage.stream.schedule import BatchSchedule, RankRule
 from lineage.stream.spec import RecordedSpec
 from lineage.stream.tables import write_occurrences
 
@@ -43,15 +45,21 @@ def ingest_windows(
     stream: str,
     corpus: str,
     seq_len: int,
-    batch: int,
+    batch: int | None = None,
+    schedule: BatchSchedule | None = None,
+    rank_rule: RankRule | None = None,
     separator_tokens: int = 0,
     progress: Progress = None,
 ) -> dict[str, Any]:
-    """Check a recorded window log against the corpus and store it as stream `stream`."""
+    """Check a recorded window log against the corpus and store it as stream `stream`.
+
+    The run's steps took `batch` windows each, or windows by a `schedule`; `rank_rule`
+    says how its ranks split them (as for `stream build`)."""
     started = time.monotonic()
     path = Path(path)
     if not is_valid_name(stream):
         raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
+    batch = first_batch(batch, schedule)
     if seq_len < 1 or batch < 1 or separator_tokens < 0:
         raise UsageError("--seq-len and --batch must be at least 1, --separator-tokens >= 0")
     if not path.exists() and not path.is_symlink():
@@ -64,7 +72,8 @@ def ingest_windows(
             raise UnknownObjectError(f"no corpus named {corpus!r}")
         documents = part_files(con, store, "documents", corpus)
         existing = stream_row(con, stream)
-    spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash)
+    spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash,
+                        schedule=schedule, rank_rule=rank_rule)
     if existing is not None:
         if existing["spec_hash"] != spec.spec_hash:
             raise ConflictError(f"stream {stream!r} exists with other content; choose another")
@@ -76,9 +85,11 @@ def ingest_windows(
         status = commit_stream(store, stream, corpus, spec, built)
     finally:
         remove_quietly(staging)
+    declared = {key: value for key, value in json.loads(spec.canonical_json()).items()
+                if key in SCHEDULE_KEYS}
     return {"name": stream, "status": status, "spec": spec.spec, "spec_hash": spec.spec_hash,
             "corpus": corpus, "manifest_hash": spec.manifest_hash, "log_hash": log_hash,
-            "windows": built.windows, "steps": built.steps, "tokens": built.tokens,
+            **declared, "windows": built.windows, "steps": built.steps, "tokens": built.tokens,
             "occurrences": built.occurrences, "occurrences_digest": built.digest,
             "seconds": round(time.monotonic() - started, 3)}
 
@@ -110,7 +121,7 @@ def _build(store: Store, path: Path, stream: str, corpus: str, documents: list[s
             """
         )
         written = write_occurrences(con, store, stream, corpus, progress)
-        steps = -(-windows // spec.batch)
+        steps = spec.step_schedule.steps_for(windows)  # the last step may be partial
         return Built(windows * spec.seq_len, windows, steps, written.occurrences,
                      written.digest, written.parts, written.hash_parts)
     finally:
@@ -196,19 +207,42 @@ _RULES: tuple[tuple[str, str], ...] = (
      "OR token_end IS NULL"),
     ("offsets must satisfy 0 <= token_start < token_end <= the document's n_tokens",
      "token_start < 0 OR token_end <= token_start OR token_end > n_tokens"),
-    ("step must be window // batch", "step != win // $batch"),
+    ("step must be window // batch", "step != $step_of_window"),
     ("negative rank or window", "rank < 0 OR win < 0"),
     ("rank-range: rank must be below --batch (each rank reads at least one window of a "
-     "step)", "rank >= $batch"),
+     "step)", "rank >= $windows_of_step"),
 )
+# The same rules worded for a run whose batch size followed a schedule.
+_SCHEDULED = {"step must be window // batch": "step must be the schedule's step of the window",
+              "rank-range: rank must be below --batch (each rank reads at least one window "
+              "of a step)": "rank-range: rank must be below the step's windows by the "
+                            "schedule (each rank reads at least one window of a step)"}
+
+
+def _step_sql(schedule: BatchSchedule) -> dict[str, str]:
+    """SQL for the step of window `win` and the windows of step `step`, by the schedule
+    (for a fixed batch B: `win // B` and `B`)."""
+    firsts = [(first, schedule.first_window(first), windows)
+              for first, windows in schedule.segments]
+    step_of = f"win // {firsts[0][2]}"
+    windows_of = str(firsts[0][2])
+    for first, start, windows in firsts[1:]:
+        step_of = f"CASE WHEN win >= {start} THEN {first} + (win - {start}) // {windows} " \
+                  f"ELSE {step_of} END"
+        windows_of = f"CASE WHEN step >= {first} THEN {windows} ELSE {windows_of} END"
+    return {"$step_of_window": step_of, "$windows_of_step": windows_of}
 
 
 def _check(con: Any, path: Path, spec: RecordedSpec) -> None:
     problems: list[str] = []
+    sql = _step_sql(spec.step_schedule)
     for rule, predicate in _RULES:
+        for name, text in sql.items():
+            predicate = predicate.replace(name, text)
+        if spec.schedule is not None:
+            rule = _SCHEDULED.get(rule, rule)
         rows = con.execute(
-            f"SELECT row FROM placed WHERE {predicate.replace('$batch', str(spec.batch))} "
-            f"ORDER BY row LIMIT {_SHOW}").fetchall()
+            f"SELECT row FROM placed WHERE {predicate} ORDER BY row LIMIT {_SHOW}").fetchall()
         if rows:
             problems.append(f"rows {', '.join(str(r[0]) for r in rows)}: {rule}")
     if problems:

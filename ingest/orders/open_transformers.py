@@ -99,8 +99,8 @@ def _corpus(store: BaseStore, corpus: str) -> tuple[str, str, pa.Table]:
             raise UnknownObjectError(f"no corpus named {corpus!r}: `lineage corpus list` "
                                      "shows them")
         files = part_files(con, store, "documents", corpus)
-        table = con.execute("SELECT doc_id, n_tokens FROM read_parquet(?)",
-                            [files]).to_arrow_table()
+        table = con.sql("SELECT doc_id, n_tokens FROM read_parquet(?)",
+                        params=[files]).to_arrow_table()
     return str(row[0]), str(row[1]), table
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from lineage.errors import InputError
 from lineage.ingest.input_rules import hash_regular
-from lineage.stream.schedule import BatchSchedule
+from lineage.stream.schedule import BatchSchedule, parse_token_schedule
 
 MANIFEST_FORMAT = "open-transformers/data-manifest/1"
 _RUN_INTEGERS = ("seq_len", "micro_batch_size", "world_size")
@@ -67,23 +67,11 @@ def read_manifest(path: Path) -> HarnessManifest:
 
 
 def schedule_from_tokens(ramp: tuple[tuple[int, int], ...], seq_len: int) -> BatchSchedule:
-    """A ramp by tokens consumed as step ranges: step s takes the windows of the last
-    entry whose `from_tokens` is at most the tokens the steps before s consumed."""
-    segments: list[tuple[int, int]] = [(0, ramp[0][1])]
-    step, consumed = 0, 0
-    for from_tokens, windows in ramp[1:]:
-        per_step = segments[-1][1] * seq_len
-        steps = max(0, -(-(from_tokens - consumed) // per_step))
-        step, consumed = step + steps, consumed + steps * per_step
-        if steps == 0:
-            segments[-1] = (step, windows)  # reached already: it replaces the entry before
-        else:
-            segments.append((step, windows))
-    merged = [segments[0]]
-    for first, windows in segments[1:]:
-        if windows != merged[-1][1]:
-            merged.append((first, windows))
-    return BatchSchedule(tuple(merged))
+    """A ramp by tokens consumed as step ranges, by the rule of `--schedule-tokens`
+    (docs/stream-spec.md): step s takes the windows of the last entry whose `from_tokens`
+    the steps before s have consumed."""
+    text = ",".join(f"{tokens}:{windows}" for tokens, windows in ramp)
+    return parse_token_schedule(text, seq_len, option="run.global_batch_ramp")
 
 
 def _object(path: Path, value: dict[str, Any], key: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import blake3
 
 from lineage.runs.skip_rule import SkipRule
 from lineage.stream.batch_digest import BATCH_TAG, batch_digest  # noqa: F401 - part of the chain spec
+from lineage.stream.query import stream_schedule
 
 CHAIN_SPEC = "lineage-chain/2"
 CHAIN_SPEC_V1 = "lineage-chain/1"  # still verified; never written
@@ -225,7 +226,8 @@ class ChainWriter:
     """Appends canonical step records to a JSONL step log, folding each into the next.
 
     Each step reads the B windows after the previous step's cursor (after the windows a
-    declared data skip jumps over); `close()` ends the chain with its end record.
+    declared data skip jumps over), B the stream's windows per step at that step (its
+    batch, or its schedule's); `close()` ends the chain with its end record.
     """
 
     def __init__(
@@ -241,7 +243,8 @@ class ChainWriter:
     ) -> None:
         self.path = Path(path)
         self.durable = durable
-        self.batch = int(stream["batch"]) if stream.get("batch") is not None else None
+        # windows per step, step by step (the stream's batch, or its schedule)
+        self.schedule = stream_schedule(stream) if stream.get("batch") is not None else None
         self.header: dict[str, Any] = {
             "algorithm": ALGORITHM, "chain": CHAIN_SPEC,
             "checkpoint_every": checkpoint_every, "config": dict(config),
@@ -288,7 +291,7 @@ class ChainWriter:
         if step != expected_step:
             raise ValueError(f"step {step} does not follow step {self.last_step} "
                              f"(the chain starts at step 0 and goes one step at a time)")
-        cursor = self._next_cursor(cursor, data_skip)
+        cursor = self._next_cursor(step, cursor, data_skip)
         state = {f"{WEIGHTS_PREFIX}{k}": v for k, v in weights.items()}
         state |= {f"{OPTIMIZER_PREFIX}{k}": v for k, v in (optimizer or {}).items()}
         state |= {f"{GRADIENTS_PREFIX}{k}": v for k, v in (gradients or {}).items()}
@@ -319,21 +322,23 @@ class ChainWriter:
         self.closed = True
         return record
 
-    def _next_cursor(self, cursor: int | None, data_skip: Mapping[str, Any] | None) -> int:
+    def _next_cursor(self, step: int, cursor: int | None,
+                     data_skip: Mapping[str, Any] | None) -> int:
         jump = 0
         if data_skip is not None:
             jump = data_skip.get("windows")  # type: ignore[assignment]
             if not isinstance(jump, int) or isinstance(jump, bool) or jump < 1 or \
                     not isinstance(data_skip.get("reason"), str) or not data_skip["reason"]:
                 raise ValueError("data_skip needs integer windows >= 1 and a reason")
-        if self.batch is None:
+        if self.schedule is None:
             if cursor is None:
                 raise ValueError("the stream has no batch size: give cursor")
             return cursor
-        expected = self.cursor + jump + self.batch
+        batch = self.schedule.windows_of(step)
+        expected = self.cursor + jump + batch
         if cursor is not None and cursor != expected:
             raise ValueError(f"cursor {cursor} is not {expected} (previous cursor "
-                             f"{self.cursor} + skipped {jump} + batch {self.batch})")
+                             f"{self.cursor} + skipped {jump} + batch {batch})")
         return expected
 
     def _write_line(self, value: Mapping[str, Any]) -> None:

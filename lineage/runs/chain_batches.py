@@ -1,8 +1,10 @@
 """The batch digests a stream implies for a run's steps (docs/chain-spec.md, "Batch digest").
 
-A step reads the B windows that end at its cursor: windows [cursor - B, cursor); rank r of
-W gets windows [cursor - B + r·B/W, cursor - B + (r+1)·B/W). Digests for many steps are
-made in one pass over the occurrences, in window order.
+Step s reads the B_s windows that end at its cursor: windows [cursor - B_s, cursor), B_s
+the stream's windows per step at step s (its batch, or its schedule's); rank r of W gets
+the windows the stream's rank rule gives it (contiguous: [cursor - B_s + r·B_s/W,
+cursor - B_s + (r+1)·B_s/W)). Digests for many steps are made in one pass over the
+occurrences, in window order.
 """
 
 from __future__ import annotations
@@ -15,16 +17,20 @@ import blake3
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 from lineage.stream.batch_digest import BATCH_TAG
-from lineage.stream.query import _resolve, window_pieces
+from lineage.stream.query import _resolve, stream_rank_rule, stream_schedule, window_pieces
 
 
 def stream_batch_digests(store: BaseStore, stream: str, first_window: int,
-                         world_size: int) -> list[str]:
-    """Per rank, the digests of a step that reads the B windows from `first_window` on:
-    what a trainer records for a step after a data skip (or any step)."""
+                         world_size: int, *, step: int | None = None) -> list[str]:
+    """Per rank, the digests of step `step` reading its windows from `first_window` on:
+    what a trainer records for a step after a data skip (or any step). The step sets how
+    many windows it reads (by the stream's schedule); left out, it is the step the
+    schedule gives `first_window`."""
     with store.reader(views=False) as con:
         info = _resolve(con, stream)
-        return batch_digests(con, store, info, world_size, [(0, first_window)])[0]
+        if step is None:
+            step = stream_schedule(info).step_of_window(first_window)
+        return batch_digests(con, store, info, world_size, [(step, first_window)])[step]
 
 
 def batch_digests(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,
@@ -33,26 +39,29 @@ def batch_digests(con: Any, store: BaseStore, stream: dict[str, Any], world_size
     in increasing window order, the windows of different steps never overlapping."""
     if not starts:
         return {}
-    batch, seq_len = int(stream["batch"]), int(stream["seq_len"])
-    per_rank = batch // world_size if world_size and batch % world_size == 0 else batch
+    schedule, rule = stream_schedule(stream), stream_rank_rule(stream)
+    seq_len = int(stream["seq_len"])
+    spans = [(step, first, schedule.windows_of(step)) for step, first in starts]
     hashers: dict[tuple[int, int], Any] = {}
-    index, (step, first) = 0, starts[0]
+    index, (step, first, count) = 0, spans[0]
     for window, doc_id, token_start, token_end in _segments(
-            con, store, stream, starts[0][1], starts[-1][1] + batch, seq_len):
-        while window >= first + batch and index + 1 < len(starts):
+            con, store, stream, spans[0][1], spans[-1][1] + spans[-1][2], seq_len):
+        while window >= first + count and index + 1 < len(spans):
             index += 1
-            step, first = starts[index]
-        if not first <= window < first + batch:
+            step, first, count = spans[index]
+        if not first <= window < first + count:
             continue  # a window a data skip jumped over
-        rank = (window - first) // per_rank
+        # a world the rule cannot split reads the step as one batch: one digest
+        rank = rule.rank_of(window - first, count, world_size) \
+            if rule.splits(count, world_size) else 0
         hasher = hashers.get((step, rank))
         if hasher is None:
             hasher = hashers[(step, rank)] = blake3.blake3(BATCH_TAG)
         hasher.update(f"{window}\t{doc_id}\t{token_start}\t{token_end}\n".encode())
     empty = "blake3:" + blake3.blake3(BATCH_TAG).hexdigest()
-    ranks = batch // per_rank
     return {s: ["blake3:" + hashers[(s, r)].hexdigest() if (s, r) in hashers else empty
-                for r in range(ranks)] for s, _ in starts}
+                for r in range(world_size if rule.splits(count, world_size) else 1)]
+            for s, _, count in spans}
 
 
 def _segments(con: Any, store: BaseStore, stream: dict[str, Any], first_window: int,

@@ -29,7 +29,7 @@ from lineage.runs.chain import (
 from lineage.runs.chain_batches import batch_digests
 from lineage.runs.skip_rule import SkipRule, check_skips
 from lineage.store.base import BaseStore
-from lineage.stream.query import _resolve
+from lineage.stream.query import _resolve, stream_schedule
 
 _END_KEYS = {"end", "last_state_hash", "state_hash", "steps"}
 _SKIP_KEYS = {"reason", "windows"}
@@ -111,8 +111,10 @@ class _Walk:
                  world_size: int) -> None:
         self.header, self.stream, self.full = header, stream, full
         self.spec = header.get("chain") if full else None
-        self.batch = int(stream["batch"]) if stream else None
-        self.windows = int(stream["steps"]) * self.batch if stream and self.batch else None
+        # windows per step, step by step (the stream's batch, or its schedule)
+        self.schedule = stream_schedule(stream) if stream else None
+        self.windows = self.schedule.first_window(int(stream["steps"])) \
+            if stream and self.schedule else None
         self.world_size = world_size
         self.checked: list[tuple[int, int | None, dict[str, Any], str | None]] = []
 
@@ -153,17 +155,18 @@ class _Walk:
         if record.get("state_hash") != line_step_hash(text, record,
                                                       spec=self.spec or CHAIN_SPEC):
             raise _Broken(step, "state_hash does not match the record (the record was changed)")
-        assert self.batch is not None and self.windows is not None
+        assert self.schedule is not None and self.windows is not None
         jump = self._data_skip(step, record)
-        expected = cursor + jump + self.batch
+        batch = self.schedule.windows_of(step)
+        expected = cursor + jump + batch
         if record.get("cursor") != expected:
             detail = f" + data skip {jump}" if jump else ""
             raise _Broken(step, f"cursor {record.get('cursor')} is not {expected} windows "
-                          f"(previous cursor {cursor}{detail} + batch {self.batch})")
+                          f"(previous cursor {cursor}{detail} + batch {batch})")
         if expected > self.windows:
             raise _Broken(step, f"cursor {expected} is past the stream's end "
                           f"({self.windows} windows)")
-        return expected - self.batch
+        return expected - batch
 
     def _data_skip(self, step: int, record: dict[str, Any]) -> int:
         skip = record.get("data_skip")
@@ -179,12 +182,12 @@ class _Walk:
         return windows
 
     def _foreign_window(self, step: int, record: dict[str, Any]) -> int | None:
-        if self.batch is None:
+        if self.schedule is None:
             return None
         cursor = record.get("cursor")
         if isinstance(cursor, int) and not isinstance(cursor, bool):
-            return cursor - self.batch
-        return step * self.batch
+            return cursor - self.schedule.windows_of(step)
+        return self.schedule.first_window(step)
 
 
 def _check_batches(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,

@@ -2,7 +2,8 @@
 
 The question after a loss spike: which documents were in that batch? Because the data
 order is a function of the seed, a step number is enough to name them: the step's record
-says where its batch ended (its cursor, after any data skip), so the windows follow.
+says where its batch ended (its cursor, after any data skip), and the stream's schedule
+how many windows it took, so the windows follow.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from typing import Any
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs.query import _summary
 from lineage.store.base import BaseStore
-from lineage.stream.query import StepRange, _resolve, step_range, step_segments
+from lineage.stream.query import (
+    StepRange,
+    _resolve,
+    step_range,
+    step_segments,
+    stream_schedule,
+    windows_range,
+)
 
 
 def trace(
@@ -54,13 +62,14 @@ def trace(
 
 
 def _windows(stream: dict[str, Any], step: int, cursor: Any) -> StepRange:
-    """The windows a step read: the batch that ends at its cursor (step·B onwards for a
-    record without one)."""
-    batch = int(stream["batch"])
+    """The windows a step read: the step's batch (by the stream's schedule) that ends at
+    its cursor (the schedule's step for a record without one)."""
+    schedule = stream_schedule(stream)
+    batch = schedule.windows_of(step)
     if not isinstance(cursor, int) or isinstance(cursor, bool) or \
-            not batch <= cursor <= int(stream["steps"]) * batch:
+            not batch <= cursor <= schedule.first_window(int(stream["steps"])):
         return step_range(stream, step)
-    return StepRange(step, cursor - batch, cursor - 1, None)
+    return windows_range(stream, step, range(cursor - batch, cursor))
 
 
 def _documents(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:

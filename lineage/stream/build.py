@@ -11,6 +11,7 @@ batches, and a copy in content-hash order that answers "trained on?".
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,9 +35,10 @@ from lineage.store.parts import (
     report as report_progress,
 )
 from lineage.store.scratch import new_staging_dir
-from lineage.stream.answers import StreamBuildResult
+from lineage.stream.answers import RankRuleAnswer, StreamBuildResult
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_sql import order_in_duckdb
+from lineage.stream.schedule import BatchSchedule, RankRule
 from lineage.stream.spec import (
     STREAM_SPEC,
     RecordedSpec,
@@ -62,30 +64,41 @@ def build_stream(
     name: str,
     seed: int,
     seq_len: int,
-    batch: int,
+    batch: int | None = None,
+    schedule: BatchSchedule | None = None,
+    rank_rule: RankRule | None = None,
     separator_tokens: int = 1,
     epochs: list[str] | dict[str, str] | None = None,
     token_budget: int | None = None,
     memory_limit: str = "1GB",
     progress: Progress = None,
 ) -> StreamBuildResult:
-    """Compute and record the canonical order; re-building the same stream is a no-op."""
+    """Compute and record the canonical order; re-building the same stream is a no-op.
+
+    `batch` windows every step, or a `schedule` of windows per step by step ranges (then
+    `batch` may be left out); `rank_rule` says how ranks split a step (contiguous when
+    left out). Neither changes the order of windows, only where steps and ranks cut it.
+    """
     started = time.monotonic()
     if not is_valid_name(name):
         raise UsageError(f"--name {name!r}: {NAME_RULE}")
+    batch = first_batch(batch, schedule)
     manifest_hash, sources, parts, hash_parts = _corpus_facts(store, corpus)
     spec = StreamSpec(
         manifest_hash=manifest_hash, seed=seed, seq_len=seq_len, batch=batch,
         separator_tokens=separator_tokens, epochs=parse_epochs(epochs, sorted(sources)),
-        token_budget=token_budget,
+        token_budget=token_budget, schedule=schedule, rank_rule=rank_rule,
     )
     existing = _existing(store, name)
     if existing is not None:
         if existing["spec_hash"] != spec.spec_hash:
             raise ConflictError(f"stream {name!r} exists with other parameters "
                                 f"({existing['spec_hash']}); choose another --name")
-        return StreamBuildResult(**{**existing, "status": "unchanged",
-                                    "seconds": round(time.monotonic() - started, 3)})
+        found = {**existing, "status": "unchanged",
+                 "seconds": round(time.monotonic() - started, 3)}
+        return StreamBuildResult.from_dict(
+            {f.name: found[f.name] for f in dataclasses.fields(StreamBuildResult)
+             if f.name in found})
     staging = new_staging_dir(store.staging_dir)
     try:
         built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging,
@@ -97,11 +110,28 @@ def build_stream(
         name=name, status=status, spec=STREAM_SPEC, spec_hash=spec.spec_hash, corpus=corpus,
         manifest_hash=manifest_hash, seed=UInt64(seed), seq_len=seq_len, batch=batch,
         separator_tokens=separator_tokens, epochs=spec.epochs, token_budget=token_budget,
-        schedule=None, rank_rule=None, tokens=built.tokens, windows=built.windows,
-        steps=built.steps,
+        schedule=_declared_schedule(spec),
+        rank_rule=RankRuleAnswer(**spec.rank_rule.to_json()) if spec.rank_rule else None,
+        tokens=built.tokens, windows=built.windows, steps=built.steps,
         occurrences=built.occurrences, occurrences_digest=built.digest,
         seconds=round(time.monotonic() - started, 3),
     )
+
+
+def first_batch(batch: int | None, schedule: BatchSchedule | None) -> int:
+    """The windows of step 0: `batch`, or the schedule's first segment."""
+    if schedule is None:
+        if batch is None:
+            raise UsageError("give --batch (windows per step) or a --schedule")
+        return batch
+    if batch is not None and batch != schedule.segments[0][1]:
+        raise UsageError(f"--batch {batch} and --schedule {schedule.to_text()} disagree "
+                         "about step 0: give one of them")
+    return schedule.segments[0][1]
+
+
+def _declared_schedule(spec: StreamSpec) -> tuple[tuple[int, int], ...] | None:
+    return None if spec.schedule is None else spec.schedule.segments
 
 
 @dataclass
@@ -198,16 +228,19 @@ def memory_bytes(limit: str) -> int:
     return int(float(found.group(1)) * scale)
 
 
-def _steps(spec: StreamSpec, corpus: str, packed: int) -> tuple[int, int]:
-    """(steps, tokens consumed) of a stream that packs into `packed` tokens (spec §4)."""
+def _steps(spec: StreamSpec, corpus: str, packed: int) -> tuple[int, int, int]:
+    """(steps, windows, tokens consumed) of a stream that packs into `packed` tokens
+    (spec §4): the whole steps of the schedule that fit."""
     consumed = min(packed, spec.token_budget or packed)
-    steps = consumed // spec.seq_len // spec.batch
+    schedule = spec.step_schedule
+    steps = schedule.full_steps(consumed // spec.seq_len)
     if steps == 0:
         raise UsageError(
             f"corpus {corpus!r} packs into {packed:,} tokens: not one step of "
             f"{spec.batch} x {spec.seq_len} tokens; lower --batch or --seq-len"
         )
-    return steps, steps * spec.batch * spec.seq_len
+    windows = schedule.first_window(steps)
+    return steps, windows, windows * spec.seq_len
 
 
 def _build_in_memory(
@@ -223,13 +256,13 @@ def _build_in_memory(
     report_progress(progress, "ordering documents", 3, 3)
     packed = int(placed.stream_start[-1] + placed.n_tokens[-1]) + spec.separator_tokens \
         if len(placed.rid) else 0
-    steps, tokens = _steps(spec, corpus, packed)
+    steps, windows, tokens = _steps(spec, corpus, packed)
     kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
     corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
     handed = [placed]  # write_canonical drops the arrays once it has what it needs
     del hash_words, placed
     written = write_canonical(con, store, name, corpus, handed, kept, corpus_parts, progress)
-    return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
+    return Built(tokens, windows, steps, written.occurrences, written.digest,
                  written.parts, written.hash_parts)
 
 
@@ -243,10 +276,10 @@ def _build_out_of_core(
     packed, count = con.execute(
         "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
         [spec.separator_tokens]).fetchall()[0]
-    steps, tokens = _steps(spec, corpus, int(packed))
+    steps, windows, tokens = _steps(spec, corpus, int(packed))
     con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
     written = write_occurrences(con, store, name, corpus, progress)
-    return Built(tokens, steps * spec.batch, steps, written.occurrences, written.digest,
+    return Built(tokens, windows, steps, written.occurrences, written.digest,
                  written.parts, written.hash_parts)
 
 

@@ -146,6 +146,15 @@ def parse_token_schedule(text: str, seq_len: int, *,
     return BatchSchedule(tuple(segments))
 
 
+def schedule_option(steps: str | None, tokens: str | None, seq_len: int) -> BatchSchedule | None:
+    """The schedule of `--schedule` (step ranges) or `--schedule-tokens` (tokens), if any."""
+    if steps is not None and tokens is not None:
+        raise UsageError("give --schedule (by steps) or --schedule-tokens (by tokens), not both")
+    if steps is not None:
+        return parse_schedule(steps)
+    return None if tokens is None else parse_token_schedule(tokens, seq_len)
+
+
 def _pairs(text: str, option: str) -> list[tuple[int, int]]:
     pairs = []
     for item in text.split(","):

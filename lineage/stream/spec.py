@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 import blake3
 
 from lineage.errors import UsageError
+from lineage.stream.schedule import BatchSchedule, RankRule
 
 STREAM_SPEC = "lineage-stream/1"
 RECORDED_SPEC = "recorded"
@@ -27,6 +28,8 @@ class StreamSpec:
     separator_tokens: int = 1
     epochs: dict[str, str] = field(default_factory=dict)  # source -> normal decimal string
     token_budget: int | None = None
+    schedule: BatchSchedule | None = None  # None: `batch` windows every step
+    rank_rule: RankRule | None = None  # None: the contiguous split
     spec: str = STREAM_SPEC
 
     def __post_init__(self) -> None:
@@ -38,6 +41,7 @@ class StreamSpec:
             raise UsageError("--separator-tokens must be 0 or more")
         if self.token_budget is not None and self.token_budget < 1:
             raise UsageError("--token-budget must be at least 1")
+        declared(self)
 
     def canonical_json(self) -> str:
         return json.dumps(
@@ -50,9 +54,15 @@ class StreamSpec:
                 "seq_len": self.seq_len,
                 "spec": self.spec,
                 "token_budget": self.token_budget,
+                **schedule_parameters(self),
             },
             sort_keys=True, separators=(",", ":"), ensure_ascii=False,
         )
+
+    @property
+    def step_schedule(self) -> BatchSchedule:
+        """Windows per step, step by step (a fixed batch when no schedule is declared)."""
+        return self.schedule or BatchSchedule.fixed(self.batch)
 
     @property
     def spec_hash(self) -> str:
@@ -72,18 +82,51 @@ class RecordedSpec:
     seed: None = None
     token_budget: None = None
     epochs: dict[str, str] = field(default_factory=dict)
+    schedule: BatchSchedule | None = None
+    rank_rule: RankRule | None = None
+
+    def __post_init__(self) -> None:
+        declared(self)
 
     def canonical_json(self) -> str:
         return json.dumps(
             {"batch": self.batch, "log_hash": self.log_hash,
              "manifest_hash": self.manifest_hash, "separator_tokens": self.separator_tokens,
-             "seq_len": self.seq_len, "spec": self.spec},
+             "seq_len": self.seq_len, "spec": self.spec, **schedule_parameters(self)},
             sort_keys=True, separators=(",", ":"), ensure_ascii=False,
         )
 
     @property
+    def step_schedule(self) -> BatchSchedule:
+        return self.schedule or BatchSchedule.fixed(self.batch)
+
+    @property
     def spec_hash(self) -> str:
         return "blake3:" + blake3.blake3(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def declared(spec: StreamSpec | RecordedSpec) -> None:
+    """Keep a schedule and a rank rule only when they say more than `batch` and the
+    contiguous split (so a fixed-batch stream's parameters and hash are as they always
+    were), and check that `batch` is the windows of step 0."""
+    if spec.schedule is not None:
+        if spec.schedule.segments[0][1] != spec.batch:
+            raise UsageError(f"the batch ({spec.batch}) is not the schedule's windows at "
+                             f"step 0 ({spec.schedule.segments[0][1]})")
+        if spec.schedule.is_fixed:
+            object.__setattr__(spec, "schedule", None)
+    if spec.rank_rule is not None and spec.rank_rule.is_default:
+        object.__setattr__(spec, "rank_rule", None)
+
+
+def schedule_parameters(spec: StreamSpec | RecordedSpec) -> dict[str, object]:
+    """The parameters' `schedule` and `rank_rule` keys, when declared (§1)."""
+    out: dict[str, object] = {}
+    if spec.schedule is not None:
+        out["schedule"] = spec.schedule.to_json()
+    if spec.rank_rule is not None:
+        out["rank_rule"] = spec.rank_rule.to_json()
+    return out
 
 
 def normal_decimal(value: str | int | float | Decimal) -> str:

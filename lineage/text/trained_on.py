@@ -211,13 +211,13 @@ def _match_texts(
 def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """Refine verdicts by what the run did: trained, skipped-only or not-reached."""
     from lineage.runs.windows import RunWindows
+    from lineage.stream.query import stream_row, stream_schedule
 
     with store.reader(views=False) as con:
         skipped = {r[0] for r in con.execute(
             "SELECT step FROM steps WHERE run = ? AND skipped", [run["name"]]).fetchall()}
-        batch = con.execute("SELECT batch FROM streams WHERE name = ?",
-                            [run["stream"]]).fetchone()
-        reading = RunWindows.read(con, run["name"], int(batch[0])) if batch else None
+        info = stream_row(con, run["stream"]) if run["stream"] is not None else None
+        reading = RunWindows.read(con, run["name"], stream_schedule(info)) if info else None
     last = run["last_step"] if run["last_step"] is not None else -1
     for result in answer["results"]:
         text_verdict = result["verdict"] in (TEXT_MATCH, PARTIAL)
@@ -313,9 +313,8 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
     entries = []
     for name, info, spans in _group(hits):
         windows = sorted({w for _, start, end in spans for w in _windows(info, start, end)})
-        batch = int(info["batch"])
         entries.append({"stream": name, "spec_hash": info["spec_hash"],
-                        "steps": sorted({w // batch for w in windows}), "windows": windows,
+                        "steps": _steps_of(info, windows), "windows": windows,
                         "epochs": sorted({epoch for epoch, _, _ in spans})})
     return entries
 
@@ -338,13 +337,22 @@ def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, 
         return span
     first, last = span["doc_bytes"]
     windows: set[int] = set()
-    batch = 1
+    steps: set[int] = set()
     for _, info, _, start, end, doc_offset in hits:
         low = start + max(0, first - doc_offset)
         high = start + min(end - start, last - doc_offset)
-        windows.update(_windows(info, low, high))
-        batch = int(info["batch"])
-    return {**span, "windows": sorted(windows), "steps": sorted({w // batch for w in windows})}
+        held = list(_windows(info, low, high))
+        windows.update(held)
+        steps.update(_steps_of(info, held))
+    return {**span, "windows": sorted(windows), "steps": sorted(steps)}
+
+
+def _steps_of(info: dict[str, Any], windows: list[int]) -> list[int]:
+    """The steps that consumed these windows, by the stream's schedule."""
+    from lineage.stream.query import stream_schedule
+
+    schedule = stream_schedule(info)
+    return sorted({schedule.step_of_window(w) for w in windows})
 
 
 def _corpora(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], dict[str, str]]:

@@ -3,6 +3,8 @@
     .venv/bin/python tests/golden/generate.py
 
 Run it only when the spec version changes; the vectors pin `lineage-stream/1`.
+`schedules/` holds the batch-size schedule and rank rule vectors (docs/stream-spec.md §4),
+their step and rank arithmetic computed here by plain loops.
 """
 
 from __future__ import annotations
@@ -72,5 +74,85 @@ def main() -> None:
                                           encoding="utf-8")
 
 
+# A ramped stream over the two-sources corpus: 1 window a step, then 2 from step 2,
+# then 8 from step 4; the same schedule written by tokens consumed (seq_len 7).
+SCHEDULED = {
+    "documents": CASES["two-sources"]["documents"],
+    "parameters": {"seed": 42, "seq_len": 7, "separator_tokens": 1},
+    "schedule": [[0, 1], [2, 2], [4, 8]],
+    "schedule_tokens": "0:1,10:2,30:8",
+    "rank_rules": [{"rule": "contiguous"}, {"rule": "strided"},
+                   {"micro_batch": 2, "rule": "micro-batches"}],
+}
+
+
+def windows_per_step(schedule: list[list[int]], step: int) -> int:
+    return [windows for first, windows in schedule if first <= step][-1]
+
+
+def plain_steps(schedule: list[list[int]], windows: int) -> list[list[int]]:
+    """[first, last] window of each whole step within `windows` windows, walking steps."""
+    steps, start, step = [], 0, 0
+    while start + windows_per_step(schedule, step) <= windows:
+        steps.append([start, start + windows_per_step(schedule, step) - 1])
+        start += windows_per_step(schedule, step)
+        step += 1
+    return steps
+
+
+def plain_ranks(rule: dict[str, object], first: int, last: int, world: int) -> list[list[int]]:
+    """Each rank's windows of one step, by the rule's definition."""
+    windows = list(range(first, last + 1))
+    if rule["rule"] == "strided":
+        return [windows[r::world] for r in range(world)]
+    if rule["rule"] == "micro-batches":
+        size = int(rule["micro_batch"])  # type: ignore[call-overload]
+        micro = [windows[i:i + size] for i in range(0, len(windows), size)]
+        return [[w for m in micro[r::world] for w in m] for r in range(world)]
+    per = len(windows) // world
+    return [windows[r * per:(r + 1) * per] for r in range(world)]
+
+
+def splits(rule: dict[str, object], step: list[int], world: int) -> bool:
+    return (step[1] - step[0] + 1) % (world * int(rule.get("micro_batch", 1))) == 0  # type: ignore[call-overload]
+
+
+def scheduled() -> None:
+    from lineage.stream.schedule import BatchSchedule, RankRule
+
+    case, params = SCHEDULED, SCHEDULED["parameters"]
+    docs = case["documents"]
+    whole = reference_stream(docs, batch=1, **params)  # every full window, in order
+    steps = plain_steps(case["schedule"], whole["windows"])
+    tokens = (steps[-1][1] + 1) * params["seq_len"]
+    occurrences = [r for r in whole["occurrences"] if r["stream_start"] < tokens]
+    manifest = manifest_hash_of_rows(manifest_rows(docs))
+    sources = sorted({str(d["source"]) for d in docs})
+    hashes = {}
+    for rule in case["rank_rules"]:
+        spec = StreamSpec(manifest_hash=manifest, seed=params["seed"],
+                          seq_len=params["seq_len"], batch=case["schedule"][0][1],
+                          separator_tokens=params["separator_tokens"],
+                          epochs=parse_epochs(None, sources),
+                          schedule=BatchSchedule.from_json(case["schedule"]),
+                          rank_rule=RankRule.from_json(rule))
+        hashes[RankRule.from_json(rule).to_text()] = {
+            "canonical_parameters": spec.canonical_json(), "spec_hash": spec.spec_hash}
+    ranks = [{"rank_rule": rule, "world_size": world, "step": step,
+              "ranks": plain_ranks(rule, *steps[step], world)}
+             for rule in case["rank_rules"] for step, world in ((4, 2), (4, 4), (2, 2))
+             if splits(rule, steps[step], world)]
+    out = {"spec": "lineage-stream/1", "documents": docs, "parameters": params,
+           "schedule": case["schedule"], "schedule_tokens": case["schedule_tokens"],
+           "manifest_hash": manifest, "by_rank_rule": hashes, "steps": len(steps),
+           "windows": steps[-1][1] + 1, "tokens": tokens, "step_windows": steps,
+           "ranks": ranks, "occurrences_digest": occurrences_digest(occurrences),
+           "occurrences": occurrences}
+    (HERE / "schedules").mkdir(exist_ok=True)
+    (HERE / "schedules" / "ramped.json").write_text(
+        json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":
     main()
+    scheduled()

@@ -46,3 +46,23 @@ def pack(documents: list[tuple[str, int]], seq_len: int) -> pa.Table:
     full = position // seq_len
     keep = [i for i, w in enumerate(rows["window"]) if w < full]
     return pa.table({key: [values[i] for i in keep] for key, values in rows.items()})
+
+
+HARNESS = Path(__file__).resolve().parent / "fixtures" / "harness"
+
+
+@pytest.fixture
+def shakespeare(store: Store, example_shards: Path) -> Store:
+    """A store with corpus `shakespeare`: the sonnets and the poems, byte tokens (the
+    corpus the harness fixture's shards were tokenized from)."""
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz",
+                          example_shards / "poems.parquet"], corpus="shakespeare", workers=1)
+    return store
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Path:
+    """A private copy of the committed harness run (tests/orders/make_harness_run.py)."""
+    import shutil
+
+    return Path(shutil.copytree(HARNESS, tmp_path / "harness"))

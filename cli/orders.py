@@ -1,0 +1,66 @@
+"""`lineage ingest order FRAMEWORK ...`: a trainer's own data order, stored as a stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lineage.cli import output
+from lineage.cli.common import JsonOption, current_store
+
+app = typer.Typer(help="Import the data order a trainer recorded, as a stream every query "
+                  "reads (docs/importers.md).", no_args_is_help=True)
+
+
+@app.command("open-transformers")
+def open_transformers(
+    ctx: typer.Context,
+    doc_map: Annotated[Path, typer.Argument(help="The run's doc_map Parquet (one row per "
+                                            "segment of a window).")],
+    manifest: Annotated[Path, typer.Option(help="The run's data manifest JSON.")],
+    shards: Annotated[Path, typer.Option(help="The folder of the .bin/.idx token shards "
+                                         "the manifest names.")],
+    corpus: Annotated[str, typer.Option(help="The corpus the shards were tokenized from.")],
+    stream: Annotated[str, typer.Option(help="Name of the stream to record.")],
+    tokenizer: Annotated[
+        Path | None,
+        typer.Option(help="The corpus's tokenizer.json, to re-read sampled windows of a "
+                     "corpus not counted in bytes."),
+    ] = None,
+    sample_windows: Annotated[
+        int, typer.Option(help="Windows re-read from the .bin and compared with the "
+                          "corpus (first and last included).", min=0)
+    ] = 16,
+    json: JsonOption = False,
+) -> None:
+    """Import an Open-1B harness run's order, checked against its shards and the corpus.
+
+    A broken rule exits 2 naming the file and the first rows that break it; nothing is
+    stored (docs/importers.md lists the rules)."""
+    from lineage.ingest.orders.open_transformers import ingest_open_transformers
+
+    result = ingest_open_transformers(
+        current_store(ctx), doc_map, manifest=manifest, shards=shards, corpus=corpus,
+        stream=stream, tokenizer=tokenizer, sample_windows=sample_windows)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_lines(_summary(result))
+
+
+def _summary(result: dict[str, Any]) -> list[str]:
+    schedule = ",".join(f"{first}:{windows}" for first, windows in result["schedule"])
+    rule = result["rank_rule"]
+    rule_text = rule["rule"] + (f":{rule['micro_batch']}" if "micro_batch" in rule else "")
+    checked = result.get("checked", {})
+    reread = checked.get("windows") or []
+    return [
+        f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
+        f"{result['steps']:,} steps (schedule {schedule}, rank rule {rule_text}), "
+        f"{result['occurrences']:,} segments",
+        f"re-read {len(reread)} windows: {checked.get('status', 'not re-read')}",
+        f"spec {result['spec']} {result['spec_hash']}",
+        f"occurrences {result['occurrences_digest']}",
+    ]
