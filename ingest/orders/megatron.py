@@ -23,7 +23,7 @@ from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.indexed import read_indexed
 from lineage.ingest.orders.megatron_cache import CachedRun, find_run
 from lineage.ingest.orders.megatron_check import check_tokens
-from lineage.ingest.orders.megatron_docs import Dataset, map_dataset
+from lineage.ingest.orders.megatron_docs import Dataset, map_dataset, tag, untag_all
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
 from lineage.store.base import BaseStore
@@ -54,7 +54,7 @@ class MegatronRun:
 def import_megatron(
     store: BaseStore, *, data: Sequence[Path], docs: Sequence[Path], cache: Path,
     corpus: str, stream: str, run: MegatronRun, index_hash: str | None = None,
-    progress: Progress = None,
+    tokenizer: Path | None = None, sample_windows: int = 16, progress: Progress = None,
 ) -> dict[str, Any]:
     """Read a Megatron run's order and store it as stream `stream` of `corpus`."""
     if len(data) != len(docs) or not data:
@@ -68,14 +68,15 @@ def import_megatron(
     window_len = _sequence_length(cached) + int(run.add_extra_token)
     windows = _windows(cached, schedule, run.train_iters)
     parts = _all_parts(cached, datasets, windows, window_len, int(run.add_extra_token))
-    reread = check_tokens(store, corpus, datasets, parts, windows)
+    checked = check_tokens(store, corpus, datasets, parts, windows, sample=sample_windows,
+                           tokenizer=tokenizer)
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=window_len, schedule=schedule,
         rank_rule=RankRule("micro-batches", run.micro_batch_size), framework="megatron",
         artifacts=_artifacts(cached, datasets), settings=_settings(cached, datasets, run))
     answer = store_order(store, stream=stream, corpus=corpus, spec=spec,
                          segments=_table(parts, datasets), origin=cache, progress=progress)
-    return {**answer, "reread_windows": reread}
+    return {**answer, "checked": checked}
 
 
 def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
@@ -115,19 +116,20 @@ def _sequence_length(cached: CachedRun) -> int:
 
 def _windows(cached: CachedRun, schedule: BatchSchedule, train_iters: int | None) -> int:
     """Windows of the whole steps the run read: `train_iters` steps, else every whole
-    step the cached samples fill."""
-    if cached.blend is not None:
-        available = len(cached.blend.arrays["dataset_index"])
-    else:
-        available = len(cached.datasets[0].arrays["shuffle_index"])
+    step of the samples the run asked megatron-core for (a GPTDataset builds whole
+    epochs, so it may hold more than were asked for and trained on)."""
+    top = cached.blend or cached.datasets[0]
+    built = len(top.arrays["dataset_index" if cached.blend else "shuffle_index"])
+    asked = top.description.get("size" if cached.blend else "num_samples")
+    available = min(built, int(asked)) if isinstance(asked, int) else built
     steps = schedule.step_of_window(available)
     if train_iters is not None:
         if train_iters > steps:
-            raise UsageError(f"--train-iters {train_iters}: the cached indices hold "
-                             f"{available} samples, {steps} whole steps")
+            raise UsageError(f"--train-iters {train_iters}: the run asked for {available} "
+                             f"samples, {steps} whole steps")
         steps = train_iters
     if steps < 1:
-        raise UsageError(f"the cached indices hold {available} samples, not one whole step")
+        raise UsageError(f"the run asked for {available} samples, not one whole step")
     return schedule.first_window(steps)
 
 
@@ -153,13 +155,8 @@ def _all_parts(cached: CachedRun, datasets: list[Dataset], windows: int, window_
     source = np.concatenate([np.full(len(p.window), i) for i, p in enumerate(pieces)])
     order = np.argsort(merged.window, kind="stable")
     return Parts(merged.window[order], merged.slot[order],
-                 _tag(merged.document[order], source[order]),
+                 tag(source[order], merged.document[order]),
                  merged.doc_offset[order], merged.n_tokens[order])
-
-
-def _tag(document: np.ndarray, source: np.ndarray) -> np.ndarray:
-    """(dataset, document) packed in one int64: dataset in the high 16 bits."""
-    return (source.astype(np.int64) << 47) | document
 
 
 def _table(parts: Parts, datasets: list[Dataset]) -> Any:
@@ -167,7 +164,7 @@ def _table(parts: Parts, datasets: list[Dataset]) -> Any:
     parts are clipped to the document's n_tokens (an EOD-only part disappears)."""
     import pyarrow as pa
 
-    dataset, document = parts.document >> 47, parts.document & ((1 << 47) - 1)
+    dataset, document = untag_all(parts.document)
     bases = np.cumsum([0] + [len(d.doc_ids) for d in datasets])
     everyone = bases[dataset] + document
     limits = np.concatenate([d.corpus_tokens for d in datasets])

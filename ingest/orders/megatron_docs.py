@@ -17,6 +17,21 @@ from lineage.errors import InputError
 from lineage.ingest.orders.indexed import IndexedDataset
 from lineage.ingest.orders.megatron_files import document_tokens, documents
 
+_SHIFT = 47  # documents below 2^47; the dataset's number above
+
+
+def tag(dataset: np.ndarray, document: np.ndarray) -> np.ndarray:
+    """(dataset of the blend, Megatron document) packed in one int64."""
+    return (dataset.astype(np.int64) << _SHIFT) | document
+
+
+def untag(value: int) -> tuple[int, int]:
+    return value >> _SHIFT, value & ((1 << _SHIFT) - 1)
+
+
+def untag_all(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return values >> _SHIFT, values & ((1 << _SHIFT) - 1)
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -63,11 +78,14 @@ def map_dataset(data: IndexedDataset, docs: Path, tokens_of: dict[str, int]) -> 
                          f"({len(unknown)} unknown)")
     corpus_tokens = np.array([tokens_of[d] for d in doc_ids], dtype=np.int64)
     idx_tokens = document_tokens(data)
-    append_eod = bool(len(idx_tokens)) and bool((idx_tokens == corpus_tokens + 1).all())
+    # Megatron's preprocessing appends the EOD to every document (--append-eod) or to
+    # none: the lengths say which, and a document that agrees with neither is named.
+    append_eod = int((idx_tokens == corpus_tokens + 1).sum()) > int(
+        (idx_tokens == corpus_tokens).sum())
     wrong = np.flatnonzero(idx_tokens != corpus_tokens + int(append_eod))
     if len(wrong):
         i = int(wrong[0])
         raise InputError(data.idx, f"document {i} ({doc_ids[i]!r}) holds "
                          f"{int(idx_tokens[i])} tokens; the corpus counts "
-                         f"{int(corpus_tokens[i])} (with an EOD: {int(corpus_tokens[i]) + 1})")
+                         f"{int(corpus_tokens[i])}{' + 1 appended EOD' if append_eod else ''}")
     return Dataset(data, doc_ids, corpus_tokens, append_eod)
