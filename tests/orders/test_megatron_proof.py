@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lineage.api import Store
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.megatron import MegatronRun, import_megatron
-from lineage.ingest.orders.megatron_schedule import Rampup
+from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
 
 pytest.importorskip("torch", reason="the proof needs torch (pip install torch==2.13.0)")
@@ -59,11 +61,11 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
 def imported(made: tuple[Any, Path], store: Store) -> Store:
     _, folder = made
     ingest_corpus(store, [folder / "sonnets.jsonl", folder / "poems.jsonl"], corpus="mg")
-    for run, settings in RUNS.items():
+    for run, batches in RUNS.items():
         names = ["sonnets"] if run == "single" else ["sonnets", "poems"]
         import_megatron(store, data=[folder / n for n in names],
                         docs=[folder / f"{n}.jsonl" for n in names],
-                        cache=folder / f"cache-{run}", corpus="mg", stream=run, run=settings)
+                        cache=folder / f"cache-{run}", corpus="mg", stream=run, run=batches)
     return store
 
 
@@ -183,3 +185,48 @@ def megatron_documents(dataset: Any, folder: Path, index: int) -> list[str]:
         if not eod_only:
             found.append(names[document])
     return found
+
+
+def test_the_committed_fixtures_are_what_megatron_core_writes(made: tuple[Any, Path]) -> None:
+    """tests/orders/fixtures/megatron (read by test_megatron.py without megatron) is
+    byte for byte what the generator makes with megatron-core here."""
+    _, folder = made
+    committed = Path(__file__).with_name("fixtures") / "megatron"
+    names = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    fresh = sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file()
+                   and not p.name.startswith("samples-"))
+    assert [n for n in names if not n.name.startswith("samples-")] == fresh
+    for name in fresh:
+        assert (folder / name).read_bytes() == (committed / name).read_bytes(), name
+
+
+@given(start=st.integers(1, 6), increment=st.integers(1, 4), increments=st.integers(1, 5),
+       samples=st.integers(1, 300), micro=st.sampled_from([1, 2]),
+       data_parallel=st.sampled_from([1, 2, 3]), decrease=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_schedules_are_megatron_cores_step_sizes(
+        start: int, increment: int, increments: int, samples: int, micro: int,
+        data_parallel: int, decrease: bool) -> None:
+    """megatron_schedule gives, step by step, the samples megatron-core's
+    num-microbatches calculator has each step consume (or refuses what it refuses)."""
+    from megatron.core import num_microbatches_calculator as calculator
+
+    unit = micro * data_parallel
+    start, increment = start * unit, increment * unit  # ramps megatron accepts as given
+    if decrease:
+        start, increment = start + 1, increment  # not multiples: rounded down per step
+    final = start + increment * increments
+    ours = megatron_schedule(final, micro, data_parallel, Rampup(start, increment, samples),
+                             decrease)
+    calculator.destroy_num_microbatches_calculator()
+    calculator.init_num_microbatches_calculator(0, [start, increment, samples], final, micro,
+                                                data_parallel, decrease)
+    consumed = 0
+    try:
+        for step in range(samples // max(1, start // 2) + 5):
+            calculator.update_num_microbatches(consumed, consistency_check=True)
+            size = calculator.get_current_running_global_batch_size()
+            assert ours.windows_of(step) == size, step
+            consumed += size
+    finally:
+        calculator.destroy_num_microbatches_calculator()
