@@ -112,7 +112,7 @@ def _documents(run: HarnessManifest, datasets: list[IndexedDataset], documents: 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    doc_ids = pa.array([d for shard in run.shards for d in shard.doc_ids], pa.string())
+    doc_ids = pa.concat_arrays([shard.doc_ids for shard in run.shards])
     where = pc.index_in(doc_ids, value_set=documents.column("doc_id")).to_numpy(
         zero_copy_only=False)
     unknown = np.flatnonzero(np.isnan(where.astype(np.float64)))
@@ -189,11 +189,14 @@ def _check_rules(rows: dict[str, Any], run: HarnessManifest, datasets: list[Inde
 
 def _artifacts(run: HarnessManifest, datasets: list[IndexedDataset], doc_map_hash: str
                ) -> dict[str, str]:
-    """The files that fix the order: the doc_map, the manifest and every .idx. The .bin
+    """The files that fix the order: the doc_map, the manifest, every .idx and doc_ids
+    file. The .bin
     files hold the tokens, not the order: a sample of them is re-read instead."""
     found = {"doc_map": doc_map_hash, "manifest": run.digest}
     for shard, dataset in zip(run.shards, datasets, strict=True):
         found[f"{shard.shard}.idx"] = dataset.idx_hash
+        if shard.doc_ids_hash is not None:
+            found[f"{shard.shard}.doc_ids"] = shard.doc_ids_hash
     return found
 
 

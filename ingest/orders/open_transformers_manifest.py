@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.errors import InputError
 from lineage.ingest.input_rules import hash_regular
 from lineage.stream.schedule import BatchSchedule, parse_token_schedule
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MANIFEST_FORMAT = "open-transformers/data-manifest/1"
 _RUN_INTEGERS = ("seq_len", "micro_batch_size", "world_size")
@@ -21,7 +24,9 @@ _RUN_INTEGERS = ("seq_len", "micro_batch_size", "world_size")
 class Shard:
     source: str
     shard: str  # the shard's path under --shards, without .idx/.bin: e.g. "web/00000"
-    doc_ids: tuple[str, ...]  # local document i is corpus document doc_ids[i]
+    doc_ids: pa.Array  # strings: local document i is corpus document doc_ids[i]
+    doc_ids_file: Path | None = None  # where they were read from, if not the manifest
+    doc_ids_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,19 +120,50 @@ def _shards(path: Path, value: dict[str, Any]) -> tuple[Shard, ...]:
     for i, entry in enumerate(shards):
         if not isinstance(entry, dict):
             raise InputError(path, f"shards[{i}] must be an object")
-        source, name, doc_ids = entry.get("source"), entry.get("shard"), entry.get("doc_ids")
+        source, name = entry.get("source"), entry.get("shard")
         if not isinstance(source, str) or not source:
             raise InputError(path, f"shards[{i}].source must be a non-empty string")
         if not isinstance(name, str) or not _is_relative(name):
             raise InputError(path, f"shards[{i}].shard must be a relative path inside "
                              f"--shards (no '..', not absolute), not {name!r}")
-        if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
-            raise InputError(path, f"shards[{i}].doc_ids must be a list of doc_id strings")
-        found.append(Shard(source, name, tuple(doc_ids)))
+        found.append(Shard(source, name, *_doc_ids(path, entry, i)))
     names = [shard.shard for shard in found]
     if len(set(names)) != len(names):
         raise InputError(path, "a shard is listed twice")
     return tuple(found)
+
+
+def _doc_ids(path: Path, entry: dict[str, Any], i: int
+             ) -> tuple[pa.Array, Path | None, str | None]:
+    """A shard's doc_ids: a list in the manifest, or `doc_ids_file`, a Parquet file
+    beside the manifest with a string column `doc_id` in local-document order (for runs
+    too large to list in JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    listed, named = entry.get("doc_ids"), entry.get("doc_ids_file")
+    if (listed is None) == (named is None):
+        raise InputError(path, f"shards[{i}] needs doc_ids or doc_ids_file (one of them)")
+    if listed is not None:
+        if not isinstance(listed, list) or not all(isinstance(d, str) for d in listed):
+            raise InputError(path, f"shards[{i}].doc_ids must be a list of doc_id strings")
+        return pa.array(listed, pa.string()), None, None
+    if not isinstance(named, str) or not _is_relative(named):
+        raise InputError(path, f"shards[{i}].doc_ids_file must be a relative path beside "
+                         f"the manifest, not {named!r}")
+    file = path.parent / named
+    if not file.exists():
+        raise InputError(file, "no such file (a shard's doc_ids_file)")
+    digest = "blake3:" + str(hash_regular(file, keep=False)[0])
+    try:
+        column = pq.read_table(file, columns=["doc_id"]).column("doc_id")
+    except (pa.ArrowInvalid, OSError, KeyError) as exc:
+        raise InputError(file, f"not a Parquet file with a doc_id column ({exc})") from exc
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        raise InputError(file, f"doc_id holds {column.type}, expected strings")
+    if column.null_count:
+        raise InputError(file, "doc_id has missing values")
+    return column.combine_chunks().cast(pa.string()), file, digest
 
 
 def _is_relative(name: str) -> bool:

@@ -291,3 +291,24 @@ def test_the_harness_chain_verifies_its_batches_against_the_imported_order(
     ingest_steps(shakespeare, _blake2b_chain(tmp_path / "wrong.jsonl", digests),
                  run="wrong", stream="h", world_size=2)
     assert verify_chain(shakespeare, "wrong")["first_broken_step"] == 20
+
+
+def test_doc_ids_may_come_from_a_parquet_file_beside_the_manifest(
+    shakespeare: Store, harness: Path
+) -> None:
+    listed = _import(shakespeare, HARNESS, stream="listed")
+    manifest = json.loads((harness / "manifest.json").read_text())
+    shard = manifest["shards"][1]
+    pq.write_table(pa.table({"doc_id": shard.pop("doc_ids")}), harness / "ids-1.parquet")
+    shard["doc_ids_file"] = "ids-1.parquet"
+    (harness / "manifest.json").write_text(json.dumps(manifest))
+    from_file = _import(shakespeare, harness, stream="from-file")
+    assert from_file["occurrences_digest"] == listed["occurrences_digest"]
+    assert from_file["artifacts"]["sonnets/00001.doc_ids"].startswith("blake3:")
+    (harness / "ids-1.parquet").unlink()
+    with pytest.raises(InputError, match="ids-1.parquet: no such file"):
+        _import(shakespeare, harness, stream="gone")
+    shard["doc_ids"] = []
+    (harness / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=r"shards\[1\] needs doc_ids or doc_ids_file"):
+        _import(shakespeare, harness, stream="both")
