@@ -230,3 +230,20 @@ def test_schedules_are_megatron_cores_step_sizes(
             consumed += size
     finally:
         calculator.destroy_num_microbatches_calculator()
+
+
+def test_the_harness_generators_writer_is_megatron_cores(tmp_path: Path) -> None:
+    """make_harness_run.write_indexed (used when megatron-core is absent) writes the
+    same .bin/.idx bytes as megatron-core's IndexedDatasetBuilder."""
+    path = Path(__file__).with_name("make_harness_run.py")
+    spec = importlib.util.spec_from_file_location("make_harness_run", path)
+    assert spec and spec.loader
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    documents = [harness.tokenize(text) for _, text in
+                 next(iter(harness.corpus_records().values()))]
+    assert harness.write_with_megatron(tmp_path / "theirs", documents)
+    harness.write_indexed(tmp_path / "ours", documents)
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"ours{suffix}").read_bytes() == \
+            (tmp_path / f"theirs{suffix}").read_bytes(), suffix
