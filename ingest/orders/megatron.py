@@ -23,7 +23,13 @@ from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.indexed import read_indexed
 from lineage.ingest.orders.megatron_cache import CachedRun, find_run
 from lineage.ingest.orders.megatron_check import check_tokens
-from lineage.ingest.orders.megatron_docs import Dataset, map_dataset, tag, untag_all
+from lineage.ingest.orders.megatron_docs import (
+    Dataset,
+    TokenLookup,
+    map_dataset,
+    tag,
+    untag_all,
+)
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
 from lineage.store.base import BaseStore
@@ -95,15 +101,34 @@ def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
     return ordered
 
 
-def _corpus(store: BaseStore, corpus: str) -> tuple[str, dict[str, int]]:
+def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:
+    """The corpus's manifest hash, and a lookup of its documents' n_tokens (one join in
+    DuckDB per dataset, not a dictionary of the whole corpus)."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
             raise UnknownObjectError(f"no corpus named {corpus!r}: `lineage corpus list` "
                                      "shows them")
         files = part_files(con, store, "documents", corpus)
-        pairs = con.execute("SELECT doc_id, n_tokens FROM read_parquet(?)", [files]).fetchall()
-    return str(row[0]), {doc_id: int(n) for doc_id, n in pairs}
+
+    def tokens_of(doc_ids: list[str]) -> np.ndarray:
+        import duckdb
+        import pyarrow as pa
+
+        wanted = pa.table({"doc_id": pa.array(doc_ids, pa.string()),
+                           "at": np.arange(len(doc_ids), dtype=np.int64)})
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("wanted", wanted)
+            found = con.sql(
+                "SELECT coalesce(d.n_tokens, -1) AS n FROM wanted w LEFT JOIN "
+                "read_parquet(?) d USING (doc_id) ORDER BY w.at",
+                params=[files]).to_arrow_table()
+        finally:
+            con.close()
+        return np.asarray(found.column("n").to_numpy(), dtype=np.int64)
+
+    return str(row[0]), tokens_of
 
 
 def _sequence_length(cached: CachedRun) -> int:

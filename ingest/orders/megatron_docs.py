@@ -8,6 +8,7 @@ a text file of doc_ids, one per line.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,18 +66,21 @@ def read_doc_ids(path: Path) -> list[str]:
     return ids
 
 
-def map_dataset(data: IndexedDataset, docs: Path, tokens_of: dict[str, int]) -> Dataset:
+TokenLookup = Callable[[list[str]], np.ndarray]  # doc_ids -> n_tokens, -1 if unknown
+
+
+def map_dataset(data: IndexedDataset, docs: Path, tokens_of: TokenLookup) -> Dataset:
     """Map documents to the corpus; their .idx lengths must be the corpus's n_tokens,
     all plus one (an appended EOD) or all exactly."""
     doc_ids = read_doc_ids(docs)
     if len(doc_ids) != documents(data):
         raise InputError(docs, f"lists {len(doc_ids)} documents, {data.idx.name} holds "
                          f"{documents(data)}")
-    unknown = [d for d in doc_ids if d not in tokens_of]
-    if unknown:
-        raise InputError(docs, f"doc_id {unknown[0]!r} is not in the corpus "
+    corpus_tokens = tokens_of(doc_ids)
+    unknown = np.flatnonzero(corpus_tokens < 0)
+    if len(unknown):
+        raise InputError(docs, f"doc_id {doc_ids[int(unknown[0])]!r} is not in the corpus "
                          f"({len(unknown)} unknown)")
-    corpus_tokens = np.array([tokens_of[d] for d in doc_ids], dtype=np.int64)
     idx_tokens = document_tokens(data)
     # Megatron's preprocessing appends the EOD to every document (--append-eod) or to
     # none: the lengths say which, and a document that agrees with neither is named.
