@@ -27,9 +27,12 @@ from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
 
-pytest.importorskip("torch", reason="the proof needs torch (pip install torch==2.13.0)")
-pytest.importorskip("megatron.core.datasets.gpt_dataset",
-                    reason="the proof needs megatron-core (pip install megatron-core==0.16.1)")
+# Looked up, not imported: importing torch while tests are collected would put it in
+# sys.modules for every other test of the session.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
+    reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
+    "megatron-core==0.16.1")
 
 DP = 2
 MICRO = 2
