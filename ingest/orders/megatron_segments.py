@@ -85,10 +85,26 @@ def _check_shapes(cached: Cached, data: IndexedDataset) -> None:
         _fail(cached, "sample_index.npy", f"shape {sample_index.shape}, expected (samples + 1, 2)")
     if document_index.ndim != 1 or cached.arrays["shuffle_index"].ndim != 1:
         _fail(cached, "document_index.npy", "the document and shuffle indices are 1-D")
-    sequences = len(data.sequence_lengths)
-    if len(document_index) and (document_index.min() < 0 or document_index.max() >= sequences):
-        _fail(cached, "document_index.npy", f"names sequences outside [0, {sequences}) of "
-              f"{data.idx.name}")
+    first, stop = _split_range(cached, len(data.sequence_lengths))
+    if len(document_index) and (document_index.min() < first or document_index.max() >= stop):
+        _fail(cached, "document_index.npy", f"names sequences outside [{first}, {stop}), "
+              f"the {cached.description.get('index_split')} split of {data.idx.name}")
+
+
+_SPLITS = ("train", "valid", "test")
+
+
+def _split_range(cached: Cached, sequences: int) -> tuple[int, int]:
+    """The sequences of the split, as megatron-core's builder cuts them
+    (`int(round(fraction * sequences))` at both ends of the split's row of the matrix)."""
+    matrix = cached.description.get("split_matrix")
+    split = cached.description.get("index_split")
+    if not isinstance(matrix, list) or split not in _SPLITS:
+        return 0, sequences
+    bounds = matrix[_SPLITS.index(str(split))]
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        return 0, sequences
+    return int(round(bounds[0] * float(sequences))), int(round(bounds[1] * float(sequences)))
 
 
 def _check_bounds(cached: Cached, affix: str, values: np.ndarray, limit: int,

@@ -171,6 +171,15 @@ def test_a_shuffle_index_out_of_bounds_is_refused(corpus: Store, copied: Path) -
              run="single", folder=copied)
 
 
+def test_a_document_index_outside_the_split_is_refused(corpus: Store, copied: Path) -> None:
+    path = next((copied / "cache-single").glob("*-document_index.npy"))
+    documents = np.load(path)
+    documents[3] = 10  # sonnets.idx holds sequences 0..9, all in the train split
+    np.save(path, documents)
+    _refused(corpus, r"document_index.npy: names sequences outside \[0, 10\), the train "
+             "split of sonnets.idx", run="single", folder=copied)
+
+
 def test_a_pickled_array_is_refused(corpus: Store, copied: Path) -> None:
     path = next((copied / "cache-single").glob("*-document_index.npy"))
     np.save(path, np.array([{"not": "numbers"}], dtype=object), allow_pickle=True)
