@@ -29,10 +29,17 @@ from lineage.stream.reader import StreamReader
 
 # Looked up, not imported: importing torch while tests are collected would put it in
 # sys.modules for every other test of the session.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
-    reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
-    "megatron-core==0.16.1")
+# torch and megatron-core warn about themselves on import (deprecated torch.jit APIs,
+# no Transformer Engine or Apex on a CPU machine): not this project's warnings.
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
+        reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
+        "megatron-core==0.16.1"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
 
 DP = 2
 MICRO = 2
