@@ -119,7 +119,7 @@ def _summary(result: dict[str, Any]) -> list[str]:
     return [
         f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
         f"{result['steps']:,} steps (schedule {schedule}, rank rule {rule_text}), "
-        f"{result['occurrences']:,} segments",
+        f"{result['segments']:,} segments in {result['occurrences']:,} occurrences",
         f"re-read {len(reread)} windows: {checked.get('status', 'not re-read')}",
         f"spec {result['spec']} {result['spec_hash']}",
         f"occurrences {result['occurrences_digest']}",

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import store_order
 from lineage.ingest.orders.indexed import IndexedDataset, read_indexed
@@ -52,6 +53,8 @@ def ingest_open_transformers(
     doc_map, shards = Path(doc_map), Path(shards)
     if sample_windows < 0:
         raise UsageError("--sample-windows must be 0 or more")
+    if not is_valid_name(stream):
+        raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     run = read_manifest(Path(manifest))
     datasets = _load_shards(run, shards)
     manifest_hash, corpus_tokenizer, documents = _corpus(store, corpus)
@@ -75,11 +78,11 @@ def ingest_open_transformers(
 def _load_shards(run: HarnessManifest, shards: Path) -> list[IndexedDataset]:
     if not shards.is_dir():
         raise UsageError(f"--shards {shards}: not a directory")
+    import numpy as np
+
     datasets = []
     for shard in run.shards:
         dataset = read_indexed(shards / shard.shard)
-        import numpy as np
-
         if dataset.sequences != len(shard.doc_ids):
             raise InputError(dataset.idx, f"{dataset.sequences} documents, but the manifest "
                              f"names {len(shard.doc_ids)} for shard {shard.shard!r}")
@@ -147,6 +150,7 @@ def _locate(datasets: list[IndexedDataset], index: int) -> tuple[int, int]:
 def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
     """The doc_map's columns as numpy arrays (the two text columns as arrow arrays),
     and the file's hash; the file must not change while read."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -157,7 +161,8 @@ def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
     before = stat_of(path)
     digest = "blake3:" + str(hash_regular(path, keep=False)[0])
     try:
-        table = pq.read_table(path, columns=list(DOC_MAP_COLUMNS))
+        # ParquetFile, not read_table: that one imports pyarrow.dataset (and pandas), ~1.5 s
+        table = pq.ParquetFile(path).read(columns=list(DOC_MAP_COLUMNS))
     except (pa.ArrowInvalid, OSError, KeyError) as exc:
         raise InputError(path, f"not a doc_map Parquet with columns "
                          f"{', '.join(DOC_MAP_COLUMNS)} ({str(exc).splitlines()[0]})") from exc
@@ -175,7 +180,7 @@ def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
         else:
             if not pa.types.is_integer(column.type):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected int64")
-            rows[name] = column.to_numpy().astype("int64")
+            rows[name] = np.asarray(column.to_numpy(), dtype=np.int64)  # no copy if int64
     return rows, digest
 
 
@@ -211,8 +216,10 @@ def _segments(rows: dict[str, Any], doc_ids: pa.Array, doc_tokens: np.ndarray[An
     start = rows["token_start"]
     end = np.minimum(rows["token_end"], doc_tokens[glob])
     keep = end > start
+    # doc_id as a dictionary over the manifest's doc_ids: no string copied per segment
+    indices = pa.array(glob[keep].astype(np.int32 if len(doc_ids) < 2**31 else np.int64))
     return pa.table({
         "window": pa.array(rows["window"][keep]), "slot": pa.array(rows["slot"][keep]),
-        "doc_id": doc_ids.take(pa.array(glob[keep])),
+        "doc_id": pa.DictionaryArray.from_arrays(indices, doc_ids),
         "doc_offset": pa.array(start[keep]), "n_tokens": pa.array((end - start)[keep]),
     })

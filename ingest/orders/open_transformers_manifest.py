@@ -156,7 +156,7 @@ def _doc_ids(path: Path, entry: dict[str, Any], i: int
         raise InputError(file, "no such file (a shard's doc_ids_file)")
     digest = "blake3:" + str(hash_regular(file, keep=False)[0])
     try:
-        column = pq.read_table(file, columns=["doc_id"]).column("doc_id")
+        column = pq.ParquetFile(file).read(columns=["doc_id"]).column("doc_id")
     except (pa.ArrowInvalid, OSError, KeyError) as exc:
         raise InputError(file, f"not a Parquet file with a doc_id column ({exc})") from exc
     if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):

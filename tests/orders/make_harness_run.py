@@ -53,6 +53,20 @@ def tokenize(text: str) -> np.ndarray[Any, Any]:
     return np.array([*text.encode("utf-8"), EOD], dtype=np.uint16)
 
 
+def bpe_tokenizer(path: Path) -> Any:
+    """The tokens of a `tokenizer.json` (no special tokens), then EOD: for a run whose
+    harness tokenized with a real BPE vocabulary instead of bytes."""
+    from tokenizers import Tokenizer
+
+    loaded = Tokenizer.from_file(str(path))
+
+    def encode(text: str) -> np.ndarray[Any, Any]:
+        ids = loaded.encode(text, add_special_tokens=False).ids
+        return np.array([*ids, loaded.get_vocab_size()], dtype=np.uint16)
+
+    return encode
+
+
 def write_indexed(prefix: Path, documents: list[np.ndarray[Any, Any]]) -> None:
     """Megatron's layout, one sequence per document, uint16 tokens (dtype code 8)."""
     lengths = np.array([len(d) for d in documents], dtype="<i4")
@@ -113,10 +127,13 @@ def order(shards: dict[str, list[np.ndarray[Any, Any]]]) -> list[dict[str, Any]]
     return rows
 
 
-def build_run(out: Path) -> dict[str, Any]:
-    """Write doc_map.parquet, manifest.json and shards/ under `out`; say how."""
+def build_run(out: Path, tokenizer: Path | None = None) -> dict[str, Any]:
+    """Write doc_map.parquet, manifest.json and shards/ under `out`; say how. With a
+    `tokenizer`, the shards hold its tokens and the end-of-document token is its
+    vocabulary size."""
     records = corpus_records()
-    shards = {name: [tokenize(text) for _, text in docs] for name, docs in records.items()}
+    encode = tokenize if tokenizer is None else bpe_tokenizer(tokenizer)
+    shards = {name: [encode(text) for _, text in docs] for name, docs in records.items()}
     writer = "megatron-core"
     for name, documents in shards.items():
         prefix = out / "shards" / name
@@ -128,7 +145,8 @@ def build_run(out: Path) -> dict[str, Any]:
         "format": "open-transformers/data-manifest/1",
         "run": {"seq_len": SEQ_LEN, "micro_batch_size": MICRO_BATCH, "world_size": WORLD,
                 "global_batch_ramp": RAMP, "seed": SEED, "append_eod": True,
-                "eod_token": EOD, "tokenizer": "bytes"},
+                "eod_token": int(next(iter(shards.values()))[0][-1]),
+                "tokenizer": "bytes" if tokenizer is None else "tokenizer.json"},
         "shards": [{"source": name.split("/")[0], "shard": name,
                     "doc_ids": [doc_id for doc_id, _ in docs]}
                    for name, docs in records.items()],

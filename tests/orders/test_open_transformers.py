@@ -226,6 +226,9 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                    "--manifest", str(HARNESS / "manifest.json"), "--shards",
                    str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert out["status"] == "added" and out["steps"] == 34 and out["windows"] == 208
+    shown = cli.json("stream", "show", "h")
+    assert (shown["spec"], shown["spec_hash"]) == ("imported/1", out["spec_hash"])
+    assert shown["schedule"] == [[0, 4], [16, 8]] and shown["seed"] is None
     docs = cli.json("docs", "--step", "20", "--stream", "h", "--rank", "0",
                     "--world-size", "2")
     assert docs["step_windows"] == [96, 103] and docs["rank_windows"] == [96, 97, 100, 101]
@@ -236,7 +239,7 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                "--manifest", str(HARNESS / "manifest.json"), "--shards",
                str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert "stream h: unchanged: 208 windows in 34 steps (schedule 0:4,16:8, rank rule " \
-        "micro-batches:2), 295 segments" in text.stdout
+        "micro-batches:2), 295 segments in 88 occurrences" in text.stdout
 
 
 def test_cli_refuses_a_broken_run_with_exit_2(cli: Any, shakespeare: Store,
@@ -312,3 +315,25 @@ def test_doc_ids_may_come_from_a_parquet_file_beside_the_manifest(
     (harness / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(InputError, match=r"shards\[1\] needs doc_ids or doc_ids_file"):
         _import(shakespeare, harness, stream="both")
+
+
+def test_a_bpe_tokenized_run_is_re_read_with_the_corpus_tokenizer(
+    store: Store, example_shards: Path, tokenizer_json: Path, tmp_path: Path
+) -> None:
+    from lineage.errors import UsageError
+    from lineage.ingest import ingest_corpus
+
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz", example_shards / "poems.parquet"],
+                  corpus="shakespeare", tokenizer=str(tokenizer_json), workers=1)
+    run = tmp_path / "bpe-run"
+    made = make.build_run(run, tokenizer=tokenizer_json)
+    result = _import(store, run, stream="bpe", tokenizer=tokenizer_json)
+    assert result["checked"]["status"] == "equal to the corpus's tokens"
+    assert result["checked"]["tokens"] > 0 and result["windows"] == made["windows"]
+    unread = _import(store, run, stream="bpe")  # the same order: no tokenizer to re-read
+    assert unread["status"] == "unchanged"
+    assert unread["checked"]["status"].startswith("not re-read: the corpus's tokens cannot")
+    other = tmp_path / "other.json"
+    other.write_text(tokenizer_json.read_text().replace('"[UNK]"', '"[UNKNOWN]"'))
+    with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
+        _import(store, run, stream="other", tokenizer=other)
