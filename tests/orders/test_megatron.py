@@ -96,6 +96,22 @@ def imported_windows(store: Store, step: int, rank: int) -> list[int]:
                                                      answer["windows"][1] + 1))
 
 
+def test_batch_digests_follow_the_micro_batch_ranks(corpus: Store) -> None:
+    """The digests `chain verify --batches` compares are cut by the same rank rule:
+    each rank's digest is that of the segments `docs --step --rank` lists for it."""
+    from lineage.stream.batch_digest import batch_digest
+
+    _import(corpus, "blend")
+    reader = StreamReader(corpus, "blend")
+    for step in (0, 6, 20):
+        digests = reader.batch_digests(step, world_size=2)
+        for rank in (0, 1):
+            rows = json.loads(corpus.docs_in_step(step, stream="blend", rank=rank,
+                                                  world_size=2).to_json())["documents"]
+            assert digests[rank] == batch_digest(rows), (step, rank)
+        assert digests[0] != digests[1]
+
+
 def test_train_iters_keeps_the_first_steps(corpus: Store) -> None:
     answer = _import(corpus, "single", settings=MegatronRun(8, 2, 2, train_iters=10))
     assert answer["steps"] == 10 and answer["windows"] == 80
