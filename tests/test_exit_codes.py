@@ -72,6 +72,11 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
          "--micro-batch-size", "1")],
     "ingest steps": [(*S, "ingest", "steps", "{MISSING}", "--run", "r", "--stream", "s",
                       "--world-size", "1")],
+    "ingest order open-transformers": [
+        (*S, "ingest", "order", "open-transformers", "{FILE}", "--manifest", "{MISSING}",
+         "--shards", "{DIR}", "--corpus", "c", "--stream", "s"),
+        (*NS, "ingest", "order", "open-transformers", "{MISSING}", "--manifest", "{FILE}",
+         "--shards", "{DIR}", "--corpus", "c", "--stream", "s")],
     "ingest windows": [(*S, "ingest", "windows", "{MISSING}", "--stream", "s", "--corpus", "c",
                         "--seq-len", "8", "--batch", "1"),
                        (*S, "ingest", "windows", "{FILE}", "--stream", "s", "--corpus", "nope",

@@ -337,3 +337,10 @@ def test_a_bpe_tokenized_run_is_re_read_with_the_corpus_tokenizer(
     other.write_text(tokenizer_json.read_text().replace('"[UNK]"', '"[UNKNOWN]"'))
     with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
         _import(store, run, stream="other", tokenizer=other)
+
+
+def test_cli_names_a_missing_corpus_with_exit_2(cli: Any) -> None:
+    result = cli("ingest", "order", "open-transformers", str(HARNESS / "doc_map.parquet"),
+                 "--manifest", str(HARNESS / "manifest.json"), "--shards",
+                 str(HARNESS / "shards"), "--corpus", "nope", "--stream", "h", code=2)
+    assert result.stderr == "error: no corpus named 'nope': `lineage corpus list` shows them\n"
