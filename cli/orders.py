@@ -14,6 +14,66 @@ app = typer.Typer(help="Import the data order a trainer recorded, as a stream ev
                   "reads (docs/importers.md).", no_args_is_help=True)
 
 
+@app.command("megatron")
+def megatron(
+    ctx: typer.Context,
+    data: Annotated[list[Path], typer.Option(help="An indexed dataset's PREFIX (PREFIX.idx "
+                                             "and PREFIX.bin); one per dataset of the blend.")],
+    docs: Annotated[list[Path], typer.Option(help="Per --data, in the same order: the JSONL "
+                                             "given to Megatron's preprocessing, or a file "
+                                             "of doc_ids, line i = document i.")],
+    cache: Annotated[Path, typer.Option(help="The run's path_to_cache: the folder of the "
+                                        "cached GPTDataset/BlendedDataset indices.")],
+    corpus: Annotated[str, typer.Option(help="The corpus the datasets were tokenized from.")],
+    stream: Annotated[str, typer.Option(help="Name of the stream to record.")],
+    global_batch_size: Annotated[int, typer.Option(help="--global-batch-size of the run.",
+                                                   min=1)],
+    micro_batch_size: Annotated[int, typer.Option(help="--micro-batch-size of the run.",
+                                                  min=1)],
+    data_parallel_size: Annotated[int, typer.Option(help="Data-parallel ranks of the run.",
+                                                    min=1)] = 1,
+    rampup_batch_size: Annotated[
+        tuple[int, int, int] | None,
+        typer.Option(help="--rampup-batch-size START INCREMENT SAMPLES of the run."),
+    ] = None,
+    decrease_batch_size_if_needed: Annotated[
+        bool, typer.Option(help="The run's --decrease-batch-size-if-needed.")] = False,
+    train_iters: Annotated[int | None, typer.Option(
+        help="Steps the run took (default: every whole step the cached samples fill).",
+        min=1)] = None,
+    split: Annotated[str, typer.Option(help="The split the run trained on.")] = "train",
+    index_hash: Annotated[str | None, typer.Option(
+        help="The MD5 in the cached files' names, when several runs share --cache.")] = None,
+    tokenizer: Annotated[Path | None, typer.Option(
+        help="The corpus's tokenizer.json, to re-read sampled windows of a corpus not "
+        "counted in bytes.")] = None,
+    sample_windows: Annotated[int, typer.Option(
+        help="Windows re-read from the .bin and compared with the corpus (first and last "
+        "included).", min=0)] = 16,
+    json: JsonOption = False,
+) -> None:
+    """Import a Megatron-LM run's GPTDataset order (blends and batch ramp-up included),
+    checked against its indexed datasets and the corpus.
+
+    Every sample is one window of sequence_length + 1 tokens; steps follow the run's
+    batch ramp-up, ranks its micro-batches. A broken rule exits 2 naming the file;
+    nothing is stored (docs/importers.md lists the rules)."""
+    from lineage.ingest.orders.megatron import MegatronRun, import_megatron
+    from lineage.ingest.orders.megatron_schedule import Rampup
+
+    run = MegatronRun(
+        global_batch_size, micro_batch_size, data_parallel_size,
+        Rampup(*rampup_batch_size) if rampup_batch_size else None,
+        decrease_batch_size_if_needed, train_iters, split)
+    result = import_megatron(
+        current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
+        run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_lines(_summary(result))
+
+
 @app.command("open-transformers")
 def open_transformers(
     ctx: typer.Context,

@@ -69,6 +69,13 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "ingest checkpoint": [(*S, "ingest", "checkpoint", "{MISSING}", "--run", "r", "--step", "0")],
     "ingest corpus": [(*S, "ingest", "corpus", "{MISSING}", "--corpus", "c"),
                       (*NS, "ingest", "corpus", "{DIR}", "--corpus", "c")],
+    "ingest order megatron": [
+        (*S, "ingest", "order", "megatron", "--data", "{MISSING}", "--docs", "{FILE}",
+         "--cache", "{MISSING}", "--corpus", "c", "--stream", "s", "--global-batch-size", "8",
+         "--micro-batch-size", "1"),
+        (*NS, "ingest", "order", "megatron", "--data", "{DIR}", "--docs", "{FILE}",
+         "--cache", "{DIR}", "--corpus", "c", "--stream", "s", "--global-batch-size", "8",
+         "--micro-batch-size", "1")],
     "ingest steps": [(*S, "ingest", "steps", "{MISSING}", "--run", "r", "--stream", "s",
                       "--world-size", "1")],
     "ingest order open-transformers": [

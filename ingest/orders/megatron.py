@@ -1,0 +1,236 @@
+"""`lineage ingest order megatron`: a Megatron-LM run's data order, from its own files.
+
+Read (numpy only; neither torch nor megatron is needed): each indexed dataset of the
+blend (`PREFIX.idx/.bin`), the GPTDataset and BlendedDataset index arrays megatron-core
+cached for the split, and for each dataset the corpus doc_id of every Megatron document
+(the JSONL given to Megatron's preprocessing, or a list of doc_ids, line i = document
+i). The global batch size, its ramp-up and the micro batch cut the samples into steps
+and ranks as Megatron's num-microbatches calculator and MegatronPretrainingSampler do.
+Each sample is one window of `sequence_length + 1` tokens (docs/importers.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lineage.errors import InputError, UnknownObjectError, UsageError
+from lineage.ingest.orders.common import artifact_hash, store_order
+from lineage.ingest.orders.indexed import read_indexed
+from lineage.ingest.orders.megatron_cache import CachedRun, find_run
+from lineage.ingest.orders.megatron_check import check_tokens
+from lineage.ingest.orders.megatron_docs import (
+    Dataset,
+    TokenLookup,
+    map_dataset,
+    tag,
+    untag_all,
+)
+from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
+from lineage.ingest.orders.megatron_segments import Parts, sample_parts
+from lineage.store.base import BaseStore
+from lineage.store.parts import Progress, part_files
+from lineage.stream.imported import ImportedSpec
+from lineage.stream.schedule import BatchSchedule, RankRule
+
+
+@dataclass(frozen=True)
+class MegatronRun:
+    """What the run's command line said (the settings the files do not record)."""
+
+    global_batch_size: int
+    micro_batch_size: int
+    data_parallel_size: int = 1
+    rampup: Rampup | None = None
+    decrease_batch_size_if_needed: bool = False
+    train_iters: int | None = None
+    split: str = "train"
+    add_extra_token: bool = True
+
+    def schedule(self) -> BatchSchedule:
+        return megatron_schedule(self.global_batch_size, self.micro_batch_size,
+                                 self.data_parallel_size, self.rampup,
+                                 self.decrease_batch_size_if_needed)
+
+
+def import_megatron(
+    store: BaseStore, *, data: Sequence[Path], docs: Sequence[Path], cache: Path,
+    corpus: str, stream: str, run: MegatronRun, index_hash: str | None = None,
+    tokenizer: Path | None = None, sample_windows: int = 16, progress: Progress = None,
+) -> dict[str, Any]:
+    """Read a Megatron run's order and store it as stream `stream` of `corpus`."""
+    if len(data) != len(docs) or not data:
+        raise UsageError("give one --docs per --data, in the same order")
+    cached = find_run(cache, run.split, index_hash)
+    prefixes = _match_prefixes(cached, data)
+    manifest_hash, tokens_of = _corpus(store, corpus)
+    datasets = [map_dataset(read_indexed(prefix), docs[data.index(prefix)], tokens_of)
+                for prefix in prefixes]
+    schedule = run.schedule()
+    window_len = _sequence_length(cached) + int(run.add_extra_token)
+    windows = _windows(cached, schedule, run.train_iters)
+    parts = _all_parts(cached, datasets, windows, window_len, int(run.add_extra_token))
+    checked = check_tokens(store, corpus, datasets, parts, windows, sample=sample_windows,
+                           tokenizer=tokenizer)
+    spec = ImportedSpec(
+        manifest_hash=manifest_hash, seq_len=window_len, schedule=schedule,
+        rank_rule=RankRule("micro-batches", run.micro_batch_size), framework="megatron",
+        artifacts=_artifacts(cached, datasets), settings=_settings(cached, datasets, run))
+    answer = store_order(store, stream=stream, corpus=corpus, spec=spec,
+                         segments=_table(parts, datasets), origin=cache, progress=progress)
+    return {**answer, "checked": checked}
+
+
+def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
+    """The given prefixes in the blend's order, matched by the name the run recorded."""
+    by_name = {prefix.name: prefix for prefix in data}
+    if len(by_name) != len(data):
+        raise UsageError("two --data prefixes share a name")
+    ordered = []
+    for member in cached.datasets:
+        name = Path(str(member.description.get("dataset_path"))).name
+        if name not in by_name:
+            raise UsageError(f"the run read dataset {name!r}; give its prefix with --data")
+        ordered.append(by_name.pop(name))
+    if by_name:
+        raise UsageError(f"--data {', '.join(sorted(by_name))}: not part of the cached run")
+    return ordered
+
+
+def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:
+    """The corpus's manifest hash, and a lookup of its documents' n_tokens (one join in
+    DuckDB per dataset, not a dictionary of the whole corpus)."""
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
+        if row is None:
+            raise UnknownObjectError(f"no corpus named {corpus!r}: `lineage corpus list` "
+                                     "shows them")
+        files = part_files(con, store, "documents", corpus)
+
+    def tokens_of(doc_ids: list[str]) -> np.ndarray:
+        import duckdb
+        import pyarrow as pa
+
+        wanted = pa.table({"doc_id": pa.array(doc_ids, pa.string()),
+                           "at": np.arange(len(doc_ids), dtype=np.int64)})
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("wanted", wanted)
+            found = con.sql(
+                "SELECT coalesce(d.n_tokens, -1) AS n FROM wanted w LEFT JOIN "
+                "read_parquet(?) d USING (doc_id) ORDER BY w.at",
+                params=[files]).to_arrow_table()
+        finally:
+            con.close()
+        return np.asarray(found.column("n").to_numpy(), dtype=np.int64)
+
+    return str(row[0]), tokens_of
+
+
+def _sequence_length(cached: CachedRun) -> int:
+    lengths = {int(c.description["sequence_length"]) for c in cached.datasets}
+    if len(lengths) != 1:
+        raise InputError(cached.datasets[0].files["description.txt"],
+                         f"the blend's datasets disagree on sequence_length: {sorted(lengths)}")
+    return lengths.pop()
+
+
+def _windows(cached: CachedRun, schedule: BatchSchedule, train_iters: int | None) -> int:
+    """Windows of the whole steps the run read: `train_iters` steps, else every whole
+    step of the samples the run asked megatron-core for (a GPTDataset builds whole
+    epochs, so it may hold more than were asked for and trained on)."""
+    top = cached.blend or cached.datasets[0]
+    built = len(top.arrays["dataset_index" if cached.blend else "shuffle_index"])
+    asked = top.description.get("size" if cached.blend else "num_samples")
+    available = min(built, int(asked)) if isinstance(asked, int) else built
+    steps = schedule.step_of_window(available)
+    if train_iters is not None:
+        if train_iters > steps:
+            raise UsageError(f"--train-iters {train_iters}: the run asked for {available} "
+                             f"samples, {steps} whole steps")
+        steps = train_iters
+    if steps < 1:
+        raise UsageError(f"the run asked for {available} samples, not one whole step")
+    return schedule.first_window(steps)
+
+
+def _all_parts(cached: CachedRun, datasets: list[Dataset], windows: int, window_len: int,
+               extra: int) -> Parts:
+    """Every window's parts in training order, from whichever dataset fed it."""
+    everything = np.arange(windows, dtype=np.int64)
+    if cached.blend is None:
+        choice, sample = np.zeros(windows, dtype=np.int64), everything
+    else:
+        choice = cached.blend.arrays["dataset_index"][:windows].astype(np.int64)
+        sample = cached.blend.arrays["dataset_sample_index"][:windows].astype(np.int64)
+        if choice.min() < 0 or choice.max() >= len(datasets):
+            raise InputError(cached.blend.files["dataset_index.npy"],
+                             f"names datasets outside [0, {len(datasets)})")
+    pieces = []
+    for number, (member, dataset) in enumerate(zip(cached.datasets, datasets, strict=True)):
+        mine = np.flatnonzero(choice == number)
+        pieces.append(sample_parts(member, dataset.data, everything[mine], sample[mine],
+                                   window_len, extra))
+    merged = Parts(*(np.concatenate([getattr(p, f) for p in pieces])
+                     for f in ("window", "slot", "document", "doc_offset", "n_tokens")))
+    source = np.concatenate([np.full(len(p.window), i) for i, p in enumerate(pieces)])
+    order = np.argsort(merged.window, kind="stable")
+    return Parts(merged.window[order], merged.slot[order],
+                 tag(source[order], merged.document[order]),
+                 merged.doc_offset[order], merged.n_tokens[order])
+
+
+def _table(parts: Parts, datasets: list[Dataset]) -> Any:
+    """Segments with the corpus's doc_ids; an appended EOD is not a corpus token, so
+    parts are clipped to the document's n_tokens (an EOD-only part disappears)."""
+    import pyarrow as pa
+
+    dataset, document = untag_all(parts.document)
+    bases = np.cumsum([0] + [len(d.doc_ids) for d in datasets])
+    everyone = bases[dataset] + document
+    limits = np.concatenate([d.corpus_tokens for d in datasets])
+    n_tokens = np.minimum(parts.doc_offset + parts.n_tokens, limits[everyone]) - parts.doc_offset
+    keep = n_tokens > 0
+    names = pa.array([doc_id for d in datasets for doc_id in d.doc_ids], pa.string())
+    doc_id = pa.DictionaryArray.from_arrays(pa.array(everyone[keep]), names)
+    return pa.table({
+        "window": parts.window[keep], "slot": parts.slot[keep],
+        "doc_id": doc_id.dictionary_decode(), "doc_offset": parts.doc_offset[keep],
+        "n_tokens": n_tokens[keep]})
+
+
+def _artifacts(cached: CachedRun, datasets: list[Dataset]) -> dict[str, str]:
+    """The files that fixed the order, by hash: each .idx and every cached index file
+    (the .bin, as large as the corpus, is checked by sampled re-reads instead)."""
+    found = {d.data.idx.name: d.data.idx_hash for d in datasets}
+    members = [*cached.datasets, *([cached.blend] if cached.blend else [])]
+    for member in members:
+        for path in member.files.values():
+            found[path.name] = artifact_hash(path)
+    return found
+
+
+def _settings(cached: CachedRun, datasets: list[Dataset], run: MegatronRun) -> dict[str, Any]:
+    first = cached.datasets[0].description
+    rampup = run.rampup
+    return {
+        "add_extra_token_to_sequence": run.add_extra_token,
+        "data_parallel_size": run.data_parallel_size,
+        "datasets": [{"append_eod": d.append_eod, "num_samples": c.description.get("num_samples"),
+                      "prefix": d.data.idx.stem} for c, d in zip(cached.datasets, datasets,
+                                                                     strict=True)],
+        "decrease_batch_size_if_needed": run.decrease_batch_size_if_needed,
+        "global_batch_size": run.global_batch_size,
+        "micro_batch_size": run.micro_batch_size,
+        "rampup_batch_size": None if rampup is None else [rampup.start, rampup.increment,
+                                                          rampup.samples],
+        "random_seed": first.get("random_seed"),
+        "sequence_length": first.get("sequence_length"),
+        "split": run.split,
+        "blend_weights": None if cached.blend is None else cached.blend.description.get("weights"),
+        "train_iters": run.train_iters,
+    }

@@ -1,0 +1,259 @@
+"""Proof against the real megatron-core: the windows lineage says step N held, per rank,
+are token for token the samples Megatron's datasets and its pretraining sampler yield
+for step N, in a single-dataset run, a blended run and a ramped batch size.
+
+The runs are built here with megatron-core (tests/orders/make_megatron_run.py); the
+importer reads only their files. Megatron-LM's `MegatronPretrainingSampler`
+(megatron/training/datasets/data_samplers.py) is not part of the megatron-core package:
+`pretraining_batches` below follows it (drop_last, consumed samples from 0).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lineage.api import Store
+from lineage.ingest import ingest_corpus
+from lineage.ingest.orders.megatron import MegatronRun, import_megatron
+from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
+from lineage.stream.reader import StreamReader
+
+# Looked up, not imported: importing torch while tests are collected would put it in
+# sys.modules for every other test of the session.
+# torch and megatron-core warn about themselves on import (deprecated torch.jit APIs,
+# no Transformer Engine or Apex on a CPU machine): not this project's warnings.
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
+        reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
+        "megatron-core==0.16.1"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+DP = 2
+MICRO = 2
+RUNS = {  # run -> the command line's batch settings
+    "single": MegatronRun(global_batch_size=8, micro_batch_size=MICRO, data_parallel_size=DP),
+    "blend": MegatronRun(global_batch_size=12, micro_batch_size=MICRO, data_parallel_size=DP,
+                         rampup=Rampup(4, 4, 40)),
+}
+
+
+def _generator() -> Any:
+    path = Path(__file__).with_name("make_megatron_run.py")
+    spec = importlib.util.spec_from_file_location("make_megatron_run", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    generator = _generator()
+    folder = tmp_path_factory.mktemp("megatron")
+    generator.make_all(folder)
+    return generator, folder
+
+
+@pytest.fixture
+def imported(made: tuple[Any, Path], store: Store) -> Store:
+    _, folder = made
+    ingest_corpus(store, [folder / "sonnets.jsonl", folder / "poems.jsonl"], corpus="mg")
+    for run, batches in RUNS.items():
+        names = ["sonnets"] if run == "single" else ["sonnets", "poems"]
+        import_megatron(store, data=[folder / n for n in names],
+                        docs=[folder / f"{n}.jsonl" for n in names],
+                        cache=folder / f"cache-{run}", corpus="mg", stream=run, run=batches)
+    return store
+
+
+def pretraining_batches(total: int, rank: int) -> Iterator[list[int]]:
+    """MegatronPretrainingSampler(total, consumed_samples=0, MICRO, rank, DP): each
+    group of MICRO * DP consecutive samples, rank r takes its r-th MICRO of them."""
+    group: list[int] = []
+    for index in range(total):
+        group.append(index)
+        if len(group) == MICRO * DP:
+            yield group[rank * MICRO:(rank + 1) * MICRO]
+            group = []
+
+
+def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.ndarray]]:
+    """Per step, per rank, the token arrays (tokens + the last label) the run trained on:
+    megatron-core's num-microbatches calculator says how many micro-batches each step
+    pulls from each rank's DataLoader."""
+    import torch
+    from megatron.core import num_microbatches_calculator as calculator
+
+    rampup = None if run.rampup is None else [run.rampup.start, run.rampup.increment,
+                                              run.rampup.samples]
+    calculator.destroy_num_microbatches_calculator()
+    calculator.init_num_microbatches_calculator(0, rampup, run.global_batch_size, MICRO, DP,
+                                                False)
+    loaders = [iter(torch.utils.data.DataLoader(
+        dataset, batch_sampler=pretraining_batches(len(dataset), rank))) for rank in range(DP)]
+    consumed, out = 0, []
+    for _ in range(steps):
+        calculator.update_num_microbatches(consumed, consistency_check=True)
+        per_rank = []
+        for loader in loaders:
+            samples = []
+            for _ in range(calculator.get_num_microbatches()):
+                batch = next(loader)
+                text = torch.cat([batch["tokens"], batch["labels"][:, -1:]], dim=1)
+                samples.extend(row.numpy() for row in text)
+            per_rank.append(samples)
+        out.append(per_rank)
+        consumed += calculator.get_current_running_global_batch_size()
+    calculator.destroy_num_microbatches_calculator()
+    return out
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_windows_are_megatrons_samples_per_step_and_rank(
+        made: tuple[Any, Path], imported: Store, run: str) -> None:
+    generator, folder = made
+    dataset = generator.build_run(folder, folder / f"cache-{run}", run)
+    steps = imported.stream(run).steps
+    assert steps >= 10
+    reader = StreamReader(imported, run)
+    expected = megatron_steps(dataset, RUNS[run], steps)
+    for step in range(steps):
+        for rank in range(DP):
+            ours = [np.asarray(w, dtype=np.int64)
+                    for w in reader.windows(step, rank=rank, world_size=DP)]
+            theirs = expected[step][rank]
+            assert len(ours) == len(theirs), (step, rank)
+            for window, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+                assert np.array_equal(a, b), (run, step, rank, window)
+
+
+def test_the_ramp_is_megatrons(imported: Store) -> None:
+    """--rampup-batch-size 4 4 40 to 12: 4 samples a step while fewer than 20 were
+    consumed before it, 8 up to 40, then 12 (megatron-core's calculator drives the
+    step sizes of the token-for-token test above)."""
+    answer = imported.stream("blend")
+    assert answer.schedule == ((0, 4), (5, 8), (8, 12))
+    assert answer.rank_rule is not None and answer.rank_rule.micro_batch == MICRO
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_docs_in_step_names_megatrons_documents(
+        made: tuple[Any, Path], imported: Store, run: str) -> None:
+    """docs --step per rank lists, window by window, the documents whose tokens
+    Megatron's sample holds (an appended EOD alone is no document's token)."""
+    generator, folder = made
+    dataset = generator.build_run(folder, folder / f"cache-{run}", run)
+    reader = StreamReader(imported, run)
+    for step in (0, 5, imported.stream(run).steps - 1):
+        for rank in range(DP):
+            answer = imported.docs_in_step(step, stream=run, rank=rank, world_size=DP)
+            ours: dict[int, list[str]] = {}
+            for entry in answer.documents:
+                ours.setdefault(entry.window, []).append(entry.doc_id)
+            windows = sorted({s.window for s in reader.segments(step, rank=rank,
+                                                                world_size=DP)})
+            assert sorted(ours) == windows
+            for window in windows:
+                assert ours[window] == megatron_documents(dataset, folder, window), (step, window)
+
+
+def megatron_documents(dataset: Any, folder: Path, index: int) -> list[str]:
+    """The doc_ids of top-level sample `index`, part by part, from megatron-core's own
+    dataset objects (blend -> GPTDataset -> shuffle, sample and document indices ->
+    indexed dataset); a part holding only a document's appended EOD names none."""
+    if hasattr(dataset, "dataset_index"):
+        member = dataset.datasets[int(dataset.dataset_index[index])]
+        index = int(dataset.dataset_sample_index[index])
+    else:
+        member = dataset
+    drawn = int(member.shuffle_index[index])
+    (p0, o0), p1 = member.sample_index[drawn], member.sample_index[drawn + 1][0]
+    indexed = member.dataset
+    lines = (folder / f"{Path(member.dataset_path).name}.jsonl").read_text().splitlines()
+    names = [json.loads(line)["id"] for line in lines]
+    starts = indexed.document_indices
+    found = []
+    for position in range(int(p0), int(p1) + 1):
+        sequence = int(member.document_index[position])
+        document = int(np.searchsorted(starts, sequence, side="right")) - 1
+        is_last = sequence == int(starts[document + 1]) - 1
+        eod_only = (position == p0 and is_last
+                    and int(o0) == int(indexed.sequence_lengths[sequence]) - 1)
+        if not eod_only:
+            found.append(names[document])
+    return found
+
+
+def test_the_committed_fixtures_are_what_megatron_core_writes(made: tuple[Any, Path]) -> None:
+    """tests/orders/fixtures/megatron (read by test_megatron.py without megatron) is
+    byte for byte what the generator makes with megatron-core here."""
+    _, folder = made
+    committed = Path(__file__).with_name("fixtures") / "megatron"
+    names = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    fresh = sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file()
+                   and not p.name.startswith("samples-"))
+    assert [n for n in names if not n.name.startswith("samples-")] == fresh
+    for name in fresh:
+        assert (folder / name).read_bytes() == (committed / name).read_bytes(), name
+
+
+@given(start=st.integers(1, 6), increment=st.integers(1, 4), increments=st.integers(1, 5),
+       samples=st.integers(1, 300), micro=st.sampled_from([1, 2]),
+       data_parallel=st.sampled_from([1, 2, 3]), decrease=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_schedules_are_megatron_cores_step_sizes(
+        start: int, increment: int, increments: int, samples: int, micro: int,
+        data_parallel: int, decrease: bool) -> None:
+    """megatron_schedule gives, step by step, the samples megatron-core's
+    num-microbatches calculator has each step consume (or refuses what it refuses)."""
+    from megatron.core import num_microbatches_calculator as calculator
+
+    unit = micro * data_parallel
+    start, increment = start * unit, increment * unit  # ramps megatron accepts as given
+    if decrease:
+        start, increment = start + 1, increment  # not multiples: rounded down per step
+    final = start + increment * increments
+    ours = megatron_schedule(final, micro, data_parallel, Rampup(start, increment, samples),
+                             decrease)
+    calculator.destroy_num_microbatches_calculator()
+    calculator.init_num_microbatches_calculator(0, [start, increment, samples], final, micro,
+                                                data_parallel, decrease)
+    consumed = 0
+    try:
+        for step in range(samples // max(1, start // 2) + 5):
+            calculator.update_num_microbatches(consumed, consistency_check=True)
+            size = calculator.get_current_running_global_batch_size()
+            assert ours.windows_of(step) == size, step
+            consumed += size
+    finally:
+        calculator.destroy_num_microbatches_calculator()
+
+
+def test_the_harness_generators_writer_is_megatron_cores(tmp_path: Path) -> None:
+    """make_harness_run.write_indexed (used when megatron-core is absent) writes the
+    same .bin/.idx bytes as megatron-core's IndexedDatasetBuilder."""
+    path = Path(__file__).with_name("make_harness_run.py")
+    spec = importlib.util.spec_from_file_location("make_harness_run", path)
+    assert spec and spec.loader
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    documents = [harness.tokenize(text) for _, text in
+                 next(iter(harness.corpus_records().values()))]
+    assert harness.write_with_megatron(tmp_path / "theirs", documents)
+    harness.write_indexed(tmp_path / "ours", documents)
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"ours{suffix}").read_bytes() == \
+            (tmp_path / f"theirs{suffix}").read_bytes(), suffix
