@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TRAINERS := $(VENV)/.trainers
 
 .PHONY: install demo readme test lint bench lock clean
 
@@ -15,6 +16,12 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m compileall -q lineage ingest cli schemas  # as a wheel install would: faster start
 	touch $(STAMP)
 
+# The real trainers (torch on the CPU, megatron-core, OLMo-core) that the order importers'
+# tests check token for token; not dependencies of lineage.
+$(TRAINERS): $(STAMP) tests/orders/install_trainers.sh
+	bash tests/orders/install_trainers.sh $(VENV)
+	touch $(TRAINERS)
+
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
@@ -24,7 +31,7 @@ demo: install
 readme: install
 	$(PY) examples/readme.py --write
 
-test: install
+test: install $(TRAINERS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	@$(PY) -m pytest -q; status=$$?; \

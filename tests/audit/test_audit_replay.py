@@ -6,11 +6,12 @@ replayer runs, and a replayer that computes something else is attested as a mism
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -303,18 +304,33 @@ def test_the_replayer_gets_the_steps_inputs_and_the_canonical_batch(
                                      "optimizer/out.v", "weights/embed", "weights/out"]
 
 
-def test_a_replayer_may_name_its_backend_and_device(demo: tuple[Store, Path]) -> None:
+def test_a_replayer_may_name_its_backend_and_device(
+        demo: tuple[Store, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     store, _ = demo
+    looked_for: list[str] = []  # torch may already be loaded by other tests: spy instead
+    real_import, real_find_spec = builtins.__import__, importlib.util.find_spec
+
+    def spy_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        looked_for.append(name)
+        return real_import(name, *args, **kwargs)
+
+    def spy_find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        looked_for.append(name)
+        return real_find_spec(name, *args, **kwargs)
 
     def on_accelerator(state: dict[str, Any], batch: list[Any], **kw: Any) -> Any:
         return {**tiny.replay(state, batch, **kw), "backend": "cuda", "device": "Test GPU"}
 
+    monkeypatch.setattr(builtins, "__import__", spy_import)
+    monkeypatch.setattr(importlib.util, "find_spec", spy_find_spec)
     attestation = replay_step(store, "tiny", 4, on_accelerator,
                               replayer_name="accel")["attestation"]
+    monkeypatch.undo()
     assert attestation["result"] == "match"
     assert (attestation["machine"]["backend"], attestation["machine"]["device"]) == \
         ("cuda", "Test GPU")
-    assert "torch" not in sys.modules  # lineage looked for no accelerator itself
+    # lineage looked for no accelerator itself
+    assert not [name for name in looked_for if name.split(".")[0] in ("torch", "jax")]
 
 
 def test_batch_digests_are_recomputed_from_the_stream(demo: tuple[Store, Path]) -> None:
