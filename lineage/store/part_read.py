@@ -36,32 +36,45 @@ def lookup_rows(
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
     stream_start..stream_end) or hold the content hash `digest`, as `columns`, in file
     order. DamagedPartError if a byte they come from is not as written."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     admits = key_admits(span, digest)
-    wanted = list(dict.fromkeys([*columns, *_keys(span, digest)]))
-    pieces = []
+    keys = _keys(span, digest)
+    found: list[tuple[Any, ...]] = []
     for path, n_bytes, sha256, row_groups in candidate_parts(con, table, owner, admits):
         chunks = checked_ranges(store.root, path, n_bytes, sha256, row_groups, admits)
         parquet = _open(chunks, n_bytes)
         groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
-        if groups:
-            pieces.append(parquet.read_row_groups(groups, columns=wanted, use_threads=False))
-    if not pieces:
-        return []
-    rows = pa.concat_tables(pieces)
+        if not groups:
+            continue
+        # The key columns first: most of a row group's bytes are in the others, decoded
+        # only when a row matches (for a content hash that no document has, never).
+        key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
+        matching = _matching(key_rows, span, digest)
+        if not pc.any(matching).as_py():
+            continue
+        others = [name for name in columns if name not in keys]
+        rows = parquet.read_row_groups(groups, columns=others, use_threads=False)
+        picked = {name: column.filter(matching).to_pylist() for name, column in
+                  zip([*keys, *others], [*key_rows.columns, *rows.columns], strict=True)}
+        found.extend(zip(*(picked[name] for name in columns), strict=True))
+    return found
+
+
+def _matching(rows: Any, span: tuple[int, int] | None, digest: str | None) -> Any:
+    """Which rows hold tokens of `span` ([start, end)) or the content hash `digest`."""
+    import pyarrow.compute as pc
+
     if span is not None:
-        rows = rows.filter(pc.and_(pc.greater(rows["stream_end"], span[0]),
-                                   pc.less(rows["stream_start"], span[1])))
-    if digest is not None:
-        rows = rows.filter(pc.equal(rows["content_hash"], digest))
-    return list(zip(*(rows[name].to_pylist() for name in columns), strict=True))
+        return pc.and_(pc.greater(rows["stream_end"], span[0]),
+                       pc.less(rows["stream_start"], span[1]))
+    return pc.equal(rows["content_hash"], digest)
 
 
 def _keys(span: tuple[int, int] | None, digest: str | None) -> list[str]:
-    return ((["stream_start", "stream_end"] if span is not None else [])
-            + (["content_hash"] if digest is not None else []))
+    if (span is None) == (digest is None):
+        raise ValueError("a lookup is by a token range or by a content hash")
+    return ["stream_start", "stream_end"] if span is not None else ["content_hash"]
 
 
 def _open(chunks: CheckedBytes, n_bytes: int) -> Any:
