@@ -96,3 +96,33 @@ def test_every_content_hash_finds_what_a_scan_finds(small_parts: Store) -> None:
                 assert found == _scanned(small_parts, table, owner, columns,
                                          "content_hash = ?", [digest]), (table, digest)
                 assert found or digest in absent
+
+
+def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:
+    """The reader of a lookup holds the footer and the row groups that were checked; a
+    read of another row group fails instead of touching the file."""
+    from lineage.store import part_read
+    from lineage.store.part_check import checked_ranges
+
+    with small_parts.reader(views=False) as con:
+        admits = parts.key_admits(span=(0, 1))
+        [(path, n_bytes, sha256, row_groups)] = parts.candidate_parts(
+            con, "occurrences", "s", admits)
+    chunks = checked_ranges(small_parts.root, path, n_bytes, sha256, row_groups, admits)
+    assert chunks.groups == {0}
+    parquet = part_read._open(chunks, n_bytes)
+    assert parquet.num_row_groups > 1
+    assert parquet.read_row_group(0).num_rows == 8
+    with pytest.raises(OSError, match="were not checked"):
+        parquet.read_row_group(1)
+
+
+def test_a_footer_is_parsed_once_per_process(small_parts: Store) -> None:
+    from lineage.store import part_read
+
+    with small_parts.reader(views=False) as con:
+        lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES, span=(0, 1))
+        parsed = part_read._footer.cache_info()
+        lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES, span=(0, 1))
+    after = part_read._footer.cache_info()
+    assert (after.hits, after.misses) == (parsed.hits + 1, parsed.misses)

@@ -1,16 +1,16 @@
-"""Lookups in sorted parts without a query engine: only the checked bytes are decoded.
+"""Lookups in sorted parts without a query engine: only checked bytes are decoded.
 
-A point or range lookup (the documents of a step, the rows of one content hash) needs one
-or two row groups of one part. The catalog records the first and last key of every part
-and every row group, so they are chosen without opening a file; their bytes and the
-footer's are read once, checked against the catalog's BLAKE3
-(lineage/store/part_check.py), and decoded by pyarrow from those same bytes, only the
-columns asked for. The rows are then picked out with Arrow's compute kernels. DuckDB
-answered the same lookups from the file in 10-20 ms; this takes 1-3 ms (docs/performance.md).
+A point or range lookup (the documents of a step, the rows of one content hash) needs
+one or two row groups of one part. The catalog records the first and last key of every
+part and every row group, so they are chosen without opening a file; their bytes and
+the footer's are read once, checked against the catalog's BLAKE3
+(lineage/store/part_check.py), and decoded by pyarrow from those same bytes: the key
+columns first, the other columns asked for only where a key matched. A byte that was not
+checked is never decoded, and the file is read once instead of twice (once to check it,
+once by DuckDB). docs/performance.md has what it saves.
 
-A part registered before schema 7 records no row groups: its whole file is checked and
-read, as before.
-"""
+A part registered before schema 7 records no row groups: its whole file is checked, then
+read, as before."""
 
 from __future__ import annotations
 
