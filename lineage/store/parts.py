@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lineage.store.base import BaseStore
+    from lineage.store.part_check import Admits
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
 ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
@@ -405,23 +406,40 @@ def part_files(
     """
     from lineage.store.part_check import check_part
 
+    admits = key_admits(span, digest, any_of)
+    keep = []
+    for path, n_bytes, sha256, row_groups in candidate_parts(con, table, owner, admits):
+        check_part(store.root, path, n_bytes, sha256, row_groups, admits)
+        keep.append(str(store.root / path))
+    return keep
+
+
+def candidate_parts(
+    con: duckdb.DuckDBPyConnection, table: str, owner: str | None, admits: Admits,
+) -> list[tuple[str, int, str, str | None]]:
+    """(path, n_bytes, sha256, row_groups) of the registered parts of a table (of one
+    owner) whose recorded key ranges `admits`, in path order."""
     where, params = "table_name = ?", [table]
     if owner is not None:
         where, params = where + " AND owner = ?", [table, owner]
     rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, row_groups FROM "
                        f"parquet_files WHERE {where} ORDER BY path", params).fetchall()
-
-    def admits(first: dict[str, Any], last: dict[str, Any]) -> bool:
-        return _admits(first, last, span, digest, any_of)
-
     keep = []
     for path, ranges, n_bytes, sha256, row_groups in rows:
         bounds = json.loads(ranges) if ranges else {}
-        if not admits({k: v[0] for k, v in bounds.items()}, {k: v[1] for k, v in bounds.items()}):
-            continue
-        check_part(store.root, path, n_bytes, sha256, row_groups, admits)
-        keep.append(str(store.root / path))
+        if admits({k: v[0] for k, v in bounds.items()}, {k: v[1] for k, v in bounds.items()}):
+            keep.append((path, n_bytes, sha256, row_groups))
     return keep
+
+
+def key_admits(span: tuple[int, int] | None = None, digest: str | None = None,
+               any_of: tuple[str, Sequence[Any]] | None = None) -> Admits:
+    """Whether a part or row group, by the first and last values of its range columns,
+    can hold rows a lookup asks for (the conditions of `part_files`)."""
+    def admits(first: dict[str, Any], last: dict[str, Any]) -> bool:
+        return _admits(first, last, span, digest, any_of)
+
+    return admits
 
 
 def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Sequence[str]) -> None:

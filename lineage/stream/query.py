@@ -2,8 +2,9 @@
 
 `docs_in_step` reads only the stream's own occurrence files and asks for the rows whose
 [stream_start, stream_end) meets the step's token range. Both columns grow with the
-ordinal, so the two conditions prune every Parquet row group but the one or two that
-hold the step: a binary search on disk, whatever the corpus size.
+ordinal, so the catalog's record of each part's and row group's first and last values
+picks the one or two row groups that hold the step (lineage/store/part_read.py): a binary
+search on disk, whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_read import lookup_rows
 from lineage.stream.schedule import BatchSchedule, RankRule
 
 if TYPE_CHECKING:
@@ -212,22 +213,21 @@ def docs_in_step(
     return answer
 
 
+SEGMENT_COLUMNS = ("doc_id", "source", "uri", "content_hash", "epoch", "stream_start",
+                   "stream_end", "doc_offset", "ordinal")
+
+
 def step_segments(
     con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange
 ) -> list[dict[str, Any]]:
     """Segments in stream order; `position` is the segment's first token in the stream."""
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-    files = part_files(con, store, "occurrences", info["name"], span=(start, end))
-    rows = con.execute(
-        """
-        SELECT doc_id, source, uri, content_hash, epoch, stream_start, stream_end, doc_offset
-        FROM read_parquet(?) WHERE stream_end > ? AND stream_start < ? ORDER BY ordinal
-        """,
-        [files, start, end],
-    ).fetchall() if files else []
+    rows = lookup_rows(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
+                       span=(start, end))
     segments = []
-    for doc_id, source, uri, content_hash, epoch, a, b, offset in rows:
+    for doc_id, source, uri, content_hash, epoch, a, b, offset, _ in sorted(
+            rows, key=lambda row: row[-1]):  # in stream order
         for w, lo, token_start, token_end in window_pieces(
                 a, b, offset, seq_len, span.first_window, span.last_window):
             if not span.holds(w):

@@ -23,7 +23,7 @@ import blake3
 from lineage.errors import InputError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.durable import blake3_file
-from lineage.store.parts import part_files
+from lineage.store.part_read import lookup_rows
 from lineage.text.verdicts import (
     FOUND,
     IN_CORPUS_ONLY,
@@ -321,13 +321,8 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
 
 def _lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
             columns: str, digest: str) -> list[tuple[Any, ...]]:
-    files = part_files(con, store, table, owner, digest=digest)
-    if not files:
-        return []
-    return con.execute(
-        f"SELECT {columns} FROM read_parquet(?) WHERE content_hash = ? ORDER BY ALL",
-        [files, digest],
-    ).fetchall()
+    """The rows holding this content hash, as `columns`, in order of all of them."""
+    return sorted(lookup_rows(con, store, table, owner, columns.split(", "), digest=digest))
 
 
 def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, Any]:
