@@ -78,6 +78,11 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
          "--micro-batch-size", "1")],
     "ingest steps": [(*S, "ingest", "steps", "{MISSING}", "--run", "r", "--stream", "s",
                       "--world-size", "1")],
+    "ingest order olmo-core": [
+        (*S, "ingest", "order", "olmo-core", "{MISSING}", "--corpus", "c", "--stream", "s",
+         "--sequence-length", "8", "--global-batch-size", "16", "--eos-token-id", "0"),
+        (*NS, "ingest", "order", "olmo-core", "{FILE}", "--corpus", "c", "--stream", "s",
+         "--sequence-length", "8", "--global-batch-size", "16", "--eos-token-id", "0")],
     "ingest order open-transformers": [
         (*S, "ingest", "order", "open-transformers", "{FILE}", "--manifest", "{MISSING}",
          "--shards", "{DIR}", "--corpus", "c", "--stream", "s"),

@@ -77,7 +77,8 @@ def _damaged(path: Path, offset: int, change: int) -> Iterator[None]:
 
 def test_every_table_has_rows_in_the_demo_store(demo: Store) -> None:
     empty = {name for name in table_names() if demo.frame(name).collect().height == 0}
-    assert empty == {"checkpoints", "experiments", "experiment_logs", "audit_records"}
+    assert empty == {"checkpoints", "experiments", "experiment_logs", "audit_records",
+                     "openlineage_events"}
     assert len(_parts(demo, "fingerprints")) >= 2  # two corpora: a table of several parts
 
 
