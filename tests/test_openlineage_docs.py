@@ -26,7 +26,7 @@ DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
 
 def documented_example() -> dict[str, Any]:
     text = (REPO / "docs" / "exports.md").read_text(encoding="utf-8")
-    section = text[text.index("## OpenLineage"):]
+    section = text[text.index("## OpenLineage"):].split("\n## ", 1)[0]  # to the next section
     (block,) = re.findall(r"```json\n(.*?)\n```", section, flags=re.DOTALL)
     example: dict[str, Any] = json.loads(block)
     return example

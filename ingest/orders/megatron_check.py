@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from lineage.errors import InputError
+from lineage.ingest.orders.corpus_tokens import corpus_encoder, document_texts
 from lineage.ingest.orders.megatron_docs import Dataset, untag
 from lineage.ingest.orders.megatron_files import read_document
 from lineage.ingest.orders.megatron_segments import Parts
-from lineage.ingest.orders.open_transformers_reread import _encoder, _texts
 from lineage.store.base import BaseStore
 
 
@@ -35,7 +35,7 @@ def check_tokens(store: BaseStore, corpus: str, datasets: list[Dataset], parts: 
     """Compare the sampled windows' parts with the corpus: what was re-read."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?", [corpus]).fetchone()
-    encode = _encoder(str(row[0]) if row else "", tokenizer)
+    encode = corpus_encoder(str(row[0]) if row else "", tokenizer)
     picked = sampled_windows(windows, sample)
     if encode is None or not len(picked):
         reason = "no windows asked for" if not len(picked) else (
@@ -43,7 +43,7 @@ def check_tokens(store: BaseStore, corpus: str, datasets: list[Dataset], parts: 
         return {"windows": [], "tokens": 0, "status": f"not re-read: {reason}"}
     rows = np.flatnonzero(np.isin(parts.window, picked))
     named = {int(tag): _doc_id(datasets, int(tag)) for tag in set(parts.document[rows].tolist())}
-    texts = _texts(store, corpus, set(named.values()))
+    texts = document_texts(store, corpus, set(named.values()))
     encoded = {doc_id: encode(text) for doc_id, text in texts.items()}
     compared = 0
     for index in rows.tolist():

@@ -8,11 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import blake3
 import numpy as np
 
-from lineage.corpora.doc_text import read_checked
-from lineage.errors import InputError, UsageError
+from lineage.errors import InputError
+from lineage.ingest.orders.corpus_tokens import (
+    Encoder,
+    corpus_encoder,
+    corpus_tokenizer_of,
+    document_texts,
+)
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 
@@ -58,7 +62,7 @@ def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: 
     unique = np.unique(docs_read)
     picks = unique[np.linspace(0, len(unique) - 1, min(SAMPLE, len(unique))).astype(int)] \
         if len(unique) else unique
-    texts = _texts(store, corpus, {layout.doc_ids[int(k)] for k in picks})
+    texts = document_texts(store, corpus, {layout.doc_ids[int(k)] for k in picks})
     for k in (int(k) for k in picks):
         f, d = layout.where(k)
         base = int(layout.bases[f])
@@ -78,33 +82,13 @@ def _first_difference(stored: np.ndarray, expected: np.ndarray) -> int:
 
 
 def _encoder(store: BaseStore, corpus: str, tokenizer: Path | None
-             ) -> tuple[Callable[[bytes], np.ndarray] | None, str]:
-    """How the corpus counted its tokens, as a function of a document's bytes."""
-    with store.reader(views=False) as con:
-        row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?", [corpus]).fetchone()
-    identity = str(row[0]) if row else ""
-    if identity == "bytes":
-        return (lambda data: np.frombuffer(data, dtype=np.uint8)), ""
-    if not identity.startswith("tokenizer.json:blake3:"):
+             ) -> tuple[Encoder | None, str]:
+    """How the corpus counted its tokens, as a function of a document's bytes, or why
+    the documents cannot be re-read."""
+    identity = corpus_tokenizer_of(store, corpus)
+    if identity != "bytes" and not identity.startswith("tokenizer.json:"):
         return None, f"the corpus was counted by {identity!r}, not a tokenizer lineage runs"
-    if tokenizer is None:
+    if identity != "bytes" and tokenizer is None:
         return None, "give --tokenizer (the corpus's tokenizer.json) to re-read documents"
-    digest = blake3.blake3(tokenizer.read_bytes()).hexdigest()
-    if identity != f"tokenizer.json:blake3:{digest}":
-        raise UsageError(f"--tokenizer {tokenizer}: not the tokenizer the corpus was "
-                         f"counted with ({identity})")
-    import tokenizers
+    return corpus_encoder(identity, tokenizer), ""
 
-    loaded = tokenizers.Tokenizer.from_file(str(tokenizer))
-    return (lambda data: np.array(loaded.encode(data.decode("utf-8"),
-                                                add_special_tokens=False).ids)), ""
-
-
-def _texts(store: BaseStore, corpus: str, doc_ids: set[str]) -> dict[str, bytes]:
-    with store.reader(views=False) as con:
-        files = part_files(con, store, "documents", corpus)
-        rows = con.execute(
-            "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
-            "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
-        return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
-                for doc_id, content_hash, origin, record in rows}

@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.errors import InputError, UsageError
+from lineage.errors import InputError
+from lineage.ingest.orders.corpus_tokens import corpus_encoder, document_texts
 from lineage.ingest.orders.indexed import IndexedDataset
 from lineage.ingest.orders.open_transformers_manifest import HarnessManifest
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,13 +36,13 @@ def reread_windows(
     windows = int(rows["window"][-1]) + 1
     picked = np.unique(np.linspace(0, windows - 1, min(sample, windows)).round()
                        .astype(np.int64)) if sample else np.zeros(0, dtype=np.int64)
-    encode = _encoder(corpus_tokenizer, tokenizer)
+    encode = corpus_encoder(corpus_tokenizer, tokenizer)
     if encode is None or not len(picked):
         reason = "no windows asked for" if not len(picked) else (
             f"the corpus's tokens cannot be re-derived (tokenizer {corpus_tokenizer})")
         return {"windows": [], "tokens": 0, "status": f"not re-read: {reason}"}
     chosen = np.flatnonzero(np.isin(rows["window"], picked))
-    texts = _texts(store, corpus, {doc_ids[int(g)].as_py() for g in
+    texts = document_texts(store, corpus, {doc_ids[int(g)].as_py() for g in
                                    rows["global_doc"][chosen]})
     compared = 0
     cache: dict[str, np.ndarray[Any, Any]] = {}
@@ -82,40 +82,3 @@ def _expected(tokens: np.ndarray[Any, Any], n_tokens: int, start: int, end: int,
 
 def _shard_of(run: HarnessManifest, name: str) -> int:
     return next(i for i, shard in enumerate(run.shards) if shard.shard == name)
-
-
-def _encoder(corpus_tokenizer: str, tokenizer: str | Path | None) -> Any:
-    """bytes -> token ids, as the corpus counted them; None when that cannot be done."""
-    import numpy as np
-
-    if corpus_tokenizer == "bytes":
-        return lambda data: np.frombuffer(data, dtype=np.uint8)
-    if not corpus_tokenizer.startswith("tokenizer.json:"):
-        return None
-    if tokenizer is None:
-        return None
-    from lineage.corpora.token_count import parse_tokenizer
-
-    spec = parse_tokenizer(str(tokenizer))
-    if spec.identity != corpus_tokenizer:
-        raise UsageError(f"--tokenizer {tokenizer} is {spec.identity}; the corpus was "
-                         f"counted with {corpus_tokenizer}")
-    loaded = spec.load()
-
-    def encode(data: bytes) -> np.ndarray[Any, Any]:
-        ids = loaded.encode(data.decode("utf-8"), add_special_tokens=False).ids
-        return np.array(ids, dtype=np.int64)
-
-    return encode
-
-
-def _texts(store: BaseStore, corpus: str, doc_ids: set[str]) -> dict[str, bytes]:
-    from lineage.corpora.doc_text import read_checked
-
-    with store.reader(views=False) as con:
-        files = part_files(con, store, "documents", corpus)
-        rows = con.execute(
-            "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
-            "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
-        return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
-                for doc_id, content_hash, origin, record in rows}

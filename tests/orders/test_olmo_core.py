@@ -340,6 +340,6 @@ def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
     assert read["checked"]["re_read"] == len(ids) and "tokenizer" in read["artifacts"]
     other = tmp_path / "other.json"
     other.write_text(tokenizer_json.read_text().replace("[UNK]", "[UNKNOWN]"))
-    with pytest.raises(UsageError, match="not the tokenizer the corpus was counted with"):
+    with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
         import_olmo_core(store, corpus="poetry", stream="bpe-other",
                          run=dataclasses.replace(run, tokenizer=other))
