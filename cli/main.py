@@ -47,6 +47,8 @@ class LineageGroup(TyperGroup):
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except (typer.Exit, typer.Abort, click.exceptions.ClickException):  # usage: Typer reports
             raise
+        except BrokenPipeError:  # the reader went away (`... --help | head`): not a bug
+            raise
         except Exception as exc:  # a bug: still one line, with the way to the traceback
             if _debug(ctx):
                 raise

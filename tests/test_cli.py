@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -158,3 +159,18 @@ def test_an_ingest_with_too_little_memory_says_so_and_stores_nothing(
     assert line.startswith("error: $LINEAGE_MEMORY_LIMIT 1KB is too small for this ingest (")
     assert cli("corpus", "list", "--json").stdout.strip() == "[]"
 
+
+
+def test_a_reader_that_stops_early_is_not_reported_as_a_bug() -> None:
+    """`lineage ... --help | head -40`: the help is cut off, and no error is printed."""
+    import shlex
+    import subprocess
+    import sys
+
+    command = shlex.join([sys.executable, "-m", "lineage.cli", "ingest", "order", "olmo-core",
+                          "--help"])
+    for _ in range(3):  # the reader leaves while the help is being written: a race, so thrice
+        done = subprocess.run(f"{command} | head -40 >/dev/null", shell=True,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "COLUMNS": "80"})
+        assert "unexpected" not in done.stderr and "Traceback" not in done.stderr, done.stderr
