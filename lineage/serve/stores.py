@@ -58,24 +58,11 @@ class CatalogSnapshot:
     """One copy of the catalog in memory, with the bulk views; read through cursors."""
 
     def __init__(self, store: Store) -> None:
-        import duckdb
-
-        from lineage.store.base import _ensure_schema, _retry_locked
-
         self.signature = catalog_signature(store.catalog_path)
         self.taken = time.time()
         self.serial = next(_SERIALS)  # names this state of the catalog in answer caches
-        con = duckdb.connect(":memory:")
+        con = store.catalog_copy()
         try:
-            path = str(store.catalog_path)
-            _retry_locked(store.catalog_path,
-                          lambda: con.execute("ATTACH ? AS source (READ_ONLY)", [path]))
-            try:
-                _ensure_schema(con, store.catalog_path, migrate=False, schema="source.main")
-                con.execute("COPY FROM DATABASE source TO memory")
-            finally:
-                con.execute("DETACH source")  # releases the lock for writers
-            store._create_bulk_views(con)
             # Parts are immutable: their footers are parsed once per snapshot, not per query.
             con.execute("SET parquet_metadata_cache = true")
             # A question reads a row group or two: requests in parallel use the cores

@@ -130,6 +130,29 @@ class BaseStore:
         finally:
             con.close()
 
+    def catalog_copy(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory copy of the catalog, with the bulk views, for a long-lived reader
+        (`lineage serve`): the catalog file is locked only while it is copied, so writers
+        are never held off between questions. The caller closes the connection."""
+        import duckdb
+
+        self._require_catalog()
+        con = duckdb.connect(":memory:")
+        try:
+            path = str(self.catalog_path)
+            _retry_locked(self.catalog_path,
+                          lambda: con.execute("ATTACH ? AS source (READ_ONLY)", [path]))
+            try:
+                _ensure_schema(con, self.catalog_path, migrate=False, schema="source.main")
+                con.execute("COPY FROM DATABASE source TO memory")
+            finally:
+                con.execute("DETACH source")  # releases the lock for writers
+            self._create_bulk_views(con)
+        except BaseException:
+            con.close()
+            raise
+        return con
+
     def registered_files(self, con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
         rows = con.execute(
             "SELECT path FROM parquet_files WHERE table_name = ? ORDER BY path", [table]
