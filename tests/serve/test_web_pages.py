@@ -443,7 +443,8 @@ def test_error_statuses_follow_the_kind_of_error() -> None:
         UnknownObjectError,
         UsageError,
     )
-    from lineage.serve.web.respond import RequestTooLargeError, error_status
+    from lineage.serve.errors import status_of as error_status
+    from lineage.serve.web.respond import RequestTooLargeError
 
     assert error_status(UnknownObjectError("x")) == 404
     assert error_status(NotFoundError("x")) == 404

@@ -17,15 +17,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lineage.errors import (
-    InputError,
-    LineageError,
-    NotFoundError,
-    StoreBusyError,
-    UnknownObjectError,
-    UsageError,
-)
+from lineage.errors import LineageError, UsageError
 from lineage.jsonout import json_text
+from lineage.serve.errors import HTTPProblem, status_of
 from lineage.serve.stores import store_for
 from lineage.serve.web.markup import Markup, document, facts, tag
 
@@ -93,27 +87,16 @@ def json_href(request: Request) -> str:
     return path + ("?" + query if query else "")
 
 
-class RequestTooLargeError(UsageError):
+class RequestTooLargeError(HTTPProblem):
     """A request body over the page's limit (HTTP 413)."""
 
-
-def error_status(exc: LineageError) -> int:
-    """The HTTP status of a lineage error: a "no" is 404, bad input 400 (413 when too
-    large), a busy store 503."""
-    if isinstance(exc, RequestTooLargeError):
-        return 413
-    if isinstance(exc, UnknownObjectError | NotFoundError):
-        return 404
-    if isinstance(exc, UsageError | InputError):
-        return 400
-    if isinstance(exc, StoreBusyError):
-        return 503
-    return 500
+    def __init__(self, message: str) -> None:
+        super().__init__(413, message)
 
 
 def error_response(request: Request, exc: LineageError, *, as_json: bool) -> Response:
     body = {"error": str(exc), "exit_code": exc.exit_code}
-    return respond(request, body, _render_error, as_json=as_json, status=error_status(exc))
+    return respond(request, body, _render_error, as_json=as_json, status=status_of(exc))
 
 
 def _render_error(data: dict[str, Any]) -> tuple[str, Markup]:
