@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from stream import BUILD, PY, prepare, sh  # noqa: E402
+from stream import BUILD, prepare, timed_streams, timing  # noqa: E402
 
 SEQUENCE_LENGTH = 2047  # + the extra token: windows of 2048, as the stream build's
 BATCH = 64
@@ -98,17 +96,6 @@ def _write_idx(path: Path, lengths: np.ndarray) -> None:
                      + np.arange(count + 1, dtype="<i8").tobytes())
 
 
-def timed(script: str, *args: str, runs: int) -> dict[str, object]:
-    results = []
-    for i in range(runs):
-        out = sh(PY, "-c", script, *args, f"m{time.time_ns()}{i}")
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return {"runs_s": [round(r["seconds"], 2) for r in results],
-            "median_s": round(statistics.median(r["seconds"] for r in results), 2),
-            "max_rss_mb": round(max(r["max_rss_mb"] for r in results)),
-            "steps": results[0]["steps"], "occurrences": results[0]["occurrences"]}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--documents", type=int, default=1_000_000)
@@ -119,10 +106,9 @@ def main() -> None:
     store = prepare(args.workdir, args.documents)
     run = args.workdir / f"megatron-{args.documents}"
     shape = synthetic_run(store, run)
-    imported = timed(IMPORT, str(store), str(run), runs=args.runs)
-    build = BUILD.replace("name=sys.argv[2]", "name=sys.argv[4]").replace(
-        "memory_limit=sys.argv[3]", "memory_limit=sys.argv[2]")
-    built = timed(build, str(store), "4GB", "unused", runs=args.runs)
+    imported = timing(timed_streams(IMPORT, lambda name: [str(store), str(run), name],
+                                      args.runs, "m"))
+    built = timing(timed_streams(BUILD, lambda name: [str(store), name, "4GB"], args.runs, "b"))
     result = {"documents": args.documents, **shape, "import": imported, "stream_build": built,
               "ratio": round(float(imported["median_s"]) / float(built["median_s"]), 2)}
     out = REPO / "bench" / "out"

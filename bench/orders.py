@@ -18,16 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import struct
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stream import bench_build, bench_lookups, prepare, sh  # noqa: E402
+from stream import bench_build, bench_lookups, prepare, timed_streams, timing  # noqa: E402
 
 SEQ_LEN, BATCH, MICRO, WORLD, SHARDS = 2048, 64, 4, 8, 8
 
@@ -131,17 +129,10 @@ def _doc_map(order: Any, lengths: Any, per_shard: int) -> dict[str, Any]:
 
 
 def bench_import(store: Path, run: Path, runs: int) -> dict[str, object]:
-    results = []
-    for i in range(runs):
-        name = f"i{time.time_ns()}{i}"
-        out = sh(sys.executable, "-c", IMPORT, str(store), str(run), name)
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]) | {"name": name})
+    results = timed_streams(IMPORT, lambda name: [str(store), str(run), name], runs, "i")
     assert len({r["digest"] for r in results}) == 1, "imports disagree"
-    return {"runs_s": [round(r["seconds"], 2) for r in results],
-            "median_s": round(statistics.median(r["seconds"] for r in results), 2),
-            "max_rss_mb": round(max(r["max_rss_mb"] for r in results)),
-            "steps": results[0]["steps"], "occurrences": results[0]["occurrences"],
-            "checked": results[0]["checked"], "stream": results[-1]["name"]}
+    return {**timing(results), "checked": results[0]["checked"],
+            "stream": results[-1]["name"]}
 
 
 def main() -> None:

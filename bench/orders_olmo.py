@@ -21,13 +21,12 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stream import bench_build, bench_lookups, prepare, sh  # noqa: E402
+from stream import bench_build, bench_lookups, prepare, timed_streams, timing  # noqa: E402
 
 SEQ_LEN, BATCH, FILES = 2048, 64, 8
 WARMUP = f"0:{BATCH // 2 * SEQ_LEN},1000:{BATCH * SEQ_LEN}"
@@ -96,18 +95,10 @@ def write_run(store: Path, out: Path) -> dict[str, Any]:
 
 
 def bench_import(store: Path, run: Path, runs: int) -> dict[str, object]:
-    results = []
-    for i in range(runs):
-        name = f"o{time.time_ns()}{i}"
-        out = sh(sys.executable, "-c", IMPORT, str(store), str(run), name)
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]) | {"name": name})
+    results = timed_streams(IMPORT, lambda name: [str(store), str(run), name], runs, "o")
     assert len({r["digest"] for r in results}) == 1, "imports disagree"
-    return {"runs_s": [round(r["seconds"], 2) for r in results],
-            "median_s": round(statistics.median(r["seconds"] for r in results), 2),
-            "max_rss_mb": round(max(r["max_rss_mb"] for r in results)),
-            "steps": results[0]["steps"], "occurrences": results[0]["occurrences"],
-            "schedule": results[0]["schedule"], "checked": results[0]["checked"],
-            "stream": results[-1]["name"]}
+    return {**timing(results), "schedule": results[0]["schedule"],
+            "checked": results[0]["checked"], "stream": results[-1]["name"]}
 
 
 def interleaved(store: Path, run: Path, runs: int, memory_limit: str

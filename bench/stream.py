@@ -19,7 +19,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -56,19 +58,32 @@ def prepare(workdir: Path, documents: int) -> Path:
     return store
 
 
-def bench_build(store: Path, runs: int, memory_limit: str) -> dict[str, object]:
+def timed_streams(script: str, args_for: Callable[[str], list[str]], runs: int,
+                  prefix: str) -> list[dict[str, Any]]:
+    """`script` run `runs` times, each in a fresh interpreter and writing a new stream
+    (named `prefix` + a unique suffix, given to `args_for`): the JSON line each printed
+    last, with the stream's name."""
     results = []
     for i in range(runs):
-        name = f"b{time.time_ns()}{i}"
-        out = sh(PY, "-c", BUILD, str(store), name, memory_limit)
+        name = f"{prefix}{time.time_ns()}{i}"
+        out = sh(PY, "-c", script, *args_for(name))
         results.append(json.loads(out.stdout.strip().splitlines()[-1]) | {"name": name})
-    digests = {r["digest"] for r in results}
-    assert len(digests) == 1, "builds disagree"
+    return results
+
+
+def timing(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Times and peak memory of `timed_streams`' runs, with the stream's size."""
     return {"runs_s": [round(r["seconds"], 2) for r in results],
             "median_s": round(statistics.median(r["seconds"] for r in results), 2),
             "max_rss_mb": round(max(r["max_rss_mb"] for r in results)),
-            "steps": results[0]["steps"], "occurrences": results[0]["occurrences"],
-            "memory_limit": memory_limit, "stream": results[-1]["name"]}
+            "steps": results[0]["steps"], "occurrences": results[0]["occurrences"]}
+
+
+def bench_build(store: Path, runs: int, memory_limit: str) -> dict[str, object]:
+    results = timed_streams(BUILD, lambda name: [str(store), name, memory_limit], runs, "b")
+    digests = {r["digest"] for r in results}
+    assert len(digests) == 1, "builds disagree"
+    return {**timing(results), "memory_limit": memory_limit, "stream": results[-1]["name"]}
 
 
 def bench_lookups(store: Path, name: str, samples: int) -> dict[str, object]:
