@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
@@ -24,7 +24,6 @@ from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.query import stream_row
-from lineage.stream.spec import RecordedSpec
 from lineage.stream.tables import write_occurrences
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def store_order(
         # commit_stream reads the fields every spec shares (spec, spec_hash,
         # canonical_json, manifest_hash, seed, seq_len, batch, separator_tokens,
         # token_budget); ImportedSpec has them all.
-        status = commit_stream(store, stream, corpus, cast(RecordedSpec, spec), built)
+        status = commit_stream(store, stream, corpus, spec, built)
     finally:
         remove_quietly(staging)
     counts = {"windows": built.windows, "steps": built.steps, "tokens": built.tokens,

@@ -52,6 +52,7 @@ from lineage.stream.tables import CorpusParts, write_canonical, write_occurrence
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.stream.imported import ImportedSpec
     from lineage.stream.order import UIntArray
 
 _FETCH_ROWS = 65_536
@@ -403,7 +404,8 @@ def _doc_id(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, int]], rid: i
 
 
 def commit_stream(
-    store: BaseStore, name: str, corpus: str, spec: StreamSpec | RecordedSpec, built: Built
+    store: BaseStore, name: str, corpus: str, spec: StreamSpec | RecordedSpec | ImportedSpec,
+    built: Built,
 ) -> str:
     """Publish the parts and record the stream in one transaction: "added" or "unchanged"."""
     relative: list[str] = []
