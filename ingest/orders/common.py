@@ -44,6 +44,37 @@ def artifact_hash(path: str | Path) -> str:
     return "blake3:" + str(hash_regular(path, keep=False)[0])
 
 
+def corpus_rows(documents: list[str], doc_ids: pa.Array
+                ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Each doc_id's row in the corpus (its rid: the document's position in the
+    `documents` parts, doc_id order, as `stream build` numbers them) and its n_tokens;
+    -1 for both where the corpus lacks it. One hash join in DuckDB, on all cores, instead
+    of a dictionary of the whole corpus: an importer hands the rids to `store_order`,
+    which then looks no doc_id up again."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    firsts = np.cumsum([0] + [pq.read_metadata(path).num_rows for path in documents])
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
+        con.executemany("INSERT INTO part_rows VALUES (?, ?)", [
+            (path, int(first)) for path, first in zip(documents, firsts[:-1], strict=True)])
+        con.register("wanted", pa.table({"doc_id": doc_ids,
+                                         "at": np.arange(len(doc_ids), dtype=np.int64)}))
+        found = con.sql(
+            "SELECT coalesce(d.rid, -1) AS rid, coalesce(d.n_tokens, -1) AS n "
+            "FROM wanted w LEFT JOIN (SELECT p.first_rid + c.file_row_number AS rid, "
+            "c.doc_id, c.n_tokens FROM read_parquet(?, filename = true, "
+            "file_row_number = true) c JOIN part_rows p ON p.path = c.filename) d "
+            "USING (doc_id) ORDER BY w.at", params=[documents]).fetchnumpy()
+    finally:
+        con.close()
+    return (np.asarray(found["rid"], dtype=np.int64), np.asarray(found["n"], dtype=np.int64))
+
+
 def store_order(
     store: BaseStore,
     *,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lineage.errors import InputError
+from lineage.ingest.orders.common import corpus_rows
 from lineage.ingest.orders.corpus_tokens import (
     Encoder,
     corpus_encoder,
@@ -27,29 +28,26 @@ SAMPLE = 16  # documents re-read and re-tokenized
 
 
 def check_lengths(store: BaseStore, corpus: str, doc_ids: list[str], lengths: np.ndarray,
-                  place: Callable[[int], str]) -> None:
-    """Each document of the token files is a corpus document with that many tokens."""
+                  place: Callable[[int], str]) -> np.ndarray:
+    """Each document of the token files is a corpus document with that many tokens: its
+    row in the corpus (rid), for each."""
     import pyarrow as pa
 
-    given = pa.table({"k": np.arange(len(doc_ids), dtype=np.int64),
-                      "doc_id": pa.array(doc_ids, pa.string()), "length": lengths})
     with store.reader(views=False) as con:
         files = part_files(con, store, "documents", corpus)
-        con.register("given", given)
-        try:
-            rows = con.execute(
-                "SELECT g.k, g.doc_id, g.length, d.n_tokens FROM given g LEFT JOIN "
-                "(SELECT doc_id, n_tokens FROM read_parquet(?)) d USING (doc_id) "
-                "WHERE d.n_tokens IS DISTINCT FROM g.length ORDER BY g.k LIMIT 3",
-                [files]).fetchall() if files else [(0, doc_ids[0], 0, None)] if doc_ids else []
-        finally:
-            con.unregister("given")
-    if rows:
-        k, doc_id, length, counted = rows[0]
-        rule = (f"{doc_id!r} is not a document of corpus {corpus!r}" if counted is None else
-                f"{doc_id!r} holds {length} tokens here, the corpus counted {counted}")
-        raise InputError(place(int(k)), f"{rule} ({len(rows)}+ documents differ; nothing "
+    if files:
+        rids, counted = corpus_rows(files, pa.array(doc_ids, pa.string()))
+    else:
+        rids = counted = np.full(len(doc_ids), -1, dtype=np.int64)
+    wrong = np.flatnonzero(counted != lengths)[:3 if files else 1]
+    if len(wrong):
+        k = int(wrong[0])
+        rule = (f"{doc_ids[k]!r} is not a document of corpus {corpus!r}" if counted[k] < 0
+                else f"{doc_ids[k]!r} holds {int(lengths[k])} tokens here, the corpus "
+                f"counted {int(counted[k])}")
+        raise InputError(place(k), f"{rule} ({len(wrong)}+ documents differ; nothing "
                          "stored)")
+    return rids
 
 
 def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: Layout,

@@ -77,14 +77,14 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     entries = _dataset_entries(files, run)
     layout = _layout(files, run)
     manifest_hash = _manifest_hash(store, corpus)
-    check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
-                  lambda k: _place(files, layout, k))
+    rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
+                         lambda k: _place(files, layout, k))
     dataset_size = sum(count for _, count in entries)
     epochs, seed, shuffle = _epochs(run, dataset_size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
-    segments, docs_read = segments_of(order, entries, layout, run.sequence_length)
+    segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
     checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
                "global_indices": shuffle}
     spec = ImportedSpec(
@@ -230,9 +230,10 @@ def _check_epochs(epochs: list[EpochIndices]) -> int | None:
 
 
 def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layout,
-                seq_len: int) -> tuple[pa.Table, np.ndarray]:
-    """Window w (the w-th instance read) cut at document boundaries into segment rows;
-    with them, the layout's index of each row's document."""
+                rids: np.ndarray, seq_len: int) -> tuple[pa.Table, np.ndarray]:
+    """Window w (the w-th instance read) cut at document boundaries into segment rows,
+    each with its document's corpus row (`rids`, by the layout's index); with them, the
+    layout's index of each row's document."""
     import pyarrow as pa
 
     counts = np.array([count for _, count in entries], dtype=np.int64)
@@ -250,8 +251,7 @@ def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layou
     hi = np.minimum(layout.ends[doc], begin[window] + seq_len)
     keep = hi > lo  # an empty document (EOS right after EOS) holds no token
     window, doc, lo, hi = window[keep], doc[keep], lo[keep], hi[keep]
-    ids = pa.array(layout.doc_ids, pa.string()).take(pa.array(doc))
-    table = pa.table({"window": window, "slot": lo - begin[window], "doc_id": ids,
+    table = pa.table({"window": window, "slot": lo - begin[window], "rid": rids[doc],
                       "doc_offset": lo - layout.starts[doc], "n_tokens": hi - lo})
     return table, doc
 
