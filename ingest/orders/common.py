@@ -189,10 +189,11 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
         # DuckDB decodes the content hashes on its threads while numpy checks (one core)
         with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
             words = pool.submit(content_hash_words, con.cursor(), files[0])
-            segments, windows = _segments(con.cursor(), files[0], spec, table, origin)
+            handed, windows = _segments(con.cursor(), files[0], spec, table, origin)
             corpus_parts = CorpusParts(files[0], files[1], words.result())
-        written = write_segments(con, store, stream, corpus, [segments], corpus_parts,
-                                 progress)
+        # handed over in a list that write_segments empties: the arrays go as soon as
+        # the occurrence lists hold them
+        written = write_segments(con, store, stream, corpus, handed, corpus_parts, progress)
     finally:
         con.close()
     return Built(windows * spec.seq_len, windows, spec.schedule.steps_for(windows),
@@ -200,7 +201,7 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
 
 
 def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: ImportedSpec,
-              table: pa.Table, origin: Path) -> tuple[Segments, int]:
+              table: pa.Table, origin: Path) -> tuple[list[Segments], int]:
     """The checked segments as occurrences (with their epochs), and the windows."""
     import numpy as np
 
@@ -217,7 +218,7 @@ def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: Import
         table.column("doc_offset").to_numpy(), table.column("n_tokens").to_numpy())
     epoch, within = _epochs(doc, n_tokens, doc_tokens)
     windows = int(window[-1]) + 1 if len(window) else 0
-    return Segments(doc, within, epoch, n_tokens, start, offset), windows
+    return [Segments(doc, within, epoch, n_tokens, start, offset)], windows
 
 
 def _joined(doc: np.ndarray[Any, Any], start: np.ndarray[Any, Any],

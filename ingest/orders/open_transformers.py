@@ -110,14 +110,14 @@ def _corpus(store: BaseStore, corpus: str) -> tuple[str, str, pa.Table]:
 
 
 def _documents(run: HarnessManifest, datasets: list[IndexedDataset], documents: pa.Table
-               ) -> tuple[pa.Array, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+               ) -> tuple[pa.ChunkedArray, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The manifest's documents in shard order (global index = shard's first + local
     document): their doc_ids, their token counts (checked against the .idx lengths) and
     their rows in the corpus (rids, doc_id order)."""
     import numpy as np
     import pyarrow as pa
 
-    doc_ids = pa.concat_arrays([shard.doc_ids for shard in run.shards])
+    doc_ids = pa.chunked_array([shard.doc_ids for shard in run.shards])  # not copied
     where = _corpus_rows(doc_ids, documents.column("doc_id"))
     unknown = np.flatnonzero(where < 0)
     if len(unknown):
@@ -140,15 +140,15 @@ def _documents(run: HarnessManifest, datasets: list[IndexedDataset], documents: 
     return doc_ids, doc_tokens, where
 
 
-def _corpus_rows(doc_ids: pa.Array, corpus_ids: pa.ChunkedArray) -> np.ndarray[Any, Any]:
+def _corpus_rows(doc_ids: pa.ChunkedArray, corpus_ids: pa.ChunkedArray
+                 ) -> np.ndarray[Any, Any]:
     """Each doc_id's row in the corpus (-1: not there). Shards written in the corpus's
     own order (doc_id order) are recognised by one comparison instead of a hash lookup
     of every doc_id (10M: ~0.1 s instead of ~9 s)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(doc_ids) == len(corpus_ids) and corpus_ids.equals(pa.chunked_array([doc_ids])):
+    if len(doc_ids) == len(corpus_ids) and corpus_ids.equals(doc_ids):
         return np.arange(len(doc_ids), dtype=np.int64)
     found = pc.index_in(doc_ids, value_set=corpus_ids)
     return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -224,16 +224,19 @@ def _segments(rows: dict[str, Any], rids: np.ndarray[Any, Any],
               doc_tokens: np.ndarray[Any, Any]) -> pa.Table:
     """The segment rows store_order takes, each with its document's corpus row (rid: no
     doc_id looked up again): end-of-document tokens the harness appended belong to no
-    corpus document and are left out (a segment of them alone vanishes)."""
+    corpus document and are left out (a segment of them alone vanishes). `rows` is
+    emptied on the way: each doc_map column goes once its segment column is made."""
     import numpy as np
     import pyarrow as pa
 
-    glob = rows["global_doc"]
-    start = rows["token_start"]
-    end = np.minimum(rows["token_end"], doc_tokens[glob])
+    glob = rows.pop("global_doc")
+    start = rows.pop("token_start")
+    end = np.minimum(rows.pop("token_end"), doc_tokens[glob])
     keep = end > start
-    return pa.table({
-        "window": pa.array(rows["window"][keep]), "slot": pa.array(rows["slot"][keep]),
-        "rid": pa.array(rids[glob[keep]]),
-        "doc_offset": pa.array(start[keep]), "n_tokens": pa.array((end - start)[keep]),
-    })
+    columns = {"rid": pa.array(rids[glob[keep]]), "doc_offset": pa.array(start[keep]),
+               "n_tokens": pa.array((end - start)[keep])}
+    del glob, start, end
+    columns["window"] = pa.array(rows.pop("window")[keep])
+    columns["slot"] = pa.array(rows.pop("slot")[keep])
+    rows.clear()
+    return pa.table(columns)
