@@ -3,9 +3,11 @@
 An importer turns a framework's files into segments, rows in training order of
 `window, slot, doc_id, doc_offset, n_tokens`: window `window` (counted over the whole
 run, 0..N-1) holds tokens `[doc_offset, doc_offset + n_tokens)` of document `doc_id`
-from its position `slot` on. `store_order` checks them against the corpus and stores
-them as stream occurrences (stream_start = window * seq_len + slot), or stores nothing
-and names the first problems with the file they came from.
+from its position `slot` on. An importer that found each document's corpus row itself
+(`corpus_rows`) gives `rid` instead of `doc_id`, and no doc_id is looked up again.
+`store_order` checks them against the corpus and stores them as stream occurrences
+(stream_start = window * seq_len + slot), or stores nothing and names the first
+problems with the file they came from.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "doc_id": "string",
                    "doc_offset": "int64", "n_tokens": "int64"}
 _SHOW = 3  # problems named per rule
-MEMORY_LIMIT = "1GB"  # DuckDB's, for the content-hash sort (as `stream build`'s default)
+MEMORY_LIMIT = "1GB"  # DuckDB's, for the ordinal sort (as `stream build`'s default)
 
 
 def artifact_hash(path: str | Path) -> str:

@@ -9,8 +9,10 @@ Parquet the corpus already has, by position, which no hash join or sort beats:
 * to the corpus's `document_hashes` (content hash, then doc_id order), which needs no
   sort at all: those rows already are in the index's order.
 
-A recorded stream (`lineage ingest windows`), and a canonical one ordered out of core,
-build a table `ordered` instead, which is sorted twice.
+An imported order (`lineage ingest order`) is written the same way (`write_segments`):
+its lists hold each document's occurrences in ordinal order, with their own n_tokens
+and doc_offset. A recorded stream (`lineage ingest windows`), and a canonical one
+ordered out of core, build a table `ordered` instead, which is sorted twice.
 """
 
 from __future__ import annotations
@@ -256,25 +258,17 @@ def _narrowest(column: IntArray) -> type[np.signedinteger[Any]]:
 
 def write_occurrences(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str, progress: Progress,
-    *, rows: pa.Table | None = None, hash_order: str = _HASH_ORDER,
 ) -> StreamTables:
-    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort.
-
-    A caller may hand the rows as an Arrow table already in ordinal order instead (`rows`:
-    that sort is skipped), and give `hash_order`, an equivalent of the content-hash order
-    on integer columns of its own, which sorts faster."""
-    source = "ordered" if rows is None else "placed"
-    occurrences = rows.num_rows if rows is not None else int(
-        con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
+    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort."""
+    occurrences = int(con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
     digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
-    parts = _write(con, store, "occurrences", name, corpus, source=source, params=[],
-                   order="ordinal" if rows is None else None, digests=[digest],
-                   total=occurrences, progress=progress, stage="writing occurrences",
-                   registered=rows)
+    parts = _write(con, store, "occurrences", name, corpus, source="ordered", params=[],
+                   order="ordinal", digests=[digest], total=occurrences, progress=progress,
+                   stage="writing occurrences")
     try:
-        hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source=source,
-                            params=[], order=hash_order, digests=[], total=occurrences,
-                            progress=progress, stage="indexing occurrences", registered=rows)
+        hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source="ordered",
+                            params=[], order=_HASH_ORDER, digests=[], total=occurrences,
+                            progress=progress, stage="indexing occurrences")
         faults.reach("stream-written")
     except BaseException:
         discard_parts(parts)
