@@ -191,7 +191,10 @@ def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
             if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                     or pa.types.is_dictionary(column.type)):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected string")
-            rows[name] = column.combine_chunks().cast(pa.string())
+            text = column.combine_chunks()
+            # a dictionary stays one: not a string per row (14.5M rows: ~0.4 GB less)
+            rows[name] = text.cast(pa.dictionary(text.type.index_type, pa.string())
+                                   if pa.types.is_dictionary(text.type) else pa.string())
         else:
             if not pa.types.is_integer(column.type):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected int64")

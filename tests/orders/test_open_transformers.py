@@ -148,6 +148,43 @@ def test_a_broken_doc_map_names_the_rule_and_stores_nothing(
     assert message.endswith("(nothing stored)")
 
 
+def _encode_text_columns(run: Path) -> None:
+    """The doc_map's source and shard columns dictionary-encoded, as pandas categories
+    or a writer with dictionaries leave them."""
+    table = pq.read_table(run / "doc_map.parquet")
+    for name in ("source", "shard"):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 table.column(name).dictionary_encode())
+    pq.write_table(table, run / "doc_map.parquet")
+
+
+@pytest.mark.parametrize(("edit", "rule"), [
+    (lambda rows: rows[6].update(shard="web/00000"), "row 7: shard is not in the manifest"),
+    (lambda rows: rows[6].update(source="poems"), "row 7: source is not the manifest's source"),
+])
+def test_dictionary_encoded_text_columns_are_checked_alike(
+    shakespeare: Store, harness: Path, edit: Any, rule: str
+) -> None:
+    plain = _import(shakespeare, HARNESS)["occurrences_digest"]
+    _encode_text_columns(harness)
+    assert pq.read_schema(harness / "doc_map.parquet").field("shard").type.value_type \
+        == pa.string()
+    assert _import(shakespeare, harness, stream="encoded")["occurrences_digest"] == plain
+    _rewrite_doc_map(harness, edit)
+    _encode_text_columns(harness)
+    message = _refused_quietly(shakespeare, harness, rule)
+    assert message.endswith("(nothing stored)")
+
+
+def _refused_quietly(store: Store, run: Path, rule: str) -> str:
+    streams = store.streams()
+    with pytest.raises(InputError) as caught:
+        _import(store, run, stream="broken")
+    assert store.streams() == streams
+    assert rule in str(caught.value), str(caught.value)
+    return str(caught.value)
+
+
 def test_a_changed_token_in_a_sampled_window_is_found(shakespeare: Store, harness: Path) -> None:
     row = pq.read_table(harness / "doc_map.parquet").to_pylist()[0]  # window 0 is sampled
     data = bytearray((harness / "shards" / f"{row['shard']}.bin").read_bytes())
