@@ -46,13 +46,14 @@ def artifact_hash(path: str | Path) -> str:
     return "blake3:" + str(hash_regular(path, keep=False)[0])
 
 
-def corpus_rows(documents: list[str], doc_ids: pa.Array
+def corpus_rows(documents: list[str], doc_ids: pa.Array | pa.ChunkedArray
                 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Each doc_id's row in the corpus (its rid: the document's position in the
     `documents` parts, doc_id order, as `stream build` numbers them) and its n_tokens;
     -1 for both where the corpus lacks it. One hash join in DuckDB, on all cores, instead
     of a dictionary of the whole corpus: an importer hands the rids to `store_order`,
-    which then looks no doc_id up again."""
+    which then looks no doc_id up again. doc_ids that are the corpus's own, in its order
+    (as many, then equal), are recognised by one comparison instead."""
     import duckdb
     import numpy as np
     import pyarrow as pa
@@ -61,6 +62,15 @@ def corpus_rows(documents: list[str], doc_ids: pa.Array
     firsts = np.cumsum([0] + [pq.read_metadata(path).num_rows for path in documents])
     con = duckdb.connect(":memory:")
     try:
+        if len(doc_ids) == firsts[-1]:
+            own = con.sql("SELECT doc_id, n_tokens FROM read_parquet(?)",
+                          params=[documents]).to_arrow_table()
+            given = doc_ids if isinstance(doc_ids, pa.ChunkedArray) \
+                else pa.chunked_array([doc_ids])
+            if own.column("doc_id").equals(given):
+                return (np.arange(len(doc_ids), dtype=np.int64),
+                        np.asarray(own.column("n_tokens").to_numpy(), dtype=np.int64))
+            del own
         con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
         con.executemany("INSERT INTO part_rows VALUES (?, ?)", [
             (path, int(first)) for path, first in zip(documents, firsts[:-1], strict=True)])

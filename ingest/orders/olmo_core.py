@@ -150,7 +150,7 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
                          "order (a mixture repeats it in --mixture-index)")
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
-    ids: list[list[str] | None] = []
+    ids: list[pa.ChunkedArray | None] = []
     kinds: set[str] = set()
     for f in range(len(files)):
         found = documents_of(files[f], run.eos_token_id)
@@ -165,21 +165,24 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
                   "+".join(sorted(kinds)))
 
 
-def _doc_ids(files: list[TokenFile], named: list[list[str] | None], counts: list[int],
-             listing: Path | None) -> list[str]:
+def _doc_ids(files: list[TokenFile], named: list[pa.ChunkedArray | None], counts: list[int],
+             listing: Path | None) -> pa.ChunkedArray:
     """The corpus doc_id of every document: from the list given, else the sidecars."""
+    import pyarrow as pa
+
     if listing is not None:
         ids = read_doc_ids(listing)
         if len(ids) != sum(counts):
             raise InputError(listing, f"{len(ids)} doc_ids for the {sum(counts)} documents "
                              "of the token files")
-        return ids
+        return pa.chunked_array([pa.array(ids, pa.string())])
     missing = [file for file, found in zip(files, named, strict=True) if found is None]
     if missing:
         raise UsageError(f"{missing[0].path}: no sidecar naming its documents "
                          f"({missing[0].sidecar.name}); give --doc-ids, one corpus doc_id "
                          "per document in file order")
-    return [doc_id for found in named for doc_id in (found or [])]
+    return pa.chunked_array([chunk for found in named if found is not None
+                             for chunk in found.chunks], pa.string())
 
 
 def _place(files: list[TokenFile], layout: Layout, k: int) -> str:

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from lineage.api import Store
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.orders import artifact_hash, store_order
+from lineage.ingest.orders.common import corpus_rows
+from lineage.store.parts import part_files
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
 
@@ -265,3 +267,23 @@ def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
         "c3cdf564c07e1f03b22f2f622b83b04b8e85b2d9ca97979eea542b2ebbeecc83")
     assert _stored_rows(sonnets, "occurrence_hashes", "imp") == (
         "601df619430971c025c1112243ee3fb18526db6ee152ff3c9698048bf762fa79")
+
+
+def test_corpus_rows_finds_each_document_by_its_doc_id_order_row(sonnets: Store) -> None:
+    """The corpus's own doc_ids in order (recognised whole) and any other list (joined)
+    give each document's row in doc_id order and its n_tokens; -1 where unknown."""
+    documents = documents_of(sonnets, "sonnets")
+    with sonnets.reader(views=False) as con:
+        files = part_files(con, sonnets, "documents", "sonnets")
+    rids, n_tokens = corpus_rows(files, pa.chunked_array(
+        [pa.array([d for d, _ in documents[:50]]), pa.array([d for d, _ in documents[50:]])]))
+    assert rids.tolist() == list(range(len(documents)))
+    assert n_tokens.tolist() == [n for _, n in documents]
+    picked = [documents[7][0], "no-such-doc", documents[3][0], documents[7][0]]
+    rids, n_tokens = corpus_rows(files, pa.array(picked))
+    assert rids.tolist() == [7, -1, 3, 7]
+    assert n_tokens.tolist() == [documents[7][1], -1, documents[3][1], documents[7][1]]
+    renamed = [d for d, _ in documents]
+    renamed[-1] = "no-such-doc"  # as many as the corpus holds, but not its own
+    rids, _ = corpus_rows(files, pa.array(renamed))
+    assert rids.tolist() == [*range(len(documents) - 1), -1]
