@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "doc_id": "string",
                    "doc_offset": "int64", "n_tokens": "int64"}
+# the same, from an importer that found each document's corpus row itself
+ROW_SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "rid": "int64",
+                       "doc_offset": "int64", "n_tokens": "int64"}
 _SHOW = 3  # problems named per rule
 MEMORY_LIMIT = "1GB"  # DuckDB's, for the ordinal sort (as `stream build`'s default)
 
@@ -157,10 +160,8 @@ def _conformed(segments: pa.Table, origin: Path) -> pa.Table:
     importer found each segment's corpus row itself."""
     import pyarrow as pa
 
-    wanted_columns = dict(SEGMENT_COLUMNS)
-    if "rid" in segments.column_names and "doc_id" not in segments.column_names:
-        wanted_columns = {("rid" if name == "doc_id" else name): "int64" if name == "doc_id"
-                          else kind for name, kind in SEGMENT_COLUMNS.items()}
+    by_row = "rid" in segments.column_names and "doc_id" not in segments.column_names
+    wanted_columns = ROW_SEGMENT_COLUMNS if by_row else SEGMENT_COLUMNS
     missing = [name for name in wanted_columns if name not in segments.column_names]
     if missing:
         raise InputError(origin, f"the order lacks column(s): {', '.join(missing)}")

@@ -287,3 +287,27 @@ def test_corpus_rows_finds_each_document_by_its_doc_id_order_row(sonnets: Store)
     renamed[-1] = "no-such-doc"  # as many as the corpus holds, but not its own
     rids, _ = corpus_rows(files, pa.array(renamed))
     assert rids.tolist() == [*range(len(documents) - 1), -1]
+
+
+def test_segments_may_name_their_documents_by_corpus_row(sonnets: Store) -> None:
+    """`rid` (the document's row in doc_id order) in place of doc_id stores the same
+    order; a broken rule still names the doc_id, and a row the corpus lacks is named."""
+    plain = _segments(sonnets)
+    row_of = {doc_id: rid for rid, (doc_id, _) in enumerate(documents_of(sonnets, "sonnets"))}
+    by_row = plain.set_column(2, "rid", pa.array(
+        [row_of[d] for d in plain.column("doc_id").to_pylist()], pa.int32()))
+    a = store_order(sonnets, stream="plain", corpus="sonnets", spec=_spec(sonnets),
+                    segments=plain, origin=Path("x"))
+    b = store_order(sonnets, stream="rows", corpus="sonnets",
+                    spec=_spec(sonnets, settings={"seed": 2}), segments=by_row, origin=Path("x"))
+    assert a["occurrences_digest"] == b["occurrences_digest"]
+    rows = by_row.to_pylist()
+    rows[5]["n_tokens"] = 10**6
+    rows[9]["rid"] = len(row_of) + 4
+    broken = pa.Table.from_pylist(rows)
+    with pytest.raises(InputError) as caught:
+        store_order(sonnets, stream="broken", corpus="sonnets", spec=_spec(sonnets),
+                    segments=broken, origin=Path("x"))
+    message = str(caught.value)
+    assert f"(rid {len(row_of) + 4}): doc_id is not in the corpus" in message
+    assert f"({plain.column('doc_id')[5].as_py()!r}): offsets must satisfy" in message
