@@ -128,6 +128,12 @@ def _drop_window(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]
     return [r for r in rows if r["window"] != window]
 
 
+def _row_of_window(rows: list[dict[str, Any]], window: int, last: bool = False
+                   ) -> dict[str, Any]:
+    mine = [r for r in rows if r["window"] == window]
+    return mine[-1] if last else mine[0]
+
+
 @pytest.mark.parametrize(("edit", "rule"), [
     (lambda rows: rows[4].update(rank=1 - rows[4]["rank"]), "rank must be micro_batch mod"),
     (lambda rows: rows[4].update(micro_batch=9), "micro_batch must be (window"),
@@ -138,6 +144,9 @@ def _drop_window(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]
     (lambda rows: rows[6].update(source="poems"), "source is not the manifest's source"),
     (lambda rows: _drop_window(rows, 30), "windows must run 0, 1, 2"),
     (lambda rows: rows[6].update(slot=rows[6]["slot"] + 1), "must start where the one before"),
+    (lambda rows: _row_of_window(rows, 3).update(slot=1), "first segment must start at slot 0"),
+    (lambda rows: (r := _row_of_window(rows, 3, last=True)).update(token_end=r["token_end"] - 1),
+     "every window holds exactly seq_len"),
     (lambda rows: [r for r in rows if r["window"] < 207], "the last step (33) holds 7 of its 8"),
 ])
 def test_a_broken_doc_map_names_the_rule_and_stores_nothing(
