@@ -144,7 +144,7 @@ def _corpus_rows(doc_ids: pa.ChunkedArray, corpus_ids: pa.ChunkedArray
                  ) -> np.ndarray[Any, Any]:
     """Each doc_id's row in the corpus (-1: not there). Shards written in the corpus's
     own order (doc_id order) are recognised by one comparison instead of a hash lookup
-    of every doc_id (10M: ~0.1 s instead of ~9 s)."""
+    of every doc_id (10M: 0.07 s instead of 3.4 s)."""
     import numpy as np
     import pyarrow.compute as pc
 
