@@ -3,14 +3,18 @@
 An importer turns a framework's files into segments, rows in training order of
 `window, slot, doc_id, doc_offset, n_tokens`: window `window` (counted over the whole
 run, 0..N-1) holds tokens `[doc_offset, doc_offset + n_tokens)` of document `doc_id`
-from its position `slot` on. `store_order` checks them against the corpus and stores
-them as stream occurrences (stream_start = window * seq_len + slot), or stores nothing
-and names the first problems with the file they came from.
+from its position `slot` on. An importer that found each document's corpus row itself
+(`corpus_rows`) gives `rid` instead of `doc_id`, and no doc_id is looked up again.
+`store_order` checks them against the corpus and stores them as stream occurrences
+(stream_start = window * seq_len + slot), or stores nothing and names the first
+problems with the file they came from.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,24 +25,69 @@ from lineage.store.base import BaseStore
 from lineage.store.durable import remove_quietly
 from lineage.store.parts import Progress, part_files
 from lineage.store.scratch import new_staging_dir
-from lineage.stream.build import Built, commit_stream
+from lineage.stream.build import Built, commit_stream, content_hash_words
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.query import stream_row
-from lineage.stream.tables import write_occurrences
+from lineage.stream.tables import CorpusParts, Segments, write_segments
 
 if TYPE_CHECKING:
+    import duckdb
     import numpy as np
     import pyarrow as pa
 
 SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "doc_id": "string",
                    "doc_offset": "int64", "n_tokens": "int64"}
+# the same, from an importer that found each document's corpus row itself
+ROW_SEGMENT_COLUMNS = {"window": "int64", "slot": "int64", "rid": "int64",
+                       "doc_offset": "int64", "n_tokens": "int64"}
 _SHOW = 3  # problems named per rule
-MEMORY_LIMIT = "1GB"  # DuckDB's, for the content-hash sort (as `stream build`'s default)
+MEMORY_LIMIT = "1GB"  # DuckDB's, for the ordinal sort (as `stream build`'s default)
 
 
 def artifact_hash(path: str | Path) -> str:
     """'blake3:<hex>' of a file an order was read from (regular files only)."""
     return "blake3:" + str(hash_regular(path, keep=False)[0])
+
+
+def corpus_rows(documents: list[str], doc_ids: pa.Array | pa.ChunkedArray
+                ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Each doc_id's row in the corpus (its rid: the document's position in the
+    `documents` parts, doc_id order, as `stream build` numbers them) and its n_tokens;
+    -1 for both where the corpus lacks it. One hash join in DuckDB, on all cores, instead
+    of a dictionary of the whole corpus: an importer hands the rids to `store_order`,
+    which then looks no doc_id up again. doc_ids that are the corpus's own, in its order
+    (as many, then equal), are recognised by one comparison instead."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    firsts = np.cumsum([0] + [pq.read_metadata(path).num_rows for path in documents])
+    con = duckdb.connect(":memory:")
+    try:
+        if len(doc_ids) == firsts[-1]:
+            own = con.sql("SELECT doc_id, n_tokens FROM read_parquet(?)",
+                          params=[documents]).to_arrow_table()
+            given = doc_ids if isinstance(doc_ids, pa.ChunkedArray) \
+                else pa.chunked_array([doc_ids])
+            if own.column("doc_id").equals(given):
+                return (np.arange(len(doc_ids), dtype=np.int64),
+                        np.asarray(own.column("n_tokens").to_numpy(), dtype=np.int64))
+            del own
+        con.execute("CREATE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
+        con.executemany("INSERT INTO part_rows VALUES (?, ?)", [
+            (path, int(first)) for path, first in zip(documents, firsts[:-1], strict=True)])
+        con.register("wanted", pa.table({"doc_id": doc_ids,
+                                         "at": np.arange(len(doc_ids), dtype=np.int64)}))
+        found = con.sql(
+            "SELECT coalesce(d.rid, -1) AS rid, coalesce(d.n_tokens, -1) AS n "
+            "FROM wanted w LEFT JOIN (SELECT p.first_rid + c.file_row_number AS rid, "
+            "c.doc_id, c.n_tokens FROM read_parquet(?, filename = true, "
+            "file_row_number = true) c JOIN part_rows p ON p.path = c.filename) d "
+            "USING (doc_id) ORDER BY w.at", params=[documents]).fetchnumpy()
+    finally:
+        con.close()
+    return (np.asarray(found["rid"], dtype=np.int64), np.asarray(found["n"], dtype=np.int64))
 
 
 def store_order(
@@ -107,14 +156,17 @@ def _answer(stream: str, corpus: str, spec: ImportedSpec, counts: dict[str, Any]
 
 def _conformed(segments: pa.Table, origin: Path) -> pa.Table:
     """The five segment columns, cast to their types (integers of any width are
-    accepted; values that do not fit are an error)."""
+    accepted; values that do not fit are an error); `rid` in place of `doc_id` when the
+    importer found each segment's corpus row itself."""
     import pyarrow as pa
 
-    missing = [name for name in SEGMENT_COLUMNS if name not in segments.column_names]
+    by_row = "rid" in segments.column_names and "doc_id" not in segments.column_names
+    wanted_columns = ROW_SEGMENT_COLUMNS if by_row else SEGMENT_COLUMNS
+    missing = [name for name in wanted_columns if name not in segments.column_names]
     if missing:
         raise InputError(origin, f"the order lacks column(s): {', '.join(missing)}")
     columns = []
-    for name, kind in SEGMENT_COLUMNS.items():
+    for name, kind in wanted_columns.items():
         column = segments.column(name).combine_chunks()
         wanted: pa.DataType = pa.string() if kind == "string" else pa.int64()
         is_integer = pa.types.is_integer(column.type)
@@ -131,50 +183,55 @@ def _conformed(segments: pa.Table, origin: Path) -> pa.Table:
             columns.append(column.cast(wanted))
         except pa.ArrowInvalid as exc:
             raise InputError(origin, f"column {name!r}: {exc}") from exc
-    return pa.table(dict(zip(SEGMENT_COLUMNS, columns, strict=True))).combine_chunks()
+    return pa.table(dict(zip(wanted_columns, columns, strict=True)))
 
 
 def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], list[str]],
            spec: ImportedSpec, table: pa.Table, origin: Path, staging: Path,
            progress: Progress) -> Built:
-    """Checks and epochs with numpy on whole columns; the corpus's documents joined by
-    position (each segment's row in the corpus, found once by doc_id); DuckDB writes the
-    two tables from rows already in ordinal order, the content-hash copy sorted on the
-    integer rank of each document in the corpus's own content-hash index."""
+    """Checks and epochs with numpy on whole columns, on each segment's row in the
+    corpus (its rid: given, or found once by doc_id); the two tables then written as
+    `stream build` writes its own (`write_segments`): joined to the corpus's parts by
+    position, the content-hash copy in the order of the hashes' 64-bit words."""
     import duckdb
-    import numpy as np
-    import pyarrow as pa
 
-    docs, hash_rank = _corpus_documents(store, *files)
-    doc = _doc_rows(table, docs)
-    doc_tokens = docs.column("n_tokens").to_numpy()
-    problems = _problems(table, doc, doc_tokens, spec.seq_len)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET temp_directory = ?", [str(staging / "spill")])
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # the sort spills beyond it
+        # DuckDB decodes the content hashes on its threads while numpy checks (one core)
+        with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
+            words = pool.submit(content_hash_words, con.cursor(), files[0])
+            handed, windows = _segments(con.cursor(), files[0], spec, table, origin)
+            corpus_parts = CorpusParts(files[0], files[1], words.result())
+        # handed over in a list that write_segments empties: the arrays go as soon as
+        # the occurrence lists hold them
+        written = write_segments(con, store, stream, corpus, handed, corpus_parts, progress)
+    finally:
+        con.close()
+    return Built(windows * spec.seq_len, windows, spec.schedule.steps_for(windows),
+                 written.occurrences, written.digest, written.parts, written.hash_parts)
+
+
+def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: ImportedSpec,
+              table: pa.Table, origin: Path) -> tuple[list[Segments], int]:
+    """The checked segments as occurrences (with their epochs), and the windows."""
+    import numpy as np
+
+    doc_tokens = np.asarray(con.sql("SELECT n_tokens FROM read_parquet(?)",
+                                    params=[documents]).fetchnumpy()["n_tokens"])
+    doc = _doc_rows(con, table, documents, len(doc_tokens))
+    problems = _problems(table, doc, doc_tokens, spec.seq_len,
+                         lambda rows: _names(con, documents, table, doc, rows))
     if problems:
         raise InputError(origin, "; ".join(problems) + " (nothing stored)")
     window = table.column("window").to_numpy()
     doc, start, offset, n_tokens = _joined(
         doc, window * spec.seq_len + table.column("slot").to_numpy(),
         table.column("doc_offset").to_numpy(), table.column("n_tokens").to_numpy())
-    indices = pa.array(doc.astype(np.int32 if len(docs) < 2**31 else np.int64))
-    ordered = pa.table({
-        "ordinal": pa.array(np.arange(len(doc), dtype=np.int64)),
-        **{name: pa.DictionaryArray.from_arrays(indices, docs.column(name).combine_chunks())
-           for name in ("doc_id", "source", "content_hash", "uri")},
-        "epoch": pa.array(_epochs(doc, n_tokens, doc_tokens)),
-        "n_tokens": pa.array(n_tokens), "doc_offset": pa.array(offset),
-        "stream_start": pa.array(start), "hash_rank": pa.array(hash_rank[doc]),
-    })
+    epoch, within = _epochs(doc, n_tokens, doc_tokens)
     windows = int(window[-1]) + 1 if len(window) else 0
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute("SET temp_directory = ?", [str(staging / "spill")])
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # the sort spills beyond it
-        written = write_occurrences(con, store, stream, corpus, progress, rows=ordered,
-                                    hash_order="hash_rank, epoch, ordinal")
-    finally:
-        con.close()
-    return Built(windows * spec.seq_len, windows, spec.schedule.steps_for(windows),
-                 written.occurrences, written.digest, written.parts, written.hash_parts)
+    return [Segments(doc, within, epoch, n_tokens, start, offset)], windows
 
 
 def _joined(doc: np.ndarray[Any, Any], start: np.ndarray[Any, Any],
@@ -194,65 +251,88 @@ def _joined(doc: np.ndarray[Any, Any], start: np.ndarray[Any, Any],
     return doc[firsts], start[firsts], offset[firsts], merged
 
 
-def _corpus_documents(store: BaseStore, documents: list[str], hashes: list[str]
-                      ) -> tuple[pa.Table, np.ndarray[Any, Any]]:
-    """The corpus's documents (doc_id order) and each one's rank in its content-hash
-    index, whose order is (content_hash, doc_id): the order of `occurrence_hashes`."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    with store.reader(views=False) as con:
-        docs = con.sql("SELECT doc_id, source, n_tokens, content_hash, uri FROM "
-                       "read_parquet(?)", params=[documents]).to_arrow_table()
-        by_hash = con.sql("SELECT doc_id FROM read_parquet(?)",
-                          params=[hashes]).to_arrow_table().column("doc_id")
-    position = pc.index_in(by_hash, value_set=docs.column("doc_id")).to_numpy(
-        zero_copy_only=False).astype(np.int64)
-    rank = np.empty(len(docs), dtype=np.int64)
-    rank[position] = np.arange(len(position), dtype=np.int64)
-    return docs, rank
-
-
-def _doc_rows(table: pa.Table, docs: pa.Table) -> np.ndarray[Any, Any]:
-    """Each segment's row among the corpus's documents; -1 for a doc_id it lacks."""
+def _doc_rows(con: duckdb.DuckDBPyConnection, table: pa.Table, documents: list[str],
+              n_documents: int) -> np.ndarray[Any, Any]:
+    """Each segment's row among the corpus's documents; -1 for a document it lacks."""
     import numpy as np
     import pyarrow as pa
 
+    if "rid" in table.column_names:
+        rid = table.column("rid").to_numpy()
+        return np.where((rid >= 0) & (rid < n_documents), rid, -1)
+    corpus_ids = _corpus_doc_ids(con, documents)
     column = table.column("doc_id").combine_chunks()
     if pa.types.is_dictionary(column.type):  # each distinct doc_id looked up once
-        rows = _doc_rows_of(column.dictionary, docs)
+        rows = _doc_rows_of(column.dictionary, corpus_ids)
         return rows[column.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
-    return _doc_rows_of(column, docs)
+    return _doc_rows_of(column, corpus_ids)
 
 
-def _doc_rows_of(doc_ids: pa.Array, docs: pa.Table) -> np.ndarray[Any, Any]:
+def _corpus_doc_ids(con: duckdb.DuckDBPyConnection, documents: list[str]) -> pa.Array:
+    return con.sql("SELECT doc_id FROM read_parquet(?)", params=[documents]
+                   ).to_arrow_table().column("doc_id").combine_chunks()
+
+
+def _doc_rows_of(doc_ids: pa.Array, corpus_ids: pa.Array) -> np.ndarray[Any, Any]:
     import numpy as np
     import pyarrow.compute as pc
 
-    found = pc.index_in(doc_ids, value_set=docs.column("doc_id"))
+    found = pc.index_in(doc_ids, value_set=corpus_ids)
     return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _epochs(doc: np.ndarray[Any, Any], n_tokens: np.ndarray[Any, Any],
-            doc_tokens: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Each segment's epoch: the tokens of its document in earlier segments, over the
-    document's length, rounded down (docs/importers.md)."""
+def _names(con: duckdb.DuckDBPyConnection, documents: list[str], table: pa.Table,
+           doc: np.ndarray[Any, Any], rows: np.ndarray[Any, Any]) -> list[str]:
+    """The doc_ids of segments `rows`, as an error names them (a rid the corpus lacks:
+    as `rid N`)."""
+    if "doc_id" in table.column_names:
+        return [repr(table.column("doc_id")[int(i)].as_py()) for i in rows]
+    corpus_ids = _corpus_doc_ids(con, documents)
+    return [repr(corpus_ids[int(doc[i])].as_py()) if doc[i] >= 0
+            else f"rid {table.column('rid')[int(i)].as_py()}" for i in rows]
+
+
+def _by_document(doc: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Positions sorted by document, in training order within one (a stable sort): a
+    sort of 64-bit keys (document, position) when they fit, 3x numpy's stable argsort."""
     import numpy as np
 
-    order = np.argsort(doc, kind="stable")  # by document, training order within one
+    n = len(doc)
+    position_bits = max(n - 1, 1).bit_length()
+    if n == 0 or int(doc.max()).bit_length() + position_bits > 64:
+        return np.argsort(doc, kind="stable")
+    keys = (doc.astype(np.uint64) << np.uint64(position_bits)) | np.arange(n, dtype=np.uint64)
+    keys.sort()
+    keys &= np.uint64((1 << position_bits) - 1)
+    return keys.view(np.int64)
+
+
+def _epochs(doc: np.ndarray[Any, Any], n_tokens: np.ndarray[Any, Any],
+            doc_tokens: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+    """Each segment's epoch (the tokens of its document in earlier segments, over the
+    document's length, rounded down: docs/importers.md) and its place among its
+    document's segments (0, 1, ... in training order)."""
+    import numpy as np
+
+    order = _by_document(doc)  # by document, training order within one
+    by_doc = doc[order]
     tokens = n_tokens[order]
     before = np.cumsum(tokens) - tokens  # tokens of all earlier segments in this order
+    del tokens
     first = np.ones(len(order), dtype=bool)
-    first[1:] = doc[order][1:] != doc[order][:-1]
+    first[1:] = by_doc[1:] != by_doc[:-1]
     base = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    within = before - before[base]
+    del first
     epoch = np.empty(len(order), dtype=np.int64)
-    epoch[order] = within // np.maximum(doc_tokens[doc[order]], 1)
-    return epoch
+    epoch[order] = (before - before[base]) // np.maximum(doc_tokens[by_doc], 1)
+    del before, by_doc
+    within = np.empty(len(order), dtype=np.int64)
+    within[order] = np.arange(len(order)) - base
+    return epoch, within
 
 
 def _problems(table: pa.Table, doc: np.ndarray[Any, Any], doc_tokens: np.ndarray[Any, Any],
-              seq_len: int) -> list[str]:
+              seq_len: int, names: Callable[[np.ndarray[Any, Any]], list[str]]) -> list[str]:
     """Every rule on whole columns; each broken one names its first rows."""
     import numpy as np
 
@@ -280,7 +360,7 @@ def _problems(table: pa.Table, doc: np.ndarray[Any, Any], doc_tokens: np.ndarray
     for mask, rule in checks:
         rows = np.flatnonzero(mask)[:_SHOW]
         if len(rows):
-            named = ", ".join(f"window {window[i]} slot {slot[i]} "
-                              f"({table.column('doc_id')[int(i)].as_py()!r})" for i in rows)
+            named = ", ".join(f"window {window[i]} slot {slot[i]} ({name})"
+                              for i, name in zip(rows, names(rows), strict=True))
             problems.append(f"{named}: {rule}")
     return problems

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from lineage.errors import InputError, UnknownObjectError, UsageError
-from lineage.ingest.orders.common import artifact_hash, store_order
+from lineage.ingest.orders.common import artifact_hash, corpus_rows, store_order
 from lineage.ingest.orders.indexed import read_indexed
 from lineage.ingest.orders.megatron_cache import CachedRun, find_run
 from lineage.ingest.orders.megatron_check import check_tokens
@@ -102,8 +102,8 @@ def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
 
 
 def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:
-    """The corpus's manifest hash, and a lookup of its documents' n_tokens (one join in
-    DuckDB per dataset, not a dictionary of the whole corpus)."""
+    """The corpus's manifest hash, and a lookup of its documents' n_tokens and rows
+    (one join in DuckDB per dataset, not a dictionary of the whole corpus)."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT manifest_hash FROM corpora WHERE name = ?", [corpus]).fetchone()
         if row is None:
@@ -111,22 +111,11 @@ def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:
                                      "shows them")
         files = part_files(con, store, "documents", corpus)
 
-    def tokens_of(doc_ids: list[str]) -> np.ndarray:
-        import duckdb
+    def tokens_of(doc_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
         import pyarrow as pa
 
-        wanted = pa.table({"doc_id": pa.array(doc_ids, pa.string()),
-                           "at": np.arange(len(doc_ids), dtype=np.int64)})
-        con = duckdb.connect(":memory:")
-        try:
-            con.register("wanted", wanted)
-            found = con.sql(
-                "SELECT coalesce(d.n_tokens, -1) AS n FROM wanted w LEFT JOIN "
-                "read_parquet(?) d USING (doc_id) ORDER BY w.at",
-                params=[files]).to_arrow_table()
-        finally:
-            con.close()
-        return np.asarray(found.column("n").to_numpy(), dtype=np.int64)
+        rids, n_tokens = corpus_rows(files, pa.array(doc_ids, pa.string()))
+        return n_tokens, rids
 
     return str(row[0]), tokens_of
 
@@ -185,8 +174,9 @@ def _all_parts(cached: CachedRun, datasets: list[Dataset], windows: int, window_
 
 
 def _table(parts: Parts, datasets: list[Dataset]) -> Any:
-    """Segments with the corpus's doc_ids; an appended EOD is not a corpus token, so
-    parts are clipped to the document's n_tokens (an EOD-only part disappears)."""
+    """Segments with their documents' corpus rows (rids: no doc_id looked up again); an
+    appended EOD is not a corpus token, so parts are clipped to the document's n_tokens
+    (an EOD-only part disappears)."""
     import pyarrow as pa
 
     dataset, document = untag_all(parts.document)
@@ -195,11 +185,10 @@ def _table(parts: Parts, datasets: list[Dataset]) -> Any:
     limits = np.concatenate([d.corpus_tokens for d in datasets])
     n_tokens = np.minimum(parts.doc_offset + parts.n_tokens, limits[everyone]) - parts.doc_offset
     keep = n_tokens > 0
-    names = pa.array([doc_id for d in datasets for doc_id in d.doc_ids], pa.string())
-    doc_id = pa.DictionaryArray.from_arrays(pa.array(everyone[keep]), names)
+    rids = np.concatenate([d.corpus_rows for d in datasets])
     return pa.table({
         "window": parts.window[keep], "slot": parts.slot[keep],
-        "doc_id": doc_id.dictionary_decode(), "doc_offset": parts.doc_offset[keep],
+        "rid": rids[everyone[keep]], "doc_offset": parts.doc_offset[keep],
         "n_tokens": n_tokens[keep]})
 
 

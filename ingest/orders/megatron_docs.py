@@ -41,6 +41,7 @@ class Dataset:
     data: IndexedDataset
     doc_ids: list[str]
     corpus_tokens: np.ndarray  # n_tokens of each Megatron document's corpus document
+    corpus_rows: np.ndarray  # its row in the corpus (rid, doc_id order)
     append_eod: bool  # the .idx holds one more token (the EOD) per non-empty document
 
 
@@ -66,7 +67,8 @@ def read_doc_ids(path: Path) -> list[str]:
     return ids
 
 
-TokenLookup = Callable[[list[str]], np.ndarray]  # doc_ids -> n_tokens, -1 if unknown
+# doc_ids -> (n_tokens, rids), -1 if unknown
+TokenLookup = Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
 
 
 def map_dataset(data: IndexedDataset, docs: Path, tokens_of: TokenLookup) -> Dataset:
@@ -76,7 +78,7 @@ def map_dataset(data: IndexedDataset, docs: Path, tokens_of: TokenLookup) -> Dat
     if len(doc_ids) != documents(data):
         raise InputError(docs, f"lists {len(doc_ids)} documents, {data.idx.name} holds "
                          f"{documents(data)}")
-    corpus_tokens = tokens_of(doc_ids)
+    corpus_tokens, corpus_rows = tokens_of(doc_ids)
     unknown = np.flatnonzero(corpus_tokens < 0)
     if len(unknown):
         raise InputError(docs, f"doc_id {doc_ids[int(unknown[0])]!r} is not in the corpus "
@@ -92,4 +94,4 @@ def map_dataset(data: IndexedDataset, docs: Path, tokens_of: TokenLookup) -> Dat
         raise InputError(data.idx, f"document {i} ({doc_ids[i]!r}) holds "
                          f"{int(idx_tokens[i])} tokens; the corpus counts "
                          f"{int(corpus_tokens[i])}{' + 1 appended EOD' if append_eod else ''}")
-    return Dataset(data, doc_ids, corpus_tokens, append_eod)
+    return Dataset(data, doc_ids, corpus_tokens, corpus_rows, append_eod)

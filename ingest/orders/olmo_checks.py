@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lineage.errors import InputError
+from lineage.ingest.orders.common import corpus_rows
 from lineage.ingest.orders.corpus_tokens import (
     Encoder,
     corpus_encoder,
@@ -21,35 +22,33 @@ from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
 
 SAMPLE = 16  # documents re-read and re-tokenized
 
 
-def check_lengths(store: BaseStore, corpus: str, doc_ids: list[str], lengths: np.ndarray,
-                  place: Callable[[int], str]) -> None:
-    """Each document of the token files is a corpus document with that many tokens."""
-    import pyarrow as pa
-
-    given = pa.table({"k": np.arange(len(doc_ids), dtype=np.int64),
-                      "doc_id": pa.array(doc_ids, pa.string()), "length": lengths})
+def check_lengths(store: BaseStore, corpus: str, doc_ids: pa.ChunkedArray, lengths: np.ndarray,
+                  place: Callable[[int], str]) -> np.ndarray:
+    """Each document of the token files is a corpus document with that many tokens: its
+    row in the corpus (rid), for each."""
     with store.reader(views=False) as con:
         files = part_files(con, store, "documents", corpus)
-        con.register("given", given)
-        try:
-            rows = con.execute(
-                "SELECT g.k, g.doc_id, g.length, d.n_tokens FROM given g LEFT JOIN "
-                "(SELECT doc_id, n_tokens FROM read_parquet(?)) d USING (doc_id) "
-                "WHERE d.n_tokens IS DISTINCT FROM g.length ORDER BY g.k LIMIT 3",
-                [files]).fetchall() if files else [(0, doc_ids[0], 0, None)] if doc_ids else []
-        finally:
-            con.unregister("given")
-    if rows:
-        k, doc_id, length, counted = rows[0]
-        rule = (f"{doc_id!r} is not a document of corpus {corpus!r}" if counted is None else
-                f"{doc_id!r} holds {length} tokens here, the corpus counted {counted}")
-        raise InputError(place(int(k)), f"{rule} ({len(rows)}+ documents differ; nothing "
+    if files:
+        rids, counted = corpus_rows(files, doc_ids)
+    else:
+        rids = counted = np.full(len(doc_ids), -1, dtype=np.int64)
+    wrong = np.flatnonzero(counted != lengths)[:3 if files else 1]
+    if len(wrong):
+        k = int(wrong[0])
+        doc_id = doc_ids[k].as_py()
+        rule = (f"{doc_id!r} is not a document of corpus {corpus!r}" if counted[k] < 0
+                else f"{doc_id!r} holds {int(lengths[k])} tokens here, the corpus "
+                f"counted {int(counted[k])}")
+        raise InputError(place(k), f"{rule} ({len(wrong)}+ documents differ; nothing "
                          "stored)")
+    return rids
 
 
 def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: Layout,
@@ -62,15 +61,16 @@ def check_sample(store: BaseStore, corpus: str, files: list[TokenFile], layout: 
     unique = np.unique(docs_read)
     picks = unique[np.linspace(0, len(unique) - 1, min(SAMPLE, len(unique))).astype(int)] \
         if len(unique) else unique
-    texts = document_texts(store, corpus, {layout.doc_ids[int(k)] for k in picks})
+    texts = document_texts(store, corpus, {layout.doc_ids[int(k)].as_py() for k in picks})
     for k in (int(k) for k in picks):
+        doc_id = layout.doc_ids[k].as_py()
         f, d = layout.where(k)
         base = int(layout.bases[f])
         stored = files[f].tokens()[layout.starts[k] - base:layout.ends[k] - base]
-        expected = encode(texts[layout.doc_ids[k]])
+        expected = encode(texts[doc_id])
         if len(stored) != len(expected) or (stored != expected).any():
             at = _first_difference(stored, expected)
-            raise InputError(files[f].path, f"document {d} ({layout.doc_ids[k]!r}) holds other "
+            raise InputError(files[f].path, f"document {d} ({doc_id!r}) holds other "
                              f"tokens than its corpus text, from token {at} on (nothing stored)")
     return {**checked, "re_read": len(picks)}
 

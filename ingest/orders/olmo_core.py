@@ -77,14 +77,14 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     entries = _dataset_entries(files, run)
     layout = _layout(files, run)
     manifest_hash = _manifest_hash(store, corpus)
-    check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
-                  lambda k: _place(files, layout, k))
+    rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
+                         lambda k: _place(files, layout, k))
     dataset_size = sum(count for _, count in entries)
     epochs, seed, shuffle = _epochs(run, dataset_size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
-    segments, docs_read = segments_of(order, entries, layout, run.sequence_length)
+    segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
     checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
                "global_indices": shuffle}
     spec = ImportedSpec(
@@ -150,7 +150,7 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
                          "order (a mixture repeats it in --mixture-index)")
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
-    ids: list[list[str] | None] = []
+    ids: list[pa.ChunkedArray | None] = []
     kinds: set[str] = set()
     for f in range(len(files)):
         found = documents_of(files[f], run.eos_token_id)
@@ -165,21 +165,24 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
                   "+".join(sorted(kinds)))
 
 
-def _doc_ids(files: list[TokenFile], named: list[list[str] | None], counts: list[int],
-             listing: Path | None) -> list[str]:
+def _doc_ids(files: list[TokenFile], named: list[pa.ChunkedArray | None], counts: list[int],
+             listing: Path | None) -> pa.ChunkedArray:
     """The corpus doc_id of every document: from the list given, else the sidecars."""
+    import pyarrow as pa
+
     if listing is not None:
         ids = read_doc_ids(listing)
         if len(ids) != sum(counts):
             raise InputError(listing, f"{len(ids)} doc_ids for the {sum(counts)} documents "
                              "of the token files")
-        return ids
+        return pa.chunked_array([pa.array(ids, pa.string())])
     missing = [file for file, found in zip(files, named, strict=True) if found is None]
     if missing:
         raise UsageError(f"{missing[0].path}: no sidecar naming its documents "
                          f"({missing[0].sidecar.name}); give --doc-ids, one corpus doc_id "
                          "per document in file order")
-    return [doc_id for found in named for doc_id in (found or [])]
+    return pa.chunked_array([chunk for found in named if found is not None
+                             for chunk in found.chunks], pa.string())
 
 
 def _place(files: list[TokenFile], layout: Layout, k: int) -> str:
@@ -230,9 +233,10 @@ def _check_epochs(epochs: list[EpochIndices]) -> int | None:
 
 
 def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layout,
-                seq_len: int) -> tuple[pa.Table, np.ndarray]:
-    """Window w (the w-th instance read) cut at document boundaries into segment rows;
-    with them, the layout's index of each row's document."""
+                rids: np.ndarray, seq_len: int) -> tuple[pa.Table, np.ndarray]:
+    """Window w (the w-th instance read) cut at document boundaries into segment rows,
+    each with its document's corpus row (`rids`, by the layout's index); with them, the
+    layout's index of each row's document."""
     import pyarrow as pa
 
     counts = np.array([count for _, count in entries], dtype=np.int64)
@@ -250,8 +254,7 @@ def segments_of(order: np.ndarray, entries: list[tuple[int, int]], layout: Layou
     hi = np.minimum(layout.ends[doc], begin[window] + seq_len)
     keep = hi > lo  # an empty document (EOS right after EOS) holds no token
     window, doc, lo, hi = window[keep], doc[keep], lo[keep], hi[keep]
-    ids = pa.array(layout.doc_ids, pa.string()).take(pa.array(doc))
-    table = pa.table({"window": window, "slot": lo - begin[window], "doc_id": ids,
+    table = pa.table({"window": window, "slot": lo - begin[window], "rid": rids[doc],
                       "doc_offset": lo - layout.starts[doc], "n_tokens": hi - lo})
     return table, doc
 

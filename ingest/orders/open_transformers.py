@@ -58,7 +58,8 @@ def ingest_open_transformers(
     run = read_manifest(Path(manifest))
     datasets = _load_shards(run, shards)
     manifest_hash, corpus_tokenizer, documents = _corpus(store, corpus)
-    doc_ids, doc_tokens = _documents(run, datasets, documents)
+    doc_ids, doc_tokens, rids = _documents(run, datasets, documents)
+    del documents
     rows, doc_map_hash = _read_doc_map(doc_map)
     _check_rules(rows, run, datasets, doc_map)
     checked = reread_windows(store, corpus, corpus_tokenizer, tokenizer, run, datasets,
@@ -69,7 +70,8 @@ def ingest_open_transformers(
         framework="open-transformers", artifacts=_artifacts(run, datasets, doc_map_hash),
         settings={"manifest_format": "open-transformers/data-manifest/1", **run.run},
     )
-    segments = _segments(rows, doc_ids, doc_tokens)
+    segments = _segments(rows, rids, doc_tokens)
+    del rows, doc_ids, doc_tokens, rids, run, datasets  # the segments hold all store_order needs
     result = store_order(store, stream=stream, corpus=corpus, spec=spec, segments=segments,
                          origin=doc_map, progress=progress)
     return {**result, "checked": checked, "seconds": round(time.monotonic() - started, 3)}
@@ -108,22 +110,21 @@ def _corpus(store: BaseStore, corpus: str) -> tuple[str, str, pa.Table]:
 
 
 def _documents(run: HarnessManifest, datasets: list[IndexedDataset], documents: pa.Table
-               ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+               ) -> tuple[pa.ChunkedArray, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The manifest's documents in shard order (global index = shard's first + local
-    document): their doc_ids, and their token counts, checked against the .idx lengths."""
+    document): their doc_ids, their token counts (checked against the .idx lengths) and
+    their rows in the corpus (rids, doc_id order)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    doc_ids = pa.concat_arrays([shard.doc_ids for shard in run.shards])
-    where = pc.index_in(doc_ids, value_set=documents.column("doc_id")).to_numpy(
-        zero_copy_only=False)
-    unknown = np.flatnonzero(np.isnan(where.astype(np.float64)))
+    doc_ids = pa.chunked_array([shard.doc_ids for shard in run.shards])  # not copied
+    where = _corpus_rows(doc_ids, documents.column("doc_id"))
+    unknown = np.flatnonzero(where < 0)
     if len(unknown):
         named = ", ".join(repr(doc_ids[int(i)].as_py()) for i in unknown[:3])
         raise InputError(run.path, f"doc_id(s) {named} are not in the corpus "
                          f"({len(unknown)} unknown)")
-    doc_tokens = documents.column("n_tokens").to_numpy()[where.astype(np.int64)]
+    doc_tokens = documents.column("n_tokens").to_numpy()[where]
     lengths = np.concatenate([d.sequence_lengths for d in datasets]).astype(np.int64)
     expected = doc_tokens + (1 if run.append_eod else 0)
     wrong = np.flatnonzero(lengths != expected)
@@ -136,7 +137,21 @@ def _documents(run: HarnessManifest, datasets: list[IndexedDataset], documents: 
                                                         if run.append_eod else "")
                          + f" ({len(wrong)} documents differ; was the corpus ingested with "
                          "the harness's tokenizer?)")
-    return doc_ids, doc_tokens
+    return doc_ids, doc_tokens, where
+
+
+def _corpus_rows(doc_ids: pa.ChunkedArray, corpus_ids: pa.ChunkedArray
+                 ) -> np.ndarray[Any, Any]:
+    """Each doc_id's row in the corpus (-1: not there). Shards written in the corpus's
+    own order (doc_id order) are recognised by one comparison instead of a hash lookup
+    of every doc_id (10M: 0.07 s instead of 3.4 s)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if len(doc_ids) == len(corpus_ids) and corpus_ids.equals(doc_ids):
+        return np.arange(len(doc_ids), dtype=np.int64)
+    found = pc.index_in(doc_ids, value_set=corpus_ids)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _locate(datasets: list[IndexedDataset], index: int) -> tuple[int, int]:
@@ -176,7 +191,10 @@ def _read_doc_map(path: Path) -> tuple[dict[str, Any], str]:
             if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
                     or pa.types.is_dictionary(column.type)):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected string")
-            rows[name] = column.combine_chunks().cast(pa.string())
+            text = column.combine_chunks()
+            # a dictionary stays one: not a string per row (14.5M rows: ~0.4 GB less)
+            rows[name] = text.cast(pa.dictionary(text.type.index_type, pa.string())
+                                   if pa.types.is_dictionary(text.type) else pa.string())
         else:
             if not pa.types.is_integer(column.type):
                 raise InputError(path, f"column {name!r} holds {column.type}, expected int64")
@@ -205,21 +223,23 @@ def _artifacts(run: HarnessManifest, datasets: list[IndexedDataset], doc_map_has
     return found
 
 
-def _segments(rows: dict[str, Any], doc_ids: pa.Array, doc_tokens: np.ndarray[Any, Any]
-              ) -> pa.Table:
-    """The segment rows store_order takes: end-of-document tokens the harness appended
-    belong to no corpus document and are left out (a segment of them alone vanishes)."""
+def _segments(rows: dict[str, Any], rids: np.ndarray[Any, Any],
+              doc_tokens: np.ndarray[Any, Any]) -> pa.Table:
+    """The segment rows store_order takes, each with its document's corpus row (rid: no
+    doc_id looked up again): end-of-document tokens the harness appended belong to no
+    corpus document and are left out (a segment of them alone vanishes). `rows` is
+    emptied on the way: each doc_map column goes once its segment column is made."""
     import numpy as np
     import pyarrow as pa
 
-    glob = rows["global_doc"]
-    start = rows["token_start"]
-    end = np.minimum(rows["token_end"], doc_tokens[glob])
+    glob = rows.pop("global_doc")
+    start = rows.pop("token_start")
+    end = np.minimum(rows.pop("token_end"), doc_tokens[glob])
     keep = end > start
-    # doc_id as a dictionary over the manifest's doc_ids: no string copied per segment
-    indices = pa.array(glob[keep].astype(np.int32 if len(doc_ids) < 2**31 else np.int64))
-    return pa.table({
-        "window": pa.array(rows["window"][keep]), "slot": pa.array(rows["slot"][keep]),
-        "doc_id": pa.DictionaryArray.from_arrays(indices, doc_ids),
-        "doc_offset": pa.array(start[keep]), "n_tokens": pa.array((end - start)[keep]),
-    })
+    columns = {"rid": pa.array(rids[glob[keep]]), "doc_offset": pa.array(start[keep]),
+               "n_tokens": pa.array((end - start)[keep])}
+    del glob, start, end
+    columns["window"] = pa.array(rows.pop("window")[keep])
+    columns["slot"] = pa.array(rows.pop("slot")[keep])
+    rows.clear()
+    return pa.table(columns)

@@ -36,26 +36,31 @@ def check_rows(rows: dict[str, Any], run: HarnessManifest, datasets: list[Indexe
     """Sets rows['global_doc'] (the manifest's document index of each row)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     names = pa.array([shard.shard for shard in run.shards], pa.string())
-    found = pc.index_in(rows["shard"], value_set=names)
-    shard = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    known = shard >= 0
+    found = _positions(rows["shard"], names)
+    known = found >= 0
+    shard = np.where(known, found, 0)  # unknown: any shard, every mask below excludes it
+    del found
     sources = pa.array([s.source for s in run.shards], pa.string())
-    expected_source = sources.take(pa.array(np.where(known, shard, 0)))
+    # the same text has the same first position: compared by position, not by string
+    source_differs = _positions(rows["source"], sources) \
+        != _positions(sources, sources)[shard]
     sizes = np.array([d.sequences for d in datasets], dtype=np.int64)
     firsts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     local = rows["local_doc"]
-    in_shard = known & (local >= 0) & (local < sizes[np.where(known, shard, 0)])
-    global_doc = np.where(in_shard, firsts[np.where(known, shard, 0)] + local, 0)
+    in_shard = known & (local >= 0) & (local < sizes[shard])
+    # in place: 14.5M rows make each int64 temporary 116 MB
+    global_doc = firsts[shard]
+    del shard
+    global_doc += local
+    global_doc[~in_shard] = 0
     lengths = np.concatenate([d.sequence_lengths for d in datasets]).astype(np.int64)
     start, end = rows["token_start"], rows["token_end"]
     rows["global_doc"] = global_doc
     checks = [
         (~known, "shard is not in the manifest"),
-        (known & ~pc.equal(rows["source"], expected_source).to_numpy(zero_copy_only=False),
-         "source is not the manifest's source of that shard"),
+        (known & source_differs, "source is not the manifest's source of that shard"),
         (known & ~in_shard, "local_doc is outside the shard (0 <= local_doc < its "
          "documents in the .idx)"),
         (in_shard & ((start < 0) | (end <= start) | (end > lengths[global_doc])),
@@ -66,6 +71,20 @@ def check_rows(rows: dict[str, Any], run: HarnessManifest, datasets: list[Indexe
          "step, window, micro_batch, slot and rank must be >= 0"),
     ]
     return [p for mask, rule in checks if (p := named(mask, rule)) is not None]
+
+
+def _positions(column: Any, names: Any) -> np.ndarray[Any, Any]:
+    """Each row's text as its first position in `names` (-1: not there); a dictionary
+    column is looked up once per dictionary entry."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        return _positions(column.dictionary, names)[
+            column.indices.to_numpy(zero_copy_only=False)]
+    found = pc.index_in(column, value_set=names)  # int32: half the memory of int64
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
 
 
 def check_layout(rows: dict[str, Any], run: HarnessManifest) -> list[str]:
@@ -81,19 +100,26 @@ def _window_problems(rows: dict[str, Any], seq_len: int) -> list[str]:
     import numpy as np
 
     window, slot = rows["window"], rows["slot"]
-    width = rows["token_end"] - rows["token_start"]
     if not len(window):
         return ["the doc_map has no rows"]
-    end = slot + width
-    previous_window = np.concatenate(([-1], window[:-1]))
-    previous_end = np.concatenate(([seq_len], end[:-1]))
-    same = window == previous_window
-    new = window == previous_window + 1
+    end = rows["token_end"] - rows["token_start"]
+    end += slot  # in place: one int64 temporary, not three
+    # against the row before (window -1 ending at seq_len before the first), compared
+    # on slices rather than shifted copies
+    same = np.empty(len(window), dtype=bool)
+    same[0] = window[0] == -1
+    same[1:] = window[1:] == window[:-1]
+    new = np.empty(len(window), dtype=bool)
+    new[0] = window[0] == 0
+    np.equal(window[1:], window[:-1] + 1, out=new[1:])
+    after_previous = np.empty(len(window), dtype=bool)
+    after_previous[0] = slot[0] == seq_len
+    after_previous[1:] = slot[1:] == end[:-1]
     last_of_window = np.concatenate((window[1:] != window[:-1], [True]))
     checks = [
         (~same & ~new, "windows must run 0, 1, 2, ... in file order (a window skipped, "
          "repeated later or out of order)"),
-        (same & (slot != previous_end), "a segment must start where the one before it in "
+        (same & ~after_previous, "a segment must start where the one before it in "
          "its window ends"),
         (new & (slot != 0), "a window's first segment must start at slot 0"),
         (last_of_window & (end != seq_len), f"every window holds exactly seq_len {seq_len} "

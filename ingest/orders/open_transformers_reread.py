@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def reread_windows(
     store: BaseStore, corpus: str, corpus_tokenizer: str, tokenizer: str | Path | None,
     run: HarnessManifest, datasets: list[IndexedDataset], rows: dict[str, Any],
-    doc_ids: pa.Array, doc_tokens: np.ndarray[Any, Any], sample: int,
+    doc_ids: pa.ChunkedArray, doc_tokens: np.ndarray[Any, Any], sample: int,
 ) -> dict[str, Any]:
     """What was re-read: {"windows": [...], "tokens": n, "status": "..."}."""
     import numpy as np

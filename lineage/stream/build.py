@@ -358,13 +358,13 @@ def _order(
 
     # DuckDB decodes the content hashes on its threads while numpy places (one core).
     with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
-        words = pool.submit(_hash_words, con.cursor(), [path for path, _ in parts])
+        words = pool.submit(content_hash_words, con.cursor(), [path for path, _ in parts])
         placed = place(candidates, [row[3] for row in rows], spec.separator_tokens,
                        full_keys)
         return placed, words.result()
 
 
-def _hash_words(con: duckdb.DuckDBPyConnection, paths: list[str]) -> UIntArray:
+def content_hash_words(con: duckdb.DuckDBPyConnection, paths: list[str]) -> UIntArray:
     """Each document's content hash as four big-endian 64-bit words, in rid order: the
     32 raw bytes of every hash lie back to back in Arrow's buffer, so numpy reads them
     in place."""

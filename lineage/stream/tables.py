@@ -9,8 +9,10 @@ Parquet the corpus already has, by position, which no hash join or sort beats:
 * to the corpus's `document_hashes` (content hash, then doc_id order), which needs no
   sort at all: those rows already are in the index's order.
 
-A recorded stream (`lineage ingest windows`), and a canonical one ordered out of core,
-build a table `ordered` instead, which is sorted twice.
+An imported order (`lineage ingest order`) is written the same way (`write_segments`):
+its lists hold each document's occurrences in ordinal order, with their own n_tokens
+and doc_offset. A recorded stream (`lineage ingest windows`), and a canonical one
+ordered out of core, build a table `ordered` instead, which is sorted twice.
 """
 
 from __future__ import annotations
@@ -80,19 +82,76 @@ def write_canonical(
     the occurrences on both (the two writes: 13.9 s -> 11-13 s at 10M)."""
     import numpy as np
 
-    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
     documents = len(corpus_parts.hash_words)
     placed = handed.pop()
-    by_rid = _occurrence_lists(placed, kept, documents, with_tokens=False)
-    held = [_hash_lists(placed, kept, corpus_parts.hash_words)]  # dropped once written
-    del placed
+    # A document kept in epoch e was kept in epochs 0..e-1 too, earlier in the stream,
+    # so its epoch is its place in the list of its occurrences.
+    rid, epoch = placed.rid[:kept], placed.epoch[:kept]
+    values = {"ordinal": np.arange(kept, dtype=np.int64), "epoch": epoch,
+              "stream_start": placed.stream_start[:kept]}
+    by_rid = _occurrence_lists(rid, epoch, values, documents)
+    values["n_tokens"] = placed.n_tokens[:kept]
+    held = [_hash_lists(rid, epoch, values, corpus_parts.hash_words)]  # dropped once written
+    del placed, rid, epoch, values
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
+    return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
+                        whole_documents=True)
+
+
+@dataclass
+class Segments:
+    """An imported order's occurrences in ordinal order: each one's document (rid) and
+    its place among that document's occurrences (`within`: 0, 1, ... in ordinal order),
+    with the columns it is stored with."""
+
+    rid: IntArray
+    within: IntArray
+    epoch: IntArray
+    n_tokens: IntArray
+    stream_start: IntArray
+    doc_offset: IntArray
+
+
+def write_segments(
+    con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
+    handed: list[Segments], corpus_parts: CorpusParts, progress: Progress,
+) -> StreamTables:
+    """An imported order's occurrences as the stream's tables, written as a build writes
+    its own (`write_canonical`): the rows, and so the bytes, are those a sort of the rows
+    by ordinal and by (content hash, doc_id, epoch, ordinal) gives. `handed` is emptied
+    and `corpus_parts.hash_words` dropped once the occurrence lists are built."""
+    import numpy as np
+
+    documents = len(corpus_parts.hash_words)
+    segments = handed.pop()
+    kept = len(segments.rid)
+    values = {"ordinal": np.arange(kept, dtype=np.int64), "epoch": segments.epoch,
+              "stream_start": segments.stream_start, "n_tokens": segments.n_tokens,
+              "doc_offset": segments.doc_offset}
+    by_rid = _occurrence_lists(segments.rid, segments.within, values, documents)
+    held = [_hash_lists(segments.rid, segments.within, values, corpus_parts.hash_words)]
+    del segments, values
+    corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
+    return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
+                        whole_documents=False)
+
+
+def _write_lists(
+    con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
+    by_rid: pa.Table, held: list[pa.Table], kept: int, corpus_parts: CorpusParts,
+    progress: Progress, *, whole_documents: bool,
+) -> StreamTables:
+    """Both tables from the occurrence lists, in rid order (`by_rid`) and in
+    `document_hashes` order (`held`, emptied once written). Whole documents take their
+    n_tokens from the corpus and start at offset 0; segments carry both in their lists."""
+    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    whole = ("d.n_tokens, ", "0::BIGINT AS doc_offset, ") if whole_documents else ("", "")
 
     def hash_copy() -> list[WrittenPart]:
         # Streamed from `document_hashes` row by row: no sort. Within one content hash,
         # rows are in (doc_id, epoch) order.
         source = (
-            "(SELECT h.content_hash, h.doc_id, h.source, 0::BIGINT AS doc_offset, "
+            f"(SELECT h.content_hash, h.doc_id, h.source, {whole[1]}"
             "('0x' || left(h.content_hash, 8))::UINTEGER <> p.h32 AS misaligned, "
             "unnest(p.occurrences, recursive := true) "
             "FROM read_parquet(?) h POSITIONAL JOIN placed p)"
@@ -108,8 +167,8 @@ def write_canonical(
 
     def in_order(start_copy: Callable[[], None]) -> list[WrittenPart]:
         start_copy()  # it encodes on one core while DuckDB sorts on both
-        source = ("(SELECT d.doc_id, d.source, d.n_tokens, d.content_hash, d.uri, "
-                  "0::BIGINT AS doc_offset, unnest(p.occurrences, recursive := true) "
+        source = (f"(SELECT d.doc_id, d.source, {whole[0]}d.content_hash, d.uri, {whole[1]}"
+                  "unnest(p.occurrences, recursive := true) "
                   "FROM read_parquet(?) d POSITIONAL JOIN placed p)")
         return _write(con, store, "occurrences", name, corpus, source=source,
                       params=[corpus_parts.documents], registered=by_rid, order="ordinal",
@@ -125,14 +184,15 @@ def write_canonical(
     return StreamTables(parts, hash_parts, digest.prefixed(), kept)
 
 
-def _hash_lists(placed: Placed, kept: int, hash_words: UIntArray) -> pa.Table:
+def _hash_lists(rid: IntArray, within: IntArray, values: dict[str, IntArray],
+                hash_words: UIntArray) -> pa.Table:
     """The occurrence lists in `document_hashes` order, with the first 4 bytes of each
     row's hash (the writer checks them against the row it is joined to)."""
     import numpy as np
     import pyarrow as pa
 
     order = content_hash_order(hash_words)
-    lists = _occurrence_lists(placed, kept, len(order), order, with_tokens=True)
+    lists = _occurrence_lists(rid, within, values, len(order), order)
     return lists.append_column("h32", pa.array((hash_words[order, 0] >> 32).astype(np.uint32)))
 
 
@@ -151,15 +211,15 @@ class _Aligned:
                                "documents; run `lineage store verify`")
 
 
-def _occurrence_lists(placed: Placed, kept: int, documents: int,
-                      row_order: IntArray | None = None, *, with_tokens: bool) -> pa.Table:
+def _occurrence_lists(rid: IntArray, within: IntArray, values: dict[str, IntArray],
+                      documents: int, row_order: IntArray | None = None) -> pa.Table:
     """One row per document, in `row_order` (rids; default: rid order): the list of its
-    occurrences among the first `kept` (ordinal, epoch, stream_start[, n_tokens]), in
-    epoch order."""
+    occurrences (`values`, one entry per occurrence of `rid`), the entry of an occurrence
+    at its place `within` its document's list."""
     import numpy as np
     import pyarrow as pa
 
-    rid, epoch = placed.rid[:kept], placed.epoch[:kept]
+    kept = len(rid)
     if row_order is None:
         row = rid
     else:
@@ -169,14 +229,8 @@ def _occurrence_lists(placed: Placed, kept: int, documents: int,
         del position
     offsets = np.zeros(documents + 1, dtype=np.int64)
     np.cumsum(np.bincount(row, minlength=documents), out=offsets[1:])
-    # A document kept in epoch e was kept in epochs 0..e-1 too, earlier in the stream,
-    # so the e-th entry of its list is its epoch-e occurrence.
-    slots = offsets[row] + epoch
+    slots = offsets[row] + within
     del row
-    values = {"ordinal": np.arange(kept, dtype=np.int64), "epoch": epoch,
-              "stream_start": placed.stream_start[:kept]}
-    if with_tokens:
-        values["n_tokens"] = placed.n_tokens[:kept]
     fields = []
     for column in values.values():
         # 32-bit where the values fit (DuckDB widens them back): these lists are held
@@ -204,25 +258,17 @@ def _narrowest(column: IntArray) -> type[np.signedinteger[Any]]:
 
 def write_occurrences(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str, progress: Progress,
-    *, rows: pa.Table | None = None, hash_order: str = _HASH_ORDER,
 ) -> StreamTables:
-    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort.
-
-    A caller may hand the rows as an Arrow table already in ordinal order instead (`rows`:
-    that sort is skipped), and give `hash_order`, an equivalent of the content-hash order
-    on integer columns of its own, which sorts faster."""
-    source = "ordered" if rows is None else "placed"
-    occurrences = rows.num_rows if rows is not None else int(
-        con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
+    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort."""
+    occurrences = int(con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
     digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
-    parts = _write(con, store, "occurrences", name, corpus, source=source, params=[],
-                   order="ordinal" if rows is None else None, digests=[digest],
-                   total=occurrences, progress=progress, stage="writing occurrences",
-                   registered=rows)
+    parts = _write(con, store, "occurrences", name, corpus, source="ordered", params=[],
+                   order="ordinal", digests=[digest], total=occurrences, progress=progress,
+                   stage="writing occurrences")
     try:
-        hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source=source,
-                            params=[], order=hash_order, digests=[], total=occurrences,
-                            progress=progress, stage="indexing occurrences", registered=rows)
+        hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source="ordered",
+                            params=[], order=_HASH_ORDER, digests=[], total=occurrences,
+                            progress=progress, stage="indexing occurrences")
         faults.reach("stream-written")
     except BaseException:
         discard_parts(parts)

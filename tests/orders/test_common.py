@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from lineage.api import Store
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.orders import artifact_hash, store_order
+from lineage.ingest.orders.common import corpus_rows
+from lineage.store.parts import part_files
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
 
@@ -239,3 +241,73 @@ def test_doc_ids_as_a_dictionary_store_the_same_order(sonnets: Store) -> None:
     with pytest.raises(InputError, match=r"\('no-such-doc'\): doc_id is not in the corpus"):
         store_order(sonnets, stream="broken", corpus="sonnets", spec=_spec(sonnets),
                     segments=broken, origin=Path("x"))
+
+
+def _stored_rows(store: Store, table: str, stream: str) -> str:
+    """sha256 of a stream's rows of `table` as stored (file order, every column)."""
+    import hashlib
+
+    with store.reader(views=True) as con:
+        rows = con.execute(f"SELECT * EXCLUDE (stream) FROM {table} WHERE stream = ?",
+                           [stream]).fetchall()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
+    """Documents in several passes, some cut short (so one epoch holds two occurrences
+    of a document): both tables hold exactly the rows they always held."""
+    documents = documents_of(sonnets, "sonnets")
+    halves = [(doc_id, n // 2) for doc_id, n in documents[5:15]]
+    table = pack(documents[:30] + halves + documents[10:20] + documents[::-1], 200)
+    result = store_order(sonnets, stream="imp", corpus="sonnets",
+                         spec=_spec(sonnets, seq_len=200), segments=table, origin=Path("x"))
+    assert result["occurrences_digest"] == (
+        "blake3:406f9bdd45b1685760b93198ae4eebf30f8797f8e0d69c8f8b5f5f7bfe46e9ec")
+    assert _stored_rows(sonnets, "occurrences", "imp") == (
+        "c3cdf564c07e1f03b22f2f622b83b04b8e85b2d9ca97979eea542b2ebbeecc83")
+    assert _stored_rows(sonnets, "occurrence_hashes", "imp") == (
+        "601df619430971c025c1112243ee3fb18526db6ee152ff3c9698048bf762fa79")
+
+
+def test_corpus_rows_finds_each_document_by_its_doc_id_order_row(sonnets: Store) -> None:
+    """The corpus's own doc_ids in order (recognised whole) and any other list (joined)
+    give each document's row in doc_id order and its n_tokens; -1 where unknown."""
+    documents = documents_of(sonnets, "sonnets")
+    with sonnets.reader(views=False) as con:
+        files = part_files(con, sonnets, "documents", "sonnets")
+    rids, n_tokens = corpus_rows(files, pa.chunked_array(
+        [pa.array([d for d, _ in documents[:50]]), pa.array([d for d, _ in documents[50:]])]))
+    assert rids.tolist() == list(range(len(documents)))
+    assert n_tokens.tolist() == [n for _, n in documents]
+    picked = [documents[7][0], "no-such-doc", documents[3][0], documents[7][0]]
+    rids, n_tokens = corpus_rows(files, pa.array(picked))
+    assert rids.tolist() == [7, -1, 3, 7]
+    assert n_tokens.tolist() == [documents[7][1], -1, documents[3][1], documents[7][1]]
+    renamed = [d for d, _ in documents]
+    renamed[-1] = "no-such-doc"  # as many as the corpus holds, but not its own
+    rids, _ = corpus_rows(files, pa.array(renamed))
+    assert rids.tolist() == [*range(len(documents) - 1), -1]
+
+
+def test_segments_may_name_their_documents_by_corpus_row(sonnets: Store) -> None:
+    """`rid` (the document's row in doc_id order) in place of doc_id stores the same
+    order; a broken rule still names the doc_id, and a row the corpus lacks is named."""
+    plain = _segments(sonnets)
+    row_of = {doc_id: rid for rid, (doc_id, _) in enumerate(documents_of(sonnets, "sonnets"))}
+    by_row = plain.set_column(2, "rid", pa.array(
+        [row_of[d] for d in plain.column("doc_id").to_pylist()], pa.int32()))
+    a = store_order(sonnets, stream="plain", corpus="sonnets", spec=_spec(sonnets),
+                    segments=plain, origin=Path("x"))
+    b = store_order(sonnets, stream="rows", corpus="sonnets",
+                    spec=_spec(sonnets, settings={"seed": 2}), segments=by_row, origin=Path("x"))
+    assert a["occurrences_digest"] == b["occurrences_digest"]
+    rows = by_row.to_pylist()
+    rows[5]["n_tokens"] = 10**6
+    rows[9]["rid"] = len(row_of) + 4
+    broken = pa.Table.from_pylist(rows)
+    with pytest.raises(InputError) as caught:
+        store_order(sonnets, stream="broken", corpus="sonnets", spec=_spec(sonnets),
+                    segments=broken, origin=Path("x"))
+    message = str(caught.value)
+    assert f"(rid {len(row_of) + 4}): doc_id is not in the corpus" in message
+    assert f"({plain.column('doc_id')[5].as_py()!r}): offsets must satisfy" in message

@@ -128,6 +128,12 @@ def _drop_window(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]
     return [r for r in rows if r["window"] != window]
 
 
+def _row_of_window(rows: list[dict[str, Any]], window: int, last: bool = False
+                   ) -> dict[str, Any]:
+    mine = [r for r in rows if r["window"] == window]
+    return mine[-1] if last else mine[0]
+
+
 @pytest.mark.parametrize(("edit", "rule"), [
     (lambda rows: rows[4].update(rank=1 - rows[4]["rank"]), "rank must be micro_batch mod"),
     (lambda rows: rows[4].update(micro_batch=9), "micro_batch must be (window"),
@@ -138,6 +144,9 @@ def _drop_window(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]
     (lambda rows: rows[6].update(source="poems"), "source is not the manifest's source"),
     (lambda rows: _drop_window(rows, 30), "windows must run 0, 1, 2"),
     (lambda rows: rows[6].update(slot=rows[6]["slot"] + 1), "must start where the one before"),
+    (lambda rows: _row_of_window(rows, 3).update(slot=1), "first segment must start at slot 0"),
+    (lambda rows: (r := _row_of_window(rows, 3, last=True)).update(token_end=r["token_end"] - 1),
+     "every window holds exactly seq_len"),
     (lambda rows: [r for r in rows if r["window"] < 207], "the last step (33) holds 7 of its 8"),
 ])
 def test_a_broken_doc_map_names_the_rule_and_stores_nothing(
@@ -146,6 +155,43 @@ def test_a_broken_doc_map_names_the_rule_and_stores_nothing(
     _rewrite_doc_map(harness, edit)
     message = _refused(shakespeare, harness, str(harness / "doc_map.parquet"), rule)
     assert message.endswith("(nothing stored)")
+
+
+def _encode_text_columns(run: Path) -> None:
+    """The doc_map's source and shard columns dictionary-encoded, as pandas categories
+    or a writer with dictionaries leave them."""
+    table = pq.read_table(run / "doc_map.parquet")
+    for name in ("source", "shard"):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 table.column(name).dictionary_encode())
+    pq.write_table(table, run / "doc_map.parquet")
+
+
+@pytest.mark.parametrize(("edit", "rule"), [
+    (lambda rows: rows[6].update(shard="web/00000"), "row 7: shard is not in the manifest"),
+    (lambda rows: rows[6].update(source="poems"), "row 7: source is not the manifest's source"),
+])
+def test_dictionary_encoded_text_columns_are_checked_alike(
+    shakespeare: Store, harness: Path, edit: Any, rule: str
+) -> None:
+    plain = _import(shakespeare, HARNESS)["occurrences_digest"]
+    _encode_text_columns(harness)
+    assert pq.read_schema(harness / "doc_map.parquet").field("shard").type.value_type \
+        == pa.string()
+    assert _import(shakespeare, harness, stream="encoded")["occurrences_digest"] == plain
+    _rewrite_doc_map(harness, edit)
+    _encode_text_columns(harness)
+    message = _refused_quietly(shakespeare, harness, rule)
+    assert message.endswith("(nothing stored)")
+
+
+def _refused_quietly(store: Store, run: Path, rule: str) -> str:
+    streams = store.streams()
+    with pytest.raises(InputError) as caught:
+        _import(store, run, stream="broken")
+    assert store.streams() == streams
+    assert rule in str(caught.value), str(caught.value)
+    return str(caught.value)
 
 
 def test_a_changed_token_in_a_sampled_window_is_found(shakespeare: Store, harness: Path) -> None:
