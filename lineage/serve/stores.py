@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineage.api import Store
+from lineage.store.memo import CatalogMemo
 
 if TYPE_CHECKING:
     import duckdb
@@ -72,6 +73,9 @@ class CatalogSnapshot:
             con.close()
             raise
         self.connection = con
+        # Catalog rows read from this copy (parts and their row groups' records, streams):
+        # the copy never changes, so they are read once (lineage/store/memo.py).
+        self.memo = CatalogMemo()
 
     def settled(self) -> bool:
         """Whether the copy was made well after the catalog's last change (else it is
@@ -94,6 +98,7 @@ class ServedStore(Store):
     def __init__(self, root: str | os.PathLike[str], snapshot: CatalogSnapshot) -> None:
         super().__init__(root)
         self.snapshot = snapshot
+        self.catalog_memo = snapshot.memo
 
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:

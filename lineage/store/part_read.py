@@ -41,9 +41,10 @@ def lookup_rows(
     admits = key_admits(span, digest)
     keys = _keys(span, digest)
     found: list[tuple[Any, ...]] = []
-    for path, n_bytes, sha256, row_groups in candidate_parts(con, table, owner, admits):
-        chunks = checked_ranges(store.root, path, n_bytes, sha256, row_groups, admits)
-        parquet = _open(chunks, n_bytes)
+    for part in candidate_parts(con, store, table, owner, admits):
+        chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
+                                part.row_groups, admits)
+        parquet = _open(chunks, part.n_bytes)
         groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
         if not groups:
             continue
