@@ -146,13 +146,20 @@ _BY_ROOT: dict[Path, Snapshots] = {}
 _BY_ROOT_LOCK = threading.Lock()
 
 
+_BY_NAME: dict[str | os.PathLike[str], Snapshots] = {}
+
+
 def snapshots_for(root: str | os.PathLike[str]) -> Snapshots:
     """This process's snapshots of the store at `root` (one per process and store)."""
+    found = _BY_NAME.get(root)  # by the name as given: resolving it costs ~0.1 ms a request
+    if found is not None:
+        return found
     key = Path(root).resolve()
     with _BY_ROOT_LOCK:
         found = _BY_ROOT.get(key)
         if found is None:
             found = _BY_ROOT[key] = Snapshots(key)
+        _BY_NAME[root] = found
         return found
 
 

@@ -14,10 +14,7 @@ catalog on every lookup (lineage/store/part_check.py), whatever is kept here.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from lineage.store.base import BaseStore
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -42,7 +39,13 @@ class CatalogMemo:
         return len(self._values)
 
 
-def remembered(store: BaseStore, key: Hashable, read: Callable[[], T]) -> T:
+class _Keeps(Protocol):
+    """A store (lineage.store.base.BaseStore), by the one attribute read here."""
+
+    catalog_memo: CatalogMemo | None
+
+
+def remembered(store: _Keeps, key: Hashable, read: Callable[[], T]) -> T:
     """`read()`, kept for the store's catalog state when the store reads a fixed copy of
     the catalog (else read every time). What `read` returns is shared between questions:
     the caller never changes it."""

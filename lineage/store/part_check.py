@@ -39,6 +39,7 @@ class CheckedBytes:
     groups: set[int] = field(default_factory=set)
     data: dict[int, bytes] = field(default_factory=dict)
     whole: bool = False
+    footer_digest: str = ""  # the footer's BLAKE3, as the catalog records and the bytes hash
 
 
 @dataclass(frozen=True)
@@ -144,5 +145,7 @@ def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, admits: A
                                                  "match the BLAKE3 in the catalog")
         if index != footer:
             checked.groups.add(index)
+        else:
+            checked.footer_digest = digests[index]
         if keep:
             checked.data[start] = data

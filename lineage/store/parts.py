@@ -29,19 +29,20 @@ if TYPE_CHECKING:
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
 ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
-# Tables answering point and range lookups: a lookup decompresses whole row groups (the
-# parts have no page index), so keep them small: 2,048 rows. At 16,384 rows, decoding
-# the row group was over half of a `docs --step` answer's CPU; at 2,048 a step's lookup
-# on 10M documents takes 1.6 ms of CPU instead of 3.8 ms, and the tables grow 1-2 %
-# (docs/performance.md). Stores written with larger row groups read as before: a part
-# records its own. A lookup parses one part's footer, so keep parts smaller too (1M
-# rows; a 10M-row content-hash lookup measured 2.5 ms against 4.1 ms with 4M-row parts).
+# Tables answering point and range lookups (occurrences, occurrence_hashes,
+# document_hashes). A lookup decompresses whole row groups (the parts have no page
+# index), so keep them small: 2,048 rows (at 16,384, decoding the row group was over half
+# of a `docs --step` answer's CPU). A lookup also reads and hashes its part's footer, about
+# 1 KB per row group, so keep parts small too: 250,000 rows (123 row groups, footers of
+# 55-130 KB). docs/performance.md has what each costs and saves. Stores written with
+# other sizes read as before: a part records its own row groups.
 LOOKUP_ROW_GROUP_ROWS = 2_048
+LOOKUP_PART_ROWS = 250_000
 # The text index's tables (fingerprints, text hashes, text documents): a text's lookup
-# asks for many fingerprints at once, so it reads many row groups; 16,384 rows, as
+# asks for many fingerprints at once, so it reads many row groups; they keep the sizes
 # measured when they were made (docs/text-spec.md).
 TEXT_ROW_GROUP_ROWS = 16_384
-LOOKUP_PART_ROWS = 1_000_000
+TEXT_PART_ROWS = 1_000_000
 # Columns whose values are (nearly) all distinct: a dictionary only costs there, so they
 # are written PLAIN (or as a writer's `encodings` say); and min/max statistics of long
 # strings cost encoding time without pruning anything, so those get none unless the
