@@ -237,3 +237,22 @@ def test_row_groups_found_by_bisection_are_those_a_scan_finds(
 
 def _sort_column(table: str) -> str:
     return "stream_start" if table == "occurrences" else "content_hash"
+
+
+@settings(max_examples=40, deadline=None)
+@given(offset=st.integers(0, 100), limit=st.integers(1, 50))
+def test_rows_by_position_are_a_page_of_the_sorted_table(small_parts: Store, offset: int,
+                                                          limit: int) -> None:
+    """A page of a corpus's documents read from the row groups that hold it is the page
+    of the whole table sorted by doc_id (the corpus spans several parts here)."""
+    from lineage.store.part_read import rows_at
+
+    columns = ["doc_id", "source", "n_tokens", "content_hash"]
+    every = small_parts.sql("SELECT doc_id, source, n_tokens, content_hash FROM documents "
+                            "WHERE corpus = 'plays' ORDER BY doc_id", max_rows=None).rows
+    assert len(every) > 80  # three parts of at most 40 rows, row groups of 8
+    with small_parts.reader(views=False) as con:
+        total, rows = rows_at(con, small_parts, "documents", "plays", columns,
+                              offset=offset, limit=limit)
+    assert total == len(every)
+    assert [tuple(row.values()) for row in rows] == every[offset:offset + limit]

@@ -18,7 +18,7 @@ import functools
 import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,10 +60,13 @@ class RangeRecord:
         return cls(record["ends"], record["blake3"], record["first"] or {},
                    record["last"] or {})
 
-    def admitted(self, admits: Admits | None) -> list[int]:
+    def admitted(self, admits: Admits | None, only: Collection[int] | None = None,
+                 ) -> list[int]:
         """The row groups whose recorded values `admits` (all without a condition or a
-        record of values), then the footer's range."""
+        record of values), or the row groups `only` (by number), then the footer's range."""
         groups = len(self.ends) - 1
+        if only is not None:
+            return [*sorted(i for i in only if 0 <= i < groups), groups]
         if admits is None or not self.first:
             return [*range(groups), groups]
         narrow = getattr(admits, "narrow", None)  # a binary search to the few that can
@@ -95,10 +98,11 @@ def check_part(root: Path, rel: str, n_bytes: int, sha256: str,
 
 def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
                    row_groups: str | RangeRecord | None, admits: Admits | None = None, *,
-                   keep: bool = True) -> CheckedBytes:
+                   keep: bool = True, only: Collection[int] | None = None) -> CheckedBytes:
     """`check_part`, keeping the checked bytes (unless `keep` is false) for a reader that
     decodes them instead of reading the file again. `row_groups` is the catalog's record,
-    as written or parsed (a reader that asks often parses it once)."""
+    as written or parsed (a reader that asks often parses it once). `only` names the row
+    groups to check instead of `admits` (none: the footer alone)."""
     path = root / rel
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -114,7 +118,7 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
             checked.whole = True
         else:
             record = RangeRecord.parse(row_groups) if isinstance(row_groups, str) else row_groups
-            _check_ranges(fd, checked, record, admits, keep)
+            _check_ranges(fd, checked, record, record.admitted(admits, only), keep)
     finally:
         os.close(fd)
     return checked
@@ -130,13 +134,13 @@ def _check_whole(fd: int, path: Path, sha256: str) -> None:
         raise DamagedPartError(path, "does not match the SHA-256 in the catalog")
 
 
-def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, admits: Admits | None,
+def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: list[int],
                   keep: bool) -> None:
     import blake3
 
     ends, digests = record.ends, record.digests
     footer = len(ends) - 1  # the last range: the footer, which every read parses
-    for index in record.admitted(admits):
+    for index in ranges:
         start, end = ends[index - 1] if index else 0, ends[index]
         data = os.pread(fd, end - start, start)
         if blake3.blake3(data).hexdigest(length=len(digests[index]) // 2) != digests[index]:

@@ -432,6 +432,7 @@ class PartEntry:
     path: str
     n_bytes: int
     sha256: str
+    n_rows: int
     first: dict[str, Any]
     last: dict[str, Any]
     row_groups: RangeRecord | None
@@ -457,13 +458,13 @@ def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None,
     where, params = "table_name = ?", [table]
     if owner is not None:
         where, params = where + " AND owner = ?", [table, owner]
-    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, row_groups FROM "
+    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, n_rows, row_groups FROM "
                        f"parquet_files WHERE {where} ORDER BY path", params).fetchall()
     entries = []
-    for path, ranges, n_bytes, sha256, row_groups in rows:
+    for path, ranges, n_bytes, sha256, n_rows, row_groups in rows:
         bounds = json.loads(ranges) if ranges else {}
         entries.append(PartEntry(
-            path, n_bytes, sha256, {k: v[0] for k, v in bounds.items()},
+            path, n_bytes, sha256, n_rows, {k: v[0] for k, v in bounds.items()},
             {k: v[1] for k, v in bounds.items()},
             None if row_groups is None else RangeRecord.parse(row_groups)))
     return entries
