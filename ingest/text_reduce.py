@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
 from lineage.store.parts import (
-    LOOKUP_PART_ROWS,
-    LOOKUP_ROW_GROUP_ROWS,
+    TEXT_PART_ROWS,
+    TEXT_ROW_GROUP_ROWS,
     WrittenPart,
     discard_parts,
     write_parts,
@@ -109,7 +109,7 @@ def _write(
     reader = con.cursor().sql(sql, params=params).to_arrow_reader(_FETCH_ROWS)
     return write_parts(
         reader, schema=schema, out_dir=out_dir, sorted_by=key, progress=progress,
-        stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
-        part_rows=LOOKUP_PART_ROWS, range_columns=key,
+        stage=stage, total=total, row_group_rows=TEXT_ROW_GROUP_ROWS,
+        part_rows=TEXT_PART_ROWS, range_columns=key,
         encodings=encodings,
     )

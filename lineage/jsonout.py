@@ -6,6 +6,7 @@ A leaf module kept small on purpose: the command line's lean path (`docs --json`
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +17,17 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def json_text(value: Any) -> str:
     """The JSON every `--json` prints: indented, UTF-8 as is, with the scalars JSON lacks
     (dates, decimals, UUIDs, bytes) converted as `to_jsonable` does. Conversion happens in
-    json's `default` hook, so large answers are not walked twice."""
+    json's `default` hook, so large answers are not walked twice.
+
+    orjson writes the same text about 40 times faster (Python's json has no C encoder for
+    indented output: 0.9 ms for a 200-segment `docs` answer against 0.02 ms), so it
+    writes every value it renders exactly as json does: str keys, and strings, integers,
+    booleans, None and floats from 1e-4 up (it writes smaller ones and NaN differently).
+    Anything else, or anything it refuses (a lone surrogate, an integer past 64 bits),
+    goes to json."""
+    text = _orjson_text(value)
+    if text is not None:
+        return text
     import json
 
     text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_scalar)
@@ -25,6 +36,48 @@ def json_text(value: Any) -> str:
     # A lone surrogate (an undecodable byte of a file name) cannot be written as UTF-8:
     # JSON's own escape for it reads back as the same string.
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _orjson_text(value: Any) -> str | None:
+    """`value` as orjson writes it, when that is what json writes; else None."""
+    try:
+        import orjson
+    except ImportError:  # json alone writes the same text, slower
+        return None
+    if not _renders_alike(value):
+        return None
+    try:
+        # An answer is a dataclass: orjson would write its fields, json its JSON object.
+        return orjson.dumps(value, default=_json_scalar, option=orjson.OPT_INDENT_2
+                            | orjson.OPT_PASSTHROUGH_DATACLASS).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError: json says what it cannot write, or writes it
+        return None
+
+
+_ALIKE_SCALARS = frozenset({str, int, bool, type(None)})
+_STR_KEYS = frozenset({str})
+
+
+def _renders_alike(value: Any) -> bool:
+    """Whether orjson writes `value` as json does (docs/performance.md: what differs).
+    The types of a container's items are taken in one pass in C: most are plain scalars,
+    and only the others are looked at one by one."""
+    kind = type(value)
+    if kind in _ALIKE_SCALARS:
+        return True
+    if kind is float:
+        return bool(value == 0.0 or 1e-4 <= abs(value) < math.inf)
+    if kind is dict or isinstance(value, Mapping):  # an Answer too, by its JSON object
+        if not set(map(type, value.keys())) <= _STR_KEYS:
+            return False
+        items = value.values()
+    elif kind is list or isinstance(value, list | tuple):  # an AnswerList too
+        items = value
+    else:
+        return False
+    if set(map(type, items)) <= _ALIKE_SCALARS:
+        return True
+    return all(_renders_alike(item) for item in items if type(item) not in _ALIKE_SCALARS)
 
 
 def _json_scalar(value: Any) -> Any:

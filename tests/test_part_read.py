@@ -106,11 +106,11 @@ def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:
 
     with small_parts.reader(views=False) as con:
         admits = parts.key_admits(span=(0, 1))
-        [(path, n_bytes, sha256, row_groups)] = parts.candidate_parts(
-            con, "occurrences", "s", admits)
-    chunks = checked_ranges(small_parts.root, path, n_bytes, sha256, row_groups, admits)
+        [part] = parts.candidate_parts(con, small_parts, "occurrences", "s", admits)
+    chunks = checked_ranges(small_parts.root, part.path, part.n_bytes, part.sha256,
+                            part.row_groups, admits)
     assert chunks.groups == {0}
-    parquet = part_read._open(chunks, n_bytes)
+    parquet = part_read._open(chunks, part.n_bytes)
     assert parquet.num_row_groups > 1
     assert parquet.read_row_group(0).num_rows == 8
     with pytest.raises(OSError, match="were not checked"):
@@ -122,7 +122,137 @@ def test_a_footer_is_parsed_once_per_process(small_parts: Store) -> None:
 
     with small_parts.reader(views=False) as con:
         lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES, span=(0, 1))
-        parsed = part_read._footer.cache_info()
+        parsed = part_read.footer_parses
         lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES, span=(0, 1))
-    after = part_read._footer.cache_info()
-    assert (after.hits, after.misses) == (parsed.hits + 1, parsed.misses)
+        assert part_read.footer_parses == parsed
+        part_read._FOOTERS.clear()
+        lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES, span=(0, 1))
+    assert part_read.footer_parses == parsed + 1
+
+
+@pytest.fixture(scope="module")
+def manifest_40k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ready manifest of 40,000 documents of 40-90 tokens: a stream of ~50,000
+    occurrences, several row groups of 16,384 rows as well as of 2,048."""
+    import blake3
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 40_000
+    path = tmp_path_factory.mktemp("manifest-40k") / "manifest.parquet"
+    pq.write_table(pa.table({
+        "doc_id": [f"d/{i:06d}" for i in range(n)],
+        "source": [("web", "code", "math")[i % 3] for i in range(n)],
+        "uri": [None] * n,
+        "n_bytes": [40 + i % 51 for i in range(n)],
+        "n_tokens": [40 + i % 51 for i in range(n)],
+        "content_hash": [blake3.blake3(str(i).encode()).hexdigest() for i in range(n)],
+        "license": ["CC0-1.0"] * n}), path)
+    return path
+
+
+def _store_with_row_groups(root: Path, manifest: Path, rows: int,
+                           monkeypatch: pytest.MonkeyPatch) -> Store:
+    from lineage.ingest import corpus_reduce
+    from lineage.stream import tables
+
+    with monkeypatch.context() as patch:
+        patch.setattr(corpus_reduce, "LOOKUP_ROW_GROUP_ROWS", rows)
+        patch.setattr(tables, "LOOKUP_ROW_GROUP_ROWS", rows)
+        init_store(root)
+        store = open_store(root)
+        ingest_corpus(store, [manifest], corpus="c")
+        build_stream(store, corpus="c", name="s", seed=3, seq_len=2048, batch=4)
+    return store
+
+
+def _row_group_rows(store: Store, table: str) -> set[int]:
+    import pyarrow.parquet as pq
+
+    files = (store.root / "tables" / table).glob("*.parquet")
+    return {meta.row_group(i).num_rows for meta in (pq.read_metadata(f) for f in files)
+            for i in range(meta.num_row_groups - 1)}  # the last one of a part is shorter
+
+
+def test_a_store_written_with_16384_row_groups_answers_as_one_written_now(
+        tmp_path: Path, manifest_40k: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lookup tables used to be written in row groups of 16,384 rows; a part records its
+    own, so such a store answers exactly as one written with today's row groups."""
+    from lineage.serve.stores import snapshots_for
+    from lineage.text.trained_on import trained_on_hashes
+
+    old = _store_with_row_groups(tmp_path / "old", manifest_40k, 16_384, monkeypatch)
+    init_store(tmp_path / "new")
+    new = open_store(tmp_path / "new")
+    ingest_corpus(new, [manifest_40k], corpus="c")
+    build_stream(new, corpus="c", name="s", seed=3, seq_len=2048, batch=4)
+    for table in ("occurrences", "occurrence_hashes", "document_hashes"):
+        assert _row_group_rows(old, table) == {16_384}, table
+        assert _row_group_rows(new, table) == {parts.LOOKUP_ROW_GROUP_ROWS}, table
+    served = snapshots_for(old.root).served()  # the server's reader, catalog rows kept
+    steps = int(new.stream("s")["steps"])
+    assert steps > 100
+    for step in [*range(0, steps, 9), steps - 1]:
+        answer = new.docs_in_step(step, stream="s")
+        assert answer["documents"]
+        assert old.docs_in_step(step, stream="s") == answer
+        assert served.docs_in_step(step, stream="s") == answer
+    digests = [r[0] for r in new.sql("SELECT content_hash FROM documents "
+                                     "USING SAMPLE 150 ROWS (reservoir, 5)").rows]
+    for digest in [*digests, "0" * 64]:
+        answer = trained_on_hashes(new, [(digest, digest)], stream="s")
+        assert trained_on_hashes(old, [(digest, digest)], stream="s") == answer
+        assert trained_on_hashes(served, [(digest, digest)], stream="s") == answer
+
+
+@settings(max_examples=80, deadline=None)
+@given(first=st.integers(0, 4000), length=st.integers(1, 600), pick=st.integers(0, 10**6))
+def test_row_groups_found_by_bisection_are_those_a_scan_finds(
+        small_parts: Store, first: int, length: int, pick: int) -> None:
+    """The row groups a token range or a content hash can be in, found by bisection over
+    the recorded first and last values, are exactly those found by testing each."""
+    tokens = int(small_parts.streams()[0]["tokens"])
+    start = first * tokens // 4000
+    digests = [row[0] for row in small_parts.sql(
+        "SELECT DISTINCT content_hash FROM documents ORDER BY 1").rows]
+    digest = digests[pick % len(digests)]
+    if pick % 7 == 0:  # a hash no document has, between two that some have
+        digest = digest[:-1] + "x"
+    asked = {"occurrences": ("s", parts.key_admits(span=(start, start + length * 64))),
+             "occurrence_hashes": ("s", parts.key_admits(digest=digest)),
+             "document_hashes": (None, parts.key_admits(digest=digest))}
+    with small_parts.reader(views=False) as con:
+        for table, (owner, admits) in asked.items():
+            for part in parts.candidate_parts(con, small_parts, table, owner,
+                                              lambda first, last: True):
+                record = part.row_groups
+                assert record is not None and record.ascends("first", _sort_column(table))
+                every = [i for i in range(len(record.ends) - 1) if admits(
+                    {k: v[i] for k, v in record.first.items()},
+                    {k: v[i] for k, v in record.last.items()})]
+                assert record.admitted(admits) == [*every, len(record.ends) - 1]
+                narrowed = admits.narrow(record)  # type: ignore[attr-defined]
+                assert set(every) <= set(narrowed) and len(narrowed) <= len(every) + 1
+
+
+def _sort_column(table: str) -> str:
+    return "stream_start" if table == "occurrences" else "content_hash"
+
+
+@settings(max_examples=40, deadline=None)
+@given(offset=st.integers(0, 100), limit=st.integers(1, 50))
+def test_rows_by_position_are_a_page_of_the_sorted_table(small_parts: Store, offset: int,
+                                                          limit: int) -> None:
+    """A page of a corpus's documents read from the row groups that hold it is the page
+    of the whole table sorted by doc_id (the corpus spans several parts here)."""
+    from lineage.store.part_read import rows_at
+
+    columns = ["doc_id", "source", "n_tokens", "content_hash"]
+    every = small_parts.sql("SELECT doc_id, source, n_tokens, content_hash FROM documents "
+                            "WHERE corpus = 'plays' ORDER BY doc_id", max_rows=None).rows
+    assert len(every) > 80  # three parts of at most 40 rows, row groups of 8
+    with small_parts.reader(views=False) as con:
+        total, rows = rows_at(con, small_parts, "documents", "plays", columns,
+                              offset=offset, limit=limit)
+    assert total == len(every)
+    assert [tuple(row.values()) for row in rows] == every[offset:offset + limit]

@@ -3,7 +3,8 @@
 Catalog connections (`base`), Parquet parts and their checks on read (`parts`,
 `part_check`), durable writes (`durable`, `scratch`), whole-store verification
 (`integrity`), the guarded read-only SQL session (`sql_guard`, `query`), polars frames
-over the tables (`frames`), and the named fault points crash tests use (`faults`).
+over the tables (`frames`), the named fault points crash tests use (`faults`), and what a
+reader of a fixed catalog copy keeps between questions (`memo`).
 
 Layer 1, the bottom of the core. May import: lineage.errors, lineage.schemas.
 """

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from lineage.store.answers import StoreInit
+    from lineage.store.memo import CatalogMemo
 
 
 STORE_ENV = "LINEAGE_STORE"
@@ -61,6 +62,10 @@ class BaseStore:
     The question methods live on `lineage.Store` (lineage/api.py), a subclass, so the
     store layer never imports the layers above it.
     """
+
+    # Catalog rows kept between questions (lineage/store/memo.py): only a reader of a
+    # fixed copy of the catalog has them; a store that reads the file keeps nothing.
+    catalog_memo: CatalogMemo | None = None
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -14,9 +14,11 @@ the catalog's SHA-256 on every read (slower, never silently wrong).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,20 +39,70 @@ class CheckedBytes:
     groups: set[int] = field(default_factory=set)
     data: dict[int, bytes] = field(default_factory=dict)
     whole: bool = False
+    footer_digest: str = ""  # the footer's BLAKE3, as the catalog records and the bytes hash
 
 
-def check_part(root: Path, rel: str, n_bytes: int, sha256: str, row_groups: str | None,
-               admits: Admits | None = None) -> None:
+@dataclass(frozen=True)
+class RangeRecord:
+    """A part's `row_groups` record, parsed: where each row group and then the footer end
+    (`ends`), the BLAKE3 of each range, and the first and last values of the part's range
+    columns in each row group (`first[column][i]`, `last[column][i]`; empty when the part
+    records none)."""
+
+    ends: list[int]
+    digests: list[str]
+    first: dict[str, list[Any]]
+    last: dict[str, list[Any]]
+
+    @classmethod
+    def parse(cls, text: str) -> RangeRecord:
+        record = json.loads(text)
+        return cls(record["ends"], record["blake3"], record["first"] or {},
+                   record["last"] or {})
+
+    def admitted(self, admits: Admits | None, only: Collection[int] | None = None,
+                 ) -> list[int]:
+        """The row groups whose recorded values `admits` (all without a condition or a
+        record of values), or the row groups `only` (by number), then the footer's range."""
+        groups = len(self.ends) - 1
+        if only is not None:
+            return [*sorted(i for i in only if 0 <= i < groups), groups]
+        if admits is None or not self.first:
+            return [*range(groups), groups]
+        narrow = getattr(admits, "narrow", None)  # a binary search to the few that can
+        window = range(groups) if narrow is None else narrow(self)
+        first, last = self.first, self.last
+        return [i for i in window if admits({k: v[i] for k, v in first.items()},
+                                            {k: v[i] for k, v in last.items()})] + [groups]
+
+    def ascends(self, side: str, column: str) -> bool:
+        """Whether the `side` ("first" or "last") values of `column` never decrease from one
+        row group to the next (a table's sort column): a lookup may then bisect them."""
+        return (side, column) in self._ascending
+
+    @functools.cached_property
+    def _ascending(self) -> frozenset[tuple[str, str]]:
+        return frozenset((side, column) for side, values in (("first", self.first),
+                                                             ("last", self.last))
+                         for column, found in values.items()
+                         if all(a <= b for a, b in itertools.pairwise(found)))
+
+
+def check_part(root: Path, rel: str, n_bytes: int, sha256: str,
+               row_groups: str | RangeRecord | None, admits: Admits | None = None) -> None:
     """Raise DamagedPartError unless the bytes a query of `rel` can read are as written.
 
     `admits` picks the row groups the query can read (None: all of them)."""
     checked_ranges(root, rel, n_bytes, sha256, row_groups, admits, keep=False)
 
 
-def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str, row_groups: str | None,
-                   admits: Admits | None = None, *, keep: bool = True) -> CheckedBytes:
+def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
+                   row_groups: str | RangeRecord | None, admits: Admits | None = None, *,
+                   keep: bool = True, only: Collection[int] | None = None) -> CheckedBytes:
     """`check_part`, keeping the checked bytes (unless `keep` is false) for a reader that
-    decodes them instead of reading the file again."""
+    decodes them instead of reading the file again. `row_groups` is the catalog's record,
+    as written or parsed (a reader that asks often parses it once). `only` names the row
+    groups to check instead of `admits` (none: the footer alone)."""
     path = root / rel
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -65,7 +117,8 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str, row_groups: 
             _check_whole(fd, path, sha256)
             checked.whole = True
         else:
-            _check_ranges(fd, checked, json.loads(row_groups), admits, keep)
+            record = RangeRecord.parse(row_groups) if isinstance(row_groups, str) else row_groups
+            _check_ranges(fd, checked, record, record.admitted(admits, only), keep)
     finally:
         os.close(fd)
     return checked
@@ -81,18 +134,14 @@ def _check_whole(fd: int, path: Path, sha256: str) -> None:
         raise DamagedPartError(path, "does not match the SHA-256 in the catalog")
 
 
-def _check_ranges(fd: int, checked: CheckedBytes, record: dict[str, Any], admits: Admits | None,
+def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: list[int],
                   keep: bool) -> None:
     import blake3
 
-    ends, digests = record["ends"], record["blake3"]
-    first, last = record["first"], record["last"]
+    ends, digests = record.ends, record.digests
     footer = len(ends) - 1  # the last range: the footer, which every read parses
-    for index, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
-        if index != footer and admits is not None and first and not admits(
-                {k: v[index] for k, v in first.items()},
-                {k: v[index] for k, v in last.items()}):
-            continue
+    for index in ranges:
+        start, end = ends[index - 1] if index else 0, ends[index]
         data = os.pread(fd, end - start, start)
         if blake3.blake3(data).hexdigest(length=len(digests[index]) // 2) != digests[index]:
             where = "footer" if index == footer else f"row group {index}"
@@ -100,5 +149,7 @@ def _check_ranges(fd: int, checked: CheckedBytes, record: dict[str, Any], admits
                                                  "match the BLAKE3 in the catalog")
         if index != footer:
             checked.groups.add(index)
+        else:
+            checked.footer_digest = digests[index]
         if keep:
             checked.data[start] = data

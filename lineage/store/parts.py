@@ -10,6 +10,7 @@ caller's catalog transaction.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -24,16 +25,24 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lineage.store.base import BaseStore
-    from lineage.store.part_check import Admits
+    from lineage.store.part_check import Admits, RangeRecord
 
 PART_ROWS = 4_000_000  # rows per part: parts stay a few hundred MB
 ROW_GROUP_ROWS = 131_072  # bulk tables read whole or by wide ranges
-# Tables answering point and range lookups: a lookup decompresses one row group, so keep
-# them small (16K rows of occurrences is ~2 MB of strings); and it parses one part's
-# footer, so keep parts smaller too (1M rows: 61 row groups; a 10M-row content-hash lookup
-# measured 2.5 ms against 4.1 ms with 4M-row parts).
-LOOKUP_ROW_GROUP_ROWS = 16_384
-LOOKUP_PART_ROWS = 1_000_000
+# Tables answering point and range lookups (occurrences, occurrence_hashes,
+# document_hashes). A lookup decompresses whole row groups (the parts have no page
+# index), so keep them small: 2,048 rows (at 16,384, decoding the row group was over half
+# of a `docs --step` answer's CPU). A lookup also reads and hashes its part's footer, about
+# 1 KB per row group, so keep parts small too: 250,000 rows (123 row groups, footers of
+# 55-130 KB). docs/performance.md has what each costs and saves. Stores written with
+# other sizes read as before: a part records its own row groups.
+LOOKUP_ROW_GROUP_ROWS = 2_048
+LOOKUP_PART_ROWS = 250_000
+# The text index's tables (fingerprints, text hashes, text documents): a text's lookup
+# asks for many fingerprints at once, so it reads many row groups; they keep the sizes
+# measured when they were made (docs/text-spec.md).
+TEXT_ROW_GROUP_ROWS = 16_384
+TEXT_PART_ROWS = 1_000_000
 # Columns whose values are (nearly) all distinct: a dictionary only costs there, so they
 # are written PLAIN (or as a writer's `encodings` say); and min/max statistics of long
 # strings cost encoding time without pruning anything, so those get none unless the
@@ -408,38 +417,92 @@ def part_files(
 
     admits = key_admits(span, digest, any_of)
     keep = []
-    for path, n_bytes, sha256, row_groups in candidate_parts(con, table, owner, admits):
-        check_part(store.root, path, n_bytes, sha256, row_groups, admits)
-        keep.append(str(store.root / path))
+    for part in candidate_parts(con, store, table, owner, admits):
+        check_part(store.root, part.path, part.n_bytes, part.sha256, part.row_groups, admits)
+        keep.append(str(store.root / part.path))
     return keep
+
+
+@dataclass(frozen=True)
+class PartEntry:
+    """A registered part as the catalog lists it: where, its size and SHA-256, the first
+    and last values of its range columns, and its row groups' record (None for a part
+    registered before schema 7)."""
+
+    path: str
+    n_bytes: int
+    sha256: str
+    n_rows: int
+    first: dict[str, Any]
+    last: dict[str, Any]
+    row_groups: RangeRecord | None
 
 
 def candidate_parts(
-    con: duckdb.DuckDBPyConnection, table: str, owner: str | None, admits: Admits,
-) -> list[tuple[str, int, str, str | None]]:
-    """(path, n_bytes, sha256, row_groups) of the registered parts of a table (of one
-    owner) whose recorded key ranges `admits`, in path order."""
+    con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
+    admits: Admits,
+) -> list[PartEntry]:
+    """The registered parts of a table (of one owner) whose recorded key ranges `admits`,
+    in path order. The catalog's list is read once per catalog state where the store
+    keeps one (lineage/store/memo.py)."""
+    from lineage.store.memo import remembered
+
+    listed = remembered(store, ("parts", table, owner), lambda: _part_entries(con, table, owner))
+    return [part for part in listed if admits(part.first, part.last)]
+
+
+def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None,
+                  ) -> list[PartEntry]:
+    from lineage.store.part_check import RangeRecord
+
     where, params = "table_name = ?", [table]
     if owner is not None:
         where, params = where + " AND owner = ?", [table, owner]
-    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, row_groups FROM "
+    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, n_rows, row_groups FROM "
                        f"parquet_files WHERE {where} ORDER BY path", params).fetchall()
-    keep = []
-    for path, ranges, n_bytes, sha256, row_groups in rows:
+    entries = []
+    for path, ranges, n_bytes, sha256, n_rows, row_groups in rows:
         bounds = json.loads(ranges) if ranges else {}
-        if admits({k: v[0] for k, v in bounds.items()}, {k: v[1] for k, v in bounds.items()}):
-            keep.append((path, n_bytes, sha256, row_groups))
-    return keep
+        entries.append(PartEntry(
+            path, n_bytes, sha256, n_rows, {k: v[0] for k, v in bounds.items()},
+            {k: v[1] for k, v in bounds.items()},
+            None if row_groups is None else RangeRecord.parse(row_groups)))
+    return entries
 
 
 def key_admits(span: tuple[int, int] | None = None, digest: str | None = None,
                any_of: tuple[str, Sequence[Any]] | None = None) -> Admits:
     """Whether a part or row group, by the first and last values of its range columns,
     can hold rows a lookup asks for (the conditions of `part_files`)."""
-    def admits(first: dict[str, Any], last: dict[str, Any]) -> bool:
-        return _admits(first, last, span, digest, any_of)
+    return KeyAdmits(span, digest, any_of)
 
-    return admits
+
+@dataclass(frozen=True)
+class KeyAdmits:
+    """`key_admits`' conditions: a token range [start, end), a content hash, or any of
+    some values of a column."""
+
+    span: tuple[int, int] | None
+    digest: str | None
+    any_of: tuple[str, Sequence[Any]] | None
+
+    def __call__(self, first: dict[str, Any], last: dict[str, Any]) -> bool:
+        return _admits(first, last, self.span, self.digest, self.any_of)
+
+    def narrow(self, record: RangeRecord) -> range:
+        """The row groups of a part that can hold a token range or a content hash, found
+        by bisection where the recorded values ascend (a part of 1M rows has ~500 row
+        groups; testing each is a tenth of a lookup). A superset: each is still tested."""
+        groups = len(record.ends) - 1
+        if self.span is not None and record.ascends("last", "stream_end") and \
+                record.ascends("first", "stream_start"):  # last end > start, first start < end
+            return range(bisect.bisect_right(record.last["stream_end"], self.span[0]),
+                         bisect.bisect_left(record.first["stream_start"], self.span[1]))
+        if self.digest is not None and record.ascends("last", "content_hash") and \
+                record.ascends("first", "content_hash"):  # first <= hash <= last
+            return range(bisect.bisect_left(record.last["content_hash"], self.digest),
+                         bisect.bisect_right(record.first["content_hash"], self.digest))
+        return range(groups)
 
 
 def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Sequence[str]) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.store.base import BaseStore
+from lineage.store.memo import remembered
 from lineage.store.part_read import lookup_rows
 from lineage.stream.schedule import BatchSchedule, RankRule
 
@@ -96,6 +97,13 @@ def get_stream(store: BaseStore, name: str | None = None) -> dict[str, Any]:
     """One stream by name; without a name, the only stream of the store."""
     with store.reader(views=False) as con:
         return _resolve(con, name)
+
+
+def resolved_stream(con: duckdb.DuckDBPyConnection, store: BaseStore, name: str | None,
+                    ) -> dict[str, Any]:
+    """`_resolve`'s row, read once per catalog state where the store keeps one (a server's
+    copy of the catalog: lineage/store/memo.py); a copy of it, so a caller may change it."""
+    return dict(remembered(store, ("stream", name), lambda: _resolve(con, name)))
 
 
 def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
@@ -193,7 +201,7 @@ def docs_in_step(
 ) -> dict[str, Any]:
     """Every segment of every document in a step (or one rank's or one window's part)."""
     with store.reader(views=False) as con:
-        info = _resolve(con, stream)
+        info = resolved_stream(con, store, stream)
         span = step_range(info, step, rank=rank, world_size=world_size, window=window)
         segments = step_segments(con, store, info, span)
     for segment in segments:

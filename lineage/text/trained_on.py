@@ -23,6 +23,7 @@ import blake3
 from lineage.errors import InputError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.durable import blake3_file
+from lineage.store.memo import remembered
 from lineage.store.part_read import lookup_rows
 from lineage.text.verdicts import (
     FOUND,
@@ -137,7 +138,7 @@ def trained_on(
             raise UsageError(f"run {run!r} read stream {info['stream']!r}, not {stream!r}")
         stream = info["stream"]
     with store.reader(views=False) as con:  # one catalog session for both kinds of match
-        context = _Context(con, store, _streams(con, stream), *_corpora(con))
+        context = _Context(con, store, _streams(con, store, stream), *_corpora(con, store))
         answer = {"stream": stream, "results": [context.by_bytes(q.label, q.digest)
                                                 for q in queries]}
         _match_texts(context, queries, answer, explicit=bool(texts) or stdin is not None,
@@ -254,18 +255,22 @@ def trained_on_hashes(
 ) -> dict[str, Any]:
     """The same answer for (label, BLAKE3 hex) pairs already hashed."""
     with store.reader(views=False) as con:
-        context = _Context(con, store, _streams(con, stream), *_corpora(con))
+        context = _Context(con, store, _streams(con, store, stream), *_corpora(con, store))
         return {"stream": stream, "results": [context.by_bytes(label, digest)
                                               for label, digest in queries]}
 
 
-def _streams(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, dict[str, Any]]:
-    from lineage.stream.query import _resolve, stream_rows
+def _streams(con: duckdb.DuckDBPyConnection, store: BaseStore, name: str | None,
+             ) -> dict[str, dict[str, Any]]:
+    """The stream named, or every stream, by name (read once per catalog state where the
+    store keeps one: lineage/store/memo.py)."""
+    from lineage.stream.query import resolved_stream, stream_rows
 
     if name is not None:
-        info = _resolve(con, name)
+        info = resolved_stream(con, store, name)
         return {info["name"]: info}
-    return {info["name"]: info for info in stream_rows(con)}
+    rows = remembered(store, ("streams",), lambda: stream_rows(con))
+    return {info["name"]: dict(info) for info in rows}
 
 
 def _answer(
@@ -350,9 +355,12 @@ def _steps_of(info: dict[str, Any], windows: list[int]) -> list[int]:
     return sorted({schedule.step_of_window(w) for w in windows})
 
 
-def _corpora(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], dict[str, str]]:
-    """(corpus -> manifest hash, corpus -> tokenizer), from one read of the catalog."""
-    rows = con.execute("SELECT name, manifest_hash, tokenizer FROM corpora").fetchall()
+def _corpora(con: duckdb.DuckDBPyConnection, store: BaseStore,
+             ) -> tuple[dict[str, str], dict[str, str]]:
+    """(corpus -> manifest hash, corpus -> tokenizer), from one read of the catalog (once
+    per catalog state where the store keeps one)."""
+    rows = remembered(store, ("corpora",), lambda: con.execute(
+        "SELECT name, manifest_hash, tokenizer FROM corpora").fetchall())
     return {r[0]: r[1] for r in rows}, {r[0]: r[2] for r in rows}
 
 

@@ -150,3 +150,40 @@ def test_a_busy_or_damaged_store_is_a_json_5xx(private_store: Path,
         damaged = client.get("/api/docs?step=0")
     assert damaged.status_code == 500
     assert damaged.json()["exit_code"] == 2 and "damaged part" in damaged.json()["error"]
+
+
+def test_catalog_rows_are_kept_per_snapshot_and_part_bytes_checked_every_time(
+        private_store: Path) -> None:
+    """A snapshot keeps the parts, their row groups' records and the streams' rows it read
+    (the same answers as the store read afresh); a part damaged after that is still caught
+    by the next lookup of the same snapshot; a commit starts a snapshot with nothing kept."""
+    from lineage.errors import DamagedPartError
+    from lineage.text.trained_on import trained_on_hashes
+
+    plain = open_store(private_store)
+    snapshots = snapshots_for(private_store)
+    served = snapshots.served()
+    digests = [r[0] for r in plain.sql("SELECT content_hash FROM documents").rows]
+    for _ in range(2):  # the second time from what the snapshot kept
+        for step in range(plain.stream("main")["steps"]):
+            assert served.docs_in_step(step, stream="main") == \
+                plain.docs_in_step(step, stream="main")
+        for digest in digests:
+            assert trained_on_hashes(served, [(digest, digest)], stream="main") == \
+                trained_on_hashes(plain, [(digest, digest)], stream="main")
+    kept = served.snapshot.memo
+    assert len(kept) >= 4  # parts of occurrences, document_hashes, occurrence_hashes; streams
+
+    part = sorted((private_store / "tables" / "occurrences").glob("*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[100] ^= 0xFF  # inside the first row group, which holds step 0
+    part.write_bytes(bytes(data))
+    with pytest.raises(DamagedPartError, match="row group 0"):  # the same snapshot
+        served.docs_in_step(0, stream="main")
+    assert served.catalog_memo is kept and len(kept) >= 4
+
+    ingest_corpus(plain, [EXAMPLES / "shards" / "poems.parquet"], corpus="more",
+                  license="LicenseRef-PublicDomain")
+    after = snapshots.served()
+    assert after.snapshot is not served.snapshot and len(after.snapshot.memo) == 0
+    assert [c["name"] for c in after.corpora()] == ["example", "more", "poems"]

@@ -121,11 +121,15 @@ def run_series(store: Store, run: str) -> dict[str, list[Any]]:
 
 
 def corpus_documents(store: Store, corpus: str, *, offset: int, limit: int) -> dict[str, Any]:
-    """One page of the corpus's documents in doc_id order, and how many there are."""
-    import polars as pl
+    """One page of the corpus's documents in doc_id order, and how many there are. The
+    corpus's `documents` parts are sorted by doc_id and follow one another, so the page is
+    read from the row groups that hold it (each checked), not from the whole table."""
+    from lineage.store.part_read import rows_at
 
-    frame = (store.frame("documents").filter(pl.col("corpus") == corpus)
-             .select("doc_id", "source", "n_tokens", "n_bytes", "license"))
-    total = frame.select(pl.len()).collect().item()
-    rows = frame.sort("doc_id").slice(offset, limit).collect().to_dicts()
+    with store.reader(views=False) as con:
+        total, rows = rows_at(con, store, "documents", corpus, DOCUMENT_COLUMNS,
+                              offset=offset, limit=limit)
     return {"total": total, "offset": offset, "limit": limit, "documents": rows}
+
+
+DOCUMENT_COLUMNS = ("doc_id", "source", "n_tokens", "n_bytes", "license")
