@@ -50,6 +50,11 @@ def megatron(
     sample_windows: Annotated[int, typer.Option(
         help="Windows re-read from the .bin and compared with the corpus (first and last "
         "included).", min=0)] = 16,
+    rebuild_cache: Annotated[bool, typer.Option(
+        help="The cache is lost: write it anew into --cache (an empty folder) with "
+        "megatron-core's own builder, from the config recorded with --stream (imported "
+        "before), and check every file against the recorded hash. Needs torch and "
+        "megatron-core.")] = False,
     json: JsonOption = False,
 ) -> None:
     """Import a Megatron-LM run's GPTDataset order (blends and batch ramp-up included),
@@ -67,7 +72,8 @@ def megatron(
         decrease_batch_size_if_needed, train_iters, split)
     result = import_megatron(
         current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
-        run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows)
+        run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows,
+        rebuild=rebuild_cache)
     if json:
         output.emit_json(result)
         return

@@ -30,6 +30,7 @@ from lineage.ingest.orders.megatron_docs import (
     tag,
     untag_all,
 )
+from lineage.ingest.orders.megatron_rebuild import check_rebuilt, rebuild_cache, recorded_cache
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
 from lineage.store.base import BaseStore
@@ -60,11 +61,18 @@ class MegatronRun:
 def import_megatron(
     store: BaseStore, *, data: Sequence[Path], docs: Sequence[Path], cache: Path,
     corpus: str, stream: str, run: MegatronRun, index_hash: str | None = None,
-    tokenizer: Path | None = None, sample_windows: int = 16, progress: Progress = None,
+    tokenizer: Path | None = None, sample_windows: int = 16, rebuild: bool = False,
+    progress: Progress = None,
 ) -> dict[str, Any]:
-    """Read a Megatron run's order and store it as stream `stream` of `corpus`."""
+    """Read a Megatron run's order and store it as stream `stream` of `corpus`. With
+    `rebuild`, the cache of stream `stream` (imported before) is first written anew into
+    `cache` by megatron-core from the recorded config, and every file checked against
+    the recorded hash; the import then answers "unchanged"."""
     if len(data) != len(docs) or not data:
         raise UsageError("give one --docs per --data, in the same order")
+    recorded = recorded_cache(store, stream) if rebuild else None
+    if recorded is not None:
+        rebuild_cache(recorded.description, data, cache, add_extra_token=run.add_extra_token)
     cached = find_run(cache, run.split, index_hash)
     prefixes = _match_prefixes(cached, data)
     manifest_hash, tokens_of = _corpus(store, corpus)
@@ -80,6 +88,8 @@ def import_megatron(
         manifest_hash=manifest_hash, seq_len=window_len, schedule=schedule,
         rank_rule=RankRule("micro-batches", run.micro_batch_size), framework="megatron",
         artifacts=_artifacts(cached, datasets), settings=_settings(cached, datasets, run))
+    if recorded is not None:
+        check_rebuilt(recorded, spec.artifacts, cache, stream)
     answer = store_order(store, stream=stream, corpus=corpus, spec=spec,
                          segments=_table(parts, datasets), origin=cache, progress=progress)
     return {**answer, "checked": checked}
@@ -206,8 +216,12 @@ def _artifacts(cached: CachedRun, datasets: list[Dataset]) -> dict[str, str]:
 def _settings(cached: CachedRun, datasets: list[Dataset], run: MegatronRun) -> dict[str, Any]:
     first = cached.datasets[0].description
     rampup = run.rampup
+    top = cached.blend or cached.datasets[0]
     return {
         "add_extra_token_to_sequence": run.add_extra_token,
+        # megatron-core's own record of the cache (the blend's names its datasets'):
+        # what --rebuild-cache gives its builder when the cache is lost.
+        "cache_description": top.description,
         "data_parallel_size": run.data_parallel_size,
         "datasets": [{"append_eod": d.append_eod, "num_samples": c.description.get("num_samples"),
                       "prefix": d.data.idx.stem} for c, d in zip(cached.datasets, datasets,

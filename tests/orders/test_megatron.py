@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,9 @@ def _import(store: Store, run: str, folder: Path = FIXTURES, **options: Any) -> 
     settings = options.pop("settings", SINGLE if run == "single" else BLEND)
     return import_megatron(
         store, data=[folder / n for n in NAMES[run]],
-        docs=[folder / f"{n}.jsonl" for n in NAMES[run]], cache=folder / f"cache-{run}",
-        corpus="mg", stream=options.pop("stream", run), run=settings, **options)
+        docs=[folder / f"{n}.jsonl" for n in NAMES[run]],
+        cache=options.pop("cache", folder / f"cache-{run}"), corpus="mg",
+        stream=options.pop("stream", run), run=settings, **options)
 
 
 @pytest.mark.parametrize("run", ["single", "blend"])
@@ -219,6 +221,41 @@ def test_a_prefix_the_run_did_not_read_is_refused(corpus: Store) -> None:
 def test_a_batch_megatron_would_refuse_is_refused(corpus: Store) -> None:
     _refused(corpus, r"global batch 6 is not divisible by micro batch times data-parallel "
              r"size \(4\)", run="single", settings=MegatronRun(6, 2, 2))
+
+
+# --- a lost cache: what is recorded to rebuild it, and what a rebuild refuses -----
+
+
+@pytest.mark.parametrize("run", ["single", "blend"])
+def test_the_stream_records_megatrons_own_description_of_the_cache(
+        corpus: Store, run: str) -> None:
+    answer = _import(corpus, run)
+    top = "BlendedDataset" if run == "blend" else "GPTDataset"
+    [written] = (FIXTURES / f"cache-{run}").glob(f"*-{top}-train-description.txt")
+    assert answer["settings"]["cache_description"] == json.loads(written.read_text())
+    assert answer["artifacts"][written.name].startswith("blake3:")
+
+
+def test_a_rebuild_needs_the_stream_imported_before(corpus: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no stream 'single'.*while its cache exists"):
+        _import(corpus, "single", rebuild=True, cache=tmp_path / "rebuilt")
+    assert not (tmp_path / "rebuilt").exists()
+
+
+def test_a_rebuild_writes_into_a_folder_without_a_cache(corpus: Store) -> None:
+    _import(corpus, "single")
+    with pytest.raises(UsageError, match="cache-single already holds one"):
+        _import(corpus, "single", rebuild=True)
+
+
+def test_a_rebuild_without_megatron_core_says_what_to_install(
+        corpus: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _import(corpus, "single")
+    for name in ("torch", "megatron"):  # as if they were not installed
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(UsageError, match="pip install torch megatron-core"):
+        _import(corpus, "single", rebuild=True, cache=tmp_path / "rebuilt")
+    assert not (tmp_path / "rebuilt").exists()
 
 
 # --- the batch-size schedule --------------------------------------------------------

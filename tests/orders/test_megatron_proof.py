@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineage.api import Store
+from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
@@ -257,3 +258,52 @@ def test_the_harness_generators_writer_is_megatron_cores(tmp_path: Path) -> None
     for suffix in (".bin", ".idx"):
         assert (tmp_path / f"ours{suffix}").read_bytes() == \
             (tmp_path / f"theirs{suffix}").read_bytes(), suffix
+
+
+# --- a lost cache, rebuilt by megatron-core from what the stream recorded -----------
+
+
+def _rebuild_args(folder: Path, run: str, cache: Path) -> list[str]:
+    names = ["sonnets"] if run == "single" else ["sonnets", "poems"]
+    batches = RUNS[run]
+    args = ["ingest", "order", "megatron", "--corpus", "mg", "--stream", run,
+            "--cache", str(cache), "--global-batch-size", str(batches.global_batch_size),
+            "--micro-batch-size", str(MICRO), "--data-parallel-size", str(DP),
+            "--rebuild-cache"]
+    for name in names:
+        args += ["--data", str(folder / name), "--docs", str(folder / f"{name}.jsonl")]
+    if batches.rampup is not None:
+        args += ["--rampup-batch-size", *map(str, (batches.rampup.start,
+                                                  batches.rampup.increment,
+                                                  batches.rampup.samples))]
+    return args
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_a_lost_cache_is_rebuilt_by_megatron_core_byte_for_byte(
+        made: tuple[Any, Path], imported: Store, cli: Any, tmp_path: Path, run: str) -> None:
+    _, folder = made
+    recorded = imported.stream(run).spec_hash
+    rebuilt = tmp_path / "rebuilt"
+    out = cli.json(*_rebuild_args(folder, run, rebuilt))
+    assert (out["status"], out["spec_hash"]) == ("unchanged", recorded)
+    original = sorted(p.name for p in (folder / f"cache-{run}").iterdir())
+    assert sorted(p.name for p in rebuilt.iterdir()) == original
+    for name in original:
+        assert (rebuilt / name).read_bytes() == (folder / f"cache-{run}" / name).read_bytes()
+
+
+def test_a_rebuild_that_differs_from_the_record_is_refused(
+        made: tuple[Any, Path], imported: Store, tmp_path: Path) -> None:
+    _, folder = made
+    # Samples of sequence_length tokens instead of sequence_length + 1: the description
+    # does not say, the sample index does.
+    shorter = MegatronRun(global_batch_size=8, micro_batch_size=MICRO, data_parallel_size=DP,
+                          add_extra_token=False)
+    before = imported.streams().to_json()
+    with pytest.raises(InputError, match=r"sample_index\.npy: rebuilt by megatron-core, but "
+                       r"not the bytes recorded with stream 'single'"):
+        import_megatron(imported, data=[folder / "sonnets"], docs=[folder / "sonnets.jsonl"],
+                        cache=tmp_path / "rebuilt", corpus="mg", stream="single", run=shorter,
+                        rebuild=True)
+    assert imported.streams().to_json() == before
