@@ -164,8 +164,11 @@ def test_catalog_rows_are_kept_per_snapshot_and_part_bytes_checked_every_time(
     snapshots = snapshots_for(private_store)
     served = snapshots.served()
     digests = [r[0] for r in plain.sql("SELECT content_hash FROM documents").rows]
+    digests = digests[::max(1, len(digests) // 24)]  # spread over the parts' row groups
+    last = plain.stream("main")["steps"] - 1
+    steps = sorted({*range(0, last, max(1, last // 24)), last})
     for _ in range(2):  # the second time from what the snapshot kept
-        for step in range(plain.stream("main")["steps"]):
+        for step in steps:
             assert served.docs_in_step(step, stream="main") == \
                 plain.docs_in_step(step, stream="main")
         for digest in digests:
