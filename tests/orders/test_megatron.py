@@ -242,6 +242,24 @@ def test_a_rebuild_needs_the_stream_imported_before(corpus: Store, tmp_path: Pat
     assert not (tmp_path / "rebuilt").exists()
 
 
+def test_a_stream_imported_without_the_description_cannot_be_rebuilt(
+        corpus: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lineage.ingest.orders import megatron
+
+    recorded = megatron._settings
+
+    def as_before(*args: Any) -> dict[str, Any]:  # what lineage recorded before it kept one
+        settings = recorded(*args)
+        del settings["cache_description"]
+        return settings
+
+    monkeypatch.setattr(megatron, "_settings", as_before)
+    _import(corpus, "single")
+    monkeypatch.undo()
+    with pytest.raises(UsageError, match="records no Megatron cache description"):
+        _import(corpus, "single", rebuild=True, cache=tmp_path / "rebuilt")
+
+
 def test_a_rebuild_writes_into_a_folder_without_a_cache(corpus: Store) -> None:
     _import(corpus, "single")
     with pytest.raises(UsageError, match="cache-single already holds one"):
