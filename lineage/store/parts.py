@@ -11,6 +11,7 @@ caller's catalog transaction.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -427,7 +428,8 @@ def part_files(
 class PartEntry:
     """A registered part as the catalog lists it: where, its size and SHA-256, the first
     and last values of its range columns, and its row groups' record (None for a part
-    registered before schema 7)."""
+    registered before schema 7), parsed where it is kept for many questions, else as
+    written (parsed by the check only if the part is read)."""
 
     path: str
     n_bytes: int
@@ -435,7 +437,7 @@ class PartEntry:
     n_rows: int
     first: dict[str, Any]
     last: dict[str, Any]
-    row_groups: RangeRecord | None
+    row_groups: RangeRecord | str | None
 
 
 def candidate_parts(
@@ -447,18 +449,28 @@ def candidate_parts(
     keeps one (lineage/store/memo.py)."""
     from lineage.store.memo import remembered
 
-    listed = remembered(store, ("parts", table, owner), lambda: _part_entries(con, table, owner))
+    if store.catalog_memo is None:
+        # Asked once: the row groups' records are read only for the parts the key ranges
+        # admit (reading all of a 10M table's 40 took 9.7 ms; its key ranges 0.8 ms).
+        admitted = [part for part in _part_entries(con, table, owner, records=False)
+                    if admits(part.first, part.last)]
+        return _with_records(con, admitted)
+    listed = remembered(store, ("parts", table, owner),
+                        lambda: _part_entries(con, table, owner, records=True))
     return [part for part in listed if admits(part.first, part.last)]
 
 
-def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None,
-                  ) -> list[PartEntry]:
+def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None, *,
+                  records: bool) -> list[PartEntry]:
+    """The parts of a table, with their row groups' records parsed (`records`) or not
+    read at all."""
     from lineage.store.part_check import RangeRecord
 
     where, params = "table_name = ?", [table]
     if owner is not None:
         where, params = where + " AND owner = ?", [table, owner]
-    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, n_rows, row_groups FROM "
+    record = "row_groups" if records else "NULL"
+    rows = con.execute(f"SELECT path, key_ranges, n_bytes, sha256, n_rows, {record} FROM "
                        f"parquet_files WHERE {where} ORDER BY path", params).fetchall()
     entries = []
     for path, ranges, n_bytes, sha256, n_rows, row_groups in rows:
@@ -468,6 +480,17 @@ def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None,
             {k: v[1] for k, v in bounds.items()},
             None if row_groups is None else RangeRecord.parse(row_groups)))
     return entries
+
+
+def _with_records(con: duckdb.DuckDBPyConnection, parts: list[PartEntry]) -> list[PartEntry]:
+    """`parts` with their row groups' records as written (parsed by the check that reads
+    the part)."""
+    if not parts:
+        return parts
+    marks = ", ".join("?" * len(parts))  # plain parameters: a list one plans slower
+    records = dict(con.execute(f"SELECT path, row_groups FROM parquet_files WHERE path IN "
+                               f"({marks})", [p.path for p in parts]).fetchall())
+    return [dataclasses.replace(part, row_groups=records[part.path]) for part in parts]
 
 
 def key_admits(span: tuple[int, int] | None = None, digest: str | None = None,
