@@ -9,6 +9,7 @@ import typer
 
 from lineage.cli import orders_olmo, output
 from lineage.cli.common import JsonOption, current_store
+from lineage.cli.order_summary import order_summary
 
 app = typer.Typer(help="Import the data order a trainer recorded, as a stream every query "
                   "reads (docs/importers.md).", no_args_is_help=True)
@@ -117,19 +118,10 @@ def open_transformers(
 
 
 def _summary(result: dict[str, Any]) -> list[str]:
-    schedule = ",".join(f"{first}:{windows}" for first, windows in result["schedule"])
-    rule = result["rank_rule"]
-    rule_text = rule["rule"] + (f":{rule['micro_batch']}" if "micro_batch" in rule else "")
     checked = result.get("checked", {})
     reread = checked.get("windows") or []
-    return [
-        f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
-        f"{result['steps']:,} steps (schedule {schedule}, rank rule {rule_text}), "
-        f"{result['segments']:,} segments in {result['occurrences']:,} occurrences",
-        f"re-read {len(reread)} windows: {checked.get('status', 'not re-read')}",
-        f"spec {result['spec']} {result['spec_hash']}",
-        f"occurrences {result['occurrences_digest']}",
-    ]
+    return order_summary(result, f"re-read {len(reread)} windows: "
+                                 f"{checked.get('status', 'not re-read')}")
 
 
 app.command("olmo-core")(orders_olmo.olmo_core)

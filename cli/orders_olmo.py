@@ -9,6 +9,7 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
+from lineage.cli.order_summary import order_summary
 
 
 def olmo_core(
@@ -74,15 +75,8 @@ def olmo_core(
 
 
 def _summary(result: dict[str, Any]) -> list[str]:
-    schedule = ",".join(f"{first}:{windows}" for first, windows in result["schedule"])
     checked = result["checked"]
     reread = (f"re-read {checked['re_read']} documents against the corpus text"
               if checked["re_read"] else f"not re-read: {checked['re_read_skipped']}")
-    return [
-        f"stream {result['name']}: {result['status']}: {result['windows']:,} windows in "
-        f"{result['steps']:,} steps (schedule {schedule}, rank rule strided), "
-        f"{result['segments']:,} segments in {result['occurrences']:,} occurrences",
-        f"{checked['documents']:,} documents, every token count checked; {reread}",
-        f"spec {result['spec']} {result['spec_hash']}",
-        f"occurrences {result['occurrences_digest']}",
-    ]
+    return order_summary(result, f"{checked['documents']:,} documents, every token count "
+                                 f"checked; {reread}")

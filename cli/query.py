@@ -55,10 +55,11 @@ def _windows_text(answer: Any) -> str:
         shown = "windows " + ", ".join(map(str, answer["rank_windows"]))
     if "step_windows" not in answer:
         return shown
-    rule = answer["rank_rule"]
-    rule_text = rule["rule"] + (f":{rule['micro_batch']}" if "micro_batch" in rule else "")
+    from lineage.stream.schedule import RankRule
+
+    rule = RankRule.from_json(answer["rank_rule"]).to_text()
     step_first, step_last = answer["step_windows"]
-    return f"{shown} of step windows {step_first}..{step_last}, rank rule {rule_text}"
+    return f"{shown} of step windows {step_first}..{step_last}, rank rule {rule}"
 
 
 def trained_on(
