@@ -33,7 +33,7 @@ def serve(
     import uvicorn
 
     from lineage.serve.app import HOSTS_ENV, ROOT_ENV, TOKEN_FILE_ENV, read_token
-    from lineage.serve.tcp import PROTOCOL
+    from lineage.serve.tcp import UVICORN_SETTINGS
 
     store = current_store(ctx)  # an existing store, or the usual one-line error
     loopback = _is_loopback(host)
@@ -50,8 +50,7 @@ def serve(
     output.info(f"serving {store.root} read-only at http://{shown}:{port}/ (API under "
                 f"/api, /openapi.json); Ctrl-C stops")
     uvicorn.run("lineage.serve.app:app_from_environment", factory=True, host=host, port=port,
-                workers=workers, http=PROTOCOL, log_level="warning", access_log=False,
-                server_header=False, proxy_headers=False)
+                workers=workers, **UVICORN_SETTINGS)
 
 
 def _is_loopback(host: str) -> bool:

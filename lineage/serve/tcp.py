@@ -1,4 +1,9 @@
-"""uvicorn's HTTP/1.1 protocol (h11) with Nagle's algorithm off on every connection.
+"""uvicorn's HTTP/1.1 protocol on httptools (the C parser of Node's llhttp), with Nagle's
+algorithm off on every connection.
+
+httptools parses a request in C, where h11 does it in Python: measured on loopback, a
+kept answer cost the server 0.21 ms of CPU with h11 and 0.10 ms with httptools and
+uvloop (docs/performance.md).
 
 A uvicorn worker started with `--workers N` gets its listening socket from the supervisor
 as a bare descriptor, and asyncio sets TCP_NODELAY only on sockets it knows to be TCP,
@@ -13,15 +18,19 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 if TYPE_CHECKING:
     import asyncio
 
-PROTOCOL = "lineage.serve.tcp:NoDelayH11Protocol"  # uvicorn's `http` setting
+PROTOCOL = "lineage.serve.tcp:NoDelayHttpToolsProtocol"  # uvicorn's `http` setting
+# How uvicorn runs the application, for `lineage serve` and the tests alike ("auto": uvloop
+# where it is installed, which is everywhere but Windows).
+UVICORN_SETTINGS = {"http": PROTOCOL, "loop": "auto", "log_level": "warning",
+                    "access_log": False, "server_header": False, "proxy_headers": False}
 
 
-class NoDelayH11Protocol(H11Protocol):
+class NoDelayHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):

@@ -37,7 +37,6 @@ def lookup_rows(
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
     stream_start..stream_end) or hold the content hash `digest`, as `columns`, in file
     order. DamagedPartError if a byte they come from is not as written."""
-    import pyarrow.compute as pc
 
     admits = key_admits(span, digest)
     keys = _keys(span, digest)
@@ -49,18 +48,33 @@ def lookup_rows(
         groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
         if not groups:
             continue
-        # The key columns first: most of a row group's bytes are in the others, decoded
+        decoded = _decoded(parquet, groups, keys, columns, span, digest)
+        if decoded is not None:
+            found.extend(zip(*decoded, strict=True))
+    return found
+
+
+def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequence[str],
+             span: tuple[int, int] | None, digest: str | None) -> list[list[Any]] | None:
+    """The values of `columns` in the rows of `groups` that match the lookup, column by
+    column; None when no row does."""
+    import pyarrow.compute as pc
+
+    others = [name for name in columns if name not in keys]
+    if span is not None:  # a row group admitted for a token range holds some of it: one read
+        rows = parquet.read_row_groups(groups, columns=[*keys, *others], use_threads=False)
+        decoded = dict(zip(rows.column_names, rows.columns, strict=True))
+        matching = _matching(rows, span, digest)
+    else:
+        # The key column first: most of a row group's bytes are in the others, decoded
         # only when a row matches (for a content hash that no document has, never).
         key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
         matching = _matching(key_rows, span, digest)
         if not pc.any(matching).as_py():
-            continue
-        others = [name for name in columns if name not in keys]
-        rows = parquet.read_row_groups(groups, columns=others, use_threads=False)
-        picked = {name: column.filter(matching).to_pylist() for name, column in
-                  zip([*keys, *others], [*key_rows.columns, *rows.columns], strict=True)}
-        found.extend(zip(*(picked[name] for name in columns), strict=True))
-    return found
+            return None
+        rest = parquet.read_row_groups(groups, columns=others, use_threads=False)
+        decoded = dict(zip([*keys, *others], [*key_rows.columns, *rest.columns], strict=True))
+    return [decoded[name].filter(matching).to_pylist() for name in columns]
 
 
 def rows_at(

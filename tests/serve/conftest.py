@@ -76,9 +76,12 @@ class LiveServer:
     def __init__(self, root: Path) -> None:
         import uvicorn
 
+        from lineage.serve.tcp import UVICORN_SETTINGS
+
         self.port = free_port()
+        # as `lineage serve` runs it: the same HTTP protocol and event loop
         config = uvicorn.Config(create_app(root), host="127.0.0.1", port=self.port,
-                                log_level="warning", access_log=False)
+                                **UVICORN_SETTINGS)  # type: ignore[arg-type]
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
