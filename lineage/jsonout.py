@@ -6,6 +6,7 @@ A leaf module kept small on purpose: the command line's lean path (`docs --json`
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping
@@ -55,28 +56,33 @@ def _orjson_text(value: Any) -> str | None:
 
 
 _ALIKE_SCALARS = frozenset({str, int, bool, type(None)})
-_STR_KEYS = frozenset({str})
+_ROWS = _ALIKE_SCALARS | {dict}
 
 
 def _renders_alike(value: Any) -> bool:
     """Whether orjson writes `value` as json does (docs/performance.md: what differs).
-    The types of a container's items are taken in one pass in C: most are plain scalars,
-    and only the others are looked at one by one."""
+    Keys are not looked at: orjson refuses a key that is not a str, and json then writes
+    the value. The types of a container's items are taken in one pass in C: most are
+    plain scalars, and only the others are looked at one by one."""
     kind = type(value)
     if kind in _ALIKE_SCALARS:
         return True
     if kind is float:
         return bool(value == 0.0 or 1e-4 <= abs(value) < math.inf)
     if kind is dict or isinstance(value, Mapping):  # an Answer too, by its JSON object
-        if not set(map(type, value.keys())) <= _STR_KEYS:
-            return False
-        items = value.values()
-    elif kind is list or isinstance(value, list | tuple):  # an AnswerList too
-        items = value
-    else:
-        return False
-    if set(map(type, items)) <= _ALIKE_SCALARS:
+        return _items_alike(list(value.values()))
+    if kind is list or isinstance(value, list | tuple):  # an AnswerList too
+        return _items_alike(value)
+    return False
+
+
+def _items_alike(items: Any) -> bool:
+    kinds = set(map(type, items))
+    if kinds <= _ALIKE_SCALARS:
         return True
+    if kinds <= _ROWS:  # rows of an answer (a step's segments): all their values at once
+        rows = [item for item in items if type(item) is dict]
+        return _items_alike(list(itertools.chain.from_iterable(map(dict.values, rows))))
     return all(_renders_alike(item) for item in items if type(item) not in _ALIKE_SCALARS)
 
 
