@@ -27,11 +27,20 @@ FAULT_POINTS = ["map-done", "reduce-written", "commit-locked", "commit-renamed",
 
 
 def _park_at(point: str, store: Store, ready: Path, *args: str) -> subprocess.Popen[str]:
-    """Start an ingest that stops at `point` and wait until it is parked there."""
-    proc = spawn_lineage(
-        "--store", str(store.root), "ingest", "corpus", *args,
-        env={"LINEAGE_FAULT_POINT": point, "LINEAGE_FAULT_READY": str(ready)},
-    )
+    """Start an ingest that stops at `point` and wait until it is parked there.
+
+    The child takes Ctrl-C as a terminal's foreground job does, even when these tests run
+    as a background job (which a shell starts with SIGINT ignored, and an ignored signal
+    stays ignored across exec): for the spawn, this process handles SIGINT, and a handled
+    signal reverts to its default action in the child."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = spawn_lineage(
+            "--store", str(store.root), "ingest", "corpus", *args,
+            env={"LINEAGE_FAULT_POINT": point, "LINEAGE_FAULT_READY": str(ready)},
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + 60
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -262,7 +271,11 @@ def test_ctrl_c_exits_130_and_cleans_up(
 ) -> None:
     proc = _park_at(point, store, tmp_path / "ready", str(example_corpus), "--corpus", "c")
     os.kill(proc.pid, signal.SIGINT)
-    _, stderr = proc.communicate(timeout=30)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    finally:  # a child that ignored the signal must not outlive the test
+        proc.kill()
+        proc.communicate()
     assert proc.returncode == 130
     assert stderr == "error: interrupted: nothing was committed\n"
     report = store.verify()
