@@ -1,0 +1,68 @@
+"""The stream page's source mix read from checked bytes (lineage/serve/web/mix.py): for
+any cut of the stream's tokens it is what SQL over the occurrences says, and a part whose
+bytes differ from the catalog's record is refused, not counted."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lineage.api import Store, open_store
+from lineage.errors import DamagedPartError
+from lineage.serve.web.mix import tokens_by_range
+
+from .web_helpers import demo_store_root
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_store_root(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def store(root: Path) -> Store:
+    return open_store(root)
+
+
+def sql_tokens(store: Store, bounds: list[int]) -> list[dict[str, int]]:
+    with store.reader() as con:
+        return [{source: int(tokens) for source, tokens in con.execute(
+            "SELECT source, sum(greatest(0, least(stream_end, ?) - greatest(stream_start, ?)))"
+            " FROM occurrences WHERE stream = 'main' GROUP BY source", [hi, lo]).fetchall()}
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(min_value=1, max_value=10**7), min_size=1, max_size=6,
+                     unique=True))
+def test_any_cut_of_the_stream_counts_as_sql_does(store: Store, cuts: list[int]) -> None:
+    """Ranges of any widths (a few tokens, many documents, past the stream's end): each
+    occurrence counts in every range for the tokens it has there."""
+    bounds = [0, *sorted(cuts)]
+    mix = tokens_by_range(store, "main", tuple(bounds))
+    expected = [{s: n for s, n in r.items() if n} for r in sql_tokens(store, bounds)]
+    assert mix["sources"] == sorted({s for r in expected for s in r})
+    assert [{s: n for s, n in r.items() if n} for r in mix["tokens"]] == expected
+
+
+def test_narrow_ranges_split_documents_at_every_border(store: Store) -> None:
+    tokens = store.stream("main").tokens
+    bounds = list(range(0, tokens + 1, 97))
+    mix = tokens_by_range(store, "main", tuple(bounds))
+    assert mix["tokens"] == sql_tokens(store, bounds)
+    assert sum(sum(r.values()) for r in mix["tokens"]) > 0
+
+
+def test_a_damaged_occurrence_part_is_refused(root: Path, tmp_path: Path) -> None:
+    shutil.copytree(root, tmp_path / "store")
+    part = sorted((tmp_path / "store" / "tables" / "occurrences").glob("*.parquet"))[-1]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 3] ^= 0x01  # one bit inside a row group
+    part.write_bytes(bytes(data))
+    with pytest.raises(DamagedPartError, match="does not match the BLAKE3"):
+        tokens_by_range(open_store(tmp_path / "store"), "main", (0, 10**9))
