@@ -22,6 +22,7 @@ from lineage.jsonout import json_text
 from lineage.serve.errors import HTTPProblem, status_of
 from lineage.serve.stores import store_for
 from lineage.serve.web.markup import Markup, document, facts, tag
+from lineage.serve.web.sign_in import SIGNED_IN
 
 Loader = Callable[[Request, Any], Any]  # (request, lineage.Store) -> the page's data
 Renderer = Callable[[Any], tuple[str, Markup]]  # the data -> (title, body)
@@ -69,8 +70,9 @@ def respond(request: Request, data: Any, render: Renderer, *, as_json: bool,
     if as_json:
         return json_response(data, status=status)
     title, body = render(data)
-    return HTMLResponse(document(title, body, json_href=json_href(request)), status_code=status,
-                        headers=HTML_HEADERS)
+    page = document(title, body, json_href=json_href(request),
+                    signed_in=bool(request.scope.get(SIGNED_IN)))
+    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
 
 
 def json_response(data: Any, *, status: int = 200) -> Response:
