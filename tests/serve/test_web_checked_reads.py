@@ -1,6 +1,7 @@
-"""The stream page's source mix read from checked bytes (lineage/serve/web/mix.py): for
-any cut of the stream's tokens it is what SQL over the occurrences says, and a part whose
-bytes differ from the catalog's record is refused, not counted."""
+"""The explorer's own reads of checked bytes: a stream page's source mix
+(lineage/serve/web/mix.py), for any cut of the stream's tokens what SQL over the
+occurrences says, and a document page's row (lineage/serve/web/doc_rows.py), the row SQL
+gives; a part whose bytes differ from the catalog's record is refused, not read."""
 
 from __future__ import annotations
 
@@ -66,3 +67,36 @@ def test_a_damaged_occurrence_part_is_refused(root: Path, tmp_path: Path) -> Non
     part.write_bytes(bytes(data))
     with pytest.raises(DamagedPartError, match="does not match the BLAKE3"):
         tokens_by_range(open_store(tmp_path / "store"), "main", (0, 10**9))
+
+
+def test_a_document_page_reads_its_row_from_checked_bytes(root: Path, tmp_path: Path) -> None:
+    """The document's row comes from the row group its footer says holds it (the footer
+    and that row group checked first): the same row as SQL gives, and a flipped bit in
+    that row group refuses the page."""
+    from starlette.testclient import TestClient
+
+    from lineage.serve.web.corpus_pages import DOCUMENT_COLUMNS
+    from lineage.serve.web.doc_rows import document_row
+
+    from .web_helpers import explorer_app
+
+    store = open_store(root)
+    columns = ", ".join(DOCUMENT_COLUMNS)
+    expected = store.sql(f"SELECT {columns} FROM documents WHERE corpus = 'example' "
+                         "ORDER BY doc_id").rows
+    with store.reader(views=False) as con:
+        for row in expected[::7]:
+            assert document_row(con, store, "documents", "example", row[1],
+                                DOCUMENT_COLUMNS) == dict(zip(DOCUMENT_COLUMNS, row, strict=True))
+        assert document_row(con, store, "documents", "example", "nope", DOCUMENT_COLUMNS) \
+            is None
+
+    shutil.copytree(root, tmp_path / "store")
+    for part in (tmp_path / "store" / "tables" / "documents").glob("example-*.parquet"):
+        data = bytearray(part.read_bytes())
+        data[len(data) // 4] ^= 0x01
+        part.write_bytes(bytes(data))
+    with TestClient(explorer_app(tmp_path / "store")) as client:
+        damaged = client.get("/corpora/example/document.json", params={"id": expected[0][1]})
+    assert damaged.status_code == 500
+    assert damaged.json()["exit_code"] == 2 and "does not match" in damaged.json()["error"]
