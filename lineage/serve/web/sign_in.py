@@ -55,10 +55,11 @@ class Sessions:
         value = cookie_parser(cookie_header).get(COOKIE, "")
         version, _, rest = value.partition(".")
         expiry, _, mac = rest.partition(".")
-        if version != "v1" or not expiry.isdigit():
+        if version != "v1" or not (expiry.isascii() and expiry.isdigit()):
             return False
         fresh = int(expiry) > (now if now is not None else time.time())
-        return hmac.compare_digest(mac, self._mac(f"v1.{expiry}")) and fresh
+        expected = self._mac(f"v1.{expiry}").encode()
+        return hmac.compare_digest(mac.encode("utf-8", "replace"), expected) and fresh
 
     def _mac(self, message: str) -> str:
         return hmac.new(self._token, message.encode(), hashlib.sha256).hexdigest()
