@@ -59,6 +59,24 @@ def test_narrow_ranges_split_documents_at_every_border(store: Store) -> None:
     assert sum(sum(r.values()) for r in mix["tokens"]) > 0
 
 
+def test_the_mix_is_the_same_whatever_the_names_expected_or_the_rows_order(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names the corpus does not have, or lacks, and parts whose rows are not in stream
+    order (read in a shuffled order here) change nothing."""
+    from lineage.serve.web import mix
+
+    stream = store.stream("main")
+    bounds = tuple(range(0, stream.tokens + 4096, 4096))
+    expected = tokens_by_range(store, "main", bounds)
+    assert expected["sources"] == ["debian-copyright", "python-stdlib", "shakespeare"]
+    for names in (["python-stdlib"], ["a", "shakespeare"], expected["sources"]):
+        assert tokens_by_range(store, "main", bounds, sources=names) == expected
+    read = mix._read_checked
+    monkeypatch.setattr(mix, "_read_checked",
+                        lambda *args: read(*args).sample(fraction=1.0, shuffle=True, seed=7))
+    assert tokens_by_range(store, "main", bounds, sources=expected["sources"]) == expected
+
+
 def test_a_damaged_occurrence_part_is_refused(root: Path, tmp_path: Path) -> None:
     shutil.copytree(root, tmp_path / "store")
     part = sorted((tmp_path / "store" / "tables" / "occurrences").glob("*.parquet"))[-1]

@@ -50,11 +50,17 @@ def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> d
     firsts = [*range(0, stream.steps, span), stream.steps]
     bounds = tuple(schedule.first_window(step) * stream.seq_len for step in firsts)
     key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest, bounds)
-    mix = kept(key, lambda: tokens_by_range(store, stream.name, bounds))
+    mix = kept(key, lambda: tokens_by_range(store, stream.name, bounds,
+                                            sources=_sources_of(store, stream)))
     ranges = [{"first_step": first, "last_step": following - 1, "tokens": tokens}
               for first, following, tokens in zip(firsts[:-1], firsts[1:], mix["tokens"],
                                                   strict=True)]
     return {"steps_per_range": span, "sources": mix["sources"], "ranges": ranges}
+
+
+def _sources_of(store: Store, stream: Stream) -> list[str]:
+    """The sources of the stream's corpus, as the catalog lists them."""
+    return [s["source"] for s in store.corpus(stream.corpus).to_dict()["sources"]]
 
 
 _KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()

@@ -12,6 +12,7 @@ fifth of scanning the whole table through a frame; docs/performance.md has the f
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,6 @@ from lineage.store.part_check import checked_ranges
 from lineage.store.parts import PartEntry, candidate_parts, key_admits
 
 if TYPE_CHECKING:
-    import numpy as np
     import polars as pl
 
     from lineage.store.base import BaseStore
@@ -28,63 +28,78 @@ COLUMNS = ("source", "stream_start", "stream_end")
 READERS = 2  # parts read at once: the serving machine's cores are shared with the server
 
 
-def tokens_by_range(store: BaseStore, stream: str, bounds: tuple[int, ...]) -> dict[str, Any]:
+def tokens_by_range(store: BaseStore, stream: str, bounds: tuple[int, ...], *,
+                    sources: Sequence[str] = ()) -> dict[str, Any]:
     """Tokens of each source inside each [bounds[i], bounds[i + 1]) of the stream's tokens
     (`bounds` ascending): {"sources": sorted names, "tokens": [{source: tokens}, ...]}. An
-    occurrence crossing a bound counts on each side for the tokens it has there."""
+    occurrence crossing a bound counts on each side for the tokens it has there.
+
+    `sources`: the names the stream's sources are expected to have (its corpus's), so
+    that they are decoded straight to numbers; a part with any other is read all the
+    same, its names found first."""
     with store.reader(views=False) as con:
         parts = candidate_parts(con, store, "occurrences", stream,
                                 key_admits(span=(bounds[0], bounds[-1])))
     with ThreadPoolExecutor(max_workers=READERS) as pool:
-        counted = list(pool.map(lambda part: _part_tokens(store, part, bounds), parts))
-    sources = sorted({source for found in counted for _, source in found})
-    tokens = [dict.fromkeys(sources, 0) for _ in bounds[1:]]
+        counted = list(pool.map(lambda part: _part_tokens(store, part, bounds, sources),
+                                parts))
+    names = sorted({source for found in counted for source, count in found.items()
+                    if any(count)})
+    tokens = [dict.fromkeys(names, 0) for _ in bounds[1:]]
     for found in counted:
-        for (number, source), count in found.items():
-            tokens[number][source] += count
-    return {"sources": sources, "tokens": tokens}
+        for source in names:
+            for number, count in enumerate(found.get(source, ())):
+                tokens[number][source] += count
+    return {"sources": names, "tokens": tokens}
 
 
 def _part_tokens(store: BaseStore, part: PartEntry, bounds: tuple[int, ...],
-                 ) -> dict[tuple[int, str], int]:
-    """Tokens of each source of one part in each range of `bounds`, by (range, source)."""
+                 sources: Sequence[str]) -> dict[str, list[int]]:
+    """Tokens of each source of one part in each range of `bounds`."""
     import numpy as np
-    import polars as pl
 
     rows = _read_checked(store, part)
+    names, codes = _source_codes(rows["source"], sources)
+    start, end = rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy()
+    if len(start) and not bool((start[1:] >= start[:-1]).all()):
+        # parts are written in stream order; one that is not is put in it first
+        order = np.argsort(start, kind="stable")
+        start, end, codes = start[order], end[order], codes[order]
     edges = np.asarray(bounds, dtype=np.int64)
-    start = rows["stream_start"].to_numpy()
-    stop = np.minimum(rows["stream_end"].to_numpy(), edges[-1])
-    first = _range_of(edges, start)
-    following = edges[np.minimum(first + 1, len(edges) - 1)]  # where the range ends
-    counted = (rows.lazy()
-               .with_columns(pl.Series("range", first),
-                             pl.Series("tokens", np.minimum(stop, following) - start))
-               .filter(pl.col("tokens") > 0)
-               .group_by("range", "source").agg(pl.col("tokens").sum())
-               .collect())
-    found = {(number, source): tokens for number, source, tokens in counted.iter_rows()}
-    # the few occurrences that go on past their range's end: the rest in the next ranges
-    for row in np.flatnonzero(stop > following).tolist():
-        source = rows["source"][row]
-        for number in range(int(first[row]) + 1, len(bounds) - 1):
-            tokens = min(int(stop[row]), bounds[number + 1]) - bounds[number]
-            if tokens <= 0:
-                break
-            found[number, source] = found.get((number, source), 0) + tokens
-    return found
+    cuts = np.searchsorted(start, edges, side="left")  # the first row of each range
+    sums = np.zeros((len(bounds) - 1, len(names)), dtype=np.int64)
+    for number in range(len(bounds) - 1):
+        first, after = int(cuts[number]), int(cuts[number + 1])
+        if first == after:
+            continue
+        here = np.minimum(end[first:after], edges[number + 1]) - start[first:after]
+        # Whole numbers below 2**53 add up exactly in float64 (a stream has far fewer tokens).
+        sums[number] += np.bincount(codes[first:after], weights=here,
+                                    minlength=len(names)).astype(np.int64)
+        for row in np.flatnonzero(end[first:after] > edges[number + 1]).tolist():
+            _carry(sums, bounds, number, int(codes[first + row]), int(end[first + row]))
+    return {name: sums[:, code].tolist() for code, name in enumerate(names)}
 
 
-def _range_of(edges: np.ndarray[Any, Any], start: np.ndarray[Any, Any]) -> Any:
-    """The range of `edges` each start lies in (-1 before the first). A part is written in
-    stream order, so its rows are cut into ranges by a binary search for each edge; the
-    search for each row is the fallback for a part that is not."""
-    import numpy as np
+def _carry(sums: Any, bounds: tuple[int, ...], number: int, code: int, end: int) -> None:
+    """An occurrence that goes on past range `number`'s end: its tokens in the next ones."""
+    for later in range(number + 1, len(bounds) - 1):
+        if end <= bounds[later]:
+            return
+        sums[later, code] += min(end, bounds[later + 1]) - bounds[later]
 
-    if len(start) and bool((start[1:] >= start[:-1]).all()):
-        cuts = np.searchsorted(start, edges, side="left")
-        return np.repeat(np.arange(-1, len(edges)), np.diff(cuts, prepend=0, append=len(start)))
-    return np.searchsorted(edges, start, side="right") - 1
+
+def _source_codes(column: pl.Series, expected: Sequence[str]) -> tuple[list[str], Any]:
+    """The names of the sources and each row's number among them: decoded against the
+    expected names when every row has one of them, else against the names found."""
+    import polars as pl
+
+    names = sorted(set(expected))
+    try:
+        return names, column.cast(pl.Enum(names)).to_physical().to_numpy()
+    except pl.exceptions.InvalidOperationError:
+        names = column.unique().sort().to_list()
+        return names, column.cast(pl.Enum(names)).to_physical().to_numpy()
 
 
 def _read_checked(store: BaseStore, part: PartEntry) -> pl.DataFrame:
