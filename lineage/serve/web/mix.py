@@ -5,8 +5,9 @@ The source mix needs every occurrence of the stream but only three of its column
 row group and the footer) checked against the catalog's BLAKE3 as lookups check theirs
 (lineage/store/part_check.py), and only those three columns are decoded, by polars,
 from the checked bytes: nothing unchecked is decoded. Parts are read two at a time
-(reading, hashing and decoding release the GIL). At 10M occurrences this is about a
-fifth of scanning the whole table through a frame; docs/performance.md has the figures.
+(reading, hashing and decoding release the GIL). At 10M occurrences this costs about
+half the CPU of scanning the whole table through a frame; docs/performance.md has the
+figures.
 """
 
 from __future__ import annotations
