@@ -202,3 +202,43 @@ def test_the_docs_say_what_the_sign_in_does() -> None:
     expiry = 1000 + SESSION_SECONDS
     mac = hmac.new(TOKEN.encode(), f"v1.{expiry}".encode(), hashlib.sha256).hexdigest()
     assert value == f"v1.{expiry}.{mac}"
+
+
+@pytest.mark.slow
+def test_a_session_works_across_the_real_commands_worker_processes(
+        root: Path, tmp_path: Path) -> None:
+    """`lineage serve --workers 2 --token-file`: the cookie one worker signed is taken by
+    whichever answers next (it needs no state on the server)."""
+    import signal
+    import time
+
+    import httpx
+
+    from ..conftest import spawn_lineage  # noqa: TID252 (the suite's shared helpers)
+    from .web_helpers import free_port
+
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    port = free_port()
+    server = spawn_lineage("--store", str(root), "serve", "--port", str(port),
+                           "--token-file", str(tmp_path / "token"), "--workers", "2")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                refused = httpx.get(url + "/", headers=HTML)
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.communicate()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        assert refused.status_code == 401 and "/sign-in?next=%2F" in refused.text
+        signed = httpx.post(url + "/sign-in", data={"token": TOKEN, "next": "/streams/main"})
+        assert signed.status_code == 303 and signed.headers["location"] == "/streams/main"
+        cookie = {"Cookie": f"{COOKIE}={set_cookie(signed)[COOKIE].value}"}
+        for _ in range(8):  # a new connection each time: either worker may answer
+            page = httpx.get(url + "/streams/main", headers={**HTML, **cookie})
+            assert page.status_code == 200 and 'action="/sign-out"' in page.text
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
