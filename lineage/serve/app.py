@@ -25,7 +25,8 @@ from lineage.serve import api, errors
 from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
 from lineage.serve.limits import Limits
-from lineage.serve.web.sign_in import OPEN_PATHS, SIGNED_IN, Sessions, refusal_page, wants_html
+from lineage.serve.web.respond import SIGNED_IN
+from lineage.serve.web.sign_in import OPEN_PATHS, Sessions, refusal_page, wants_html
 from lineage.serve.web.sign_in import routes as sign_in_routes
 
 if TYPE_CHECKING:

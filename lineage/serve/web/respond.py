@@ -22,10 +22,11 @@ from lineage.jsonout import json_text
 from lineage.serve.errors import HTTPProblem, status_of
 from lineage.serve.stores import store_for
 from lineage.serve.web.markup import Markup, document, facts, tag
-from lineage.serve.web.sign_in import SIGNED_IN
 
 Loader = Callable[[Request, Any], Any]  # (request, lineage.Store) -> the page's data
 Renderer = Callable[[Any], tuple[str, Markup]]  # the data -> (title, body)
+
+SIGNED_IN = "lineage.signed_in"  # set in the scope of a request with a session cookie
 
 # The browser may load nothing but this page's own inline styles; forms post here only.
 HTML_HEADERS = {

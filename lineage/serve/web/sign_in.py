@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lineage.serve.web.markup import Markup, document, esc, tag
+from lineage.serve.web.respond import HTML_HEADERS
 
 if TYPE_CHECKING:
     from starlette.types import Scope
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 COOKIE = "lineage_session"
 SESSION_SECONDS = 12 * 3600
 OPEN_PATHS = frozenset({"/sign-in", "/sign-out"})  # served without the token
-SIGNED_IN = "lineage.signed_in"  # the scope key the guard sets for a session's request
 FORM_BYTES = 4096  # a sign-in form is a token and a path
 
 
@@ -140,8 +140,6 @@ def _form(request: Request, *, next_path: str, wrong: bool = False) -> Response:
 
 def _page(title: str, body: Markup, *, status: int,
           headers: dict[str, str] | None = None) -> Response:
-    from lineage.serve.web.respond import HTML_HEADERS
-
     return HTMLResponse(document(title, body, json_href=None), status_code=status,
                         headers={**HTML_HEADERS, "Cache-Control": "no-store",
                                  **(headers or {})})
