@@ -69,6 +69,8 @@ def _part_tokens(store: BaseStore, part: PartEntry, bounds: tuple[int, ...],
     edges = np.asarray(bounds, dtype=np.int64)
     cuts = np.searchsorted(start, edges, side="left")  # the first row of each range
     sums = np.zeros((len(bounds) - 1, len(names)), dtype=np.int64)
+    for row in np.flatnonzero(end[:cuts[0]] > edges[0]).tolist():  # begun before the first
+        _carry(sums, bounds, -1, int(codes[row]), int(end[row]))
     for number in range(len(bounds) - 1):
         first, after = int(cuts[number]), int(cuts[number + 1])
         if first == after:
@@ -83,7 +85,8 @@ def _part_tokens(store: BaseStore, part: PartEntry, bounds: tuple[int, ...],
 
 
 def _carry(sums: Any, bounds: tuple[int, ...], number: int, code: int, end: int) -> None:
-    """An occurrence that goes on past range `number`'s end: its tokens in the next ones."""
+    """An occurrence that goes on past range `number`'s end (-1: begins before the first
+    range): its tokens in the next ones."""
     for later in range(number + 1, len(bounds) - 1):
         if end <= bounds[later]:
             return
