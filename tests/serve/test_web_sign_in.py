@@ -242,3 +242,14 @@ def test_a_session_works_across_the_real_commands_worker_processes(
     finally:
         server.send_signal(signal.SIGINT)
         server.communicate(timeout=30)
+
+
+def test_openapi_lists_the_sign_in_with_what_it_answers(client: TestClient) -> None:
+    described = client.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    paths = described.json()["paths"]
+    assert set(paths["/sign-in"]) == {"get", "post"} and set(paths["/sign-out"]) == {"post"}
+    assert set(paths["/sign-in"]["get"]["responses"]) == {"200"}
+    assert set(paths["/sign-in"]["post"]["responses"]) == {"303", "401", "403"}
+    assert set(paths["/sign-out"]["post"]["responses"]) == {"303", "403"}
+    # every answer listed is one the tests above see
+    assert sign_in(client).status_code == 303 and sign_in(client, "x").status_code == 401

@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request, cookie_parser
@@ -90,11 +91,29 @@ def routes() -> list[BaseRoute]:
             Route("/sign-out", sign_out, methods=["POST"])]
 
 
+_PAGE: dict[str, Any] = {"content": {"text/html": {}}}
+_REFUSED = {"403": {"description": "Sent from another site's page.", **_PAGE}}
+_REDIRECT = {"description": "Done: on to the page named by `next` (sign-in) or to the "
+                            "form (sign-out), with the session cookie set or cleared."}
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+def _answers(responses: dict[str, Any]) -> Callable[[Endpoint], Endpoint]:
+    """What /openapi.json lists the endpoint answering (a form, not an explorer page)."""
+    def mark(endpoint: Endpoint) -> Endpoint:
+        endpoint.responses = responses  # type: ignore[attr-defined]
+        return endpoint
+    return mark
+
+
+@_answers({"200": {"description": "The form.", **_PAGE}})
 async def sign_in_form(request: Request) -> Response:
     """The sign-in form (HTML): the server's token, and the page to come back to."""
     return _form(request, next_path=_local(request.query_params.get("next")))
 
 
+@_answers({"303": _REDIRECT, **_REFUSED,
+           "401": {"description": "Not the server's token: the form again.", **_PAGE}})
 async def sign_in(request: Request) -> Response:
     """The token from the form: a session cookie and the way back, or the form again."""
     sessions: Sessions | None = getattr(request.app.state, "sessions", None)
@@ -113,6 +132,7 @@ async def sign_in(request: Request) -> Response:
     return response
 
 
+@_answers({"303": _REDIRECT, **_REFUSED})
 async def sign_out(request: Request) -> Response:
     """Forget the session in this browser (a cookie that has expired replaces it)."""
     if not _same_site(request):
@@ -190,3 +210,4 @@ async def _read_form(request: Request) -> dict[str, str]:
     except ValueError:  # more fields than a sign-in form has
         return {}
     return {name: values[0] for name, values in fields.items()}
+
