@@ -21,7 +21,8 @@ def serve(
     port: Annotated[int, typer.Option(help="The port.", min=0, max=65535)] = 8000,
     token_file: Annotated[
         Path | None, typer.Option(help="A file holding the bearer token every request must "
-                                  "send (Authorization: Bearer TOKEN).")] = None,
+                                  "send (Authorization: Bearer TOKEN); a browser signs in "
+                                  "with it at /sign-in.")] = None,
     workers: Annotated[int, typer.Option(help="Server processes, each with its own "
                                          "reader.", min=1)] = 1,
     allow_host: Annotated[

@@ -10,7 +10,6 @@ must match when one is set, the query string and the body must stay within the l
 
 from __future__ import annotations
 
-import hmac
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +25,9 @@ from lineage.serve import api, errors
 from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
 from lineage.serve.limits import Limits
+from lineage.serve.web.respond import SIGNED_IN
+from lineage.serve.web.sign_in import OPEN_PATHS, Sessions, refusal_page, wants_html
+from lineage.serve.web.sign_in import routes as sign_in_routes
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -43,8 +45,9 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
                allowed_hosts: Iterable[str] | None = None) -> Starlette:
     """The application serving the store at `store_root`, read-only.
 
-    `token`: requests must send `Authorization: Bearer <token>`. `allowed_hosts`: the
-    names the Host header may give (default: loopback names; "*" allows any)."""
+    `token`: requests must send `Authorization: Bearer <token>` or a browser's session
+    cookie from `/sign-in`. `allowed_hosts`: the names the Host header may give (default:
+    loopback names; "*" allows any)."""
     from lineage.serve.web import routes as web_routes
 
     root = Path(store_root)
@@ -55,7 +58,7 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
                          "`lineage init` or pass --store")
     routes: list[BaseRoute] = [*api.routes(),
                                Route("/openapi.json", openapi, methods=["GET"]),
-                               *web_routes()]
+                               *web_routes(), *sign_in_routes()]
     handlers: dict[Any, Any] = {LineageError: errors.lineage_error,
                                 HTTPException: errors.http_error,
                                 Exception: errors.unexpected_error}
@@ -63,8 +66,10 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
     app.state.store_root = str(root)
     app.state.limits = limits or Limits()
     app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
+    app.state.sessions = Sessions(token) if token else None
     hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS
-    app.add_middleware(RequestGuard, token=token, limits=app.state.limits, hosts=hosts)
+    app.add_middleware(RequestGuard, sessions=app.state.sessions, limits=app.state.limits,
+                       hosts=hosts)
     return app
 
 
@@ -103,10 +108,10 @@ async def openapi(request: Request) -> Response:
 class RequestGuard:
     """Host, token, query-string and body bounds, checked before any route runs."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, limits: Limits,
+    def __init__(self, app: ASGIApp, *, sessions: Sessions | None, limits: Limits,
                  hosts: frozenset[str]) -> None:
         self.app = app
-        self.token = token.encode() if token else None
+        self.sessions = sessions
         self.limits = limits
         self.hosts = hosts
 
@@ -116,8 +121,8 @@ class RequestGuard:
             return
         problem = self._refusal(scope)
         if problem is not None:
-            response = error_response(str(problem), status=problem.status,
-                                      headers=problem.headers)
+            response = refusal_page(scope) if problem.status == 401 and wants_html(scope) \
+                else error_response(str(problem), status=problem.status, headers=problem.headers)
             await response(scope, receive, send)
             return
         await self.app(scope, self._bounded(receive), send)
@@ -129,12 +134,16 @@ class RequestGuard:
             if host not in self.hosts:
                 return HTTPProblem(400, f"Host {host!r} is not a name of this server "
                                         "(lineage serve --allow-host adds one)")
-        if self.token is not None:
+        if self.sessions is not None and scope["path"] not in OPEN_PATHS:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(),
-                                                                        self.token):
+            if scheme.lower() == b"bearer" and self.sessions.token_matches(given.strip()):
+                pass
+            elif self.sessions.accepts(headers.get("cookie", b"").decode("latin-1")):
+                scope[SIGNED_IN] = True  # the page offers to sign out
+            else:
                 return HTTPProblem(401, "a bearer token is required (Authorization: "
-                                        "Bearer <token>, from the server's --token-file)",
+                                        "Bearer <token>, from the server's --token-file; "
+                                        "a browser signs in at /sign-in)",
                                    headers={"WWW-Authenticate": "Bearer"})
         if len(scope.get("query_string", b"")) > self.limits.max_query_length:
             return HTTPProblem(414, f"the query string is longer than "

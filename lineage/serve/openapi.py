@@ -88,8 +88,10 @@ def _page_operation(path: str, method: str, route: Route) -> dict[str, Any]:
     parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                   for name in _PATH_PARAM.findall(path)]
     operation_id = f"{method.lower()}_page" + re.sub(r"\W+", "_", path).rstrip("_")
+    # an endpoint that is not an explorer page (signing in) states its own responses
+    own = getattr(route.endpoint, "responses", None)
     return {"summary": doc, "operationId": operation_id,
             "parameters": parameters,
-            "responses": {"200": {"description": "The page (HTML, or JSON with "
-                                                 "?format=json)."},
-                          "4XX": _ERROR, "5XX": _ERROR}}
+            "responses": own or {"200": {"description": "The page (HTML, or JSON with "
+                                                        "?format=json)."},
+                                 "4XX": _ERROR, "5XX": _ERROR}}

@@ -139,3 +139,46 @@ def test_the_trained_on_form_shows_the_verdict_with_passages_marked(
     page.screenshot(path=str(ARTIFACTS / "trained-on-file.png"), full_page=True)
     assert watched.problems == []
     page.close()
+
+
+def test_signing_in_to_a_server_with_a_token_opens_its_pages_until_sign_out(
+        browser: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On a server started with a token: a page asked for without a session leads to the
+    sign-in form, a wrong token is refused, the right one comes back to the page asked
+    for with a session cookie (HttpOnly, SameSite=Strict, not the token), links are
+    followed in the session, and sign-out ends it."""
+    from lineage.serve.app import create_app
+    from lineage.serve.web.sign_in import COOKIE
+
+    token = "browser-token-of-24-chars"
+    app = create_app(demo_store_root(tmp_path_factory), token=token)
+    with serving(app) as url:
+        watched = Watched(browser, url)
+        page = watched.page
+        response = page.goto(url + "/streams/main")
+        assert response is not None and response.status == 401
+        assert page.locator("h1").text_content() == "Sign-in required"
+        page.click("text=Sign in")
+        page.fill("#token", token + "-wrong")
+        page.click("button[type=submit]")
+        assert page.locator(".bad").text_content() == "That is not this server's token."
+        page.fill("#token", token)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert urlsplit(page.url).path == "/streams/main"
+        assert page.locator("h1").text_content() == "Stream main"
+        [cookie] = [c for c in page.context.cookies() if c["name"] == COOKIE]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+        assert token not in cookie["value"]
+        page.click("text=example")  # the stream's corpus, a link followed in the session
+        page.wait_for_load_state()
+        assert page.locator("h1").text_content() == "Corpus example"
+        page.click("button:has-text('sign out')")
+        page.wait_for_load_state()
+        assert urlsplit(page.url).path == "/sign-in"
+        assert [c for c in page.context.cookies() if c["name"] == COOKIE] == []
+        response = page.goto(url + "/corpora/example")
+        assert response is not None and response.status == 401
+        # Chromium logs each 401 it is answered with; nothing else went wrong
+        assert [p for p in watched.problems if "401" not in p] == []
+        page.close()

@@ -160,16 +160,11 @@ DOCUMENT_COLUMNS = ("corpus", "doc_id", "source", "uri", "n_bytes", "n_tokens", 
 
 def _one_row(con: Any, store: Store, table: str, corpus: str, doc_id: str,
              columns: tuple[str, ...]) -> dict[str, Any] | None:
-    """The document's row of a corpus's table, read from the parts that can hold it
-    (each checked against the catalog)."""
-    from lineage.store.parts import part_files
+    """The document's row of a corpus's table, read from the row group that holds it
+    (checked against the catalog): lineage/serve/web/doc_rows.py."""
+    from lineage.serve.web.doc_rows import document_row
 
-    files = part_files(con, store, table, corpus, any_of=("doc_id", [doc_id]))
-    if not files:
-        return None
-    row = con.execute(f"SELECT {', '.join(columns)} FROM read_parquet(?) WHERE doc_id = ?",
-                      [files, doc_id]).fetchone()
-    return None if row is None else dict(zip(columns, row, strict=True))
+    return document_row(con, store, table, corpus, doc_id, columns)
 
 
 def _text_status(con: Any, store: Store, corpus: str, doc_id: str) -> dict[str, Any]:

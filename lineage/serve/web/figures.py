@@ -41,17 +41,26 @@ def source_mix(store: Store, stream: Stream, *, columns: int = MIX_COLUMNS) -> d
     the tokens it has there; separators count nowhere.
 
     A stream's occurrences never change under its name and digest, so the mix is kept
-    per process for the next view (it reads the whole occurrence table)."""
+    per process for the next view (it reads three columns of every occurrence:
+    lineage/serve/web/mix.py)."""
+    from lineage.serve.web.mix import tokens_by_range
+
     schedule = stream_schedule_of(stream)
     span = max(1, math.ceil(stream.steps / columns))
     firsts = [*range(0, stream.steps, span), stream.steps]
     bounds = tuple(schedule.first_window(step) * stream.seq_len for step in firsts)
     key = ("source_mix", str(store.root), stream.name, stream.occurrences_digest, bounds)
-    mix = kept(key, lambda: _tokens_by_range(store, stream.name, bounds))
+    mix = kept(key, lambda: tokens_by_range(store, stream.name, bounds,
+                                            sources=_sources_of(store, stream)))
     ranges = [{"first_step": first, "last_step": following - 1, "tokens": tokens}
               for first, following, tokens in zip(firsts[:-1], firsts[1:], mix["tokens"],
                                                   strict=True)]
     return {"steps_per_range": span, "sources": mix["sources"], "ranges": ranges}
+
+
+def _sources_of(store: Store, stream: Stream) -> list[str]:
+    """The sources of the stream's corpus, as the catalog lists them."""
+    return [s["source"] for s in store.corpus(stream.corpus).to_dict()["sources"]]
 
 
 _KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -72,37 +81,6 @@ def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         while len(_KEPT) > KEPT_ANSWERS:
             _KEPT.popitem(last=False)
     return value
-
-
-def _tokens_by_range(store: Store, name: str, bounds: tuple[int, ...]) -> dict[str, Any]:
-    """Tokens per source inside each [bounds[i], bounds[i + 1]) of the stream's tokens."""
-    import polars as pl
-
-    edges = pl.lit(pl.Series("edges", bounds, dtype=pl.Int64))
-    start, end = pl.col("stream_start"), bounds[-1]
-    stop = pl.min_horizontal(pl.col("stream_end"), end)
-
-    def range_of(position: pl.Expr) -> pl.Expr:
-        return edges.search_sorted(position, side="right").cast(pl.Int64) - 1
-
-    rows = (
-        store.frame("occurrences")
-        .filter((pl.col("stream") == name) & (start < end))
-        .select("source", start.alias("a"), stop.alias("b"))
-        .with_columns(pl.int_ranges(range_of(pl.col("a")), range_of(pl.col("b") - 1) + 1)
-                      .alias("range"))
-        .explode("range")
-        .with_columns((pl.min_horizontal(pl.col("b"), edges.gather(pl.col("range") + 1))
-                       - pl.max_horizontal(pl.col("a"), edges.gather(pl.col("range"))))
-                      .alias("tokens"))
-        .group_by("range", "source").agg(pl.col("tokens").sum())
-        .collect()
-    )
-    sources = sorted(set(rows["source"].to_list()))
-    tokens = [dict.fromkeys(sources, 0) for _ in bounds[1:]]
-    for number, source, count in rows.iter_rows():
-        tokens[number][source] = count
-    return {"sources": sources, "tokens": tokens}
 
 
 def run_series(store: Store, run: str) -> dict[str, list[Any]]:

@@ -139,6 +139,7 @@ form.inline { display: flex; gap: .6em; align-items: end; flex-wrap: wrap; margi
 label { display: block; font-size: .9em; color: #444; }
 textarea { width: 100%; max-width: 900px; font: .9em ui-monospace, monospace; }
 footer { color: #777; font-size: .85em; margin-top: 3em; }
+header form.account { margin-left: auto; }
 """
 
 # No script, no request beyond this server: the icon is inline, styles are inline.
@@ -148,14 +149,22 @@ PAGE = """<!doctype html>
 <link rel="icon" href="data:,">
 <title>{title} · lineage</title><style>{style}</style></head>
 <body><header><a class="brand" href="/">lineage</a><a href="/">store</a>
-<a href="/trained-on">was this trained on?</a></header>
+<a href="/trained-on">was this trained on?</a>{account}</header>
 <main><h1>{title}</h1>{body}
-<footer>This page as JSON: <a href="{json_href}">{json_text}</a></footer></main>
+{footer}</main>
 </body></html>
 """
+# A POST, not a link: a GET never changes anything (docs/serve.md, signing in).
+SIGN_OUT = ('<form class="account" method="post" action="/sign-out">'
+            '<button type="submit">sign out</button></form>')
 
 
-def document(title: str, body: Markup, *, json_href: str) -> str:
-    """A whole page: the layout around `body`, with a link to the page's JSON."""
-    return PAGE.format(title=esc(title), style=STYLE, body=body,
-                       json_href=html.escape(json_href), json_text=esc(json_href))
+def document(title: str, body: Markup, *, json_href: str | None,
+             signed_in: bool = False) -> str:
+    """A whole page: the layout around `body`, with a link to the page's JSON (where it
+    has one) and, for a browser signed in to a server with a token, a sign-out button."""
+    footer = "" if json_href is None else (
+        f'<footer>This page as JSON: <a href="{html.escape(json_href)}">'
+        f"{esc(json_href)}</a></footer>")
+    return PAGE.format(title=esc(title), style=STYLE, body=body, footer=footer,
+                       account=SIGN_OUT if signed_in else "")

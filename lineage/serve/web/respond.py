@@ -26,6 +26,8 @@ from lineage.serve.web.markup import Markup, document, facts, tag
 Loader = Callable[[Request, Any], Any]  # (request, lineage.Store) -> the page's data
 Renderer = Callable[[Any], tuple[str, Markup]]  # the data -> (title, body)
 
+SIGNED_IN = "lineage.signed_in"  # set in the scope of a request with a session cookie
+
 # The browser may load nothing but this page's own inline styles; forms post here only.
 HTML_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; "
@@ -69,8 +71,9 @@ def respond(request: Request, data: Any, render: Renderer, *, as_json: bool,
     if as_json:
         return json_response(data, status=status)
     title, body = render(data)
-    return HTMLResponse(document(title, body, json_href=json_href(request)), status_code=status,
-                        headers=HTML_HEADERS)
+    page = document(title, body, json_href=json_href(request),
+                    signed_in=bool(request.scope.get(SIGNED_IN)))
+    return HTMLResponse(page, status_code=status, headers=HTML_HEADERS)
 
 
 def json_response(data: Any, *, status: int = 200) -> Response:
