@@ -1,7 +1,8 @@
 """The explorer's own reads of checked bytes: a stream page's source mix
 (lineage/serve/web/mix.py), for any cut of the stream's tokens what SQL over the
-occurrences says, and a document page's row (lineage/serve/web/doc_rows.py), the row SQL
-gives; a part whose bytes differ from the catalog's record is refused, not read."""
+occurrences says, and a document page's row (`row_by_doc_id` in
+lineage/store/part_read.py), the row SQL gives; a part whose bytes differ from the
+catalog's record is refused, not read."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def test_a_document_page_reads_its_row_from_checked_bytes(root: Path, tmp_path: 
     from starlette.testclient import TestClient
 
     from lineage.serve.web.corpus_pages import DOCUMENT_COLUMNS
-    from lineage.serve.web.doc_rows import document_row
+    from lineage.store.part_read import row_by_doc_id
 
     from .web_helpers import explorer_app
 
@@ -105,9 +106,9 @@ def test_a_document_page_reads_its_row_from_checked_bytes(root: Path, tmp_path: 
                          "ORDER BY doc_id").rows
     with store.reader(views=False) as con:
         for row in expected[::7]:
-            assert document_row(con, store, "documents", "example", row[1],
+            assert row_by_doc_id(con, store, "documents", "example", row[1],
                                 DOCUMENT_COLUMNS) == dict(zip(DOCUMENT_COLUMNS, row, strict=True))
-        assert document_row(con, store, "documents", "example", "nope", DOCUMENT_COLUMNS) \
+        assert row_by_doc_id(con, store, "documents", "example", "nope", DOCUMENT_COLUMNS) \
             is None
 
     shutil.copytree(root, tmp_path / "store")

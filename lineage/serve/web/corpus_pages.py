@@ -161,10 +161,10 @@ DOCUMENT_COLUMNS = ("corpus", "doc_id", "source", "uri", "n_bytes", "n_tokens", 
 def _one_row(con: Any, store: Store, table: str, corpus: str, doc_id: str,
              columns: tuple[str, ...]) -> dict[str, Any] | None:
     """The document's row of a corpus's table, read from the row group that holds it
-    (checked against the catalog): lineage/serve/web/doc_rows.py."""
-    from lineage.serve.web.doc_rows import document_row
+    (checked against the catalog): lineage/store/part_read.py."""
+    from lineage.store.part_read import row_by_doc_id
 
-    return document_row(con, store, table, corpus, doc_id, columns)
+    return row_by_doc_id(con, store, table, corpus, doc_id, columns)
 
 
 def _text_status(con: Any, store: Store, corpus: str, doc_id: str) -> dict[str, Any]:
