@@ -142,6 +142,24 @@ def test_a_real_server_survives_a_malformed_request(demo_root: Path) -> None:
         assert response.status_code == 200
 
 
+def test_a_real_server_parses_in_c_on_uvloop_without_nagle(demo_root: Path) -> None:
+    """What docs/serve.md says the server runs on: uvicorn's httptools protocol on uvloop,
+    TCP_NODELAY set on every connection it accepts."""
+    import socket
+
+    import uvloop
+
+    from lineage.serve.tcp import NoDelayHttpToolsProtocol
+
+    with LiveServer(demo_root) as server, httpx.Client() as client:
+        assert client.get(f"{server.url}/api/streams").status_code == 200  # kept alive
+        [connection] = server.server.server_state.connections
+        assert type(connection) is NoDelayHttpToolsProtocol
+        assert isinstance(connection.loop, uvloop.Loop)
+        sock = connection.transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
 def test_serve_refuses_a_public_bind_without_token(demo_cli: Cli, tmp_path: Path) -> None:
     result = demo_cli("serve", "--host", "0.0.0.0", code=2)
     assert "--token-file" in result.stderr
