@@ -299,7 +299,7 @@ def _user_name() -> str:
 
 
 def _replay_lines(result: dict[str, Any], *, recorded: bool, save: Path | None) -> list[str]:
-    from lineage.audit.replay import record_id
+    from lineage.audit.records import record_id
 
     att, ckpt = result["attestation"], result["checkpoint"]
     start, machine = att["start"], att["machine"]
@@ -398,7 +398,8 @@ def sign(
 ) -> None:
     """Sign records with an SSH key: the key's public line becomes auditor.public_key and
     the signature (SSHSIG, namespace lineage-audit) covers the rest."""
-    from lineage.audit.bundle import record_id, records_text, sign_records_file
+    from lineage.audit.bundle import records_text, sign_records_file
+    from lineage.audit.records import record_id
 
     signed, form = sign_records_file(file, key)
     text = records_text(signed, form)

@@ -101,7 +101,7 @@ def trained_on(
         raise typer.Exit(EXIT_NO)
 
 
-def _result_lines(result: dict) -> list[str]:
+def _result_lines(result: dict[str, Any]) -> list[str]:
     head = f"{result['file']}: {result['verdict']} (blake3 {result['content_hash']})"
     if "text_hash" in result:
         head = (f"{result['file']}: {result['verdict']}, {result['containment']:.0%} of "

@@ -302,11 +302,12 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                                      ("fingerprints", text.fingerprint_parts)):
                     relative += publish_parts(con, store, table=table, owner=record.corpus,
                                               name=name, parts=parts)
-                row = text.catalog_row(record.corpus)
+                index_row = text.catalog_row(record.corpus)
                 # Checked again under the lock: another ingest may have indexed meanwhile.
                 check_unicode_version(text_indexes(con), building=True)
-                con.execute(f"INSERT INTO text_indexes ({', '.join(row)}) "
-                            f"VALUES ({', '.join('?' * len(row))})", list(row.values()))
+                con.execute(f"INSERT INTO text_indexes ({', '.join(index_row)}) "
+                            f"VALUES ({', '.join('?' * len(index_row))})",
+                            list(index_row.values()))
             faults.reach("commit-renamed")
             _register(con, reduced, record)
             faults.reach("commit-registered")

@@ -107,11 +107,11 @@ def reduce_corpus(
         fingerprints = list(staged_parts.fingerprints)
         if text_index and manifests:
             fingerprints += index_manifest_texts(con, staging, progress)
+        documents, tokens, size = _totals(con)
         reduced = ReducedCorpus(
-            manifest_hash="",
+            manifest_hash="", documents=documents, tokens=tokens, bytes=size,
             dropped_empty=int(dropped[0]) if dropped else 0,
             sources=summarize_sources(con),
-            **_totals(con),
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_both(con, reduced, corpus=corpus, out_dir=out_dir, progress=progress)
@@ -258,10 +258,10 @@ def duplicate_error(con: duckdb.DuckDBPyConnection, doc_id: str) -> InputError:
         "LIMIT 2", [doc_id]).fetchall()
     first, second = ({"origin": o, "record": r} for o, r in seen)
     here = second["origin"]
+    also = (record_place(first["origin"], first["record"]) or "") if first["record"] else ""
     return InputError(
         here,
-        f"duplicate doc_id {doc_id!r} (also at {first['origin']}"
-        f"{':' + record_place(first['origin'], first['record']) if first['record'] else ''}); "
+        f"duplicate doc_id {doc_id!r} (also at {first['origin']}{':' + also if also else ''}); "
         "doc_ids must be unique within a corpus",
         where=record_place(here, second["record"]),
     )
@@ -282,7 +282,8 @@ def summarize_sources(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     ]
 
 
-def _totals(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def _totals(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """The corpus's documents, tokens and bytes."""
     docs, tokens, size = con.execute(
         "SELECT count(*), coalesce(sum(n_tokens), 0), coalesce(sum(n_bytes), 0) FROM docs"
     ).fetchone() or (0, 0, 0)
@@ -291,7 +292,7 @@ def _totals(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
             origin = (con.execute("SELECT min(origin) FROM docs").fetchone() or ("?",))[0]
             raise IngestRuleError(origin, "integer-range", f"the corpus's {name} add up to "
                                   f"{int(total)}, more than {INT64_MAX}")
-    return {"documents": int(docs), "tokens": int(tokens), "bytes": int(size)}
+    return int(docs), int(tokens), int(size)
 
 
 def write_sorted_parts(

@@ -102,7 +102,7 @@ def open_regular(path: str | Path) -> int:
 
 
 def _buffer(size: int) -> memoryview:
-    held = getattr(_BUFFERS, "views", None)
+    held: dict[int, memoryview] | None = getattr(_BUFFERS, "views", None)
     if held is None:
         held = _BUFFERS.views = {}
     if size not in held:

@@ -16,7 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import (
@@ -205,14 +205,14 @@ def _first_jsonl_record(path: Path) -> object:
     return None
 
 
-def open_text_stream(path: Path):  # type: ignore[no-untyped-def]
+def open_text_stream(path: Path) -> BinaryIO:
     """A binary line iterator over a plain, gzip or zstd file."""
     lowered = path.name.lower()
     raw = open(open_regular(path), "rb")  # noqa: SIM115 - closed with the wrapper
     if lowered.endswith(".gz"):
         stream = gzip.GzipFile(fileobj=raw, mode="rb")
-        stream.myfileobj = raw  # type: ignore[attr-defined] # closed with the stream
-        return stream
+        stream.myfileobj = raw  # type: ignore[assignment] # closed with the stream
+        return stream  # type: ignore[return-value]
     if lowered.endswith(".zst"):
         return io.BufferedReader(_ZstdFrames(raw), buffer_size=1 << 20)
     return raw
@@ -223,7 +223,7 @@ class _ZstdFrames(io.RawIOBase):
     stops silently at a frame cut short); a frame's content checksum, when it has one,
     is checked by the decompressor."""
 
-    def __init__(self, raw: io.RawIOBase) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
         super().__init__()

@@ -185,6 +185,7 @@ def _add_step(log: StepLog, number: int, text: str, fields: dict[str, Any],
     step = fields.get("step")
     if not _is_int(step, low=0):
         raise InputError(log.path, f"record has no integer `step` in 0..{MAX_INT}", where=where)
+    assert isinstance(step, int)  # what _is_int checked
     if not log.records and step > starts_by:
         raise InputError(log.path, f"step {step}: the run's chain so far stops before step "
                          f"{starts_by} (a run starts at step 0, and its logs are ingested in "

@@ -21,6 +21,7 @@ from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.step_log import Record, StepLog, float_or_none, read_step_log
 from lineage.runs.chain import CHAIN_SPEC
+from lineage.stream.answers import Stream
 
 _RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, created_at, "
                 "end_record, skip_rule, checkpoint_every")
@@ -61,7 +62,7 @@ def ingest_steps(
 
 
 def _bind_stream(store: Store, log: StepLog, stream: str | None,
-                 world_size: int) -> dict[str, Any] | None:
+                 world_size: int) -> Stream | None:
     header, path = log.header, log.path
     if header.get("world_size") != world_size:
         raise InputError(path, f"run header says world_size {header.get('world_size')}, "

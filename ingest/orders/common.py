@@ -264,7 +264,7 @@ def _doc_rows(con: duckdb.DuckDBPyConnection, table: pa.Table, documents: list[s
     column = table.column("doc_id").combine_chunks()
     if pa.types.is_dictionary(column.type):  # each distinct doc_id looked up once
         rows = _doc_rows_of(column.dictionary, corpus_ids)
-        return rows[column.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
+        return rows[column.indices.to_numpy(zero_copy_only=False).astype(np.int64)]  # type: ignore[no-any-return]
     return _doc_rows_of(column, corpus_ids)
 
 
@@ -278,7 +278,7 @@ def _doc_rows_of(doc_ids: pa.Array, corpus_ids: pa.Array) -> np.ndarray[Any, Any
     import pyarrow.compute as pc
 
     found = pc.index_in(doc_ids, value_set=corpus_ids)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
 
 
 def _names(con: duckdb.DuckDBPyConnection, documents: list[str], table: pa.Table,

@@ -23,7 +23,7 @@ _SHIFT = 47  # documents below 2^47; the dataset's number above
 
 def tag(dataset: np.ndarray, document: np.ndarray) -> np.ndarray:
     """(dataset of the blend, Megatron document) packed in one int64."""
-    return (dataset.astype(np.int64) << _SHIFT) | document
+    return (dataset.astype(np.int64) << _SHIFT) | document  # type: ignore[no-any-return]
 
 
 def untag(value: int) -> tuple[int, int]:

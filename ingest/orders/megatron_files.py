@@ -35,13 +35,13 @@ def sequence_base(data: IndexedDataset) -> Array:
     """For each sequence, its first token's offset inside its document."""
     starts = _token_starts(data)
     first_of_document = data.document_indices[document_of_sequence(data)]
-    return starts[:-1] - starts[first_of_document]
+    return starts[:-1] - starts[first_of_document]  # type: ignore[no-any-return]
 
 
 def document_tokens(data: IndexedDataset) -> Array:
     """Tokens per document (the sum of its sequences)."""
     starts = _token_starts(data)
-    return starts[data.document_indices[1:]] - starts[data.document_indices[:-1]]
+    return starts[data.document_indices[1:]] - starts[data.document_indices[:-1]]  # type: ignore[no-any-return]
 
 
 def read_document(data: IndexedDataset, document: int, start: int, stop: int) -> Array:

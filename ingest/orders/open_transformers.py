@@ -151,7 +151,7 @@ def _corpus_rows(doc_ids: pa.ChunkedArray, corpus_ids: pa.ChunkedArray
     if len(doc_ids) == len(corpus_ids) and corpus_ids.equals(doc_ids):
         return np.arange(len(doc_ids), dtype=np.int64)
     found = pc.index_in(doc_ids, value_set=corpus_ids)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
 
 
 def _locate(datasets: list[IndexedDataset], index: int) -> tuple[int, int]:

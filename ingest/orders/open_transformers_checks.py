@@ -81,10 +81,10 @@ def _positions(column: Any, names: Any) -> np.ndarray[Any, Any]:
     import pyarrow.compute as pc
 
     if pa.types.is_dictionary(column.type):
-        return _positions(column.dictionary, names)[
+        return _positions(column.dictionary, names)[  # type: ignore[no-any-return]
             column.indices.to_numpy(zero_copy_only=False)]
     found = pc.index_in(column, value_set=names)  # int32: half the memory of int64
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)  # type: ignore[no-any-return]
 
 
 def check_layout(rows: dict[str, Any], run: HarnessManifest) -> list[str]:

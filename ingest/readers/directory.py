@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import blake3
 
@@ -167,7 +168,7 @@ def _columns_for(
     tok: object,
     base: Path,
     indexer: TextIndexer | None = None,
-) -> dict[str, list[object]]:
+) -> dict[str, list[Any]]:
     rows = [(e, r) for e, r in zip(batch, results, strict=True) if r[1] > 0]
     folder = str(base).rstrip("/")  # "/" itself would otherwise give "//name"
     text_hashes: list[str | None] = [None] * len(rows)

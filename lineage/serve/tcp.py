@@ -16,7 +16,7 @@ with two workers and 0.3 ms with one. Setting the option on each connection ends
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PROTOCOL = "lineage.serve.tcp:NoDelayHttpToolsProtocol"  # uvicorn's `http` setting
 # How uvicorn runs the application, for `lineage serve` and the tests alike ("auto": uvloop
 # where it is installed, which is everywhere but Windows).
-UVICORN_SETTINGS = {"http": PROTOCOL, "loop": "auto", "log_level": "warning",
+UVICORN_SETTINGS: dict[str, Any] = {"http": PROTOCOL, "loop": "auto", "log_level": "warning",
                     "access_log": False, "server_header": False, "proxy_headers": False}
 
 

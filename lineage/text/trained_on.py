@@ -13,7 +13,7 @@ steps, and for text matches the normalization and fingerprint parameters and spa
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,7 @@ DEFAULT_LIMIT = 20  # candidate documents examined per text query
 _RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
 
 
-def all_found(answer: dict[str, Any]) -> bool:
+def all_found(answer: Mapping[str, Any]) -> bool:
     """Whether every query was trained on (in the stream, or matched as text; with a
     run, trained by that run): the exit code 0 of `lineage trained-on`."""
     if "run" in answer:
