@@ -91,6 +91,15 @@ def example_shards() -> Path:
     return EXAMPLES / "shards"
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's store and 200-step run, trained once (tests/demo_run.py); read-only:
+    a test that writes takes a copy with `copy_demo_run`."""
+    from .demo_run import build_demo_run
+
+    return build_demo_run(tmp_path_factory.mktemp("demo-run"))
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
     """JSON lines, plain, .gz or .zst by the name; strings are written as raw lines."""
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
