@@ -75,10 +75,25 @@ def weights(tmp_path: Path) -> Path:
     (folder / "config.json").write_text('{"model_type": "tiny"}')
     return folder
 
+@pytest.fixture(scope="session")
+def fresh_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Store]:
+    """`fresh_store(path)`: a new empty store at `path`, a copy of one that `init_store`
+    made for the session (a copy takes milliseconds; an init, a tenth of a second)."""
+    import shutil
+
+    empty = tmp_path_factory.mktemp("empty-store") / "store"
+    init_store(empty)
+
+    def make(path: Path) -> Store:
+        shutil.copytree(empty, path, copy_function=shutil.copyfile)  # new mtimes, as made now
+        return open_store(path)
+
+    return make
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    init_store(tmp_path / "store")
-    return open_store(tmp_path / "store")
+def store(fresh_store: Callable[[Path], Store], tmp_path: Path) -> Store:
+    return fresh_store(tmp_path / "store")
 
 
 @pytest.fixture(scope="session")
