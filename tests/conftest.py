@@ -96,6 +96,16 @@ def store(fresh_store: Callable[[Path], Store], tmp_path: Path) -> Store:
     return fresh_store(tmp_path / "store")
 
 
+def holding(store: Store, template: Path) -> Store:
+    """`store`, made from empty a copy of `template` (a store built once for many tests):
+    the same files as if the test had ingested into it. `store` is a plain store, which
+    keeps nothing of its catalog between questions (lineage/store/memo.py)."""
+    import shutil
+
+    shutil.copytree(template, store.root, dirs_exist_ok=True, copy_function=shutil.copyfile)
+    return open_store(store.root)
+
+
 @pytest.fixture(scope="session")
 def example_corpus() -> Path:
     return EXAMPLES / "corpus"

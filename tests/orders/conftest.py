@@ -11,16 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lineage.api import Store, open_store
+from lineage.api import Store
 from lineage.ingest import ingest_corpus
 
-
-def holding(store: Store, template: Path) -> Store:
-    """`store`, made from empty a copy of `template` (a store built once for many tests):
-    the same files as if the test had ingested into it. `store` is a plain store, which
-    keeps nothing of its catalog between questions (lineage/store/memo.py)."""
-    shutil.copytree(template, store.root, dirs_exist_ok=True, copy_function=shutil.copyfile)
-    return open_store(store.root)
+from ..conftest import holding  # noqa: TID252 - the suite's helper, shared with its modules
 
 
 @pytest.fixture(scope="session")
