@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.windows import ingest_windows
 from lineage.stream.build import build_stream
 
-from .conftest import Cli
+from .conftest import Cli, holding
 
 
 def _log_of(store: Store, stream: str) -> list[dict[str, Any]]:
@@ -35,12 +36,20 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.fixture
-def canonical(store: Store, example_shards: Path) -> Store:
+@pytest.fixture(scope="module")
+def canonical_template(fresh_store: Callable[[Path], Store], example_shards: Path,
+                       tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("canonical") / "store")
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
     build_stream(store, corpus="sonnets", name="canon", seed=5, seq_len=128, batch=4,
                  separator_tokens=1)
-    return store
+    return store.root
+
+
+@pytest.fixture
+def canonical(store: Store, canonical_template: Path) -> Store:
+    """The test's store holding corpus `sonnets` and its canonical stream `canon`."""
+    return holding(store, canonical_template)
 
 
 def test_a_recorded_log_of_the_canonical_order_answers_the_same(
