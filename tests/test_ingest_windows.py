@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lineage.api import Store
+from lineage.api import Store, open_store
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.windows import ingest_windows
@@ -52,11 +53,23 @@ def canonical(store: Store, canonical_template: Path) -> Store:
     return holding(store, canonical_template)
 
 
+@pytest.fixture(scope="module")
+def canonical_rows(canonical_template: Path) -> list[dict[str, Any]]:
+    return _log_of(open_store(canonical_template), "canon")
+
+
+@pytest.fixture
+def canonical_log(canonical_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`_log_of(canonical, "canon")`, read once per module (one lookup per step); the
+    test's own copy, to change."""
+    return copy.deepcopy(canonical_rows)
+
+
 def test_a_recorded_log_of_the_canonical_order_answers_the_same(
-    canonical: Store, tmp_path: Path
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     separator = 1
-    log = _write(tmp_path / "log.parquet", _log_of(canonical, "canon"))
+    log = _write(tmp_path / "log.parquet", canonical_log)
     result = ingest_windows(canonical, log, stream="rec", corpus="sonnets", seq_len=128,
                             batch=4, separator_tokens=separator)
     assert result["status"] == "added" and result["spec"] == "recorded"
@@ -72,12 +85,13 @@ def test_a_recorded_log_of_the_canonical_order_answers_the_same(
 
 
 def test_trained_on_works_on_a_recorded_stream(
-    canonical: Store, tmp_path: Path, example_shards: Path
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path,
+    example_shards: Path
 ) -> None:
     import gzip
     import json
 
-    log = _write(tmp_path / "log.parquet", _log_of(canonical, "canon"))
+    log = _write(tmp_path / "log.parquet", canonical_log)
     ingest_windows(canonical, log, stream="rec", corpus="sonnets", seq_len=128, batch=4,
                    separator_tokens=1)
     first = json.loads(gzip.decompress(
@@ -102,9 +116,10 @@ def test_trained_on_works_on_a_recorded_stream(
     ],
 )
 def test_bad_logs_are_reported_not_stored(
-    canonical: Store, tmp_path: Path, edit: Any, message: str
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path, edit: Any,
+    message: str
 ) -> None:
-    rows = _log_of(canonical, "canon")
+    rows = canonical_log
     edit(rows)
     log = _write(tmp_path / "bad.parquet", rows)
     with pytest.raises(InputError) as caught:
@@ -114,11 +129,12 @@ def test_bad_logs_are_reported_not_stored(
     assert [s["name"] for s in canonical.streams()] == ["canon"]
 
 
-def test_cli_ingest_windows_from_jsonl(canonical: Store, tmp_path: Path) -> None:
+def test_cli_ingest_windows_from_jsonl(canonical: Store, canonical_log: list[dict[str, Any]],
+                                      tmp_path: Path) -> None:
     import json
 
     log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in _log_of(canonical, "canon")))
+    log.write_text("".join(json.dumps(r) + "\n" for r in canonical_log))
     cli = Cli(canonical.root)
     out = cli.json("ingest", "windows", str(log), "--stream", "rec", "--corpus", "sonnets",
                    "--seq-len", "128", "--batch", "4", "--separator-tokens", "1")
