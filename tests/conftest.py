@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -75,12 +76,11 @@ def weights(tmp_path: Path) -> Path:
     (folder / "config.json").write_text('{"model_type": "tiny"}')
     return folder
 
+
 @pytest.fixture(scope="session")
 def fresh_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Store]:
     """`fresh_store(path)`: a new empty store at `path`, a copy of one that `init_store`
     made for the session (a copy takes milliseconds; an init, a tenth of a second)."""
-    import shutil
-
     empty = tmp_path_factory.mktemp("empty-store") / "store"
     init_store(empty)
 
@@ -100,8 +100,6 @@ def holding(store: Store, template: Path) -> Store:
     """`store`, made from empty a copy of `template` (a store built once for many tests):
     the same files as if the test had ingested into it. `store` is a plain store, which
     keeps nothing of its catalog between questions (lineage/store/memo.py)."""
-    import shutil
-
     shutil.copytree(template, store.root, dirs_exist_ok=True, copy_function=shutil.copyfile)
     return open_store(store.root)
 
