@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -75,10 +76,32 @@ def weights(tmp_path: Path) -> Path:
     (folder / "config.json").write_text('{"model_type": "tiny"}')
     return folder
 
+
+@pytest.fixture(scope="session")
+def fresh_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Store]:
+    """`fresh_store(path)`: a new empty store at `path`, a copy of one that `init_store`
+    made for the session (a copy takes milliseconds; an init, a tenth of a second)."""
+    empty = tmp_path_factory.mktemp("empty-store") / "store"
+    init_store(empty)
+
+    def make(path: Path) -> Store:
+        shutil.copytree(empty, path, copy_function=shutil.copyfile)  # new mtimes, as made now
+        return open_store(path)
+
+    return make
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    init_store(tmp_path / "store")
-    return open_store(tmp_path / "store")
+def store(fresh_store: Callable[[Path], Store], tmp_path: Path) -> Store:
+    return fresh_store(tmp_path / "store")
+
+
+def holding(store: Store, template: Path) -> Store:
+    """`store`, made from empty a copy of `template` (a store built once for many tests):
+    the same files as if the test had ingested into it. `store` is a plain store, which
+    keeps nothing of its catalog between questions (lineage/store/memo.py)."""
+    shutil.copytree(template, store.root, dirs_exist_ok=True, copy_function=shutil.copyfile)
+    return open_store(store.root)
 
 
 @pytest.fixture(scope="session")
@@ -89,6 +112,15 @@ def example_corpus() -> Path:
 @pytest.fixture(scope="session")
 def example_shards() -> Path:
     return EXAMPLES / "shards"
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's store and 200-step run, trained once (tests/demo_run.py); read-only:
+    a test that writes takes a copy with `copy_demo_run`."""
+    from .demo_run import build_demo_run
+
+    return build_demo_run(tmp_path_factory.mktemp("demo-run"))
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:

@@ -14,6 +14,7 @@ import json
 import logging
 import shutil
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,13 +111,14 @@ manifest_rows = st.lists(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=manifest_rows)
 def test_round_trip_keeps_any_manifest(rows: list[dict[str, Any]],
-                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+                                       tmp_path_factory: pytest.TempPathFactory,
+                                       fresh_store: Callable[[Path], Store]) -> None:
     root = tmp_path_factory.mktemp("trip")
-    first = new_store(root / "first")
+    first = fresh_store(root / "first")
     write_jsonl(root / "manifest.jsonl", rows)
     ingest_corpus(first, [root / "manifest.jsonl"], corpus="c")
     (root / "c.json").write_text(json.dumps(croissant(first, "c")), encoding="utf-8")
-    second = new_store(root / "second")
+    second = fresh_store(root / "second")
     ingest_corpus(second, [root / "c.json"], corpus="c")
     assert manifest_hash(second, "c") == manifest_hash(first, "c")
     assert store_rows(second, "c") == store_rows(first, "c")

@@ -19,17 +19,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lineage.api import Store, init_store, open_store
+from lineage.api import Store
 from lineage.exports.ai_act import TO_COMPLETE, domain_of, size_range
 from lineage.exports.ai_act_text import summary_html, summary_markdown
 from lineage.exports.answers import AiActSummary
 from lineage.ingest import ingest_corpus
-from lineage.stream.build import build_stream
 
-from .conftest import EXAMPLES, REPO, Cli, load_tiny_run
+from .conftest import EXAMPLES, REPO, Cli
+from .demo_run import copy_demo_run
 
-DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
-                 "debian-copyright=NOASSERTION"]  # as examples/demo.sh ingests them
 HOSTS = ["en.wikipedia.org", "www.gutenberg.org", "poetryfoundation.org", "archive.org",
          "news.example.com", "blog.example.net", "www.bbc.co.uk", "lit.example.org",
          "Docs.Python.org:443", "forum.example.de", "www.folger.edu", "quotes.example.io"]
@@ -50,16 +48,9 @@ def write_web_shard(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    root = tmp_path_factory.mktemp("aiact")
-    init_store(root / "store")
-    store = open_store(root / "store")
-    ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", license=DEMO_LICENSES,
-                  fingerprints=False)
-    build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    from lineage.ingest.steps import ingest_steps
-    load_tiny_run().train(store, "main", steps=200, out=root / "run")
-    ingest_steps(store, root / "run" / "steps.jsonl", run="tiny", stream="main", world_size=2)
+def demo(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    root = tmp_path_factory.mktemp("aiact") / "demo"
+    store = copy_demo_run(demo_run, root)
     write_web_shard(root / "web.jsonl")
     ingest_corpus(store, [root / "web.jsonl"], corpus="web",
                   license=["web=CC-BY-SA-4.0", "notes=CC0-1.0"], fingerprints=False)

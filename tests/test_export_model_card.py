@@ -16,41 +16,33 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lineage.api import Store, init_store, open_store
+from lineage.api import Store
 from lineage.exports.answers import ModelCard
 from lineage.exports.model_card import is_spdx_list_id, license_fields, model_card
 from lineage.ingest import ingest_corpus
 from lineage.stream.build import build_stream
 
 from .conftest import EXAMPLES, REPO, Cli, load_tiny_run
+from .demo_run import copy_demo_run
 
-DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
-                 "debian-copyright=NOASSERTION"]  # as examples/demo.sh ingests them
 HASH = re.compile(r"blake3:[0-9a-f]{64}")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Store:
+def demo(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
     """The demo's corpus, stream `main`, run `tiny` (200 steps) and its checkpoint 99, and
     the sonnets under CC0-1.0 with a 10-step run `sonnets` and its checkpoint 4."""
     from lineage.ingest.checkpoint import ingest_checkpoint
     from lineage.ingest.steps import ingest_steps
 
-    root = tmp_path_factory.mktemp("card")
-    init_store(root / "store")
-    store = open_store(root / "store")
-    ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", license=DEMO_LICENSES,
-                  fingerprints=False)
-    build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    tiny = load_tiny_run()
-    tiny.train(store, "main", steps=200, out=root / "run")
-    ingest_steps(store, root / "run" / "steps.jsonl", run="tiny", stream="main", world_size=2)
+    root = tmp_path_factory.mktemp("card") / "demo"
+    store = copy_demo_run(demo_run, root)
     ingest_checkpoint(store, root / "run" / "checkpoint-99", run="tiny", step=99)
 
     ingest_corpus(store, [EXAMPLES / "shards" / "sonnets.jsonl.gz"], corpus="sonnets",
                   license="CC0-1.0", fingerprints=False)
     build_stream(store, corpus="sonnets", name="son", seed=7, seq_len=256, batch=2)
-    tiny.train(store, "son", steps=10, out=root / "son", checkpoint_every=5)
+    load_tiny_run().train(store, "son", steps=10, out=root / "son", checkpoint_every=5)
     ingest_steps(store, root / "son" / "steps.jsonl", run="sonnets", stream="son",
                  world_size=2)
     ingest_checkpoint(store, root / "son" / "checkpoint-4", run="sonnets", step=4)
@@ -216,20 +208,22 @@ def test_a_named_licence_is_always_the_one_every_source_carries(
     assert all(lics == [only] for lics in licences)
 
 
-def test_a_checkpoint_that_differs_from_the_chain_is_said_to(demo: Store) -> None:
+def test_a_checkpoint_that_differs_from_the_chain_is_said_to(
+        demo: Store, tmp_path: Path) -> None:
     """The checkpoint after step 149 recorded as step 99's: the card states both digests
     and that they differ, as the store recorded the lie."""
     from lineage.ingest.checkpoint import ingest_checkpoint
     from lineage.ingest.steps import ingest_steps
 
     runs = demo.root.parent
-    ingest_steps(demo, runs / "run" / "steps.jsonl", run="liar", stream="main", world_size=2)
-    ingest_checkpoint(demo, runs / "run" / "checkpoint-149", run="liar", step=99)
-    answer = card(demo, "liar", 99)
+    store = copy_demo_run(runs, tmp_path / "demo")  # the module's store stays as it is
+    ingest_steps(store, runs / "run" / "steps.jsonl", run="liar", stream="main", world_size=2)
+    ingest_checkpoint(store, runs / "run" / "checkpoint-149", run="liar", step=99)
+    answer = card(store, "liar", 99)
     evidence = answer.evidence
     assert evidence.matches_chain is False and evidence.matches_state is False
     assert evidence.weights_digest != evidence.chain_weights_digest
-    assert evidence.chain_weights_digest == card(demo).evidence.weights_digest
+    assert evidence.chain_weights_digest == card(store).evidence.weights_digest
     assert answer.text.count("matches the chain: NO") == 2
     assert f"`{evidence.weights_digest}`; the chain's: `{evidence.chain_weights_digest}`" \
         in answer.text

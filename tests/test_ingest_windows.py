@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,13 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lineage.api import Store
+from lineage.api import Store, open_store
 from lineage.errors import InputError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.windows import ingest_windows
 from lineage.stream.build import build_stream
 
-from .conftest import Cli
+from .conftest import Cli, holding
 
 
 def _log_of(store: Store, stream: str) -> list[dict[str, Any]]:
@@ -35,19 +37,39 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.fixture
-def canonical(store: Store, example_shards: Path) -> Store:
+@pytest.fixture(scope="module")
+def canonical_template(fresh_store: Callable[[Path], Store], example_shards: Path,
+                       tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("canonical") / "store")
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
     build_stream(store, corpus="sonnets", name="canon", seed=5, seq_len=128, batch=4,
                  separator_tokens=1)
-    return store
+    return store.root
+
+
+@pytest.fixture
+def canonical(store: Store, canonical_template: Path) -> Store:
+    """The test's store holding corpus `sonnets` and its canonical stream `canon`."""
+    return holding(store, canonical_template)
+
+
+@pytest.fixture(scope="module")
+def canonical_rows(canonical_template: Path) -> list[dict[str, Any]]:
+    return _log_of(open_store(canonical_template), "canon")
+
+
+@pytest.fixture
+def canonical_log(canonical_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`_log_of(canonical, "canon")`, read once per module (one lookup per step); the
+    test's own copy, to change."""
+    return copy.deepcopy(canonical_rows)
 
 
 def test_a_recorded_log_of_the_canonical_order_answers_the_same(
-    canonical: Store, tmp_path: Path
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     separator = 1
-    log = _write(tmp_path / "log.parquet", _log_of(canonical, "canon"))
+    log = _write(tmp_path / "log.parquet", canonical_log)
     result = ingest_windows(canonical, log, stream="rec", corpus="sonnets", seq_len=128,
                             batch=4, separator_tokens=separator)
     assert result["status"] == "added" and result["spec"] == "recorded"
@@ -63,12 +85,13 @@ def test_a_recorded_log_of_the_canonical_order_answers_the_same(
 
 
 def test_trained_on_works_on_a_recorded_stream(
-    canonical: Store, tmp_path: Path, example_shards: Path
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path,
+    example_shards: Path
 ) -> None:
     import gzip
     import json
 
-    log = _write(tmp_path / "log.parquet", _log_of(canonical, "canon"))
+    log = _write(tmp_path / "log.parquet", canonical_log)
     ingest_windows(canonical, log, stream="rec", corpus="sonnets", seq_len=128, batch=4,
                    separator_tokens=1)
     first = json.loads(gzip.decompress(
@@ -93,9 +116,10 @@ def test_trained_on_works_on_a_recorded_stream(
     ],
 )
 def test_bad_logs_are_reported_not_stored(
-    canonical: Store, tmp_path: Path, edit: Any, message: str
+    canonical: Store, canonical_log: list[dict[str, Any]], tmp_path: Path, edit: Any,
+    message: str
 ) -> None:
-    rows = _log_of(canonical, "canon")
+    rows = canonical_log
     edit(rows)
     log = _write(tmp_path / "bad.parquet", rows)
     with pytest.raises(InputError) as caught:
@@ -105,11 +129,12 @@ def test_bad_logs_are_reported_not_stored(
     assert [s["name"] for s in canonical.streams()] == ["canon"]
 
 
-def test_cli_ingest_windows_from_jsonl(canonical: Store, tmp_path: Path) -> None:
+def test_cli_ingest_windows_from_jsonl(canonical: Store, canonical_log: list[dict[str, Any]],
+                                      tmp_path: Path) -> None:
     import json
 
     log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in _log_of(canonical, "canon")))
+    log.write_text("".join(json.dumps(r) + "\n" for r in canonical_log))
     cli = Cli(canonical.root)
     out = cli.json("ingest", "windows", str(log), "--stream", "rec", "--corpus", "sonnets",
                    "--seq-len", "128", "--batch", "4", "--separator-tokens", "1")

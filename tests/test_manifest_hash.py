@@ -3,6 +3,8 @@ depends on the documents only, not on how they were split into shards or ordered
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -11,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lineage.api import init_store, open_store
+from lineage.api import Store
 from lineage.corpora.manifest import ManifestHasher, manifest_hash_of_rows
 from lineage.ingest import ingest_corpus
 
@@ -63,11 +65,11 @@ def test_lines_built_by_duckdb_hash_like_arrow_lines(rows: list[dict[str, Any]])
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_rows, data=st.data())
 def test_ingest_hash_ignores_sharding_and_order(
-    tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]], data: st.DataObject
+    tmp_path_factory: pytest.TempPathFactory, fresh_store: Callable[[Path], Store],
+    rows: list[dict[str, Any]], data: st.DataObject
 ) -> None:
     root = tmp_path_factory.mktemp("m")
-    init_store(root / "store")
-    store = open_store(root / "store")
+    store = fresh_store(root / "store")
     shuffled = data.draw(st.permutations(rows))
     cut = data.draw(st.integers(0, len(rows)))
     paths = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,15 +105,15 @@ _name = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_chara
                              st.binary(max_size=40), min_size=1, max_size=12),
        forced=st.none() | st.just("forced"))
 def test_random_folders_are_recorded_as_the_spec_says(
-        tmp_path_factory: pytest.TempPathFactory, files: dict[str, bytes],
-        forced: str | None) -> None:
+        tmp_path_factory: pytest.TempPathFactory, fresh_store: Callable[[Path], Store],
+        files: dict[str, bytes], forced: str | None) -> None:
     root = tmp_path_factory.mktemp("folder") / "top"
     try:
         make_folder(root, files)
     except (FileExistsError, NotADirectoryError, IsADirectoryError, OSError):
         return  # a name that is both a file and a folder: not a folder one can make
     records, left_out = ref.folder_records(root, source=forced)
-    store = _fresh_store(tmp_path_factory.mktemp("store") / "s")
+    store = fresh_store(tmp_path_factory.mktemp("store") / "s")
     if not records:
         with pytest.raises(InputError, match="no documents to ingest"):
             ingest_corpus(store, [root], corpus="c", source=forced, workers=1)
@@ -152,11 +153,12 @@ _stored_record = _record.map(lambda r: {**r, "n_bytes": max(r["n_bytes"] >> 22, 
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_stored_record, min_size=1, max_size=30, unique_by=lambda r: r["doc_id"]))
 def test_a_ready_manifest_ingests_to_the_spec_hash(
-        tmp_path_factory: pytest.TempPathFactory, records: list[dict]) -> None:
+        tmp_path_factory: pytest.TempPathFactory, fresh_store: Callable[[Path], Store],
+        records: list[dict]) -> None:
     root = tmp_path_factory.mktemp("manifest")
     rows = [{**r, "uri": f"file:///{i}"} for i, r in enumerate(records)]
     pq.write_table(pa.Table.from_pylist(rows), root / "manifest.parquet")
-    store = _fresh_store(root / "store")
+    store = fresh_store(root / "store")
     result = ingest_corpus(store, [root / "manifest.parquet"], corpus="m", workers=1)
     assert result.manifest_hash == ref.manifest_hash(records)
 

@@ -13,15 +13,9 @@ from typing import Any
 
 import pytest
 
-from lineage.api import init_store, open_store
-from lineage.ingest import ingest_corpus
-from lineage.stream.build import build_stream
-
-from .conftest import EXAMPLES, REPO, Cli, load_tiny_run
+from .conftest import REPO, Cli
+from .demo_run import copy_demo_run
 from .test_openlineage import assert_valid
-
-DEMO_LICENSES = ["shakespeare=LicenseRef-PublicDomain", "python-stdlib=PSF-2.0",
-                 "debian-copyright=NOASSERTION"]  # as examples/demo.sh ingests them
 
 
 def documented_example() -> dict[str, Any]:
@@ -41,19 +35,11 @@ def _machine_free(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_the_documented_event_is_the_demo_runs(tmp_path: Path) -> None:
+def test_the_documented_event_is_the_demo_runs(demo_run: Path, tmp_path: Path) -> None:
     from lineage.ingest.checkpoint import ingest_checkpoint
-    from lineage.ingest.steps import ingest_steps
 
-    init_store(tmp_path / "store")
-    store = open_store(tmp_path / "store")
-    ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", license=DEMO_LICENSES,
-                  fingerprints=False)
-    build_stream(store, corpus="example", name="main", seed=42, seq_len=1024, batch=4)
-    load_tiny_run().train(store, "main", steps=200, out=tmp_path / "run")
-    ingest_steps(store, tmp_path / "run" / "steps.jsonl", run="tiny", stream="main",
-                 world_size=2)
-    ingest_checkpoint(store, tmp_path / "run" / "checkpoint-99", run="tiny", step=99)
+    store = copy_demo_run(demo_run, tmp_path / "demo")
+    ingest_checkpoint(store, tmp_path / "demo" / "run" / "checkpoint-99", run="tiny", step=99)
     Cli(store.root)("export", "openlineage", "--run", "tiny", "-o", str(tmp_path / "e.jsonl"))
     lines = (tmp_path / "e.jsonl").read_text().splitlines()
     assert [json.loads(line)["job"]["name"] for line in lines] == [

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +99,12 @@ def test_memory_limits_parse_like_duckdb() -> None:
     epoch=st.sampled_from(["1", "0.5", "2", "1.37"]),
 )
 def test_builder_matches_the_reference(
-    tmp_path_factory: pytest.TempPathFactory, order_path: str, docs: list[dict[str, Any]],
+    tmp_path_factory: pytest.TempPathFactory, fresh_store: Callable[[Path], Store],
+    order_path: str, docs: list[dict[str, Any]],
     seed: int, seq_len: int, batch: int, separator: int, epoch: str,
 ) -> None:
     root = tmp_path_factory.mktemp("s")
-    init_store(root / "store")
-    store = open_store(root / "store")
+    store = fresh_store(root / "store")
     ingest_corpus(store, [_manifest(root / "m.parquet", docs)], corpus="c")
     epochs = {"web": epoch}
     expected = reference_stream(docs, seed=seed, seq_len=seq_len, batch=batch,

@@ -6,6 +6,7 @@ following the schedule."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 from lineage.stream.schedule import BatchSchedule, RankRule, parse_schedule
 
-from .conftest import Cli
+from .conftest import Cli, holding
 
 GOLDEN = Path(__file__).parent / "golden" / "schedules" / "ramped.json"
 RAMP = parse_schedule("0:2,3:4,6:8")
@@ -151,12 +152,20 @@ def test_schedule_options_that_disagree_are_refused(store: Store, example_corpus
     assert store.streams() == []
 
 
-@pytest.fixture
-def ramped(store: Store, example_shards: Path) -> Store:
+@pytest.fixture(scope="module")
+def ramped_template(fresh_store: Callable[[Path], Store], example_shards: Path,
+                    tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("ramped") / "store")
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
     build_stream(store, corpus="sonnets", name="r", seed=11, seq_len=64, schedule=RAMP,
                  rank_rule=RankRule("micro-batches", 2))
-    return store
+    return store.root
+
+
+@pytest.fixture
+def ramped(store: Store, ramped_template: Path) -> Store:
+    """The test's store holding corpus `sonnets` and stream `r` under the RAMP schedule."""
+    return holding(store, ramped_template)
 
 
 def test_docs_step_states_the_steps_windows_and_the_rank_rule(ramped: Store) -> None:

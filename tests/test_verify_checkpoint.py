@@ -17,7 +17,12 @@ from lineage.ingest.checkpoint import ingest_checkpoint
 from lineage.ingest.steps import ingest_steps
 
 from .conftest import Cli
-from .test_chain import WORLD, run_store, write_log  # noqa: F401 - run_store is a fixture
+from .test_chain import (  # noqa: F401 - run_store and sonnets_stream are fixtures
+    WORLD,
+    run_store,
+    sonnets_stream,
+    write_log,
+)
 
 
 def _model(folder: Path, weights: dict[str, np.ndarray]) -> Path:

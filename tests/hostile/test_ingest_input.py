@@ -37,7 +37,7 @@ from lineage.ingest.steps import ingest_steps
 from lineage.ingest.windows import ingest_windows
 from lineage.runs.chain import canonical_json
 
-from ..conftest import Cli, write_jsonl
+from ..conftest import Cli, holding, write_jsonl
 
 # ---------------------------------------------------------------- entry points
 
@@ -460,14 +460,22 @@ def test_every_kind_is_read_by_some_entry_point() -> None:
     assert {case.kind for case in CASES} <= read
 
 
-@pytest.fixture
-def base(store: Store, tmp_path: Path) -> Store:
-    """A store holding one small corpus (window logs refer to its documents)."""
-    folder = tmp_path / "base"
+@pytest.fixture(scope="module")
+def base_template(fresh_store: Callable[[Path], Store],
+                  tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("base")
+    store = fresh_store(root / "store")
+    folder = root / "base"
     folder.mkdir()
     (folder / "a.txt").write_bytes(b"0123456789abcdef")
     ingest_corpus(store, [folder], corpus="base")
-    return store
+    return store.root
+
+
+@pytest.fixture
+def base(store: Store, base_template: Path) -> Store:
+    """A store holding one small corpus (window logs refer to its documents)."""
+    return holding(store, base_template)
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

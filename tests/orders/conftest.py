@@ -3,6 +3,8 @@ lays its documents into windows the way a trainer does (to make orders to import
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,21 @@ import pytest
 from lineage.api import Store
 from lineage.ingest import ingest_corpus
 
+from ..conftest import holding  # noqa: TID252 - the suite's helper, shared with its modules
+
+
+@pytest.fixture(scope="session")
+def sonnets_template(fresh_store: Callable[[Path], Store], example_shards: Path,
+                     tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("sonnets") / "store")
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
+    return store.root
+
 
 @pytest.fixture
-def sonnets(store: Store, example_shards: Path) -> Store:
+def sonnets(store: Store, sonnets_template: Path) -> Store:
     """A store with corpus `sonnets` (Shakespeare's sonnets, byte tokens)."""
-    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
-    return store
+    return holding(store, sonnets_template)
 
 
 def documents_of(store: Store, corpus: str) -> list[tuple[str, int]]:
@@ -51,18 +62,23 @@ def pack(documents: list[tuple[str, int]], seq_len: int) -> pa.Table:
 HARNESS = Path(__file__).resolve().parent / "fixtures" / "harness"
 
 
-@pytest.fixture
-def shakespeare(store: Store, example_shards: Path) -> Store:
-    """A store with corpus `shakespeare`: the sonnets and the poems, byte tokens (the
-    corpus the harness fixture's shards were tokenized from)."""
+@pytest.fixture(scope="session")
+def shakespeare_template(fresh_store: Callable[[Path], Store], example_shards: Path,
+                         tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("shakespeare") / "store")
     ingest_corpus(store, [example_shards / "sonnets.jsonl.gz",
                           example_shards / "poems.parquet"], corpus="shakespeare", workers=1)
-    return store
+    return store.root
+
+
+@pytest.fixture
+def shakespeare(store: Store, shakespeare_template: Path) -> Store:
+    """A store with corpus `shakespeare`: the sonnets and the poems, byte tokens (the
+    corpus the harness fixture's shards were tokenized from)."""
+    return holding(store, shakespeare_template)
 
 
 @pytest.fixture
 def harness(tmp_path: Path) -> Path:
     """A private copy of the committed harness run (tests/orders/make_harness_run.py)."""
-    import shutil
-
     return Path(shutil.copytree(HARNESS, tmp_path / "harness"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
 
+from .conftest import holding
+
 FIXTURES = Path(__file__).with_name("fixtures") / "megatron"
 SINGLE = MegatronRun(global_batch_size=8, micro_batch_size=2, data_parallel_size=2)
 BLEND = MegatronRun(global_batch_size=12, micro_batch_size=2, data_parallel_size=2,
@@ -29,10 +32,18 @@ BLEND = MegatronRun(global_batch_size=12, micro_batch_size=2, data_parallel_size
 NAMES = {"single": ["sonnets"], "blend": ["sonnets", "poems"]}
 
 
-@pytest.fixture
-def corpus(store: Store) -> Store:
+@pytest.fixture(scope="module")
+def corpus_template(fresh_store: Callable[[Path], Store],
+                    tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = fresh_store(tmp_path_factory.mktemp("mg") / "store")
     ingest_corpus(store, [FIXTURES / "sonnets.jsonl", FIXTURES / "poems.jsonl"], corpus="mg")
-    return store
+    return store.root
+
+
+@pytest.fixture
+def corpus(store: Store, corpus_template: Path) -> Store:
+    """The test's store holding corpus `mg` (the fixtures' sonnets and poems)."""
+    return holding(store, corpus_template)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
+
+from .conftest import holding
 
 # Looked up, not imported: importing torch while tests are collected would put it in
 # sys.modules for every other test of the session.
@@ -68,16 +70,24 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     return generator, folder
 
 
-@pytest.fixture
-def imported(made: tuple[Any, Path], store: Store) -> Store:
+@pytest.fixture(scope="module")
+def imported_template(made: tuple[Any, Path], fresh_store: Callable[[Path], Store],
+                      tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, folder = made
+    store = fresh_store(tmp_path_factory.mktemp("imported") / "store")
     ingest_corpus(store, [folder / "sonnets.jsonl", folder / "poems.jsonl"], corpus="mg")
     for run, batches in RUNS.items():
         names = ["sonnets"] if run == "single" else ["sonnets", "poems"]
         import_megatron(store, data=[folder / n for n in names],
                         docs=[folder / f"{n}.jsonl" for n in names],
                         cache=folder / f"cache-{run}", corpus="mg", stream=run, run=batches)
-    return store
+    return store.root
+
+
+@pytest.fixture
+def imported(imported_template: Path, store: Store) -> Store:
+    """The test's store holding corpus `mg` and both runs imported from `made`."""
+    return holding(store, imported_template)
 
 
 def pretraining_batches(total: int, rank: int) -> Iterator[list[int]]:
