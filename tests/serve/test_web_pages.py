@@ -485,6 +485,43 @@ def test_kept_answers_are_computed_once_per_key_and_the_oldest_go_first() -> Non
     assert -1 not in calls  # the most recent is still kept
 
 
+def test_two_requests_for_one_cold_answer_compute_it_once() -> None:
+    """The second waits for the first's answer instead of reading the table again; a
+    computation that fails is not kept, and the next request computes afresh."""
+    import threading
+    import time
+
+    from lineage.serve.web import figures
+
+    calls: list[str] = []
+    started = threading.Event()
+
+    def slow() -> Any:
+        calls.append(threading.current_thread().name)
+        started.set()
+        time.sleep(0.3)
+        return {"mix": 1}
+
+    answers: list[Any] = []
+    threads = [threading.Thread(target=lambda: answers.append(figures.kept(("cold",), slow)))
+               for _ in range(3)]
+    threads[0].start()
+    started.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(calls) == 1 and len(answers) == 3
+    assert all(answer is answers[0] for answer in answers)
+
+    def failing() -> Any:
+        raise RuntimeError("damaged")
+
+    with pytest.raises(RuntimeError):
+        figures.kept(("failing",), failing)
+    assert figures.kept(("failing",), lambda: "recovered") == "recovered"
+
+
 def test_source_mix_ranges_follow_the_streams_schedule(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the store states a batch-size schedule (lineage.stream.query's

@@ -65,21 +65,36 @@ def _sources_of(store: Store, stream: Stream) -> list[str]:
 
 _KEPT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
+_COMPUTING: dict[tuple[Any, ...], threading.Lock] = {}  # by key, while one is computed
 KEPT_ANSWERS = 32
 
 
 def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
     """`compute()`, kept for the next call with the same key (the KEPT_ANSWERS most
-    recently used). The key must name everything the answer depends on."""
+    recently used). The key must name everything the answer depends on. Two requests
+    for the same key at once compute it once: the second waits for the first's answer
+    (a cold stream page reads the whole occurrence table)."""
     with _KEPT_LOCK:
         if key in _KEPT:
             _KEPT.move_to_end(key)
             return cast(T, _KEPT[key])
-    value = compute()
-    with _KEPT_LOCK:
-        _KEPT[key] = value
-        while len(_KEPT) > KEPT_ANSWERS:
-            _KEPT.popitem(last=False)
+        computing = _COMPUTING.setdefault(key, threading.Lock())
+    with computing:
+        with _KEPT_LOCK:
+            if key in _KEPT:  # computed while this request waited
+                _KEPT.move_to_end(key)
+                return cast(T, _KEPT[key])
+        try:
+            value = compute()
+        except BaseException:
+            with _KEPT_LOCK:
+                _COMPUTING.pop(key, None)
+            raise
+        with _KEPT_LOCK:
+            _KEPT[key] = value
+            _COMPUTING.pop(key, None)
+            while len(_KEPT) > KEPT_ANSWERS:
+                _KEPT.popitem(last=False)
     return value
 
 
