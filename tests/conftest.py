@@ -105,6 +105,27 @@ def holding(store: Store, template: Path) -> Store:
 
 
 @pytest.fixture(scope="session")
+def sonnets_stream(fresh_store: Callable[[Path], Store], example_shards: Path,
+                   tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with corpus `sonnets` and stream `s` over it, built once (do not write to
+    it: `run_store` is a copy)."""
+    from lineage.ingest import ingest_corpus
+    from lineage.stream.build import build_stream
+
+    store = fresh_store(tmp_path_factory.mktemp("sonnets-stream") / "store")
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
+    build_stream(store, corpus="sonnets", name="s", seed=11, seq_len=64, batch=4)
+    return store.root
+
+
+@pytest.fixture
+def run_store(sonnets_stream: Path, tmp_path: Path) -> Store:
+    """A store of its own with corpus `sonnets` and stream `s`, to write runs into."""
+    shutil.copytree(sonnets_stream, tmp_path / "store")
+    return open_store(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
 def example_corpus() -> Path:
     return EXAMPLES / "corpus"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage.api import Store, open_store
+from lineage.api import Store
 from lineage.errors import InputError, UsageError
-from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
 from lineage.runs.chain import (
     CHAIN_SPEC_V1,
@@ -31,31 +29,12 @@ from lineage.runs.chain import (
 from lineage.runs.chain_batches import stream_batch_digests
 from lineage.runs.chain_verify import verify_chain
 from lineage.runs.skip_rule import SkipRule
-from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 
 from . import chain_reference as ref
 from .conftest import Cli
 
 WORLD = 2
-
-
-@pytest.fixture(scope="session")
-def sonnets_stream(fresh_store: Callable[[Path], Store], example_shards: Path,
-                   tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store with corpus `sonnets` and stream `s` over it, built once (do not write to
-    it: `run_store` is a copy)."""
-    store = fresh_store(tmp_path_factory.mktemp("sonnets-stream") / "store")
-    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="sonnets")
-    build_stream(store, corpus="sonnets", name="s", seed=11, seq_len=64, batch=4)
-    return store.root
-
-
-@pytest.fixture
-def run_store(sonnets_stream: Path, tmp_path: Path) -> Store:
-    """A store of its own with corpus `sonnets` and stream `s`, to write runs into."""
-    shutil.copytree(sonnets_stream, tmp_path / "store")
-    return open_store(tmp_path / "store")
 
 
 def write_log(store: Store, path: Path, steps: range, *, config: dict[str, Any] | None = None,

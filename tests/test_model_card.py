@@ -28,7 +28,6 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.checkpoint import ingest_checkpoint
 
 from .conftest import Cli
-from .test_chain import run_store, sonnets_stream  # noqa: F401 - fixtures
 from .test_report import _run_and_step_2_weights
 
 # The shape of real Hub cards: a fine-tune of a gated base (license other, a named licence

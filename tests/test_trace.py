@@ -13,12 +13,7 @@ from lineage.errors import UnknownObjectError, UsageError
 from lineage.ingest.steps import ingest_steps
 
 from .conftest import Cli
-from .test_chain import (  # noqa: F401 - run_store and sonnets_stream are fixtures
-    WORLD,
-    run_store,
-    sonnets_stream,
-    write_log,
-)
+from .test_chain import WORLD, write_log
 
 
 @pytest.fixture

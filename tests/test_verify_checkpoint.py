@@ -17,12 +17,7 @@ from lineage.ingest.checkpoint import ingest_checkpoint
 from lineage.ingest.steps import ingest_steps
 
 from .conftest import Cli
-from .test_chain import (  # noqa: F401 - run_store and sonnets_stream are fixtures
-    WORLD,
-    run_store,
-    sonnets_stream,
-    write_log,
-)
+from .test_chain import WORLD, write_log
 
 
 def _model(folder: Path, weights: dict[str, np.ndarray]) -> Path:
