@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 PROTOCOL = "lineage.serve.tcp:NoDelayHttpToolsProtocol"  # uvicorn's `http` setting
 # How uvicorn runs the application, for `lineage serve` and the tests alike ("auto": uvloop
 # where it is installed, which is everywhere but Windows).
-UVICORN_SETTINGS: dict[str, Any] = {"http": PROTOCOL, "loop": "auto", "log_level": "warning",
-                    "access_log": False, "server_header": False, "proxy_headers": False}
+UVICORN_SETTINGS: dict[str, Any] = {
+    "http": PROTOCOL, "loop": "auto", "log_level": "warning", "access_log": False,
+    "server_header": False, "proxy_headers": False}
 
 
 class NoDelayHttpToolsProtocol(HttpToolsProtocol):

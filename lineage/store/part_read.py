@@ -15,6 +15,7 @@ read, as before."""
 from __future__ import annotations
 
 import io
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -37,7 +38,6 @@ def lookup_rows(
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
     stream_start..stream_end) or hold the content hash `digest`, as `columns`, in file
     order. DamagedPartError if a byte they come from is not as written."""
-
     admits = key_admits(span, digest)
     keys = _keys(span, digest)
     found: list[tuple[Any, ...]] = []
@@ -104,19 +104,23 @@ def rows_at(
 def _part_rows(store: BaseStore, part: PartEntry, columns: Sequence[str], first: int,
                count: int) -> list[dict[str, Any]]:
     """`count` rows of a part from its row `first` (fewer where the part ends)."""
-    starts: list[int] = []
-
     def holding(metadata: Any) -> list[int]:
-        sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
-        starts.extend(sum(sizes[:i]) for i in range(len(sizes)))
-        return [i for i, (at, size) in enumerate(zip(starts, sizes, strict=True))
-                if at < first + count and first < at + size]
+        starts = _row_group_starts(metadata)
+        return [i for i, (at, end) in enumerate(itertools.pairwise(starts))
+                if at < first + count and first < end]
 
     parquet, groups = _chosen_groups(store, part, holding)
     if not groups:
         return []
     rows = parquet.read_row_groups(groups, columns=list(columns), use_threads=False)
-    return rows.slice(first - starts[groups[0]], count).to_pylist()  # type: ignore[no-any-return]
+    skipped = first - _row_group_starts(parquet.metadata)[groups[0]]
+    return rows.slice(skipped, count).to_pylist()  # type: ignore[no-any-return]
+
+
+def _row_group_starts(metadata: Any) -> list[int]:
+    """The first row of each row group, then the part's row count."""
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    return [0, *itertools.accumulate(sizes)]
 
 
 def row_by_doc_id(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str,

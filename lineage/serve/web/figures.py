@@ -113,6 +113,9 @@ def run_series(store: Store, run: str) -> dict[str, list[Any]]:
     return {name: frame[name].to_list() for name in frame.columns}
 
 
+LISTED_COLUMNS = ("doc_id", "source", "n_tokens", "n_bytes", "license")  # a corpus page's
+
+
 def corpus_documents(store: Store, corpus: str, *, offset: int, limit: int) -> dict[str, Any]:
     """One page of the corpus's documents in doc_id order, and how many there are. The
     corpus's `documents` parts are sorted by doc_id and follow one another, so the page is
@@ -120,9 +123,7 @@ def corpus_documents(store: Store, corpus: str, *, offset: int, limit: int) -> d
     from lineage.store.part_read import rows_at
 
     with store.reader(views=False) as con:
-        total, rows = rows_at(con, store, "documents", corpus, DOCUMENT_COLUMNS,
+        total, rows = rows_at(con, store, "documents", corpus, LISTED_COLUMNS,
                               offset=offset, limit=limit)
     return {"total": total, "offset": offset, "limit": limit, "documents": rows}
 
-
-DOCUMENT_COLUMNS = ("doc_id", "source", "n_tokens", "n_bytes", "license")
