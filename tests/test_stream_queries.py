@@ -173,3 +173,29 @@ def test_lookups_open_only_the_parts_that_can_match(
         a = store.trained_on([str(path)], stream="whole")["results"][0]["matches"]
         b = store.trained_on([str(path)], stream="split")["results"][0]["matches"]
         assert [m["windows"] for m in a] == [m["windows"] for m in b] and a[0]["windows"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(occurrences=st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 3_000)),
+                            max_size=30),
+       seq_len=st.integers(1, 700), first=st.integers(0, 12), width=st.integers(0, 6))
+def test_pieces_cut_at_once_are_the_pieces_cut_one_by_one(
+        occurrences: list[tuple[int, int]], seq_len: int, first: int, width: int) -> None:
+    """A step's occurrences are cut at window edges all at once (numpy); the cut is the
+    one docs/stream-spec.md §6 states, as `window_pieces` makes it one occurrence at a
+    time (zero-length occurrences and windows past the step included)."""
+    import numpy as np
+
+    from lineage.stream.query import window_piece_arrays, window_pieces
+
+    starts = [a for a, _ in occurrences]
+    ends = [a + n for a, n in occurrences]
+    one_by_one = [(i, w, lo, lo + (end - start))
+                  for i, (a, b) in enumerate(zip(starts, ends, strict=True))
+                  for w, lo, start, end in window_pieces(a, b, 0, seq_len, first,
+                                                         first + width)]
+    row, window, lo, hi = window_piece_arrays(np.array(starts, dtype=np.int64),
+                                              np.array(ends, dtype=np.int64), seq_len,
+                                              first, first + width)
+    at_once = list(zip(row.tolist(), window.tolist(), lo.tolist(), hi.tolist(), strict=True))
+    assert at_once == one_by_one

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from lineage.api import Store
 from lineage.store.memo import CatalogMemo
@@ -56,7 +56,8 @@ def catalog_signature(catalog: Path) -> Signature:
 
 
 class CatalogSnapshot:
-    """One copy of the catalog in memory, with the bulk views; read through cursors."""
+    """One copy of the catalog in memory, with the bulk views; read through cursors
+    (`ServedStore.reader`)."""
 
     def __init__(self, store: Store) -> None:
         self.signature = catalog_signature(store.catalog_path)
@@ -83,14 +84,6 @@ class CatalogSnapshot:
         newest = max(entry[2] for entry in self.signature) / 1e9
         return self.taken - newest > SETTLE_SECONDS
 
-    @contextmanager
-    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cursor = self.connection.cursor()
-        try:
-            yield cursor
-        finally:
-            cursor.close()
-
 
 class ServedStore(Store):
     """A `lineage.Store` whose catalog reads come from a snapshot instead of the file."""
@@ -103,8 +96,30 @@ class ServedStore(Store):
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         # The snapshot always has the bulk views; a caller that asked for none ignores them.
-        with self.snapshot.cursor() as cursor:
-            yield cursor
+        cursor = _CursorOnUse(self.snapshot.connection)
+        try:
+            yield cast("duckdb.DuckDBPyConnection", cursor)
+        finally:
+            cursor.close()
+
+
+class _CursorOnUse:
+    """A cursor of the snapshot's connection, made when it is first used: a lookup whose
+    catalog rows are all kept (lineage/store/memo.py) never asks DuckDB anything, and
+    making a cursor for it cost a twentieth of the answer."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self._connection = connection
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._cursor is None:
+            self._cursor = self._connection.cursor()
+        return getattr(self._cursor, name)
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
 
 
 class Snapshots:

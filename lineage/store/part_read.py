@@ -26,6 +26,7 @@ from lineage.store.parts import PartEntry, candidate_parts, key_admits
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from lineage.store.base import BaseStore
 
@@ -35,12 +36,27 @@ def lookup_rows(
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
     digest: str | None = None,
 ) -> list[tuple[Any, ...]]:
+    """`lookup_table`'s rows as tuples of `columns`."""
+    found = lookup_table(con, store, table, owner, columns, span=span, digest=digest)
+    if found is None:
+        return []
+    return list(zip(*(found[name].to_pylist() for name in columns), strict=True))
+
+
+def lookup_table(
+    con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
+    columns: Sequence[str], *, span: tuple[int, int] | None = None,
+    digest: str | None = None,
+) -> pa.Table | None:
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
-    stream_start..stream_end) or hold the content hash `digest`, as `columns`, in file
-    order. DamagedPartError if a byte they come from is not as written."""
+    stream_start..stream_end) or hold the content hash `digest`, as a table of `columns`
+    in file order; None when no row does. DamagedPartError if a byte they come from is
+    not as written."""
+    import pyarrow as pa
+
     admits = key_admits(span, digest)
     keys = _keys(span, digest)
-    found: list[tuple[Any, ...]] = []
+    found: list[pa.Table] = []
     for part in candidate_parts(con, store, table, owner, admits):
         chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
                                 part.row_groups, admits)
@@ -50,31 +66,47 @@ def lookup_rows(
             continue
         decoded = _decoded(parquet, groups, keys, columns, span, digest)
         if decoded is not None:
-            found.extend(zip(*decoded, strict=True))
-    return found
+            found.append(decoded)
+    if len(found) < 2:
+        return found[0] if found else None
+    return pa.concat_tables(found)
 
 
 def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequence[str],
-             span: tuple[int, int] | None, digest: str | None) -> list[list[Any]] | None:
-    """The values of `columns` in the rows of `groups` that match the lookup, column by
-    column; None when no row does."""
+             span: tuple[int, int] | None, digest: str | None) -> pa.Table | None:
+    """The rows of `groups` that match the lookup, as `columns`; None when no row does."""
     import pyarrow.compute as pc
 
     others = [name for name in columns if name not in keys]
     if span is not None:  # a row group admitted for a token range holds some of it: one read
         rows = parquet.read_row_groups(groups, columns=[*keys, *others], use_threads=False)
-        decoded = dict(zip(rows.column_names, rows.columns, strict=True))
-        matching = _matching(rows, span, digest)
-    else:
-        # The key column first: most of a row group's bytes are in the others, decoded
-        # only when a row matches (for a content hash that no document has, never).
-        key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
-        matching = _matching(key_rows, span, digest)
-        if not pc.any(matching).as_py():
-            return None
-        rest = parquet.read_row_groups(groups, columns=others, use_threads=False)
-        decoded = dict(zip([*keys, *others], [*key_rows.columns, *rest.columns], strict=True))
-    return [decoded[name].filter(matching).to_pylist() for name in columns]
+        meeting = _meeting(rows, span)
+        return None if meeting is None else meeting.select(list(columns))
+    # The key column first: most of a row group's bytes are in the others, decoded only
+    # when a row matches (for a content hash that no document has, never).
+    key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
+    matching = pc.equal(key_rows["content_hash"], digest)
+    if not pc.any(matching).as_py():
+        return None
+    rest = parquet.read_row_groups(groups, columns=others, use_threads=False)
+    for name, column in zip(keys, key_rows.columns, strict=True):
+        rest = rest.append_column(name, column)
+    return rest.filter(matching).select(list(columns))
+
+
+def _meeting(rows: pa.Table, span: tuple[int, int]) -> pa.Table | None:
+    """The rows holding tokens of `span` ([start, end)). In a part written in stream
+    order they are consecutive, so the answer is a slice of the decoded rows (no copy)."""
+    import numpy as np
+
+    ends, starts = rows["stream_end"].to_numpy(), rows["stream_start"].to_numpy()
+    where = np.flatnonzero((ends > span[0]) & (starts < span[1]))
+    if not len(where):
+        return None
+    first, last = int(where[0]), int(where[-1])
+    if last - first + 1 == len(where):
+        return rows.slice(first, len(where))
+    return rows.take(where)
 
 
 def rows_at(
@@ -178,16 +210,6 @@ def _groups_holding(metadata: Any, column: str, value: Any) -> list[int]:
         if stats is None or not stats.has_min_max or stats.min <= value <= stats.max:
             groups.append(number)
     return groups
-
-
-def _matching(rows: Any, span: tuple[int, int] | None, digest: str | None) -> Any:
-    """Which rows hold tokens of `span` ([start, end)) or the content hash `digest`."""
-    import pyarrow.compute as pc
-
-    if span is not None:
-        return pc.and_(pc.greater(rows["stream_end"], span[0]),
-                       pc.less(rows["stream_start"], span[1]))
-    return pc.equal(rows["content_hash"], digest)
 
 
 def _keys(span: tuple[int, int] | None, digest: str | None) -> list[str]:

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
-from lineage.store.part_read import lookup_rows
+from lineage.store.part_read import lookup_table
 from lineage.stream.schedule import BatchSchedule, RankRule
 
 if TYPE_CHECKING:
     import duckdb
+
+    from lineage.stream.order import IntArray
 
 STREAM_COLUMNS = (
     "name", "spec", "spec_hash", "corpus", "manifest_hash", "seed", "seq_len", "batch",
@@ -229,24 +231,54 @@ def step_segments(
     con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange
 ) -> list[dict[str, Any]]:
     """Segments in stream order; `position` is the segment's first token in the stream."""
+    import numpy as np
+
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-    rows = lookup_rows(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
-                       span=(start, end))
-    segments = []
-    for doc_id, source, uri, content_hash, epoch, a, b, offset, _ in sorted(
-            rows, key=lambda row: row[-1]):  # in stream order
-        for w, lo, token_start, token_end in window_pieces(
-                a, b, offset, seq_len, span.first_window, span.last_window):
-            if not span.holds(w):
-                continue  # a window of another rank, between this rank's windows
-            segments.append({
-                "doc_id": doc_id, "source": source, "uri": uri, "content_hash": content_hash,
-                "epoch": epoch, "window": w, "rank": span.rank_of(w),
-                "token_start": token_start, "token_end": token_end, "position": lo,
-            })
-    segments.sort(key=lambda s: (s["window"], s["position"]))
-    return segments
+    rows = lookup_table(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
+                        span=(start, end))
+    if rows is None:
+        return []
+    ordinal = rows["ordinal"].to_numpy()
+    if len(ordinal) > 1 and not bool(np.all(ordinal[1:] > ordinal[:-1])):
+        rows = rows.take(np.argsort(ordinal, kind="stable"))  # in stream order
+    row, window, lo, hi = window_piece_arrays(
+        rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy(), seq_len,
+        span.first_window, span.last_window)
+    if span.only is not None:  # windows of other ranks, between this rank's windows
+        mine = np.isin(window, np.fromiter(span.only, dtype=np.int64))
+        row, window, lo, hi = row[mine], window[mine], lo[mine], hi[mine]
+    order = np.lexsort((lo, window))  # by window, then position (stable: as cut)
+    row, window, lo, hi = row[order], window[order], lo[order], hi[order]
+    shift = rows["doc_offset"].to_numpy()[row] - rows["stream_start"].to_numpy()[row]
+    doc_id, source, uri, content_hash, epoch = (
+        rows[name].to_pylist() for name in ("doc_id", "source", "uri", "content_hash", "epoch"))
+    windows = window.tolist()
+    rank = {w: span.rank_of(w) for w in set(windows)}
+    return [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
+             "content_hash": content_hash[i], "epoch": epoch[i], "window": w, "rank": rank[w],
+             "token_start": token_start, "token_end": token_end, "position": position}
+            for i, w, token_start, token_end, position in zip(
+                row.tolist(), windows, (lo + shift).tolist(), (hi + shift).tolist(),
+                lo.tolist(), strict=True)]
+
+
+def window_piece_arrays(
+    a: IntArray, b: IntArray, seq_len: int, first_window: int, last_window: int,
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """`window_pieces` for many occurrences [a, b) at once: (occurrence index, window,
+    first and end stream position) of each piece, by occurrence, then window."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    low = np.maximum(a // seq_len, first_window)
+    high = np.minimum((b - 1) // seq_len, last_window)
+    count = np.maximum(high - low + 1, 0)
+    row = np.repeat(np.arange(len(a)), count)
+    window = low[row] + np.arange(len(row)) - (np.cumsum(count) - count)[row]
+    lo, hi = np.maximum(a[row], window * seq_len), np.minimum(b[row], (window + 1) * seq_len)
+    kept = lo < hi
+    return row[kept], window[kept], lo[kept], hi[kept]
 
 
 def window_pieces(
