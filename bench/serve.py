@@ -3,17 +3,21 @@ and `trained-on` (by hash and by text) at a bounded number of concurrent clients
 
     .venv/bin/python bench/serve.py [--documents 10000000] [--clients 1 16 64]
                                     [--seconds 10] [--workers 2] [--workdir DIR]
+                                    [--rates 100 200 400]
 
 The store is bench/stream.py's (a ready manifest from bench/gen_manifest.py, ingested,
 and a stream `main` of seq_len 2048 x batch 64), made once per size in the work folder.
 The server is the real command (`lineage serve --workers N`) in its own processes; the
 clients run in this process on asyncio, each with one keep-alive connection, sending its
 next request as soon as the answer is in (a closed loop: N clients, at most N requests
-in flight). Each request of the first three workloads asks something new (random steps
-out of 70,175, random documents' content hashes, texts no document holds), so no answer
-comes from the server's memory of answers; the last two ask about 50 steps or files over
-and over, the case that memory is for. Every answer is checked (status 200, the header's exit
-code); any other outcome counts as an error. Results go to bench/out/serve.json.
+in flight). With `--rates`, each client count is also run as an open loop: the clients
+ask that many questions a second in all, evenly spaced, whatever the answers' speed, which
+is the latency a service sees below the server's capacity. Each request of the first
+three workloads asks something new (random steps out of 70,175, random documents' content
+hashes, texts no document holds), so no answer comes from the server's memory of
+answers; the last two ask about 50 steps or files over and over, the case that memory is
+for. Every answer is checked (status 200, the header's exit code); any other outcome
+counts as an error. Results go to bench/out/serve.json.
 """
 
 from __future__ import annotations
@@ -139,8 +143,39 @@ async def _client(port: int, make: Callable[[], tuple[bytes, str]], deadline: fl
     writer.close()
 
 
+async def _paced_client(port: int, make: Callable[[], tuple[bytes, str]], first: float,
+                        interval: float, deadline: float, latencies: list[float],
+                        errors: list[str]) -> None:
+    """A client that sends a request every `interval` seconds from `first` on (the next
+    one at once when an answer came late), whatever the server's speed: an open loop."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    due = first
+    while due < deadline:
+        if (wait := due - time.perf_counter()) > 0:
+            await asyncio.sleep(wait)
+        request, exit_code = make()
+        started = time.perf_counter()
+        try:
+            writer.write(request)
+            status, headers, _ = await _read_answer(reader)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            errors.append(type(exc).__name__)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            continue
+        finally:
+            due += interval
+        latencies.append(time.perf_counter() - started)
+        if status != 200 or headers.get("x-lineage-exit-code") != exit_code:
+            errors.append(f"{status} exit {headers.get('x-lineage-exit-code')}")
+    writer.close()
+
+
 async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
-                seconds: float, cpu: Callable[[], float]) -> dict[str, object]:
+                seconds: float, cpu: Callable[[], float], rate: float | None = None,
+                ) -> dict[str, object]:
+    """`clients` connections asking as fast as answers come (closed loop), or, with a
+    `rate`, asking `rate` questions a second in all, spread evenly over them (open loop:
+    the latency a service sees below the server's capacity)."""
     latencies: list[float] = []
     errors: list[str] = []
     warm_until = time.perf_counter() + 1.0  # connections and caches first, not timed
@@ -148,13 +183,19 @@ async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
     errors.clear()
     cpu_before = cpu()
     started = time.perf_counter()
-    await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors)
-                           for _ in range(clients)))
+    if rate is None:
+        await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors)
+                               for _ in range(clients)))
+    else:
+        interval = clients / rate
+        await asyncio.gather(*(_paced_client(port, make, started + i * interval / clients,
+                                             interval, started + seconds, latencies, errors)
+                               for i in range(clients)))
     elapsed = time.perf_counter() - started
     cpu_used = cpu() - cpu_before
     latencies.sort()
     ms = [x * 1000 for x in latencies]
-    return {"clients": clients, "requests": len(ms), "errors": len(errors),
+    return {"clients": clients, "offered_rps": rate, "requests": len(ms), "errors": len(errors),
             "error_kinds": sorted(set(errors))[:5],
             "p50_ms": round(statistics.median(ms), 2) if ms else None,
             "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
@@ -203,12 +244,14 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
 def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
     """Per workload and client count: the median of each figure over the rounds, the
     errors summed."""
-    cells: dict[tuple[str, int], list[dict[str, object]]] = {}
+    cells: dict[tuple[str, int, object], list[dict[str, object]]] = {}
     for row in rounds:
-        cells.setdefault((str(row["workload"]), int(row["clients"])), []).append(row)  # type: ignore[call-overload]
+        cells.setdefault((str(row["workload"]), int(row["clients"]), row.get("offered_rps")),  # type: ignore[call-overload]
+                         []).append(row)
     out = []
-    for (workload, clients), rows in cells.items():
-        entry: dict[str, object] = {"workload": workload, "clients": clients}
+    for (workload, clients, offered), rows in cells.items():
+        entry: dict[str, object] = {"workload": workload, "clients": clients,
+                                    "offered_rps": offered}
         for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request"):
             values = [float(r[key]) for r in rows if r[key] is not None]  # type: ignore[arg-type]
             entry[key] = round(statistics.median(values), 2) if values else None
@@ -220,11 +263,13 @@ def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
-    print("| workload | clients | p50 | p99 | throughput | server CPU per answer | requests "
-          "| errors |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| workload | clients | asked | p50 | p99 | throughput | server CPU per answer "
+          "| requests | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workload']} | {r['clients']} | {r['p50_ms']} ms | {r['p99_ms']} ms | "
+        asked = "at once" if r["offered_rps"] is None else f"{r['offered_rps']:g}/s"
+        print(f"| {r['workload']} | {r['clients']} | {asked} | {r['p50_ms']} ms | "
+              f"{r['p99_ms']} ms | "
               f"{r['throughput_rps']}/s | {r['server_cpu_ms_per_request']} ms | "
               f"{r['requests']} | {r['errors']} |")
 
@@ -238,6 +283,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--only", nargs="+", help="only the workloads whose names start so")
+    parser.add_argument("--rates", type=float, nargs="+",
+                        help="also ask at these rates (questions a second, in all)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-serve"))
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stops the server on the way out
@@ -255,10 +302,11 @@ def main() -> None:
     try:
         for round_number in range(args.runs):  # rounds in turn: a busy minute hits all cells
             for name, make in made.items():
-                for clients in args.clients:
+                for clients, rate in [(c, r) for c in args.clients
+                                      for r in [None, *(args.rates or [])]]:
                     row = {"round": round_number, "workload": name,
                            **asyncio.run(_load(args.port, make, clients, args.seconds,
-                                               lambda: server_cpu_seconds(server)))}
+                                               lambda: server_cpu_seconds(server), rate))}
                     print(json.dumps(row), flush=True)
                     rounds.append(row)
     finally:
