@@ -4,10 +4,12 @@ A point or range lookup (the documents of a step, the rows of one content hash) 
 one or two row groups of one part. The catalog records the first and last key of every
 part and every row group, so they are chosen without opening a file; their bytes and
 the footer's are read once, checked against the catalog's BLAKE3
-(lineage/store/part_check.py), and decoded by pyarrow from those same bytes: the key
-columns first, the other columns asked for only where a key matched. A byte that was not
-checked is never decoded, and the file is read once instead of twice (once to check it,
-once by DuckDB). docs/performance.md has what it saves.
+(lineage/store/part_check.py), and decoded by pyarrow from those same bytes: for a
+content hash, the key column first and the others only where a key matched; for a token
+range, every column at once (an admitted row group always holds some of the range), the
+rows kept being a slice of those decoded. A byte that was not checked is never decoded,
+and the file is read once instead of twice (once to check it, once by DuckDB).
+docs/performance.md has what it saves.
 
 A part registered before schema 7 records no row groups: its whole file is checked, then
 read, as before."""
