@@ -99,6 +99,26 @@ def test_every_content_hash_finds_what_a_scan_finds(small_parts: Store) -> None:
                 assert found or digest in absent
 
 
+def test_every_text_hash_finds_what_a_scan_finds(small_parts: Store) -> None:
+    """A text hash (`trained-on`'s same-text match) is looked up like a content hash,
+    in the text index's own parts: the rows are the ones a scan of them finds."""
+    digests = [row[0] for row in small_parts.sql(
+        "SELECT DISTINCT text_hash FROM text_hashes WHERE text_hash IS NOT NULL "
+        "ORDER BY 1").rows]
+    absent = ["0" * 64, "f" * 64, digests[len(digests) // 2][:-1] + "x"]
+    assert len(digests) > 20
+    parts = small_parts.sql("SELECT count(*) FROM parquet_files "
+                            "WHERE table_name = 'text_hashes'").rows[0][0]
+    assert parts >= 3  # the lookup chooses among parts and row groups
+    with small_parts.reader(views=False) as con:
+        for digest in [*digests, *absent]:
+            found = lookup_rows(con, small_parts, "text_hashes", None, ["corpus", "doc"],
+                                equal=("text_hash", digest))
+            assert found == _scanned(small_parts, "text_hashes", None, ["corpus", "doc"],
+                                     "text_hash = ?", [digest]), digest
+            assert found or digest in absent
+
+
 def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:
     """The reader of a lookup holds the footer and the row groups that were checked; a
     read of another row group fails instead of touching the file."""

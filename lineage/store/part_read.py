@@ -1,14 +1,14 @@
 """Lookups in sorted parts without a query engine: only checked bytes are decoded.
 
-A point or range lookup (the documents of a step, the rows of one content hash) needs
-one or two row groups of one part. The catalog records the first and last key of every
-part and every row group, so they are chosen without opening a file; their bytes and
-the footer's are read once, checked against the catalog's BLAKE3
-(lineage/store/part_check.py), and decoded by pyarrow from those same bytes: for a
-content hash, the key column first and the others only where a key matched; for a token
-range, every column at once (an admitted row group always holds some of the range), the
-rows kept being a slice of those decoded. A byte that was not checked is never decoded,
-and the file is read once instead of twice (once to check it, once by DuckDB).
+A point or range lookup (the documents of a step, the rows of one content or text hash)
+needs one or two row groups of one part. The catalog records the first and last key of
+every part and every row group, so they are chosen without opening a file; their bytes
+and the footer's are read once, checked against the catalog's BLAKE3
+(lineage/store/part_check.py), and decoded by pyarrow from those same bytes: for a hash,
+the key column first and the others only where a key matched; for a token range, every
+column at once (an admitted row group always holds some of the range), the rows kept
+being a slice of those decoded. A byte that was not checked is never decoded, and the
+file is read once instead of twice (once to check it, once by DuckDB).
 docs/performance.md has what it saves.
 
 A part registered before schema 7 records no row groups: its whole file is checked, then
@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 def lookup_rows(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    digest: str | None = None,
+    digest: str | None = None, equal: tuple[str, str] | None = None,
 ) -> list[tuple[Any, ...]]:
     """`lookup_table`'s rows as tuples of `columns`."""
-    found = lookup_table(con, store, table, owner, columns, span=span, digest=digest)
+    found = lookup_table(con, store, table, owner, columns, span=span, digest=digest,
+                         equal=equal)
     if found is None:
         return []
     return list(zip(*(found[name].to_pylist() for name in columns), strict=True))
@@ -48,16 +49,22 @@ def lookup_rows(
 def lookup_table(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    digest: str | None = None,
+    digest: str | None = None, equal: tuple[str, str] | None = None,
 ) -> pa.Table | None:
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
-    stream_start..stream_end) or hold the content hash `digest`, as a table of `columns`
-    in file order; None when no row does. DamagedPartError if a byte they come from is
-    not as written."""
+    stream_start..stream_end), hold the content hash `digest`, or whose sort column
+    `equal[0]` holds the value `equal[1]` (a text hash), as a table of `columns` in file
+    order; None when no row does. DamagedPartError if a byte they come from is not as
+    written."""
     import pyarrow as pa
 
-    admits = key_admits(span, digest)
-    keys = _keys(span, digest)
+    if digest is not None:
+        equal = ("content_hash", digest)
+    if (span is None) == (equal is None):
+        raise ValueError("a lookup is by a token range or by the value of a key")
+    admits = key_admits(span, digest, None if equal is None or digest is not None
+                        else (equal[0], [equal[1]]))
+    keys = ["stream_start", "stream_end"] if equal is None else [equal[0]]
     found: list[pa.Table] = []
     for part in candidate_parts(con, store, table, owner, admits):
         chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
@@ -66,7 +73,7 @@ def lookup_table(
         groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
         if not groups:
             continue
-        decoded = _decoded(parquet, groups, keys, columns, span, digest)
+        decoded = _decoded(parquet, groups, keys, columns, span, equal)
         if decoded is not None:
             found.append(decoded)
     if len(found) < 2:
@@ -75,7 +82,8 @@ def lookup_table(
 
 
 def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequence[str],
-             span: tuple[int, int] | None, digest: str | None) -> pa.Table | None:
+             span: tuple[int, int] | None, equal: tuple[str, str] | None,
+             ) -> pa.Table | None:
     """The rows of `groups` that match the lookup, as `columns`; None when no row does."""
     import pyarrow.compute as pc
 
@@ -84,10 +92,11 @@ def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequ
         rows = parquet.read_row_groups(groups, columns=[*keys, *others], use_threads=False)
         meeting = _meeting(rows, span)
         return None if meeting is None else meeting.select(list(columns))
+    assert equal is not None
     # The key column first: most of a row group's bytes are in the others, decoded only
     # when a row matches (for a content hash that no document has, never).
     key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
-    matching = pc.equal(key_rows["content_hash"], digest)
+    matching = pc.equal(key_rows[equal[0]], equal[1])
     if not pc.any(matching).as_py():
         return None
     rest = parquet.read_row_groups(groups, columns=others, use_threads=False)
@@ -212,12 +221,6 @@ def _groups_holding(metadata: Any, column: str, value: Any) -> list[int]:
         if stats is None or not stats.has_min_max or stats.min <= value <= stats.max:
             groups.append(number)
     return groups
-
-
-def _keys(span: tuple[int, int] | None, digest: str | None) -> list[str]:
-    if (span is None) == (digest is None):
-        raise ValueError("a lookup is by a token range or by a content hash")
-    return ["stream_start", "stream_end"] if span is not None else ["content_hash"]
 
 
 def _open(chunks: CheckedBytes, n_bytes: int) -> Any:

@@ -21,6 +21,7 @@ import blake3
 from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError, StoreError, UsageError
 from lineage.store.base import BaseStore
+from lineage.store.part_read import lookup_rows
 from lineage.store.parts import part_files
 from lineage.text.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
 from lineage.text.fingerprint import gram_hashes_many as query_gram_hashes
@@ -125,14 +126,12 @@ def match_text(
 
 
 def _same_text(con: Any, store: BaseStore, digest: str) -> dict[tuple[str, int], _Candidate]:
-    files = part_files(con, store, "text_hashes", any_of=("text_hash", [digest]))
-    found: dict[tuple[str, int], _Candidate] = {}
-    if files:
-        for corpus, doc in con.execute(
-                "SELECT corpus, doc FROM read_parquet(?) WHERE text_hash = ? ORDER BY ALL",
-                [files, digest]).fetchall():
-            found[(corpus, doc)] = _Candidate(corpus, doc, same_text=True)
-    return found
+    """The documents whose normalized text hashes to `digest`, read from the checked row
+    groups of `text_hashes` that can hold it (no query engine: lineage/store/part_read.py)."""
+    rows = lookup_rows(con, store, "text_hashes", None, ["corpus", "doc"],
+                       equal=("text_hash", digest))
+    return {(corpus, doc): _Candidate(corpus, doc, same_text=True)
+            for corpus, doc in sorted(rows)}
 
 
 def _add_fingerprint_hits(con: Any, store: BaseStore, words: list[str], limit: int,

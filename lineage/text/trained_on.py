@@ -182,7 +182,8 @@ def _match_texts(
     answer["text_evidence"] = {"text_spec": TEXT_SPEC, "unicode_version": UNICODE_VERSION,
                                "fingerprint": fingerprint_parameters(),
                                "min_containment": threshold}
-    indexes = text_match.text_indexes(con)
+    # Read once per catalog state where the store keeps one (lineage/store/memo.py).
+    indexes = remembered(store, ("text_indexes",), lambda: text_match.text_indexes(con))
     if explicit:
         text_match.require_index(indexes)
     streams, corpora, tokenizers = context.streams, context.corpora, context.tokenizers
