@@ -31,11 +31,22 @@ def store(root: Path) -> Store:
 
 
 def sql_tokens(store: Store, bounds: list[int]) -> list[dict[str, int]]:
+    """Per range [bounds[i], bounds[i+1]), the tokens each source of the stream has in
+    it (0 for none), by one SQL join of the ranges with every occurrence."""
     with store.reader() as con:
-        return [{source: int(tokens) for source, tokens in con.execute(
-            "SELECT source, sum(greatest(0, least(stream_end, ?) - greatest(stream_start, ?)))"
-            " FROM occurrences WHERE stream = 'main' GROUP BY source", [hi, lo]).fetchall()}
-            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        sources = [row[0] for row in con.execute(
+            "SELECT DISTINCT source FROM occurrences WHERE stream = 'main'").fetchall()]
+        counted = con.execute(
+            "SELECT r.i, o.source, sum(least(o.stream_end, r.hi) - greatest(o.stream_start, r.lo))"
+            " FROM (SELECT unnest(range(len(?::BIGINT[]))) AS i, unnest(?::BIGINT[]) AS lo,"
+            "              unnest(?::BIGINT[]) AS hi) r"
+            " JOIN occurrences o ON o.stream = 'main' AND o.stream_end > r.lo"
+            "                       AND o.stream_start < r.hi GROUP BY ALL",
+            [bounds[:-1], bounds[:-1], bounds[1:]]).fetchall()
+    ranges = [dict.fromkeys(sources, 0) for _ in bounds[1:]]
+    for i, source, tokens in counted:
+        ranges[i][source] = int(tokens)
+    return ranges
 
 
 @settings(max_examples=12, deadline=None,
