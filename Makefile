@@ -31,10 +31,11 @@ demo: install
 readme: install
 	$(PY) examples/readme.py --write
 
+# The suite runs on two workers (pytest-xdist), the cores of the machine CI runs on.
 test: install $(TRAINERS)
 	$(VENV)/bin/ruff check .
 	$(MAKE) --no-print-directory typecheck
-	@$(PY) -m pytest -q; status=$$?; \
+	@$(PY) -m pytest -q -n 2; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
 
 # mypy (strict) over the whole package. mypy finds a module in a folder of its name, but
