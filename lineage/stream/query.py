@@ -147,9 +147,6 @@ class StepRange:
         count = len(self.step_windows)
         return self.rank_rule.rank_of(window - self.step_windows.start, count, self.world_size)
 
-    def holds(self, window: int) -> bool:
-        return self.only is None or window in self.only
-
 
 def step_range(
     stream: Mapping[str, Any], step: int, *, rank: int | None = None,
