@@ -125,9 +125,18 @@ async def _one(port: int, request: bytes) -> int:
 
 
 async def _client(port: int, make: Callable[[], tuple[bytes, str]], deadline: float,
-                  latencies: list[float], errors: list[str]) -> None:
+                  latencies: list[float], errors: list[str],
+                  pace: tuple[float, float] | None = None) -> None:
+    """A client asking until `deadline`: its next question as soon as an answer is in (a
+    closed loop), or with `pace` (first time, interval) one every interval from the first
+    time on, the next at once when an answer came late (an open loop)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    while time.perf_counter() < deadline:
+    due = pace[0] if pace else 0.0
+    while (due if pace else time.perf_counter()) < deadline:
+        if pace:
+            if (wait := due - time.perf_counter()) > 0:
+                await asyncio.sleep(wait)
+            due += pace[1]
         request, exit_code = make()
         started = time.perf_counter()
         try:
@@ -137,33 +146,6 @@ async def _client(port: int, make: Callable[[], tuple[bytes, str]], deadline: fl
             errors.append(type(exc).__name__)
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             continue
-        latencies.append(time.perf_counter() - started)
-        if status != 200 or headers.get("x-lineage-exit-code") != exit_code:
-            errors.append(f"{status} exit {headers.get('x-lineage-exit-code')}")
-    writer.close()
-
-
-async def _paced_client(port: int, make: Callable[[], tuple[bytes, str]], first: float,
-                        interval: float, deadline: float, latencies: list[float],
-                        errors: list[str]) -> None:
-    """A client that sends a request every `interval` seconds from `first` on (the next
-    one at once when an answer came late), whatever the server's speed: an open loop."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    due = first
-    while due < deadline:
-        if (wait := due - time.perf_counter()) > 0:
-            await asyncio.sleep(wait)
-        request, exit_code = make()
-        started = time.perf_counter()
-        try:
-            writer.write(request)
-            status, headers, _ = await _read_answer(reader)
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            errors.append(type(exc).__name__)
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            continue
-        finally:
-            due += interval
         latencies.append(time.perf_counter() - started)
         if status != 200 or headers.get("x-lineage-exit-code") != exit_code:
             errors.append(f"{status} exit {headers.get('x-lineage-exit-code')}")
@@ -183,14 +165,11 @@ async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
     errors.clear()
     cpu_before = cpu()
     started = time.perf_counter()
-    if rate is None:
-        await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors)
-                               for _ in range(clients)))
-    else:
-        interval = clients / rate
-        await asyncio.gather(*(_paced_client(port, make, started + i * interval / clients,
-                                             interval, started + seconds, latencies, errors)
-                               for i in range(clients)))
+    interval = None if rate is None else clients / rate
+    await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors,
+                                   None if interval is None else
+                                   (started + i * interval / clients, interval))
+                           for i in range(clients)))
     elapsed = time.perf_counter() - started
     cpu_used = cpu() - cpu_before
     latencies.sort()
