@@ -36,11 +36,10 @@ if TYPE_CHECKING:
 def lookup_rows(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    digest: str | None = None, equal: tuple[str, str] | None = None,
+    equal: tuple[str, str] | None = None,
 ) -> list[tuple[Any, ...]]:
     """`lookup_table`'s rows as tuples of `columns`."""
-    found = lookup_table(con, store, table, owner, columns, span=span, digest=digest,
-                         equal=equal)
+    found = lookup_table(con, store, table, owner, columns, span=span, equal=equal)
     if found is None:
         return []
     return list(zip(*(found[name].to_pylist() for name in columns), strict=True))
@@ -49,22 +48,20 @@ def lookup_rows(
 def lookup_table(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    digest: str | None = None, equal: tuple[str, str] | None = None,
+    equal: tuple[str, str] | None = None,
 ) -> pa.Table | None:
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
-    stream_start..stream_end), hold the content hash `digest`, or whose sort column
-    `equal[0]` holds the value `equal[1]` (a text hash), as a table of `columns` in file
-    order; None when no row does. DamagedPartError if a byte they come from is not as
-    written."""
+    stream_start..stream_end), or whose sort column `equal[0]` holds the value `equal[1]`
+    (a content or text hash), as a table of `columns` in file order; None when no row
+    does. DamagedPartError if a byte they come from is not as written."""
     import pyarrow as pa
 
-    if digest is not None:
-        equal = ("content_hash", digest)
     if (span is None) == (equal is None):
         raise ValueError("a lookup is by a token range or by the value of a key")
-    admits = key_admits(span, digest, None if equal is None or digest is not None
-                        else (equal[0], [equal[1]]))
-    keys = ["stream_start", "stream_end"] if equal is None else [equal[0]]
+    if equal is None:
+        admits, keys = key_admits(span=span), ["stream_start", "stream_end"]
+    else:
+        admits, keys = key_admits(any_of=(equal[0], [equal[1]])), [equal[0]]
     found: list[pa.Table] = []
     for part in candidate_parts(con, store, table, owner, admits):
         chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,

@@ -513,19 +513,30 @@ class KeyAdmits:
         return _admits(first, last, self.span, self.digest, self.any_of)
 
     def narrow(self, record: RangeRecord) -> range:
-        """The row groups of a part that can hold a token range or a content hash, found
-        by bisection where the recorded values ascend (a part of 1M rows has ~500 row
-        groups; testing each is a tenth of a lookup). A superset: each is still tested."""
+        """The row groups of a part that can hold a token range, a content hash or one
+        value of a sorted column, found by bisection where the recorded values ascend (a
+        part of 1M rows has ~500 row groups; testing each is a tenth of a lookup). A
+        superset: each is still tested."""
         groups = len(record.ends) - 1
         if self.span is not None and record.ascends("last", "stream_end") and \
                 record.ascends("first", "stream_start"):  # last end > start, first start < end
             return range(bisect.bisect_right(record.last["stream_end"], self.span[0]),
                          bisect.bisect_left(record.first["stream_start"], self.span[1]))
-        if self.digest is not None and record.ascends("last", "content_hash") and \
-                record.ascends("first", "content_hash"):  # first <= hash <= last
-            return range(bisect.bisect_left(record.last["content_hash"], self.digest),
-                         bisect.bisect_right(record.first["content_hash"], self.digest))
+        key = self._one_value()
+        if key is not None and record.ascends("last", key[0]) and \
+                record.ascends("first", key[0]):  # first <= value <= last
+            column, value = key
+            return range(bisect.bisect_left(record.last[column], value),
+                         bisect.bisect_right(record.first[column], value))
         return range(groups)
+
+    def _one_value(self) -> tuple[str, Any] | None:
+        """(column, value) when the condition is one value of one column."""
+        if self.digest is not None:
+            return "content_hash", self.digest
+        if self.any_of is not None and len(self.any_of[1]) == 1:
+            return self.any_of[0], self.any_of[1][0]
+        return None
 
 
 def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Sequence[str]) -> None:

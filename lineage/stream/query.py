@@ -239,15 +239,15 @@ def step_segments(
     ordinal = rows["ordinal"].to_numpy()
     if len(ordinal) > 1 and not bool(np.all(ordinal[1:] > ordinal[:-1])):
         rows = rows.take(np.argsort(ordinal, kind="stable"))  # in stream order
+    starts = rows["stream_start"].to_numpy()
     row, window, lo, hi = window_piece_arrays(
-        rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy(), seq_len,
-        span.first_window, span.last_window)
+        starts, rows["stream_end"].to_numpy(), seq_len, span.first_window, span.last_window)
     if span.only is not None:  # windows of other ranks, between this rank's windows
         mine = np.isin(window, np.fromiter(span.only, dtype=np.int64))
         row, window, lo, hi = row[mine], window[mine], lo[mine], hi[mine]
     order = np.lexsort((lo, window))  # by window, then position (stable: as cut)
     row, window, lo, hi = row[order], window[order], lo[order], hi[order]
-    shift = rows["doc_offset"].to_numpy()[row] - rows["stream_start"].to_numpy()[row]
+    shift = rows["doc_offset"].to_numpy()[row] - starts[row]
     doc_id, source, uri, content_hash, epoch = (
         rows[name].to_pylist() for name in ("doc_id", "source", "uri", "content_hash", "epoch"))
     windows = window.tolist()

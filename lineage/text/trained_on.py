@@ -328,7 +328,8 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
 def _lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
             columns: str, digest: str) -> list[tuple[Any, ...]]:
     """The rows holding this content hash, as `columns`, in order of all of them."""
-    return sorted(lookup_rows(con, store, table, owner, columns.split(", "), digest=digest))
+    return sorted(lookup_rows(con, store, table, owner, columns.split(", "),
+                              equal=("content_hash", digest)))
 
 
 def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, Any]:
