@@ -73,7 +73,8 @@ def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
     """`compute()`, kept for the next call with the same key (the KEPT_ANSWERS most
     recently used). The key must name everything the answer depends on. Two requests
     for the same key at once compute it once: the second waits for the first's answer
-    (a cold stream page reads the whole occurrence table)."""
+    (a cold stream page reads the whole occurrence table). A failed computation is not
+    kept."""
     with _KEPT_LOCK:
         if key in _KEPT:
             _KEPT.move_to_end(key)
@@ -86,15 +87,13 @@ def kept(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
                 return cast(T, _KEPT[key])
         try:
             value = compute()
-        except BaseException:
+            with _KEPT_LOCK:
+                _KEPT[key] = value
+                while len(_KEPT) > KEPT_ANSWERS:
+                    _KEPT.popitem(last=False)
+        finally:
             with _KEPT_LOCK:
                 _COMPUTING.pop(key, None)
-            raise
-        with _KEPT_LOCK:
-            _KEPT[key] = value
-            _COMPUTING.pop(key, None)
-            while len(_KEPT) > KEPT_ANSWERS:
-                _KEPT.popitem(last=False)
     return value
 
 
