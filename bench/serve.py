@@ -61,12 +61,15 @@ def prepare(workdir: Path, documents: int) -> Path:
     return store
 
 
-def start_server(store: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(store: Path, port: int, workers: int, log: Path,
+                 lookup_copies: bool = False) -> subprocess.Popen[bytes]:
     lineage_bin = str(Path(sys.executable).with_name("lineage"))
+    copies = ["--lookup-copies"] if lookup_copies else []
     with log.open("wb") as stderr:  # the child keeps its own copy of the descriptor
         server = subprocess.Popen([lineage_bin, "--store", str(store), "serve", "--port",
-                                   str(port), "--workers", str(workers)], stderr=stderr)
-    deadline = time.monotonic() + 120
+                                   str(port), "--workers", str(workers), *copies],
+                                  stderr=stderr)
+    deadline = time.monotonic() + 600  # lookup copies of a 10M-document store: ~20 s
     while time.monotonic() < deadline:
         try:
             asyncio.run(_one(port, _get("/api/streams")))
@@ -265,17 +268,21 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+",
                         help="also ask at these rates (questions a second, in all)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lineage-bench-serve"))
+    parser.add_argument("--lookup-copies", action="store_true",
+                        help="serve with `lineage serve --lookup-copies`")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stops the server on the way out
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = prepare(args.workdir, args.documents)
     made = {name: make for name, make in workloads(store).items()
             if not args.only or any(name.startswith(o) for o in args.only)}
-    server = start_server(store, args.port, args.workers, args.workdir / "serve.log")
+    server = start_server(store, args.port, args.workers, args.workdir / "serve.log",
+                          args.lookup_copies)
     results: dict[str, object] = {
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
                     "load_before": os.getloadavg()},
         "documents": args.documents, "workers": args.workers, "seconds": args.seconds,
+        "lookup_copies": args.lookup_copies,
         "runs": []}
     rounds: list[dict[str, object]] = []
     try:

@@ -125,6 +125,7 @@ class StoreFullError(StoreError):
 class DamagedPartError(StoreError):
     """A Parquet part a query was about to read differs from what was written."""
 
-    def __init__(self, path: object, what: str) -> None:
-        self.path = str(path)
-        super().__init__(f"{path}: damaged part: {what}; run `lineage store verify`")
+    def __init__(self, path: object, what: str,
+                 remedy: str = "run `lineage store verify`") -> None:
+        self.path, self.what = str(path), what
+        super().__init__(f"{path}: damaged part: {what}; {remedy}")

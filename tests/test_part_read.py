@@ -131,7 +131,7 @@ def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:
     chunks = checked_ranges(small_parts.root, part.path, part.n_bytes, part.sha256,
                             part.row_groups, admits)
     assert chunks.groups == {0}
-    parquet = part_read._open(chunks, part.n_bytes)
+    parquet = part_read.open_checked(chunks, part.n_bytes)
     assert parquet.num_row_groups > 1
     assert parquet.read_row_group(0).num_rows == 8
     with pytest.raises(OSError, match="were not checked"):

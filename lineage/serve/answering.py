@@ -130,6 +130,7 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
     """
     snapshots = snapshots_for(request.app.state.store_root)
+    copies = request.app.state.lookup_copies
     answers: AnswerCache | None = request.app.state.answers if cache else None
     asked = (request.method, request.url.path, request.url.query,
              blake3.blake3(body).hexdigest() if body else None)
@@ -145,7 +146,7 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
         snapshot = arrived or snapshots.current()
         if (response := kept(snapshot)) is not None:
             return response
-        response = question(snapshots.served(snapshot))
+        response = question(snapshots.served(snapshot, copies))
         if answers is not None and response.status_code == 200:
             answers.put((snapshot.serial, asked), bytes(response.body),
                         {k: v for k, v in response.headers.items() if k.startswith("x-lineage-")})

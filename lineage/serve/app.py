@@ -33,21 +33,26 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from lineage.store.lookup_copy import LookupCopies
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 # What `lineage serve` hands each uvicorn worker process (it builds its own application).
 ROOT_ENV = "LINEAGE_SERVE_STORE"
 TOKEN_FILE_ENV = "LINEAGE_SERVE_TOKEN_FILE"
 HOSTS_ENV = "LINEAGE_SERVE_HOSTS"
+# The lookup copies' folder and the BLAKE3 of their index, as "digest:folder".
+COPIES_ENV = "LINEAGE_SERVE_LOOKUP_COPIES"
 
 
 def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
-               limits: Limits | None = None,
-               allowed_hosts: Iterable[str] | None = None) -> Starlette:
+               limits: Limits | None = None, allowed_hosts: Iterable[str] | None = None,
+               lookup_copies: LookupCopies | None = None) -> Starlette:
     """The application serving the store at `store_root`, read-only.
 
     `token`: requests must send `Authorization: Bearer <token>` or a browser's session
     cookie from `/sign-in`. `allowed_hosts`: the names the Host header may give (default:
-    loopback names; "*" allows any)."""
+    loopback names; "*" allows any). `lookup_copies`: the lookup tables as IPC batches
+    (lineage/store/lookup_copy.py), read instead of their Parquet parts."""
     from lineage.serve.web import routes as web_routes
 
     root = Path(store_root)
@@ -65,6 +70,7 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.store_root = str(root)
     app.state.limits = limits or Limits()
+    app.state.lookup_copies = lookup_copies
     app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
     app.state.sessions = Sessions(token) if token else None
     hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS
@@ -78,9 +84,15 @@ def app_from_environment() -> Starlette:
     factory, called once in each worker process)."""
     token_file = os.environ.get(TOKEN_FILE_ENV)
     hosts = [h for h in os.environ.get(HOSTS_ENV, "").split(",") if h]
+    copies = None
+    if os.environ.get(COPIES_ENV):
+        from lineage.store.lookup_copy import LookupCopies
+
+        digest, _, folder = os.environ[COPIES_ENV].partition(":")
+        copies = LookupCopies.load(folder, digest)
     return create_app(os.environ[ROOT_ENV],
                       token=read_token(Path(token_file)) if token_file else None,
-                      allowed_hosts=hosts or None)
+                      allowed_hosts=hosts or None, lookup_copies=copies)
 
 
 def read_token(path: Path) -> str:

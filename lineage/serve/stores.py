@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     import duckdb
     from starlette.requests import Request
 
+    from lineage.store.lookup_copy import LookupCopies
+
 # A file's modification time has the kernel's coarse clock resolution (a few ms): a copy
 # made this soon after the last change may have raced a second commit of equal size, so
 # it is made again once this much time has passed.
@@ -88,10 +90,12 @@ class CatalogSnapshot:
 class ServedStore(Store):
     """A `lineage.Store` whose catalog reads come from a snapshot instead of the file."""
 
-    def __init__(self, root: str | os.PathLike[str], snapshot: CatalogSnapshot) -> None:
+    def __init__(self, root: str | os.PathLike[str], snapshot: CatalogSnapshot,
+                 lookup_copies: LookupCopies | None = None) -> None:
         super().__init__(root)
         self.snapshot = snapshot
         self.catalog_memo = snapshot.memo
+        self.lookup_copies = lookup_copies
 
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -152,9 +156,11 @@ class Snapshots:
         return snapshot.settled() and \
             catalog_signature(self.store.catalog_path) == snapshot.signature
 
-    def served(self, snapshot: CatalogSnapshot | None = None) -> ServedStore:
-        """The store a request reads: `snapshot`, or the current one."""
-        return ServedStore(self.store.root, snapshot or self.current())
+    def served(self, snapshot: CatalogSnapshot | None = None,
+               lookup_copies: LookupCopies | None = None) -> ServedStore:
+        """The store a request reads: `snapshot`, or the current one (with the server's
+        lookup copies, if it made any)."""
+        return ServedStore(self.store.root, snapshot or self.current(), lookup_copies)
 
 
 _BY_ROOT: dict[Path, Snapshots] = {}
@@ -182,4 +188,5 @@ def snapshots_for(root: str | os.PathLike[str]) -> Snapshots:
 def store_for(request: Request) -> Iterator[Store]:
     """The store of the application serving `request` (its directory is set at start-up),
     reading the catalog as it was when the request began."""
-    yield snapshots_for(request.app.state.store_root).served()
+    state = request.app.state
+    yield snapshots_for(state.store_root).served(lookup_copies=state.lookup_copies)

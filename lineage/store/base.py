@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from lineage.store.answers import StoreInit
+    from lineage.store.lookup_copy import LookupCopies
     from lineage.store.memo import CatalogMemo
 
 
@@ -66,6 +67,9 @@ class BaseStore:
     # Catalog rows kept between questions (lineage/store/memo.py): only a reader of a
     # fixed copy of the catalog has them; a store that reads the file keeps nothing.
     catalog_memo: CatalogMemo | None = None
+    # The lookup tables' parts as IPC batches (lineage/store/lookup_copy.py): only a
+    # long-running reader given them at start-up has them.
+    lookup_copies: LookupCopies | None = None
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -25,6 +25,8 @@ from typing import Any
 
 from lineage.errors import DamagedPartError
 
+# What an error calls a part's checked ranges, the last of them, and their record
+PART_RANGES = ("row group", "footer", "the catalog")
 # Whether a row group (by the first and last values of its range columns) can hold rows
 Admits = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -98,11 +100,13 @@ def check_part(root: Path, rel: str, n_bytes: int, sha256: str,
 
 def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
                    row_groups: str | RangeRecord | None, admits: Admits | None = None, *,
-                   keep: bool = True, only: Collection[int] | None = None) -> CheckedBytes:
+                   keep: bool = True, only: Collection[int] | None = None,
+                   names: tuple[str, str, str] = PART_RANGES) -> CheckedBytes:
     """`check_part`, keeping the checked bytes (unless `keep` is false) for a reader that
     decodes them instead of reading the file again. `row_groups` is the catalog's record,
     as written or parsed (a reader that asks often parses it once). `only` names the row
-    groups to check instead of `admits` (none: the footer alone)."""
+    groups to check instead of `admits` (none: the footer alone). `names` are what an
+    error calls the ranges, the last one and the record (a lookup copy's differ)."""
     path = root / rel
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -118,7 +122,7 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
             checked.whole = True
         else:
             record = RangeRecord.parse(row_groups) if isinstance(row_groups, str) else row_groups
-            _check_ranges(fd, checked, record, record.admitted(admits, only), keep)
+            _check_ranges(fd, checked, record, record.admitted(admits, only), keep, names)
     finally:
         os.close(fd)
     return checked
@@ -135,7 +139,7 @@ def _check_whole(fd: int, path: Path, sha256: str) -> None:
 
 
 def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: list[int],
-                  keep: bool) -> None:
+                  keep: bool, names: tuple[str, str, str]) -> None:
     import blake3
 
     ends, digests = record.ends, record.digests
@@ -144,9 +148,9 @@ def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: l
         start, end = ends[index - 1] if index else 0, ends[index]
         data = os.pread(fd, end - start, start)
         if blake3.blake3(data).hexdigest(length=len(digests[index]) // 2) != digests[index]:
-            where = "footer" if index == footer else f"row group {index}"
+            where = names[1] if index == footer else f"{names[0]} {index}"
             raise DamagedPartError(checked.path, f"{where} (bytes {start}..{end}) does not "
-                                                 "match the BLAKE3 in the catalog")
+                                                 f"match the BLAKE3 in {names[2]}")
         if index != footer:
             checked.groups.add(index)
         else:

@@ -63,14 +63,20 @@ def lookup_table(
     else:
         admits, keys = key_admits(any_of=(equal[0], [equal[1]])), [equal[0]]
     found: list[pa.Table] = []
+    copies = store.lookup_copies
     for part in candidate_parts(con, store, table, owner, admits):
-        chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
-                                part.row_groups, admits)
-        parquet = _open(chunks, part.n_bytes)
-        groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
-        if not groups:
-            continue
-        decoded = _decoded(parquet, groups, keys, columns, span, equal)
+        copy = copies.of(part.path, part.sha256) if copies is not None else None
+        if copies is not None and copy is not None:  # IPC batches: read, never decoded
+            batches = copies.batches(copy, admits)
+            decoded = None if batches is None else _matching(batches, columns, span, equal)
+        else:
+            chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
+                                    part.row_groups, admits)
+            parquet = open_checked(chunks, part.n_bytes)
+            groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
+            if not groups:
+                continue
+            decoded = _decoded(parquet, groups, keys, columns, span, equal)
         if decoded is not None:
             found.append(decoded)
     if len(found) < 2:
@@ -87,8 +93,7 @@ def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequ
     others = [name for name in columns if name not in keys]
     if span is not None:  # a row group admitted for a token range holds some of it: one read
         rows = parquet.read_row_groups(groups, columns=[*keys, *others], use_threads=False)
-        meeting = _meeting(rows, span)
-        return None if meeting is None else meeting.select(list(columns))
+        return _matching(rows, columns, span, None)
     assert equal is not None
     # The key column first: most of a row group's bytes are in the others, decoded only
     # when a row matches (for a content hash that no document has, never).
@@ -100,6 +105,19 @@ def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequ
     for name, column in zip(keys, key_rows.columns, strict=True):
         rest = rest.append_column(name, column)
     return rest.filter(matching).select(list(columns))
+
+
+def _matching(rows: pa.Table, columns: Sequence[str], span: tuple[int, int] | None,
+              equal: tuple[str, str] | None) -> pa.Table | None:
+    """The rows of `rows` that match the lookup, as `columns`; None when no row does."""
+    import pyarrow.compute as pc
+
+    if span is not None:
+        rows = _meeting(rows, span)
+    else:
+        assert equal is not None
+        rows = rows.filter(pc.equal(rows[equal[0]], equal[1]))
+    return None if rows is None or not rows.num_rows else rows.select(list(columns))
 
 
 def _meeting(rows: pa.Table, span: tuple[int, int]) -> pa.Table | None:
@@ -198,14 +216,14 @@ def _chosen_groups(store: BaseStore, part: PartEntry,
     footer = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
                             part.row_groups, only=())
     if footer.whole:
-        parquet = _open(footer, part.n_bytes)
+        parquet = open_checked(footer, part.n_bytes)
         return parquet, choose(parquet.metadata)
     groups = choose(_footer(footer.footer_digest, footer.data[max(footer.data)]))
     if not groups:
         return None, []
     chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
                             part.row_groups, only=groups)
-    return _open(chunks, part.n_bytes), groups
+    return open_checked(chunks, part.n_bytes), groups
 
 
 def _groups_holding(metadata: Any, column: str, value: Any) -> list[int]:
@@ -220,7 +238,8 @@ def _groups_holding(metadata: Any, column: str, value: Any) -> list[int]:
     return groups
 
 
-def _open(chunks: CheckedBytes, n_bytes: int) -> Any:
+def open_checked(chunks: CheckedBytes, n_bytes: int) -> Any:
+    """A `pyarrow.parquet.ParquetFile` that reads only `chunks`' checked bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

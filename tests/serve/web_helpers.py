@@ -77,6 +77,7 @@ def explorer_app(store_root: Path) -> Starlette:
     """The explorer's routes alone, as the server mounts them."""
     app = Starlette(routes=web.routes())
     app.state.store_root = store_root
+    app.state.lookup_copies = None
     return app
 
 

@@ -1,0 +1,186 @@
+"""Lookup copies (lineage/store/lookup_copy.py): lookups read from them find exactly what
+a scan of the Parquet parts finds, answers are the same bytes, damage is refused, and a
+part committed after the copies were made is read from Parquet."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lineage.api import Store, open_store
+from lineage.errors import DamagedPartError
+from lineage.ingest import ingest_corpus
+from lineage.jsonout import json_text
+from lineage.store.lookup_copy import INDEX_NAME, LookupCopies
+from lineage.store.lookup_copy_write import make_copies
+from lineage.store.part_read import lookup_rows
+from lineage.stream.query import docs_in_step
+from lineage.text.trained_on import trained_on_hashes
+
+from .test_part_read import HASHED, OCCURRENCES, _scanned, small_parts  # noqa: F401
+
+BATCH_ROWS = 5  # not the row groups' 8: batches and row groups do not line up
+
+
+@pytest.fixture(scope="module")
+def copies(small_parts: Store, tmp_path_factory: pytest.TempPathFactory,  # noqa: F811
+           ) -> LookupCopies:
+    folder = tmp_path_factory.mktemp("copies")
+    digest = make_copies(small_parts, folder, batch_rows=BATCH_ROWS)
+    return LookupCopies.load(folder, digest)
+
+
+@pytest.fixture(scope="module")
+def copied(small_parts: Store, copies: LookupCopies) -> Store:  # noqa: F811
+    """The store reading its lookup tables from the copies."""
+    store = open_store(small_parts.root)
+    store.lookup_copies = copies
+    return store
+
+
+def test_every_lookup_part_is_copied_in_several_batches(small_parts: Store,  # noqa: F811
+                                                        copies: LookupCopies) -> None:
+    listed = small_parts.sql("SELECT count(*) FROM parquet_files WHERE table_name IN "
+                             "('occurrences', 'occurrence_hashes', 'document_hashes', "
+                             "'text_hashes')").rows[0][0]
+    assert len(copies) == listed
+    batches = [len(copy.record.ends) - 1 for copy in copies.copies.values()]
+    assert max(batches) > 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=st.integers(0, 4000), length=st.integers(1, 600))
+def test_a_token_range_in_the_copies_finds_what_a_scan_finds(copied: Store, first: int,
+                                                             length: int) -> None:
+    tokens = int(copied.streams()[0]["tokens"])
+    start = first * tokens // 4000
+    end = start + length * 64
+    with copied.reader(views=False) as con:
+        found = lookup_rows(con, copied, "occurrences", "s", OCCURRENCES, span=(start, end))
+    assert found == _scanned(copied, "occurrences", "s", OCCURRENCES,
+                             "stream_end > ? AND stream_start < ?", [start, end])
+
+
+def test_every_hash_in_the_copies_finds_what_a_scan_finds(copied: Store) -> None:
+    digests = [row[0] for row in copied.sql(
+        "SELECT DISTINCT content_hash FROM documents ORDER BY 1").rows]
+    texts = [row[0] for row in copied.sql(
+        "SELECT DISTINCT text_hash FROM text_hashes ORDER BY 1").rows]
+    absent = ["0" * 64, "f" * 64, digests[len(digests) // 2][:-1] + "x"]
+    lookups = [(table, owner, columns, "content_hash", digest)
+               for table, (owner, columns) in HASHED.items()
+               for digest in [*digests, *absent]]
+    lookups += [("text_hashes", None, ["corpus", "doc"], "text_hash", text)
+                for text in [*texts, *absent]]
+    with copied.reader(views=False) as con:
+        for table, owner, columns, key, value in lookups:
+            found = lookup_rows(con, copied, table, owner, columns, equal=(key, value))
+            assert found == _scanned(copied, table, owner, columns, f"{key} = ?",
+                                     [value]), (table, value)
+            assert found or value in absent
+
+
+def test_answers_from_the_copies_are_the_same_bytes(small_parts: Store,  # noqa: F811
+                                                    copies: LookupCopies) -> None:
+    """Every step (whole, and one rank's) and every document, as a server answers them
+    (from a copy of the catalog), with the copies and without."""
+    from lineage.serve.stores import snapshots_for
+
+    snapshots = snapshots_for(small_parts.root)
+    plain, copied = snapshots.served(), snapshots.served(lookup_copies=copies)
+    steps = int(small_parts.streams()[0]["steps"])
+    for step in range(steps):
+        for rank in (None, 1):
+            asked = {"stream": "s", "rank": rank, "world_size": rank and 2}
+            assert json_text(docs_in_step(copied, step, **asked)) == \
+                json_text(docs_in_step(plain, step, **asked)), (step, rank)
+    digests = [row[0] for row in small_parts.sql(
+        "SELECT DISTINCT content_hash FROM documents ORDER BY 1").rows]
+    for digest in digests:
+        query = [(digest, digest)]
+        assert json_text(trained_on_hashes(copied, query)) == \
+            json_text(trained_on_hashes(plain, query))
+
+
+def _damaged(copies: LookupCopies, tmp_path: Path) -> tuple[Path, LookupCopies]:
+    """A private copy of the copies' folder, loaded again."""
+    folder = tmp_path / "copies"
+    shutil.copytree(copies.folder, folder)
+    index = (folder / INDEX_NAME).read_bytes()
+    import blake3
+
+    return folder, LookupCopies.load(folder, blake3.blake3(index).hexdigest())
+
+
+def test_a_changed_batch_is_refused(small_parts: Store, copies: LookupCopies,  # noqa: F811
+                                    tmp_path: Path) -> None:
+    folder, loaded = _damaged(copies, tmp_path)
+    store = open_store(small_parts.root)
+    store.lookup_copies = loaded
+    part = small_parts.sql("SELECT path, sha256 FROM parquet_files WHERE table_name = "
+                           "'occurrences' ORDER BY path LIMIT 1").rows[0]
+    copy = loaded.copies[(part[0], part[1])]
+    target = folder / copy.file
+    data = bytearray(target.read_bytes())
+    data[copy.record.ends[0] // 2] ^= 0x01  # a bit of the first batch's values
+    target.write_bytes(bytes(data))
+    with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
+        lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
+    assert str(target) in str(caught.value)
+    assert "batch 0 (bytes 0.." in str(caught.value)
+    assert "does not match the BLAKE3 in the copies' index; restart `lineage serve`" \
+        in str(caught.value)
+
+
+def test_an_index_that_is_not_the_one_made_is_refused(copies: LookupCopies,
+                                                      tmp_path: Path) -> None:
+    folder, _ = _damaged(copies, tmp_path)
+    index = folder / INDEX_NAME
+    import blake3
+
+    made = blake3.blake3(index.read_bytes()).hexdigest()
+    index.write_bytes(index.read_bytes().replace(b'"n_bytes": ', b'"n_bytes": 1', 1))
+    with pytest.raises(DamagedPartError, match="does not match the BLAKE3"):
+        LookupCopies.load(folder, made)
+
+
+def test_a_part_committed_after_the_copies_is_read_from_parquet(
+        small_parts: Store, tmp_path: Path, example_corpus: Path) -> None:  # noqa: F811
+    root = tmp_path / "store"
+    shutil.copytree(small_parts.root, root)
+    store = open_store(root)
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    store.lookup_copies = LookupCopies.load(folder, make_copies(store, folder))
+    ingest_corpus(store, [example_corpus / "python-stdlib"], corpus="stdlib")
+    digests = [row[0] for row in store.sql(
+        "SELECT content_hash FROM documents WHERE corpus = 'stdlib' ORDER BY 1").rows]
+    assert digests
+    with store.reader(views=False) as con:
+        new = con.execute("SELECT path, sha256 FROM parquet_files WHERE table_name = "
+                          "'document_hashes' AND path NOT IN (SELECT unnest(?))",
+                          [[p for p, _ in store.lookup_copies.copies]]).fetchall()
+        assert new  # the new corpus's part has no copy
+        for digest in digests:
+            found = lookup_rows(con, store, "document_hashes", None, ["corpus", "doc_id"],
+                                equal=("content_hash", digest))
+            assert ("stdlib",) in {(corpus,) for corpus, _ in found}
+    assert sorted(os.listdir(folder))[-1] == INDEX_NAME
+
+
+def test_lookups_with_copies_decode_no_parquet(copied: Store,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from lineage.store import part_read
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("a Parquet part was opened")
+
+    monkeypatch.setattr(part_read, "open_checked", refuse)
+    digest = copied.sql("SELECT content_hash FROM documents LIMIT 1").rows[0][0]
+    assert docs_in_step(copied, 3, stream="s")["documents"]
+    assert trained_on_hashes(copied, [(digest, digest)])["results"][0]["matches"]
