@@ -49,6 +49,8 @@ def serve(
 
     from lineage.serve.app import COPIES_ENV, HOSTS_ENV, ROOT_ENV, TOKEN_FILE_ENV, read_token
     from lineage.serve.tcp import UVICORN_SETTINGS
+    from lineage.serve.workers import can_hand_over, listen
+    from lineage.serve.workers import serve as serve_workers
 
     store = current_store(ctx)  # an existing store, or the usual one-line error
     loopback = _is_loopback(host)
@@ -61,14 +63,19 @@ def serve(
     os.environ[HOSTS_ENV] = ",".join([*hosts, *(allow_host or [])])
     if token_file is not None:
         os.environ[TOKEN_FILE_ENV] = str(token_file.resolve())
+    dealt = workers > 1 and can_hand_over()  # connections dealt to the workers in turn
+    listener = listen(host, port) if dealt else None
     with _copies(store, lookup_copies) as copies:
         if copies is not None:
             os.environ[COPIES_ENV] = copies
         shown = f"[{host}]" if ":" in host else host
         output.info(f"serving {store.root} read-only at http://{shown}:{port}/ (API under "
                     f"/api, /openapi.json); Ctrl-C stops")
-        uvicorn.run("lineage.serve.app:app_from_environment", factory=True, host=host,
-                    port=port, workers=workers, **UVICORN_SETTINGS)
+        if listener is not None:
+            serve_workers(listener, workers)
+        else:
+            uvicorn.run("lineage.serve.app:app_from_environment", factory=True, host=host,
+                        port=port, workers=workers, **UVICORN_SETTINGS)
 
 
 @contextmanager

@@ -1,0 +1,122 @@
+"""`lineage serve --workers N` (lineage/serve/workers.py): connections dealt to the
+worker processes in turn, a clean stop on SIGTERM, a clear error when a worker dies or
+the port is taken."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..conftest import spawn_lineage
+from .conftest import free_port
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+
+
+@contextmanager
+def serving(root: Path, workers: int) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    port = free_port()
+    server = spawn_lineage("--store", str(root), "serve", "--port", str(port), "--workers",
+                           str(workers))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/api/streams").raise_for_status()
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.communicate()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        yield server, port
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+
+
+def _workers(server: subprocess.Popen[str]) -> list[int]:
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text()
+    return [int(pid) for pid in children.split()]
+
+
+def _connections_to(port: int, pid: int) -> int:
+    """Established TCP connections to `port` held by process `pid`."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                inodes.add(fields[9])
+    held = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = fd.readlink().as_posix()
+        except OSError:
+            continue
+        held += target.startswith("socket:[") and target[8:-1] in inodes
+    return held
+
+
+def _ask(port: int) -> socket.socket:
+    """A keep-alive connection that has had one answer."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.sendall(b"GET /api/streams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+    return connection
+
+
+def test_connections_are_dealt_to_the_workers_in_turn(demo_root: Path) -> None:
+    with serving(demo_root, 2) as (server, port):
+        workers = _workers(server)
+        assert len(workers) == 2
+        held = [_ask(port) for _ in range(6)]  # opened together, as a client pool does
+        try:
+            time.sleep(0.2)
+            assert sorted(_connections_to(port, pid) for pid in workers) == [3, 3]
+        finally:
+            for connection in held:
+                connection.close()
+
+
+def test_sigterm_stops_the_workers_too(demo_root: Path) -> None:
+    with serving(demo_root, 2) as (server, _):
+        workers = _workers(server)
+        server.terminate()
+        assert server.wait(timeout=30) == 0
+        for pid in workers:
+            assert not Path(f"/proc/{pid}").exists() or \
+                Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_a_worker_that_dies_stops_the_server_with_an_error(demo_root: Path) -> None:
+    with serving(demo_root, 2) as (server, port):
+        for pid in _workers(server):
+            subprocess.run(["kill", "-KILL", str(pid)], check=True)
+        time.sleep(0.2)
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{port}/api/streams")
+        assert server.wait(timeout=30) == 2
+        stderr = server.stderr.read() if server.stderr else ""
+        assert "a server worker exited (exit code -9)" in stderr
+        assert "Traceback" not in stderr
+
+
+def test_a_port_in_use_is_a_one_line_error(demo_root: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        server = spawn_lineage("--store", str(demo_root), "serve", "--port", str(port),
+                               "--workers", "2")
+        _, stderr = server.communicate(timeout=60)
+    assert server.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in stderr
+    assert len(stderr.strip().splitlines()) == 1
