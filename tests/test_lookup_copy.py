@@ -184,3 +184,18 @@ def test_lookups_with_copies_decode_no_parquet(copied: Store,
     digest = copied.sql("SELECT content_hash FROM documents LIMIT 1").rows[0][0]
     assert docs_in_step(copied, 3, stream="s")["documents"]
     assert trained_on_hashes(copied, [(digest, digest)])["results"][0]["matches"]
+
+
+def test_a_budget_counts_rows_only_within_it() -> None:
+    from lineage.store.budget import OverBudget, lookup_budget, refuse_within_budget, spend
+
+    spend(10**12)  # outside a budget, reading is free
+    refuse_within_budget("a Parquet lookup")
+    with lookup_budget(300):
+        spend(256)
+        with pytest.raises(OverBudget, match="256 rows asked, 44 left"):
+            spend(256)
+        spend(44)
+        with pytest.raises(OverBudget, match="a DuckDB query"):
+            refuse_within_budget("a DuckDB query")
+    spend(10**12)

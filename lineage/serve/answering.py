@@ -20,6 +20,7 @@ from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem
 from lineage.serve.limits import Limits
 from lineage.serve.stores import snapshots_for
+from lineage.store.budget import OverBudget, lookup_budget
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -118,7 +119,7 @@ def limits_of(request: Request) -> Limits:
 
 
 async def answered(request: Request, question: Callable[[Store], Response], *,
-                   cache: bool = True, body: bytes = b"") -> Response:
+                   cache: bool = True, body: bytes = b"", quick: bool = False) -> Response:
     """Run a question against the request's store in a worker thread (DuckDB and the
     hashing release the GIL; the event loop stays free), at most `max_questions` at once
     per process: more would only share the same cores, each answer slower.
@@ -128,6 +129,12 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
 
     An answer already given for the same catalog state, path, query and `body` is given
     again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
+
+    A `quick` question (a lookup: `docs`, `trained-on` by hash) is first tried at once,
+    on the event loop, within a budget of `quick_rows` rows of the server's lookup copies
+    (lineage/store/budget.py): a few hundred rows cost less to answer than to hand to a
+    thread. One that would read more, or read Parquet, or ask DuckDB, stops before it
+    reads anything and goes to a thread like any other.
     """
     snapshots = snapshots_for(request.app.state.store_root)
     copies = request.app.state.lookup_copies
@@ -155,6 +162,13 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     current = snapshots.peek()  # a kept answer needs no worker thread
     if current is not None and (response := kept(current)) is not None:
         return response
+    rows = limits_of(request).quick_rows
+    if quick and copies is not None and current is not None and rows > 0:
+        try:
+            with lookup_budget(rows):
+                return call(current)
+        except OverBudget:
+            pass
     return await asyncio.get_running_loop().run_in_executor(_threads(request), call, current)
 
 

@@ -88,7 +88,7 @@ async def docs(request: Request) -> Response:
             store, options["step"], stream=options.get("stream"), rank=options.get("rank"),
             world_size=options.get("world_size"), window=options.get("window"))))
 
-    return await answered(request, question)
+    return await answered(request, question, quick=True)
 
 
 # -- trained-on --------------------------------------------------------------------------
@@ -199,7 +199,7 @@ async def trained_on_hash(request: Request) -> Response:
         return json_answer(json_text(answer),
                            exit_code=EXIT_OK if all_found(answer) else EXIT_NO)
 
-    return await answered(request, question)
+    return await answered(request, question, quick=True)
 
 
 # -- runs, trace, chain, checkpoints ---------------------------------------------------

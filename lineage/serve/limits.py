@@ -21,3 +21,6 @@ class Limits:
     max_candidates: int = 100  # trained-on's `limit`: candidate documents per text
     max_questions: int = 4  # questions answered at once per process; others wait their turn
     max_cache_bytes: int = 64 << 20  # answers kept per process for repeated questions (0: none)
+    # rows of lookup copies a `docs` or by-hash question may read to be answered at once,
+    # on the event loop, instead of in a question thread (0: never)
+    quick_rows: int = 2048

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from lineage.api import Store
+from lineage.store.budget import refuse_within_budget
 from lineage.store.memo import CatalogMemo
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class _CursorOnUse:
 
     def __getattr__(self, name: str) -> Any:
         if self._cursor is None:
+            refuse_within_budget("a DuckDB query")  # a question answered at once asks none
             self._cursor = self._connection.cursor()
         return getattr(self._cursor, name)
 

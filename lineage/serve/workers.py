@@ -79,18 +79,30 @@ def _start_worker() -> tuple[subprocess.Popen[bytes], socket.socket]:
 
 def _deal(listener: socket.socket,
           started: list[tuple[subprocess.Popen[bytes], socket.socket]]) -> None:
-    """Accept connections and pass each to the next worker."""
-    for turn in itertools.count():
-        connection, _ = listener.accept()
-        process, channel = started[turn % len(started)]
+    """Accept connections and pass each to the next worker; stop if a worker exits (it
+    is noticed within a second, with or without traffic)."""
+    listener.settimeout(1.0)
+    turn = itertools.count()
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except TimeoutError:
+            for process, _ in started:
+                if process.poll() is not None:
+                    _worker_exited(process)
+            continue
+        process, channel = started[next(turn) % len(started)]
         try:
             socket.send_fds(channel, [b"c"], [connection.fileno()])
         except OSError:
-            code = process.wait()
-            raise UsageError(f"a server worker exited (exit code {code}); its error is "
-                             "above") from None
+            _worker_exited(process)
         finally:
             connection.close()  # the worker holds its own copy
+
+
+def _worker_exited(process: subprocess.Popen[bytes]) -> None:
+    code = process.wait()
+    raise UsageError(f"a server worker exited (exit code {code}); its error is above")
 
 
 def _stop(started: list[tuple[subprocess.Popen[bytes], socket.socket]]) -> None:

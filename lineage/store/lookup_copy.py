@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from lineage.errors import DamagedPartError
+from lineage.store.budget import spend
 from lineage.store.part_check import RangeRecord, checked_ranges
 
 if TYPE_CHECKING:
@@ -58,9 +59,11 @@ class PartCopy:
 class LookupCopies:
     """The copies in one folder, by the path and SHA-256 of the part each copies."""
 
-    def __init__(self, folder: Path, copies: dict[tuple[str, str], PartCopy]) -> None:
+    def __init__(self, folder: Path, copies: dict[tuple[str, str], PartCopy],
+                 batch_rows: int) -> None:
         self.folder = folder
         self.copies = copies
+        self.batch_rows = batch_rows  # rows of every batch but a copy's last
         self._schemas: dict[str, pa.Schema] = {}
         self._lock = threading.Lock()
 
@@ -78,7 +81,7 @@ class LookupCopies:
         index = json.loads(data)
         return cls(folder, {(entry["path"], entry["sha256"]): PartCopy(
             entry["file"], entry["n_bytes"], RangeRecord.parse(json.dumps(entry["record"])))
-            for entry in index["parts"]})
+            for entry in index["parts"]}, index["batch_rows"])
 
     def __len__(self) -> int:
         return len(self.copies)
@@ -93,9 +96,11 @@ class LookupCopies:
         import pyarrow as pa
         import pyarrow.ipc as ipc
 
+        wanted = copy.record.admitted(admits)[:-1]  # the batches; the schema is last
+        spend(len(wanted) * self.batch_rows)
         try:
             chunks = checked_ranges(self.folder, copy.file, copy.n_bytes, "", copy.record,
-                                    admits, names=COPY_RANGES)
+                                    only=wanted, names=COPY_RANGES)
         except DamagedPartError as exc:  # the store is not at fault: its copy is
             raise DamagedPartError(exc.path, exc.what, REMEDY) from None
         ends = copy.record.ends

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lineage.store.budget import refuse_within_budget
 from lineage.store.part_check import CheckedBytes, checked_ranges
 from lineage.store.parts import PartEntry, candidate_parts, key_admits
 
@@ -70,6 +71,7 @@ def lookup_table(
             batches = copies.batches(copy, admits)
             decoded = None if batches is None else _matching(batches, columns, span, equal)
         else:
+            refuse_within_budget("a Parquet lookup")
             chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
                                     part.row_groups, admits)
             parquet = open_checked(chunks, part.n_bytes)

@@ -7,6 +7,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ from starlette.testclient import TestClient
 
 from lineage.serve.answering import EXIT_HEADER
 from lineage.serve.app import create_app
+from lineage.serve.limits import Limits
 from lineage.store.lookup_copy import LookupCopies
 from lineage.store.lookup_copy_write import make_copies
 
@@ -82,3 +84,69 @@ def test_lineage_serve_with_lookup_copies(demo_root: Path, demo_cli: Cli,
         _, stderr = server.communicate(timeout=30)
     assert "copied the lookup tables to" in stderr
     assert not list(tmp_path.glob("lineage-lookup-copies-*"))
+
+
+def _threads_used(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the requests answered in a question thread, from now on."""
+    from lineage.serve import answering
+
+    used: list[str] = []
+    real = answering._threads
+
+    def counting(request: Any) -> Any:
+        used.append(request.url.path)
+        return real(request)
+
+    monkeypatch.setattr(answering, "_threads", counting)
+    return used
+
+
+def test_small_lookups_are_answered_at_once_and_others_in_a_thread(
+        copies_client: TestClient, demo_root: Path, monkeypatch: pytest.MonkeyPatch,
+        ) -> None:
+    """A step's lookup in the copies is answered on the event loop; one past the row
+    budget, a text question, or a server without copies uses a question thread. The
+    answers are the same bytes either way."""
+    first, second = (copies_client.get(f"/api/docs?step={step}").json()["documents"][0]
+                     ["content_hash"] for step in (1, 3))
+    copies_client.get(f"/api/trained-on?hash={first}&stream=main")  # catalog rows, kept
+    used = _threads_used(monkeypatch)
+    quick = copies_client.get("/api/docs?step=2")
+    copies_client.get(f"/api/trained-on?hash={second}&stream=main")
+    assert used == []
+    copies_client.post("/api/trained-on", content=b"Friends, Romans, countrymen")
+    assert used == ["/api/trained-on"]
+    copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
+    for limits, lookup_copies in ((Limits(quick_rows=1), copies), (Limits(), None)):
+        used.clear()
+        with TestClient(create_app(demo_root, limits=limits, lookup_copies=lookup_copies),
+                        base_url="http://127.0.0.1") as other:
+            for step in (1, 2):
+                answer = other.get(f"/api/docs?step={step}")
+        assert used == ["/api/docs", "/api/docs"]
+        assert answer.content == quick.content
+
+
+def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
+                                                copies_client: TestClient) -> None:
+    from lineage.serve.stores import snapshots_for
+    from lineage.store.budget import OverBudget, lookup_budget
+    from lineage.stream.query import docs_in_step
+
+    copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
+    snapshots = snapshots_for(demo_root)
+    snapshot = snapshots.current()
+    plain, copied = snapshots.served(snapshot), snapshots.served(snapshot, copies)
+    docs_in_step(copied, 4)  # the catalog rows this question reads, kept for the snapshot
+    with lookup_budget(copies.batch_rows - 1):  # short of the one batch a step reads
+        with pytest.raises(OverBudget, match="rows asked"):
+            docs_in_step(copied, 4)
+    with lookup_budget(copies.batch_rows):
+        assert docs_in_step(copied, 4)["documents"]
+    with lookup_budget(10**9), pytest.raises(OverBudget, match="Parquet"):
+        docs_in_step(plain, 4)  # no copies: Parquet, never within a budget
+    with lookup_budget(10**9):
+        assert docs_in_step(copied, 4)["documents"]
+    fresh = snapshots.served(type(snapshot)(snapshots.store), copies)  # nothing kept
+    with lookup_budget(10**9), pytest.raises(OverBudget, match="DuckDB"):
+        docs_in_step(fresh, 4)

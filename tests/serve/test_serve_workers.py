@@ -99,13 +99,9 @@ def test_sigterm_stops_the_workers_too(demo_root: Path) -> None:
 
 
 def test_a_worker_that_dies_stops_the_server_with_an_error(demo_root: Path) -> None:
-    with serving(demo_root, 2) as (server, port):
-        for pid in _workers(server):
-            subprocess.run(["kill", "-KILL", str(pid)], check=True)
-        time.sleep(0.2)
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"http://127.0.0.1:{port}/api/streams")
-        assert server.wait(timeout=30) == 2
+    with serving(demo_root, 2) as (server, _):
+        subprocess.run(["kill", "-KILL", str(_workers(server)[1])], check=True)
+        assert server.wait(timeout=30) == 2  # without a request to notice it
         stderr = server.stderr.read() if server.stderr else ""
         assert "a server worker exited (exit code -9)" in stderr
         assert "Traceback" not in stderr
