@@ -81,7 +81,10 @@ def _items_alike(items: Any) -> bool:
     if kinds <= _ALIKE_SCALARS:
         return True
     if kinds <= _ROWS:  # rows of an answer (a step's segments): all their values at once
-        rows = [item for item in items if type(item) is dict]
+        rows = items if len(kinds) == 1 else [item for item in items if type(item) is dict]
+        values = itertools.chain.from_iterable(map(dict.values, rows))
+        if set(map(type, values)) <= _ALIKE_SCALARS:  # the usual case: nothing nested
+            return True
         return _items_alike(list(itertools.chain.from_iterable(map(dict.values, rows))))
     return all(_renders_alike(item) for item in items if type(item) not in _ALIKE_SCALARS)
 

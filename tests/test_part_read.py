@@ -85,6 +85,30 @@ def test_a_token_range_finds_what_a_scan_finds(small_parts: Store, first: int,
                              "stream_end > ? AND stream_start < ?", [start, end])
 
 
+@settings(max_examples=60, deadline=None)
+@given(first=st.integers(0, 4000), length=st.integers(1, 600))
+def test_a_served_store_finds_what_a_scan_finds(small_parts: Store, first: int,
+                                                length: int) -> None:
+    """A server's store keeps the parts' key ranges and bisects them (lineage/store/parts.py
+    `_part_keys`) where a store reading the catalog file tests each part."""
+    from lineage.serve.stores import snapshots_for
+
+    served = snapshots_for(small_parts.root).served()
+    tokens = int(small_parts.streams()[0]["tokens"])
+    start = first * tokens // 4000
+    end = start + length * 64
+    digest = small_parts.sql(f"SELECT content_hash FROM documents ORDER BY content_hash "
+                             f"LIMIT 1 OFFSET {first % 40}").rows[0][0]
+    with served.reader(views=False) as con:
+        assert lookup_rows(con, served, "occurrences", "s", OCCURRENCES, span=(start, end)) \
+            == _scanned(small_parts, "occurrences", "s", OCCURRENCES,
+                        "stream_end > ? AND stream_start < ?", [start, end])
+        for table, (owner, columns) in HASHED.items():
+            assert lookup_rows(con, served, table, owner, columns,
+                               equal=("content_hash", digest)) == \
+                _scanned(small_parts, table, owner, columns, "content_hash = ?", [digest])
+
+
 def test_every_content_hash_finds_what_a_scan_finds(small_parts: Store) -> None:
     digests = [row[0] for row in small_parts.sql(
         "SELECT DISTINCT content_hash FROM documents ORDER BY 1").rows]

@@ -139,8 +139,8 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     snapshots = snapshots_for(request.app.state.store_root)
     copies = request.app.state.lookup_copies
     answers: AnswerCache | None = request.app.state.answers if cache else None
-    asked = (request.method, request.url.path, request.url.query,
-             blake3.blake3(body).hexdigest() if body else None)
+    asked = (request.method, request.scope["path"], request.scope["query_string"],
+             blake3.blake3(body).hexdigest() if body else None)  # not `request.url`: it parses
 
     def kept(snapshot: CatalogSnapshot) -> Response | None:
         found = answers.get((snapshot.serial, asked)) if answers is not None else None

@@ -457,7 +457,24 @@ def candidate_parts(
         return _with_records(con, admitted)
     listed = remembered(store, ("parts", table, owner),
                         lambda: _part_entries(con, table, owner, records=True))
-    return [part for part in listed if admits(part.first, part.last)]
+    keys = remembered(store, ("part keys", table, owner), lambda: _part_keys(listed))
+    if keys is None:
+        return [part for part in listed if admits(part.first, part.last)]
+    return [listed[i] for i in keys.admitted(admits)[:-1]]  # the last is no part
+
+
+def _part_keys(parts: list[PartEntry]) -> RangeRecord | None:
+    """The parts' first and last key values as a record of ranges (one per part), so
+    that a lookup bisects them as it does a part's row groups (a table of one owner is
+    written in key order); None when the parts do not all record the same keys."""
+    from lineage.store.part_check import RangeRecord
+
+    columns = {tuple(sorted(part.first)) for part in parts}
+    if len(columns) != 1 or not next(iter(columns)):
+        return None
+    return RangeRecord(list(range(len(parts) + 1)), [],
+                       {k: [part.first[k] for part in parts] for k in parts[0].first},
+                       {k: [part.last[k] for part in parts] for k in parts[0].last})
 
 
 def _part_entries(con: duckdb.DuckDBPyConnection, table: str, owner: str | None, *,
