@@ -3,7 +3,7 @@ and `trained-on` (by hash and by text) at a bounded number of concurrent clients
 
     .venv/bin/python bench/serve.py [--documents 10000000] [--clients 1 16 64]
                                     [--seconds 10] [--workers 2] [--workdir DIR]
-                                    [--rates 100 200 400]
+                                    [--rates 100 200 400] [--lookup-copies]
 
 The store is bench/stream.py's (a ready manifest from bench/gen_manifest.py, ingested,
 and a stream `main` of seq_len 2048 x batch 64), made once per size in the work folder.

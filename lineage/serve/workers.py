@@ -5,8 +5,8 @@ uvicorn's own `--workers` lets every process accept from one shared listening so
 The process that wakes first accepts every connection waiting (asyncio and libuv accept
 in a loop), so clients that connect together, as a pool of keep-alive connections
 does, tend to land on one process while the others idle: measured with 16 clients on 2
-cores, one worker used 9.7 s of CPU and the other 0.01 s in most runs, and answers took
-twice as long as with the clients shared out. Here the supervisor accepts, and passes
+cores, one worker used 8.7-10.1 s of CPU and the other 0.01-1.0 s in five runs of eight,
+and answers took twice as long as with the clients shared out. Here the supervisor accepts, and passes
 each connection's descriptor (SCM_RIGHTS over a Unix socket pair) to the workers in
 turn; each worker is uvicorn, serving the connections it is given
 (lineage/serve/worker.py).
