@@ -16,7 +16,7 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import current_store
-from lineage.errors import UsageError
+from lineage.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
     from lineage.api import Store
@@ -90,7 +90,12 @@ def _copies(store: Store, wanted: bool) -> Iterator[str | None]:
     try:
         started = time.monotonic()
         with output.progress_bar(True) as progress:
-            digest = make_copies(store, folder, progress=progress)
+            try:
+                digest = make_copies(store, folder, progress=progress)
+            except OSError as exc:  # a full disk, most likely
+                raise StoreError(f"cannot write the lookup copies to {folder}: "
+                                 f"{exc.strerror} (they take about three times the lookup "
+                                 "tables' Parquet size; TMPDIR chooses where)") from None
         size = sum(path.stat().st_size for path in folder.iterdir())
         output.info(f"copied the lookup tables to {folder} ({size / 1e9:.2f} GB, "
                     f"{time.monotonic() - started:.1f} s); removed when the server stops")

@@ -3,7 +3,10 @@ copies made at start-up and removed when the server stops."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +153,24 @@ def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
     fresh = snapshots.served(type(snapshot)(snapshots.store), copies)  # nothing kept
     with lookup_budget(10**9), pytest.raises(OverBudget, match="DuckDB"):
         docs_in_step(fresh, 4)
+
+
+def test_copies_that_cannot_be_written_are_a_one_line_error(demo_root: Path,
+                                                            tmp_path: Path) -> None:
+    """A temporary folder without room (here: files limited to 64 KiB) stops the command
+    with one line naming the folder, and leaves no copies behind."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "lineage.cli", "--store", str(demo_root), "serve",
+         "--lookup-copies", "--port", str(free_port())],
+        capture_output=True, text=True, timeout=120, preexec_fn=limited,
+        env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert result.returncode == 2, result.stderr
+    assert f"cannot write the lookup copies to {tmp_path}" in result.stderr
+    assert "File too large" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("lineage-lookup-copies-*"))
