@@ -4,12 +4,14 @@ by a test), the command line over it, and a test client of the application."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -61,6 +63,20 @@ def client(demo_root: Path) -> Iterator[TestClient]:
     with TestClient(create_app(demo_root), base_url="http://127.0.0.1",
                     raise_server_exceptions=False) as test_client:
         yield test_client
+
+
+def first_answer(server: subprocess.Popen[str], url: str,
+                 headers: dict[str, str] | None = None) -> httpx.Response:
+    """The first answer of a `lineage serve` just started, to a GET of `url` (waiting up
+    to a minute for it to listen; failing with its output if it exits first)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(url, headers=headers)
+        except httpx.ConnectError:
+            assert server.poll() is None, server.communicate()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
 
 
 def free_port() -> int:

@@ -7,12 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -23,7 +21,7 @@ from lineage.store.lookup_copy import LookupCopies
 from lineage.store.lookup_copy_write import make_copies
 
 from ..conftest import Cli, spawn_lineage
-from .conftest import free_port
+from .conftest import first_answer, free_port
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +66,7 @@ def test_lineage_serve_with_lookup_copies(demo_root: Path, demo_cli: Cli,
     server = spawn_lineage("--store", str(demo_root), "serve", "--port", str(port),
                            "--workers", "2", "--lookup-copies", env={"TMPDIR": str(tmp_path)})
     try:
-        url = f"http://127.0.0.1:{port}/api/docs?step=5"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                answer = httpx.get(url)
-                break
-            except httpx.ConnectError:
-                assert server.poll() is None, server.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+        answer = first_answer(server, f"http://127.0.0.1:{port}/api/docs?step=5")
         made = list(tmp_path.glob("lineage-lookup-copies-*"))
         assert len(made) == 1 and (made[0] / "index.json").is_file()
         assert made[0].stat().st_mode & 0o077 == 0  # this user's only

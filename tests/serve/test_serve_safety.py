@@ -175,10 +175,9 @@ def test_serve_refuses_a_public_bind_without_token(demo_cli: Cli, tmp_path: Path
 def test_lineage_serve_command(demo_root: Path, tmp_path: Path) -> None:
     """The real command: two worker processes behind one port, a token, then Ctrl-C."""
     import signal
-    import time
 
     from ..conftest import spawn_lineage
-    from .conftest import free_port
+    from .conftest import first_answer, free_port
 
     token = tmp_path / "token"
     token.write_text("a-token-of-enough-length\n")
@@ -187,16 +186,7 @@ def test_lineage_serve_command(demo_root: Path, tmp_path: Path) -> None:
                            "--token-file", str(token), "--workers", "2")
     try:
         url = f"http://127.0.0.1:{port}/api/streams/main"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                refused = httpx.get(url)
-                break
-            except httpx.ConnectError:
-                assert server.poll() is None, server.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
-        _error(refused, 401)
+        _error(first_answer(server, url), 401)
         auth = {"Authorization": "Bearer a-token-of-enough-length"}
         for _ in range(4):  # whichever worker answers, the same answer
             answer = httpx.get(url, headers=auth)

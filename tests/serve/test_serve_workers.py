@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ..conftest import spawn_lineage
-from .conftest import free_port
+from .conftest import first_answer, free_port
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 
@@ -28,15 +27,7 @@ def serving(root: Path, workers: int) -> Iterator[tuple[subprocess.Popen[str], i
     server = spawn_lineage("--store", str(root), "serve", "--port", str(port), "--workers",
                            str(workers))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/api/streams").raise_for_status()
-                break
-            except httpx.ConnectError:
-                assert server.poll() is None, server.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+        first_answer(server, f"http://127.0.0.1:{port}/api/streams").raise_for_status()
         yield server, port
     finally:
         if server.poll() is None:

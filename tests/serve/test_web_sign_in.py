@@ -210,11 +210,11 @@ def test_a_session_works_across_the_real_commands_worker_processes(
     """`lineage serve --workers 2 --token-file`: the cookie one worker signed is taken by
     whichever answers next (it needs no state on the server)."""
     import signal
-    import time
 
     import httpx
 
     from ..conftest import spawn_lineage  # noqa: TID252 (the suite's shared helpers)
+    from .conftest import first_answer
     from .web_helpers import free_port
 
     (tmp_path / "token").write_text(TOKEN + "\n")
@@ -223,15 +223,7 @@ def test_a_session_works_across_the_real_commands_worker_processes(
                            "--token-file", str(tmp_path / "token"), "--workers", "2")
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                refused = httpx.get(url + "/", headers=HTML)
-                break
-            except httpx.ConnectError:
-                assert server.poll() is None, server.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+        refused = first_answer(server, url + "/", HTML)
         assert refused.status_code == 401 and "/sign-in?next=%2F" in refused.text
         signed = httpx.post(url + "/sign-in", data={"token": TOKEN, "next": "/streams/main"})
         assert signed.status_code == 303 and signed.headers["location"] == "/streams/main"
