@@ -6,9 +6,9 @@ The process that wakes first accepts every connection waiting (asyncio and libuv
 in a loop), so clients that connect together, as a pool of keep-alive connections
 does, tend to land on one process while the others idle: measured with 16 clients on 2
 cores, one worker used 8.7-10.1 s of CPU and the other 0.01-1.0 s in five runs of eight,
-and answers took twice as long as with the clients shared out. Here the supervisor accepts, and passes
-each connection's descriptor (SCM_RIGHTS over a Unix socket pair) to the workers in
-turn; each worker is uvicorn, serving the connections it is given
+and answers took twice as long as with the clients shared out. Here the supervisor
+accepts, and passes each connection's descriptor (SCM_RIGHTS over a Unix socket pair) to
+the workers in turn; each worker is uvicorn, serving the connections it is given
 (lineage/serve/worker.py).
 
 Ctrl-C or SIGTERM closes the workers' channels: each then finishes the answers it has
