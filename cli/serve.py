@@ -97,7 +97,8 @@ def _copies(store: Store, wanted: bool) -> Iterator[str | None]:
                                  f"{exc.strerror} (they take about three times the lookup "
                                  "tables' Parquet size; TMPDIR chooses where)") from None
         size = sum(path.stat().st_size for path in folder.iterdir())
-        output.info(f"copied the lookup tables to {folder} ({size / 1e9:.2f} GB, "
+        shown = f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
+        output.info(f"copied the lookup tables to {folder} ({shown}, "
                     f"{time.monotonic() - started:.1f} s); removed when the server stops")
         yield f"{digest}:{folder}"
     finally:

@@ -4,6 +4,7 @@ copies made at start-up and removed when the server stops."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,7 +75,8 @@ def test_lineage_serve_with_lookup_copies(demo_root: Path, demo_cli: Cli,
     finally:
         server.send_signal(signal.SIGINT)
         _, stderr = server.communicate(timeout=30)
-    assert "copied the lookup tables to" in stderr
+    assert re.search(r"copied the lookup tables to \S+ \(\d+\.\d MB, \d+\.\d s\); removed "
+                     r"when the server stops", stderr), stderr
     assert not list(tmp_path.glob("lineage-lookup-copies-*"))
 
 
