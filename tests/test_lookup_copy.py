@@ -22,7 +22,13 @@ from lineage.store.part_read import lookup_rows
 from lineage.stream.query import docs_in_step
 from lineage.text.trained_on import trained_on_hashes
 
-from .test_part_read import HASHED, OCCURRENCES, _scanned, small_parts  # noqa: F401
+from .test_part_read import (  # noqa: F401 (small_parts: the fixture)
+    HASHED,
+    OCCURRENCES,
+    _scanned,
+    assert_span_finds_scan,
+    small_parts,
+)
 
 BATCH_ROWS = 5  # not the row groups' 8: batches and row groups do not line up
 
@@ -57,13 +63,7 @@ def test_every_lookup_part_is_copied_in_several_batches(small_parts: Store,  # n
 @given(first=st.integers(0, 4000), length=st.integers(1, 600))
 def test_a_token_range_in_the_copies_finds_what_a_scan_finds(copied: Store, first: int,
                                                              length: int) -> None:
-    tokens = int(copied.streams()[0]["tokens"])
-    start = first * tokens // 4000
-    end = start + length * 64
-    with copied.reader(views=False) as con:
-        found = lookup_rows(con, copied, "occurrences", "s", OCCURRENCES, span=(start, end))
-    assert found == _scanned(copied, "occurrences", "s", OCCURRENCES,
-                             "stream_end > ? AND stream_start < ?", [start, end])
+    assert_span_finds_scan(copied, first, length)
 
 
 def test_every_hash_in_the_copies_finds_what_a_scan_finds(copied: Store) -> None:

@@ -64,6 +64,21 @@ def _scanned(store: Store, table: str, owner: str | None, columns: list[str],
                            "file_row_number", [files, *params]).fetchall()
 
 
+def assert_span_finds_scan(store: Store, first: int, length: int,
+                           reader: Store | None = None) -> None:
+    """The token range of a hypothesis example (its start `first`/4000 of the way through
+    the stream, `length` x 64 tokens long), looked up through `reader` (default: `store`
+    itself), finds the rows a scan of the store's parts finds."""
+    reader = reader or store
+    tokens = int(store.streams()[0]["tokens"])
+    start = first * tokens // 4000
+    end = start + length * 64
+    with reader.reader(views=False) as con:
+        found = lookup_rows(con, reader, "occurrences", "s", OCCURRENCES, span=(start, end))
+    assert found == _scanned(store, "occurrences", "s", OCCURRENCES,
+                             "stream_end > ? AND stream_start < ?", [start, end])
+
+
 def test_the_fixture_spans_parts_and_row_groups(small_parts: Store) -> None:
     for table in ("occurrences", "occurrence_hashes", "document_hashes"):
         counts = small_parts.sql(f"SELECT count(*), sum(n_rows) FROM parquet_files "
@@ -75,14 +90,7 @@ def test_the_fixture_spans_parts_and_row_groups(small_parts: Store) -> None:
 @given(first=st.integers(0, 4000), length=st.integers(1, 600))
 def test_a_token_range_finds_what_a_scan_finds(small_parts: Store, first: int,
                                                length: int) -> None:
-    tokens = int(small_parts.streams()[0]["tokens"])
-    start = first * tokens // 4000
-    end = start + length * 64
-    with small_parts.reader(views=False) as con:
-        found = lookup_rows(con, small_parts, "occurrences", "s", OCCURRENCES,
-                            span=(start, end))
-    assert found == _scanned(small_parts, "occurrences", "s", OCCURRENCES,
-                             "stream_end > ? AND stream_start < ?", [start, end])
+    assert_span_finds_scan(small_parts, first, length)
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,15 +102,10 @@ def test_a_served_store_finds_what_a_scan_finds(small_parts: Store, first: int,
     from lineage.serve.stores import snapshots_for
 
     served = snapshots_for(small_parts.root).served()
-    tokens = int(small_parts.streams()[0]["tokens"])
-    start = first * tokens // 4000
-    end = start + length * 64
+    assert_span_finds_scan(small_parts, first, length, served)
     digest = small_parts.sql(f"SELECT content_hash FROM documents ORDER BY content_hash "
                              f"LIMIT 1 OFFSET {first % 40}").rows[0][0]
     with served.reader(views=False) as con:
-        assert lookup_rows(con, served, "occurrences", "s", OCCURRENCES, span=(start, end)) \
-            == _scanned(small_parts, "occurrences", "s", OCCURRENCES,
-                        "stream_end > ? AND stream_start < ?", [start, end])
         for table, (owner, columns) in HASHED.items():
             assert lookup_rows(con, served, table, owner, columns,
                                equal=("content_hash", digest)) == \

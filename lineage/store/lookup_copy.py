@@ -80,7 +80,7 @@ class LookupCopies:
             raise DamagedPartError(path, "does not match the BLAKE3 it was made with", REMEDY)
         index = json.loads(data)
         return cls(folder, {(entry["path"], entry["sha256"]): PartCopy(
-            entry["file"], entry["n_bytes"], RangeRecord.parse(json.dumps(entry["record"])))
+            entry["file"], entry["n_bytes"], RangeRecord.from_json(entry["record"]))
             for entry in index["parts"]}, index["batch_rows"])
 
     def __len__(self) -> int:
@@ -103,11 +103,10 @@ class LookupCopies:
                                     only=wanted, names=COPY_RANGES)
         except DamagedPartError as exc:  # the store is not at fault: its copy is
             raise DamagedPartError(exc.path, exc.what, REMEDY) from None
-        ends = copy.record.ends
-        schema = self._schema(chunks.footer_digest, chunks.data[ends[-2] if len(ends) > 1
-                                                                else 0])
-        found = [ipc.read_record_batch(pa.py_buffer(chunks.data[ends[i - 1] if i else 0]),
-                                       schema) for i in sorted(chunks.groups)]
+        starts = sorted(chunks.data)  # the batches', then the schema's (always read)
+        schema = self._schema(chunks.footer_digest, chunks.data[starts[-1]])
+        found = [ipc.read_record_batch(pa.py_buffer(chunks.data[start]), schema)
+                 for start in starts[:-1]]
         return pa.Table.from_batches(found, schema) if found else None
 
     def _schema(self, digest: str, checked: bytes) -> pa.Schema:

@@ -38,9 +38,9 @@ def make_copies(store: BaseStore, folder: Path, *, tables: Sequence[str] = COPIE
     with store.reader(views=False) as con:
         parts = [part for table in tables
                  for part in candidate_parts(con, store, table, None, lambda first, last: True)]
-    records = [_parsed(part.row_groups) for part in parts]
-    copied = [(part, record) for part, record in zip(parts, records, strict=True)
-              if record is not None and record.first]
+    recorded = [(part, RangeRecord.parse(part.row_groups)) for part in parts
+                if part.row_groups is not None]
+    copied = [(part, record) for part, record in recorded if record.first]
     total = sum(part.n_rows for part, _ in copied)
     entries, done = [], 0
     for number, (part, record) in enumerate(copied):
@@ -53,10 +53,6 @@ def make_copies(store: BaseStore, folder: Path, *, tables: Sequence[str] = COPIE
     data = json.dumps({"spec": SPEC, "batch_rows": batch_rows, "parts": entries}).encode()
     (folder / INDEX_NAME).write_bytes(data)
     return blake3.blake3(data).hexdigest()
-
-
-def _parsed(row_groups: RangeRecord | str | None) -> RangeRecord | None:
-    return RangeRecord.parse(row_groups) if isinstance(row_groups, str) else row_groups
 
 
 def _copy_part(store: BaseStore, part: PartEntry, record: RangeRecord, target: Path,

@@ -57,8 +57,12 @@ class RangeRecord:
     last: dict[str, list[Any]]
 
     @classmethod
-    def parse(cls, text: str) -> RangeRecord:
-        record = json.loads(text)
+    def parse(cls, text: str | RangeRecord) -> RangeRecord:
+        """The record as the catalog holds it (JSON text), or one already parsed."""
+        return text if isinstance(text, RangeRecord) else cls.from_json(json.loads(text))
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> RangeRecord:
         return cls(record["ends"], record["blake3"], record["first"] or {},
                    record["last"] or {})
 
@@ -121,7 +125,7 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
             _check_whole(fd, path, sha256)
             checked.whole = True
         else:
-            record = RangeRecord.parse(row_groups) if isinstance(row_groups, str) else row_groups
+            record = RangeRecord.parse(row_groups)
             _check_ranges(fd, checked, record, record.admitted(admits, only), keep, names)
     finally:
         os.close(fd)

@@ -66,9 +66,8 @@ def lookup_table(
     found: list[pa.Table] = []
     copies = store.lookup_copies
     for part in candidate_parts(con, store, table, owner, admits):
-        copy = copies.of(part.path, part.sha256) if copies is not None else None
-        if copies is not None and copy is not None:  # IPC batches: read, never decoded
-            batches = copies.batches(copy, admits)
+        if copies is not None and (copy := copies.of(part.path, part.sha256)) is not None:
+            batches = copies.batches(copy, admits)  # IPC batches: read, never decoded
             decoded = None if batches is None else _matching(batches, columns, span, equal)
         else:
             refuse_within_budget("a Parquet lookup")
