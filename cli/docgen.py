@@ -39,7 +39,9 @@ def render() -> str:
              "",
              "Human output shows values as they are: markup and emoji codes are never "
              "interpreted, and control characters are escaped (`\\t`, `\\n`, `\\x1b`, "
-             "`\\u202e`, `\\udcff` for an undecodable byte in a file name). `--json` is exact.",
+             "`\\u202e`, `\\udcff` for an undecodable byte in a file name), as is a value made "
+             "only of zero-width characters (`\\u200b`), which would otherwise look empty. "
+             "`--json` is exact.",
              ""]
     for path, command in iter_commands(root):
         if hasattr(command, "commands"):

@@ -40,7 +40,13 @@ _PIPED_WIDTH = 1_000_000
 
 def shown(value: Any) -> str:
     """Any value as one line of plain text that a terminal shows character for character."""
-    return _UNSAFE.sub(_escape, _plain(value))
+    text = _UNSAFE.sub(_escape, _plain(value))
+    if text and not text.isascii() and _invisible(text):
+        # Only zero-width characters (a lone combining mark, a zero-width space): printed
+        # as they are, the value would look empty (and a table drops it), so each is
+        # written as its escape.
+        return "".join(_escaped(char) for char in text)
+    return text
 
 
 def shown_values(value: Any) -> Any:
@@ -56,9 +62,20 @@ def shown_values(value: Any) -> Any:
 
 
 def _escape(match: re.Match[str]) -> str:
-    char = match.group()
+    return _escaped(match.group())
+
+
+def _escaped(char: str) -> str:
     code = ord(char)
     return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _invisible(text: str) -> bool:
+    """Whether `text` takes no column on a terminal (as rich, which draws the tables,
+    measures it)."""
+    from rich.cells import cell_len
+
+    return cell_len(text) == 0
 
 
 def _plain(value: Any) -> str:

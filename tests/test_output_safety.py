@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 from typer.testing import CliRunner
@@ -166,7 +166,17 @@ def test_a_line_prints_exactly_as_shown(value: str) -> None:
     assert _printed(output.info, value) == ("", f"{output.shown(value)}\n")
 
 
+def test_a_value_of_only_zero_width_characters_is_escaped() -> None:
+    """docs/cli.md: it would look empty; a combining mark after a letter stays as it is."""
+    assert output.shown("\u200b") == "\\u200b"
+    assert output.shown("\u07eb\u2060") == "\\u07eb\\u2060"
+    assert output.shown("e\u0301") == "e\u0301"
+    assert output.shown("\u200bx") == "\u200bx"
+
+
 @given(VALUES.filter(lambda v: v.strip() == v != "" and not {"│", "┃"} & set(v)))
+@example("\u07eb")  # a lone combining mark: zero columns wide, so a table dropped it
+@example("\u200b\u2060")  # zero-width characters alone
 def test_a_table_cell_and_title_print_exactly_as_shown(value: str) -> None:
     printed, _ = _printed(output.emit_table, ("n", value), [[1000, value]], title=value)
     title, header, _, row = printed.splitlines()
