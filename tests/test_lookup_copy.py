@@ -16,7 +16,7 @@ from lineage.api import Store, open_store
 from lineage.errors import DamagedPartError
 from lineage.ingest import ingest_corpus
 from lineage.jsonout import json_text
-from lineage.store.lookup_copy import INDEX_NAME, LookupCopies
+from lineage.store.lookup_copy import INDEX_NAME, LookupCopies, PartCopy
 from lineage.store.lookup_copy_write import make_copies
 from lineage.store.part_read import lookup_rows
 from lineage.stream.query import docs_in_step
@@ -122,9 +122,7 @@ def test_a_changed_batch_is_refused(small_parts: Store, copies: LookupCopies,  #
     folder, loaded = _damaged(copies, tmp_path)
     store = open_store(small_parts.root)
     store.lookup_copies = loaded
-    part = small_parts.sql("SELECT path, sha256 FROM parquet_files WHERE table_name = "
-                           "'occurrences' ORDER BY path LIMIT 1").rows[0]
-    copy = loaded.copies[(part[0], part[1])]
+    copy = _first_occurrences_copy(small_parts, loaded)
     target = folder / copy.file
     data = bytearray(target.read_bytes())
     data[copy.record.ends[0] // 2] ^= 0x01  # a bit of the first batch's values
@@ -199,3 +197,40 @@ def test_a_budget_counts_rows_only_within_it() -> None:
         with pytest.raises(OverBudget, match="a DuckDB query"):
             refuse_within_budget("a DuckDB query")
     spend(10**12)
+
+
+def _first_occurrences_copy(store: Store, loaded: LookupCopies) -> PartCopy:
+    part = store.sql("SELECT path, sha256 FROM parquet_files WHERE table_name = "
+                     "'occurrences' ORDER BY path LIMIT 1").rows[0]
+    return loaded.copies[(part[0], part[1])]
+
+
+def test_a_changed_schema_is_refused_when_first_read(
+        small_parts: Store, copies: LookupCopies, tmp_path: Path) -> None:  # noqa: F811
+    """A copy's schema is read and checked with its first batches (then kept parsed)."""
+    folder, loaded = _damaged(copies, tmp_path)
+    store = open_store(small_parts.root)
+    store.lookup_copies = loaded
+    copy = _first_occurrences_copy(small_parts, loaded)
+    data = bytearray(copy.path.read_bytes())
+    data[(copy.record.ends[-2] + copy.record.ends[-1]) // 2] ^= 0x01
+    copy.path.write_bytes(bytes(data))
+    with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
+        lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
+    assert f"{copy.path}: damaged part: schema (bytes {copy.record.ends[-2]}.." \
+        in str(caught.value)
+
+
+def test_a_copy_of_another_size_is_refused(small_parts: Store, copies: LookupCopies,  # noqa: F811
+                                           tmp_path: Path) -> None:
+    folder, loaded = _damaged(copies, tmp_path)
+    store = open_store(small_parts.root)
+    store.lookup_copies = loaded
+    copy = _first_occurrences_copy(small_parts, loaded)
+    with copy.path.open("ab") as out:
+        out.write(b"\0")
+    with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
+        lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
+    assert str(caught.value) == (f"{copy.path}: damaged part: is {copy.n_bytes + 1} bytes, "
+                                 f"the copies' index says {copy.n_bytes}; restart `lineage "
+                                 "serve` to make the lookup copies again")

@@ -309,3 +309,35 @@ def test_rows_by_position_are_a_page_of_the_sorted_table(small_parts: Store, off
                               offset=offset, limit=limit)
     assert total == len(every)
     assert [tuple(row.values()) for row in rows] == every[offset:offset + limit]
+
+
+ascending_keys = st.lists(st.integers(0, 50), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(starts=ascending_keys, data=st.data())
+def test_testing_a_record_in_place_keeps_what_testing_each_group_keeps(
+        starts: list[int], data: st.DataObject) -> None:
+    """`KeyAdmits.among` reads a record's columns in place; it keeps exactly the groups
+    that calling the condition on each group's first and last values keeps, for records
+    in order or not and every kind of condition."""
+    groups = len(starts)
+    ends = [s + data.draw(st.integers(0, 20)) for s in starts]
+    hashes = data.draw(st.lists(st.text("0123456789abcdef", min_size=1, max_size=3),
+                                min_size=groups, max_size=groups))  # in order or not
+    last_hashes = [h + data.draw(st.text("0123456789abcdef", max_size=2)) for h in hashes]
+    # Each range column has first and last values, as a written record has.
+    record = RangeRecord(list(range(groups + 1)), [],
+                         {"stream_start": starts, "stream_end": starts, "content_hash": hashes},
+                         {"stream_start": ends, "stream_end": ends, "content_hash": last_hashes})
+    hash_text = st.text("0123456789abcdef", max_size=3)
+    condition = data.draw(st.sampled_from([
+        parts.key_admits(span=data.draw(st.tuples(st.integers(0, 70), st.integers(0, 70)))),
+        parts.key_admits(digest=data.draw(hash_text)),
+        parts.key_admits(any_of=("content_hash", data.draw(st.lists(hash_text, max_size=3)))),
+        parts.key_admits(any_of=("stream_start", data.draw(st.lists(st.integers(0, 70),
+                                                                    max_size=3))))]))
+    window = range(data.draw(st.integers(0, groups)), groups)
+    every = [i for i in window if condition(
+        {k: v[i] for k, v in record.first.items()}, {k: v[i] for k, v in record.last.items()})]
+    assert condition.among(record, window) == every  # type: ignore[attr-defined]

@@ -199,3 +199,33 @@ def test_pieces_cut_at_once_are_the_pieces_cut_one_by_one(
                                               first, first + width)
     at_once = list(zip(row.tolist(), window.tolist(), lo.tolist(), hi.tolist(), strict=True))
     assert at_once == one_by_one
+
+
+def test_a_steps_documents_are_vouched_for_only_by_their_columns_types(
+        streamed: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step's segments are PlainRows (json_text writes them unlooked) because their
+    columns hold text and integers; were one of another type, they would be a plain
+    list, looked at value by value, and written as json writes them."""
+    import json
+
+    import pyarrow as pa
+
+    from lineage.jsonout import PlainRows, json_text
+    from lineage.stream import query
+
+    answer = query.docs_in_step(streamed, 5, stream="s0")
+    assert type(answer["documents"]) is PlainRows and answer["documents"]
+    assert "position" not in answer["documents"][0]
+    found = query.lookup_table
+
+    def epoch_as_float(*args: object, **kwargs: object) -> pa.Table | None:
+        rows = found(*args, **kwargs)  # type: ignore[arg-type]
+        assert rows is not None
+        at = rows.schema.get_field_index("epoch")
+        return rows.set_column(at, "epoch", rows["epoch"].cast(pa.float64()))
+
+    monkeypatch.setattr(query, "lookup_table", epoch_as_float)
+    looked_at = query.docs_in_step(streamed, 5, stream="s0")
+    assert type(looked_at["documents"]) is list
+    assert looked_at["documents"][0]["epoch"] == float(answer["documents"][0]["epoch"])
+    assert json_text(looked_at) == json.dumps(looked_at, indent=2, ensure_ascii=False)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ import blake3
 
 from lineage.errors import DamagedPartError
 from lineage.store.budget import spend
-from lineage.store.part_check import RangeRecord, checked_ranges
+from lineage.store.part_check import CheckedBytes, RangeRecord, read_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,12 +49,14 @@ SPEC = "lineage-lookup-copies/1"
 
 @dataclass(frozen=True)
 class PartCopy:
-    """A part's copy: its file in the copies' folder, its size, and its record (each
-    batch's byte range, BLAKE3 and first and last key values, then the schema's)."""
+    """A part's copy: its file in the copies' folder (and that file's path), its size, and
+    its record (each batch's byte range, BLAKE3 and first and last key values, then the
+    schema's)."""
 
     file: str
     n_bytes: int
     record: RangeRecord
+    path: Path
 
 
 class LookupCopies:
@@ -65,7 +68,11 @@ class LookupCopies:
         self.copies = copies
         self.batch_rows = batch_rows  # rows of every batch but a copy's last
         self._schemas: dict[str, pa.Schema] = {}
+        # Each copy's file stays open once read (a few hundred descriptors per process):
+        # opening it again for every lookup cost more than reading the batch.
+        self._opened: dict[str, int] = {}
         self._lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._opened)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], digest: str) -> LookupCopies:
@@ -80,8 +87,8 @@ class LookupCopies:
             raise DamagedPartError(path, "does not match the BLAKE3 it was made with", REMEDY)
         index = json.loads(data)
         return cls(folder, {(entry["path"], entry["sha256"]): PartCopy(
-            entry["file"], entry["n_bytes"], RangeRecord.from_json(entry["record"]))
-            for entry in index["parts"]}, index["batch_rows"])
+            entry["file"], entry["n_bytes"], RangeRecord.from_json(entry["record"]),
+            folder / entry["file"]) for entry in index["parts"]}, index["batch_rows"])
 
     def __len__(self) -> int:
         return len(self.copies)
@@ -92,22 +99,49 @@ class LookupCopies:
 
     def batches(self, copy: PartCopy, admits: Admits) -> pa.Table | None:
         """The batches of `copy` whose recorded key values `admits`, every column, each
-        checked against its BLAKE3 before it is read; None when none is."""
+        checked against its BLAKE3 before it is read; None when none is. The schema's
+        bytes are read and checked with a copy's first batches, then kept parsed."""
         import pyarrow as pa
         import pyarrow.ipc as ipc
 
-        wanted = copy.record.admitted(admits)[:-1]  # the batches; the schema is last
+        record = copy.record
+        wanted = record.admitted(admits)[:-1]  # the batches; the schema is last
+        if not wanted:
+            return None
         spend(len(wanted) * self.batch_rows)
+        schema = self._schemas.get(record.digests[-1])
+        ranges = wanted if schema is not None else [*wanted, len(record.ends) - 1]
+        chunks = CheckedBytes(copy.path)
         try:
-            chunks = checked_ranges(self.folder, copy.file, copy.n_bytes, "", copy.record,
-                                    only=wanted, names=COPY_RANGES)
+            read_ranges(self._file(copy), chunks, record, ranges, names=COPY_RANGES)
         except DamagedPartError as exc:  # the store is not at fault: its copy is
             raise DamagedPartError(exc.path, exc.what, REMEDY) from None
-        starts = sorted(chunks.data)  # the batches', then the schema's (always read)
-        schema = self._schema(chunks.footer_digest, chunks.data[starts[-1]])
+        starts = sorted(chunks.data)  # the batches', then the schema's if it was read
+        if schema is None:
+            schema = self._schema(chunks.footer_digest, chunks.data[starts.pop()])
         found = [ipc.read_record_batch(pa.py_buffer(chunks.data[start]), schema)
-                 for start in starts[:-1]]
-        return pa.Table.from_batches(found, schema) if found else None
+                 for start in starts]
+        return pa.Table.from_batches(found, schema)
+
+    def _file(self, copy: PartCopy) -> int:
+        """The descriptor of `copy`'s file, opened (and its size checked) once."""
+        fd = self._opened.get(copy.file)
+        if fd is not None:
+            return fd
+        with self._lock:
+            if (fd := self._opened.get(copy.file)) is not None:
+                return fd
+            try:
+                fd = os.open(copy.path, os.O_RDONLY)
+            except OSError as exc:
+                raise DamagedPartError(copy.path, f"cannot be opened ({exc.strerror})",
+                                       REMEDY) from exc
+            if (size := os.fstat(fd).st_size) != copy.n_bytes:
+                os.close(fd)
+                raise DamagedPartError(copy.path, f"is {size} bytes, the copies' index "
+                                                  f"says {copy.n_bytes}", REMEDY)
+            self._opened[copy.file] = fd
+            return fd
 
     def _schema(self, digest: str, checked: bytes) -> pa.Schema:
         """A copy's schema from its checked bytes, parsed once per digest."""
@@ -121,3 +155,9 @@ class LookupCopies:
             with self._lock:
                 self._schemas[digest] = found
         return found
+
+
+def _close_all(opened: dict[str, int]) -> None:
+    for fd in opened.values():
+        os.close(fd)
+    opened.clear()

@@ -77,6 +77,9 @@ class RangeRecord:
             return [*range(groups), groups]
         narrow = getattr(admits, "narrow", None)  # a binary search to the few that can
         window = range(groups) if narrow is None else narrow(self)
+        among = getattr(admits, "among", None)  # the same test, without a dict per group
+        if among is not None:
+            return [*among(self, window), groups]
         first, last = self.first, self.last
         return [i for i in window if admits({k: v[i] for k, v in first.items()},
                                             {k: v[i] for k, v in last.items()})] + [groups]
@@ -126,7 +129,8 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
             checked.whole = True
         else:
             record = RangeRecord.parse(row_groups)
-            _check_ranges(fd, checked, record, record.admitted(admits, only), keep, names)
+            read_ranges(fd, checked, record, record.admitted(admits, only), keep=keep,
+                        names=names)
     finally:
         os.close(fd)
     return checked
@@ -142,8 +146,10 @@ def _check_whole(fd: int, path: Path, sha256: str) -> None:
         raise DamagedPartError(path, "does not match the SHA-256 in the catalog")
 
 
-def _check_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: list[int],
-                  keep: bool, names: tuple[str, str, str]) -> None:
+def read_ranges(fd: int, checked: CheckedBytes, record: RangeRecord, ranges: list[int], *,
+                keep: bool = True, names: tuple[str, str, str] = PART_RANGES) -> None:
+    """Read the ranges `ranges` (by number) of the file open at `fd` into `checked`, each
+    checked against its BLAKE3 in `record`; DamagedPartError names the first that is not."""
     import blake3
 
     ends, digests = record.ends, record.digests

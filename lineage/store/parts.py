@@ -547,6 +547,25 @@ class KeyAdmits:
                          bisect.bisect_right(record.first[column], value))
         return range(groups)
 
+    def among(self, record: RangeRecord, window: Iterable[int]) -> list[int]:
+        """The row groups of `window` that can hold rows: what calling this on each
+        group's first and last values keeps, read from the record's columns in place (a
+        lookup tests a few per part, and more parts than it reads)."""
+        first, last = record.first, record.last
+        kept = list(window)
+        if self.span and "stream_start" in first:
+            start, end = self.span
+            starts, ends = first["stream_start"], last["stream_end"]
+            kept = [i for i in kept if starts[i] < end and ends[i] > start]
+        if self.digest and "content_hash" in first:
+            low, high, digest = first["content_hash"], last["content_hash"], self.digest
+            kept = [i for i in kept if low[i] <= digest <= high[i]]
+        if self.any_of and self.any_of[0] in first:
+            column, values = self.any_of
+            low, high = first[column], last[column]
+            kept = [i for i in kept if any(low[i] <= value <= high[i] for value in values)]
+        return kept
+
     def _one_value(self) -> tuple[str, Any] | None:
         """(column, value) when the condition is one value of one column."""
         if self.digest is not None:

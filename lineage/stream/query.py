@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
+from lineage.jsonout import PlainRows
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
 from lineage.store.part_read import lookup_table
@@ -202,9 +203,7 @@ def docs_in_step(
     with store.reader(views=False) as con:
         info = resolved_stream(con, store, stream)
         span = step_range(info, step, rank=rank, world_size=world_size, window=window)
-        segments = step_segments(con, store, info, span)
-    for segment in segments:
-        del segment["position"]
+        segments = step_segments(con, store, info, span, answer=True)
     answer: dict[str, Any] = {
         "stream": info["name"], "spec": info["spec"], "spec_hash": info["spec_hash"],
         "manifest_hash": info["manifest_hash"], "step": step,
@@ -225,17 +224,22 @@ SEGMENT_COLUMNS = ("doc_id", "source", "uri", "content_hash", "epoch", "stream_s
 
 
 def step_segments(
-    con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange
+    con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange,
+    *, answer: bool = False,
 ) -> list[dict[str, Any]]:
-    """Segments in stream order; `position` is the segment's first token in the stream."""
+    """Segments in stream order; `position` is the segment's first token in the stream.
+
+    As `answer` (`docs_in_step`'s documents): without `position`, and as PlainRows when
+    the columns they come from hold only text and integers (json_text need not look)."""
     import numpy as np
+    import pyarrow as pa
 
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
     rows = lookup_table(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
                         span=(start, end))
     if rows is None:
-        return []
+        return PlainRows() if answer else []
     ordinal = rows["ordinal"].to_numpy()
     if len(ordinal) > 1 and not bool(np.all(ordinal[1:] > ordinal[:-1])):
         rows = rows.take(np.argsort(ordinal, kind="stable"))  # in stream order
@@ -248,16 +252,22 @@ def step_segments(
     order = np.lexsort((lo, window))  # by window, then position (stable: as cut)
     row, window, lo, hi = row[order], window[order], lo[order], hi[order]
     shift = rows["doc_offset"].to_numpy()[row] - starts[row]
-    doc_id, source, uri, content_hash, epoch = (
-        rows[name].to_pylist() for name in ("doc_id", "source", "uri", "content_hash", "epoch"))
+    columns = [rows[name] for name in ("doc_id", "source", "uri", "content_hash", "epoch")]
+    doc_id, source, uri, content_hash, epoch = (column.to_pylist() for column in columns)
     windows = window.tolist()
-    rank = {w: span.rank_of(w) for w in set(windows)}
-    return [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
-             "content_hash": content_hash[i], "epoch": epoch[i], "window": w, "rank": rank[w],
-             "token_start": token_start, "token_end": token_end, "position": position}
-            for i, w, token_start, token_end, position in zip(
-                row.tolist(), windows, (lo + shift).tolist(), (hi + shift).tolist(),
-                lo.tolist(), strict=True)]
+    rank = {w: span.rank_of(w) for w in set(windows)}  # an int or None
+    found = [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
+              "content_hash": content_hash[i], "epoch": epoch[i], "window": w,
+              "rank": rank[w], "token_start": token_start, "token_end": token_end}
+             for i, w, token_start, token_end in zip(
+                 row.tolist(), windows, (lo + shift).tolist(), (hi + shift).tolist(),
+                 strict=True)]  # ints, from arrays of int64
+    if not answer:
+        for segment, position in zip(found, lo.tolist(), strict=True):
+            segment["position"] = position
+        return found
+    plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type) for c in columns)
+    return PlainRows(found) if plain else found
 
 
 def window_piece_arrays(
