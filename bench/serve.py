@@ -1,23 +1,27 @@
 """`lineage serve` under load on loopback: latency (p50, p99) and throughput of `docs`
-and `trained-on` (by hash and by text) at a bounded number of concurrent clients.
+and `trained-on` (by hash, a posted file, and by text) at a bounded number of concurrent
+clients.
 
     .venv/bin/python bench/serve.py [--documents 10000000] [--clients 1 16 64]
                                     [--seconds 10] [--workers 2] [--workdir DIR]
                                     [--rates 100 200 400] [--lookup-copies]
 
 The store is bench/stream.py's (a ready manifest from bench/gen_manifest.py, ingested,
-and a stream `main` of seq_len 2048 x batch 64), made once per size in the work folder.
-The server is the real command (`lineage serve --workers N`) in its own processes; the
-clients run in this process on asyncio, each with one keep-alive connection, sending its
-next request as soon as the answer is in (a closed loop: N clients, at most N requests
-in flight). With `--rates`, each client count is also run as an open loop: the clients
-ask that many questions a second in all, evenly spaced, whatever the answers' speed, which
-is the latency a service sees below the server's capacity. Each request of the first
-three workloads asks something new (random steps out of 70,175, random documents' content
-hashes, texts no document holds), so no answer comes from the server's memory of
-answers; the last two ask about 50 steps or files over and over, the case that memory is
-for. Every answer is checked (status 200, the header's exit code); any other outcome
-counts as an error. Results go to bench/out/serve.json.
+and a stream `main` of seq_len 2048 x batch 64), made once per size in the work folder,
+with the example corpus and a stream of it beside them (the generated corpus has no
+bytes to post). The server is the real command (`lineage serve --workers N`) in its own
+processes; the clients run in this process on asyncio, each with one keep-alive
+connection, sending its next request as soon as the answer is in (a closed loop: N
+clients, at most N requests in flight). With `--rates`, each client count is also run as
+an open loop: the clients ask that many questions a second in all, evenly spaced,
+whatever the answers' speed, which is the latency a service sees below the server's
+capacity. Each request of the first four workloads asks something new (random steps out
+of 70,175, random documents' content hashes, the example corpus's files posted byte for
+byte, texts no document holds), so no answer comes from the server's memory of answers;
+the last two ask about 50 steps or files over and over, the case that memory is for.
+Every answer is checked (status 200, the header's exit code); any other outcome counts
+as an error. The CPU time of the server's processes and of the clients' is recorded per
+answer. Results go to bench/out/serve.json.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ def prepare(workdir: Path, documents: int) -> Path:
     if "example" not in [c["name"] for c in opened.corpora()]:
         stream_bench.sh(*lineage_cli, "ingest", "corpus", str(REPO / "examples" / "corpus"),
                         "--corpus", "example")
+    if "examples" not in [s["name"] for s in opened.streams()]:  # files posted as they are
+        stream_bench.sh(*lineage_cli, "stream", "build", "--corpus", "example", "--name",
+                        "examples", "--seed", "42", "--seq-len", "2048", "--batch", "8")
     return store
 
 
@@ -166,7 +173,7 @@ async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
     warm_until = time.perf_counter() + 1.0  # connections and caches first, not timed
     await asyncio.gather(*(_client(port, make, warm_until, [], errors) for _ in range(clients)))
     errors.clear()
-    cpu_before = cpu()
+    cpu_before, client_before = cpu(), time.process_time()
     started = time.perf_counter()
     interval = None if rate is None else clients / rate
     await asyncio.gather(*(_client(port, make, started + seconds, latencies, errors,
@@ -174,7 +181,7 @@ async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
                                    (started + i * interval / clients, interval))
                            for i in range(clients)))
     elapsed = time.perf_counter() - started
-    cpu_used = cpu() - cpu_before
+    cpu_used, client_used = cpu() - cpu_before, time.process_time() - client_before
     latencies.sort()
     ms = [x * 1000 for x in latencies]
     return {"clients": clients, "offered_rps": rate, "requests": len(ms), "errors": len(errors),
@@ -182,11 +189,14 @@ async def _load(port: int, make: Callable[[], tuple[bytes, str]], clients: int,
             "p50_ms": round(statistics.median(ms), 2) if ms else None,
             "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
             "throughput_rps": round(len(ms) / elapsed, 1),
-            "server_cpu_ms_per_request": round(cpu_used * 1000 / max(1, len(ms)), 2)}
+            "server_cpu_ms_per_request": round(cpu_used * 1000 / max(1, len(ms)), 2),
+            "client_cpu_ms_per_request": round(client_used * 1000 / max(1, len(ms)), 3)}
 
 
 def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
     """Each workload makes its next request (and the exit code its answer must carry)."""
+    import blake3
+
     import lineage
 
     opened = lineage.open_store(store)
@@ -194,7 +204,8 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
     # Documents the stream holds (exit code 0), enough that a run of a few thousand
     # questions seldom asks one twice (an answer asked again comes from memory).
     hashes = [row[0] for row in opened.sql(
-        "SELECT content_hash FROM occurrences USING SAMPLE 200000 ROWS (reservoir, 7)",
+        "SELECT content_hash FROM occurrences WHERE stream = 'main' "
+        "USING SAMPLE 200000 ROWS (reservoir, 7)",
         max_rows=None).rows]
     rng = random.Random(7)
 
@@ -203,6 +214,19 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
 
     def by_hash() -> tuple[bytes, str]:
         return _get(f"/api/trained-on?hash={rng.choice(hashes)}&stream=main"), "0"
+
+    # The example corpus's files, posted byte for byte: a rights holder's exact question.
+    # Each asks with its own min_containment (an exact answer does not depend on it), so
+    # that none comes from the server's memory of answers: 282 files would, after a while.
+    held = {row[0] for row in opened.sql("SELECT content_hash FROM occurrences WHERE "
+                                         "stream = 'examples'", max_rows=None).rows}
+    files = [data for data in sorted(p.read_bytes() for p in
+                                     (REPO / "examples" / "corpus").rglob("*") if p.is_file())
+             if blake3.blake3(data).hexdigest() in held]  # not those past its last step
+
+    def posted_file() -> tuple[bytes, str]:
+        return _post(f"/api/trained-on?min_containment=0.{rng.randrange(10**9):09d}",
+                     rng.choice(files)), "0"
 
     def by_text() -> tuple[bytes, str]:
         text = " ".join(rng.choice(WORDS) for _ in range(60)) + f" {rng.random()}"
@@ -218,6 +242,7 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
         return _get(f"/api/trained-on?hash={rng.choice(popular_hashes)}&stream=main"), "0"
 
     return {"docs --step": docs, "trained-on by hash": by_hash,
+            "trained-on a posted file, exact": posted_file,
             "trained-on by text": by_text,
             "docs --step, 50 steps asked again": docs_again,
             "trained-on by hash, 50 files asked again": by_hash_again}
@@ -234,7 +259,8 @@ def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
     for (workload, clients, offered), rows in cells.items():
         entry: dict[str, object] = {"workload": workload, "clients": clients,
                                     "offered_rps": offered}
-        for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request"):
+        for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request",
+                    "client_cpu_ms_per_request"):
             values = [float(r[key]) for r in rows if r[key] is not None]  # type: ignore[arg-type]
             entry[key] = round(statistics.median(values), 2) if values else None
             entry[key.replace("_ms", "") + "_runs"] = values
@@ -246,13 +272,14 @@ def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def print_table(rows: list[dict[str, object]]) -> None:
     print("| workload | clients | asked | p50 | p99 | throughput | server CPU per answer "
-          "| requests | errors |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| client CPU per answer | requests | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         asked = "at once" if r["offered_rps"] is None else f"{r['offered_rps']:g}/s"
         print(f"| {r['workload']} | {r['clients']} | {asked} | {r['p50_ms']} ms | "
               f"{r['p99_ms']} ms | "
               f"{r['throughput_rps']}/s | {r['server_cpu_ms_per_request']} ms | "
+              f"{r['client_cpu_ms_per_request']} ms | "
               f"{r['requests']} | {r['errors']} |")
 
 

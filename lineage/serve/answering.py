@@ -130,11 +130,12 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     An answer already given for the same catalog state, path, query and `body` is given
     again from memory (lineage/serve/cache.py), with the header `X-Lineage-Cache: hit`.
 
-    A `quick` question (a lookup: `docs`, `trained-on` by hash) is first tried at once,
-    on the event loop, within a budget of `quick_rows` rows of the server's lookup copies
-    (lineage/store/budget.py): a few hundred rows cost less to answer than to hand to a
-    thread. One that would read more, or read Parquet, or ask DuckDB, stops before it
-    reads anything and goes to a thread like any other.
+    A `quick` question (a lookup: `docs`, `trained-on` by hash or a posted file found by
+    its bytes) is first tried at once, on the event loop, within a budget of `quick_rows`
+    rows of the server's lookup copies (lineage/store/budget.py): a few hundred rows cost
+    less to answer than to hand to a thread. One that would read more, read Parquet, ask
+    DuckDB or match text stops there and goes to a thread like any other (a posted text
+    that no corpus holds byte for byte has then been looked up by its bytes twice).
     """
     snapshots = snapshots_for(request.app.state.store_root)
     copies = request.app.state.lookup_copies

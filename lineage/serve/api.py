@@ -132,7 +132,11 @@ async def trained_on(request: Request) -> Response:
     asked = b"".join([b"s", b"-" if stdin is None else blake3.blake3(stdin).digest(),
                       *(b"t" + blake3.blake3(t.encode("utf-8", "surrogatepass")).digest()
                         for t in texts)])
-    return await answered(request, question, body=asked)
+    # A file alone is first looked up by its bytes, at once, as `?hash=` is; if no corpus
+    # holds them, matching it as text refuses that and the question goes to a thread.
+    quick = stdin is not None and not texts and "run" not in options and \
+        len(stdin) <= limits.quick_body_bytes
+    return await answered(request, question, body=asked, quick=quick)
 
 
 async def _posted(request: Request) -> tuple[bytes | None, list[str]]:

@@ -24,3 +24,6 @@ class Limits:
     # rows of lookup copies a `docs` or by-hash question may read to be answered at once,
     # on the event loop, instead of in a question thread (0: never)
     quick_rows: int = 2048
+    # a posted file up to this size is tried at once too (hashed on the event loop), as a
+    # lookup by its bytes; text matching, if it is not found, goes to a thread
+    quick_body_bytes: int = 1 << 20

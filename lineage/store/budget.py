@@ -3,10 +3,10 @@ questions at once and hands the others to a thread (`lineage serve`).
 
 Within `lookup_budget(rows)`, a lookup may read at most that many rows from lookup
 copies (lineage/store/lookup_copy.py), and nothing that costs more than a `pread` per
-batch: no Parquet part (a lookup there decodes whole row groups) and no DuckDB query.
-What would go past the budget raises `OverBudget` before it reads anything, so the
-caller can ask the question again where it may take its time. Outside a budget, spending
-is free.
+batch: no Parquet part (a lookup there decodes whole row groups), no DuckDB query, and
+no matching of text (its fingerprints take milliseconds). What would go past the budget
+raises `OverBudget` before it reads anything, so the caller can ask the question again
+where it may take its time. Outside a budget, spending is free.
 """
 
 from __future__ import annotations

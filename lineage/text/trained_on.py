@@ -22,6 +22,7 @@ import blake3
 
 from lineage.errors import InputError, UsageError
 from lineage.store.base import BaseStore
+from lineage.store.budget import refuse_within_budget
 from lineage.store.durable import blake3_file
 from lineage.store.memo import remembered
 from lineage.store.part_read import lookup_rows
@@ -174,6 +175,7 @@ def _match_texts(
     con, store = context.con, context.store
     if not pending or not (explicit or _any_text_index(con)):
         return
+    refuse_within_budget("matching text")  # milliseconds of fingerprints: never at once
     # Only now: queries found by their bytes never need the text machinery.
     from lineage.text import match as text_match
     from lineage.text.fingerprint import parameters as fingerprint_parameters

@@ -96,20 +96,28 @@ def _threads_used(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_small_lookups_are_answered_at_once_and_others_in_a_thread(
-        copies_client: TestClient, demo_root: Path, monkeypatch: pytest.MonkeyPatch,
-        ) -> None:
-    """A step's lookup in the copies is answered on the event loop; one past the row
-    budget, a text question, or a server without copies uses a question thread. The
-    answers are the same bytes either way."""
+        copies_client: TestClient, client: TestClient, demo_root: Path,
+        example_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step's lookup in the copies, and a posted file that a corpus holds byte for byte,
+    are answered on the event loop; one past the row budget, a text no corpus holds
+    exactly, a file with another question, or a server without copies uses a question
+    thread. The answers are the same bytes either way."""
     first, second = (copies_client.get(f"/api/docs?step={step}").json()["documents"][0]
                      ["content_hash"] for step in (1, 3))
+    held = sorted((example_corpus / "shakespeare").iterdir())[0].read_bytes()
     copies_client.get(f"/api/trained-on?hash={first}&stream=main")  # catalog rows, kept
+    copies_client.post("/api/trained-on?limit=9", content=held)  # every stream's, kept
+    plain = client.post("/api/trained-on", content=held)  # the server without copies
     used = _threads_used(monkeypatch)
     quick = copies_client.get("/api/docs?step=2")
     copies_client.get(f"/api/trained-on?hash={second}&stream=main")
+    exact = copies_client.post("/api/trained-on", content=held)
     assert used == []
+    assert exact.json()["results"][0]["verdict"] == "in-stream"
+    assert exact.content == plain.content
     copies_client.post("/api/trained-on", content=b"Friends, Romans, countrymen")
-    assert used == ["/api/trained-on"]
+    copies_client.post("/api/trained-on", files={"file": held}, data={"text": "Romans"})
+    assert used == ["/api/trained-on", "/api/trained-on"]
     copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
     for limits, lookup_copies in ((Limits(quick_rows=1), copies), (Limits(), None)):
         used.clear()
@@ -126,6 +134,7 @@ def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
     from lineage.serve.stores import snapshots_for
     from lineage.store.budget import OverBudget, lookup_budget
     from lineage.stream.query import docs_in_step
+    from lineage.text.trained_on import trained_on
 
     copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
     snapshots = snapshots_for(demo_root)
@@ -144,6 +153,10 @@ def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
     fresh = snapshots.served(type(snapshot)(snapshots.store), copies)  # nothing kept
     with lookup_budget(10**9), pytest.raises(OverBudget, match="DuckDB"):
         docs_in_step(fresh, 4)
+    text = b"Friends, Romans, countrymen, lend me your ears"
+    trained_on(copied, stdin=text)  # catalog rows kept; its bytes are in no corpus
+    with lookup_budget(10**9), pytest.raises(OverBudget, match="matching text"):
+        trained_on(copied, stdin=text)  # stopped before the fingerprints, not in them
 
 
 def test_copies_that_cannot_be_written_are_a_one_line_error(demo_root: Path,
