@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,22 +118,35 @@ def _damaged(copies: LookupCopies, tmp_path: Path) -> tuple[Path, LookupCopies]:
     return folder, LookupCopies.load(folder, blake3.blake3(index).hexdigest())
 
 
-def test_a_changed_batch_is_refused(small_parts: Store, copies: LookupCopies,  # noqa: F811
-                                    tmp_path: Path) -> None:
-    folder, loaded = _damaged(copies, tmp_path)
+def _refusal(small_parts: Store, copies: LookupCopies, tmp_path: Path,  # noqa: F811
+             damage: Callable[[PartCopy], None]) -> tuple[str, PartCopy]:
+    """The error of a token-range lookup after `damage` to a private copy of the first
+    occurrences part's copy, and that copy."""
+    _, loaded = _damaged(copies, tmp_path)
     store = open_store(small_parts.root)
     store.lookup_copies = loaded
-    copy = _first_occurrences_copy(small_parts, loaded)
-    target = folder / copy.file
-    data = bytearray(target.read_bytes())
-    data[copy.record.ends[0] // 2] ^= 0x01  # a bit of the first batch's values
-    target.write_bytes(bytes(data))
+    part = small_parts.sql("SELECT path, sha256 FROM parquet_files WHERE table_name = "
+                           "'occurrences' ORDER BY path LIMIT 1").rows[0]
+    copy = loaded.copies[(part[0], part[1])]
+    damage(copy)
     with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
         lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
-    assert str(target) in str(caught.value)
-    assert "batch 0 (bytes 0.." in str(caught.value)
-    assert "does not match the BLAKE3 in the copies' index; restart `lineage serve`" \
-        in str(caught.value)
+    return str(caught.value), copy
+
+
+def _flip(copy: PartCopy, at: int) -> None:
+    data = bytearray(copy.path.read_bytes())
+    data[at] ^= 0x01
+    copy.path.write_bytes(bytes(data))
+
+
+def test_a_changed_batch_is_refused(small_parts: Store, copies: LookupCopies,  # noqa: F811
+                                    tmp_path: Path) -> None:
+    error, copy = _refusal(small_parts, copies, tmp_path,
+                           lambda copy: _flip(copy, copy.record.ends[0] // 2))  # batch 0
+    assert error.startswith(f"{copy.path}: damaged part: batch 0 (bytes 0..")
+    assert error.endswith("does not match the BLAKE3 in the copies' index; restart "
+                          "`lineage serve` to make the lookup copies again")
 
 
 def test_an_index_that_is_not_the_one_made_is_refused(copies: LookupCopies,
@@ -199,38 +213,23 @@ def test_a_budget_counts_rows_only_within_it() -> None:
     spend(10**12)
 
 
-def _first_occurrences_copy(store: Store, loaded: LookupCopies) -> PartCopy:
-    part = store.sql("SELECT path, sha256 FROM parquet_files WHERE table_name = "
-                     "'occurrences' ORDER BY path LIMIT 1").rows[0]
-    return loaded.copies[(part[0], part[1])]
-
-
 def test_a_changed_schema_is_refused_when_first_read(
         small_parts: Store, copies: LookupCopies, tmp_path: Path) -> None:  # noqa: F811
     """A copy's schema is read and checked with its first batches (then kept parsed)."""
-    folder, loaded = _damaged(copies, tmp_path)
-    store = open_store(small_parts.root)
-    store.lookup_copies = loaded
-    copy = _first_occurrences_copy(small_parts, loaded)
-    data = bytearray(copy.path.read_bytes())
-    data[(copy.record.ends[-2] + copy.record.ends[-1]) // 2] ^= 0x01
-    copy.path.write_bytes(bytes(data))
-    with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
-        lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
-    assert f"{copy.path}: damaged part: schema (bytes {copy.record.ends[-2]}.." \
-        in str(caught.value)
+    error, copy = _refusal(small_parts, copies, tmp_path, lambda copy: _flip(
+        copy, (copy.record.ends[-2] + copy.record.ends[-1]) // 2))  # within the schema
+    assert error.startswith(f"{copy.path}: damaged part: schema (bytes "
+                            f"{copy.record.ends[-2]}..")
 
 
 def test_a_copy_of_another_size_is_refused(small_parts: Store, copies: LookupCopies,  # noqa: F811
                                            tmp_path: Path) -> None:
-    folder, loaded = _damaged(copies, tmp_path)
-    store = open_store(small_parts.root)
-    store.lookup_copies = loaded
-    copy = _first_occurrences_copy(small_parts, loaded)
-    with copy.path.open("ab") as out:
-        out.write(b"\0")
-    with store.reader(views=False) as con, pytest.raises(DamagedPartError) as caught:
-        lookup_rows(con, store, "occurrences", "s", OCCURRENCES, span=(0, 1))
-    assert str(caught.value) == (f"{copy.path}: damaged part: is {copy.n_bytes + 1} bytes, "
-                                 f"the copies' index says {copy.n_bytes}; restart `lineage "
-                                 "serve` to make the lookup copies again")
+    def grow(copy: PartCopy) -> None:
+        with copy.path.open("ab") as out:
+            out.write(b"\0")
+
+    error, copy = _refusal(small_parts, copies, tmp_path, grow)
+    size = copy.n_bytes
+    assert error == (f"{copy.path}: damaged part: is {size + 1} bytes, the copies' "
+                     f"index says {size}; restart `lineage serve` to make the lookup copies "
+                     "again")
