@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -229,3 +230,32 @@ def test_a_steps_documents_are_vouched_for_only_by_their_columns_types(
     assert type(looked_at["documents"]) is list
     assert looked_at["documents"][0]["epoch"] == float(answer["documents"][0]["epoch"])
     assert json_text(looked_at) == json.dumps(looked_at, indent=2, ensure_ascii=False)
+
+
+def test_a_hash_is_placed_only_in_the_streams_of_its_corpora(
+        streamed: Store, example_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream holds only documents of its corpus: `trained-on` looks a content hash up
+    in the streams of the corpora that hold it, and answers as it would after looking in
+    every stream."""
+    from lineage.text import trained_on as module
+
+    ingest_corpus(streamed, [example_corpus.parent / "shards" / "sonnets.jsonl.gz"],
+                  corpus="poems")
+    build_stream(streamed, corpus="poems", name="p", seed=1, seq_len=512, batch=2)
+    held = sorted((example_corpus / "shakespeare").iterdir())[0]
+    asked: list[tuple[str, str | None]] = []
+    real = module._lookup
+
+    def recorded(con: Any, store: Store, table: str, owner: str | None, columns: str,
+                 digest: str) -> list[tuple[Any, ...]]:
+        asked.append((table, owner))
+        return real(con, store, table, owner, columns, digest)
+
+    monkeypatch.setattr(module, "_lookup", recorded)
+    answer = module.trained_on(streamed, [held])
+    assert answer["results"][0]["verdict"] == "in-stream"
+    assert sorted(asked) == [("document_hashes", None), ("occurrence_hashes", "s0"),
+                             ("occurrence_hashes", "s1")]
+    monkeypatch.setattr(module, "_of_corpora", lambda streams, corpora: streams)
+    assert module.trained_on(streamed, [held]) == answer  # every stream looked in
+    assert ("occurrence_hashes", "p") in asked

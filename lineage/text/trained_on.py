@@ -200,7 +200,8 @@ def _match_texts(
         matches = []
         for match in found.pop("matches"):
             key = (match["corpus"], match["doc_id"])
-            placed = _placements(con, store, streams, match["content_hash"])
+            placed = _placements(con, store, _of_corpora(streams, {match["corpus"]}),
+                                 match["content_hash"])
             base = {**match, "manifest_hash": corpora.get(match["corpus"])}
             for where in _stream_entries(placed, *key):
                 entry = {**base, **where}
@@ -282,8 +283,9 @@ def _answer(
 ) -> dict[str, Any]:
     documents = _lookup(con, store, "document_hashes", None,
                         "corpus, source, doc_id", digest)
-    # A stream holds only documents of a corpus: no document, nothing to place.
-    placed = _placements(con, store, streams, digest) if documents else {}
+    # A stream holds only documents of its corpus: no document, nothing to place.
+    placed = _placements(con, store, _of_corpora(streams, {d[0] for d in documents}),
+                         digest) if documents else {}
     matches: list[dict[str, Any]] = []
     for corpus, source, doc_id in documents:
         base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
@@ -309,6 +311,13 @@ def _placements(
             placed.setdefault((corpus, doc_id), []).append(
                 (name, info, epoch, start, end, offset))
     return placed
+
+
+def _of_corpora(streams: dict[str, dict[str, Any]], corpora: set[str],
+                ) -> dict[str, dict[str, Any]]:
+    """The streams made of one of `corpora`: the only ones that can hold their documents
+    (a lookup in each of the others would find nothing the answer uses)."""
+    return {name: info for name, info in streams.items() if info["corpus"] in corpora}
 
 
 def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus: str,
