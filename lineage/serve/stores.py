@@ -45,10 +45,10 @@ Signature = tuple[tuple[int, int, int, int], ...]
 _SERIALS = itertools.count(1)
 
 
-def catalog_signature(catalog: Path) -> Signature:
+def catalog_signature(catalog: str | os.PathLike[str]) -> Signature:
     """What changes when a commit lands: identity, size and times of the catalog and WAL."""
     found = []
-    for path in (catalog, catalog.with_name(catalog.name + ".wal")):
+    for path in (catalog, f"{os.fspath(catalog)}.wal"):
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -133,6 +133,7 @@ class Snapshots:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.store = Store(root)
+        self._catalog = str(self.store.catalog_path)  # looked at on every request
         self._current: CatalogSnapshot | None = None
         self._lock = threading.Lock()
 
@@ -156,7 +157,7 @@ class Snapshots:
 
     def _fresh(self, snapshot: CatalogSnapshot) -> bool:
         return snapshot.settled() and \
-            catalog_signature(self.store.catalog_path) == snapshot.signature
+            catalog_signature(self._catalog) == snapshot.signature
 
     def served(self, snapshot: CatalogSnapshot | None = None,
                lookup_copies: LookupCopies | None = None) -> ServedStore:
