@@ -53,7 +53,10 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(listener: socket.socket, workers: int) -> None:
     """Hand the connections `listener` accepts to `workers` worker processes until
     interrupted; close it then."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    # Both stop the server, as they stop uvicorn's own: SIGINT too, which a process
+    # started in the background by a shell inherits as ignored.
+    previous = {signum: signal.signal(signum, _interrupt)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
     started: list[tuple[subprocess.Popen[bytes], socket.socket]] = []
     try:
         started.extend(_start_worker() for _ in range(workers))
@@ -63,7 +66,8 @@ def serve(listener: socket.socket, workers: int) -> None:
     finally:
         listener.close()
         _stop(started)
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _start_worker() -> tuple[subprocess.Popen[bytes], socket.socket]:

@@ -89,6 +89,24 @@ def test_sigterm_stops_the_workers_too(demo_root: Path) -> None:
                 Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
+def test_sigint_stops_a_server_started_with_it_ignored(demo_root: Path) -> None:
+    """A shell starts a background job with SIGINT ignored; the server still stops on it,
+    as uvicorn's own does."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lineage.cli", "--store", str(demo_root), "serve", "--port",
+         str(port), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        first_answer(server, f"http://127.0.0.1:{port}/api/streams").raise_for_status()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate(timeout=30)
+
+
 def test_a_worker_that_dies_stops_the_server_with_an_error(demo_root: Path) -> None:
     with serving(demo_root, 2) as (server, _):
         subprocess.run(["kill", "-KILL", str(_workers(server)[1])], check=True)
