@@ -527,7 +527,9 @@ class KeyAdmits:
     any_of: tuple[str, Sequence[Any]] | None
 
     def __call__(self, first: dict[str, Any], last: dict[str, Any]) -> bool:
-        return _admits(first, last, self.span, self.digest, self.any_of)
+        """Whether rows between `first` and `last` (values of range columns) can match."""
+        return bool(self._kept({k: [v] for k, v in first.items()},
+                               {k: [v] for k, v in last.items()}, [0]))
 
     def narrow(self, record: RangeRecord) -> range:
         """The row groups of a part that can hold a token range, a content hash or one
@@ -551,7 +553,11 @@ class KeyAdmits:
         """The row groups of `window` that can hold rows: what calling this on each
         group's first and last values keeps, read from the record's columns in place (a
         lookup tests a few per part, and more parts than it reads)."""
-        first, last = record.first, record.last
+        return self._kept(record.first, record.last, window)
+
+    def _kept(self, first: dict[str, list[Any]], last: dict[str, list[Any]],
+              window: Iterable[int]) -> list[int]:
+        """The indexes of `window` whose first and last values (by column) can match."""
         kept = list(window)
         if self.span and "stream_start" in first:
             start, end = self.span
@@ -583,19 +589,3 @@ def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Seq
             "SELECT path, n_bytes, sha256, row_groups FROM parquet_files "
             "WHERE path IN (SELECT unnest(?)) ORDER BY path", [list(paths)]).fetchall():
         check_part(store.root, path, n_bytes, sha256, row_groups)
-
-
-def _admits(first: dict[str, Any], last: dict[str, Any], span: tuple[int, int] | None,
-            digest: str | None, any_of: tuple[str, Sequence[Any]] | None) -> bool:
-    """Whether rows between `first` and `last` (values of range columns) can match."""
-    if span and "stream_start" in first and not (
-            first["stream_start"] < span[1] and last["stream_end"] > span[0]):
-        return False
-    if digest and "content_hash" in first and not (
-            first["content_hash"] <= digest <= last["content_hash"]):
-        return False
-    if any_of and any_of[0] in first:
-        low, high = first[any_of[0]], last[any_of[0]]
-        if not any(low <= value <= high for value in any_of[1]):
-            return False
-    return True

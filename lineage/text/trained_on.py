@@ -200,8 +200,8 @@ def _match_texts(
         matches = []
         for match in found.pop("matches"):
             key = (match["corpus"], match["doc_id"])
-            placed = _placements(con, store, _of_corpora(streams, {match["corpus"]}),
-                                 match["content_hash"])
+            placed = _placements(con, store, streams, match["content_hash"],
+                                 {match["corpus"]})
             base = {**match, "manifest_hash": corpora.get(match["corpus"])}
             for where in _stream_entries(placed, *key):
                 entry = {**base, **where}
@@ -284,8 +284,8 @@ def _answer(
     documents = _lookup(con, store, "document_hashes", None,
                         "corpus, source, doc_id", digest)
     # A stream holds only documents of its corpus: no document, nothing to place.
-    placed = _placements(con, store, _of_corpora(streams, {d[0] for d in documents}),
-                         digest) if documents else {}
+    placed = _placements(con, store, streams, digest,
+                         {d[0] for d in documents}) if documents else {}
     matches: list[dict[str, Any]] = []
     for corpus, source, doc_id in documents:
         base = {"corpus": corpus, "manifest_hash": corpora.get(corpus), "source": source,
@@ -300,11 +300,12 @@ def _answer(
 
 def _placements(
     con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, dict[str, Any]],
-    digest: str,
+    digest: str, corpora: set[str],
 ) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
-    """Where the documents with this content hash sit in each stream."""
+    """Where the documents with this content hash sit in each stream made of one of
+    `corpora` (the corpora of the documents asked about)."""
     placed: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
-    for name, info in streams.items():
+    for name, info in _of_corpora(streams, corpora).items():
         rows = _lookup(con, store, "occurrence_hashes", name,
                        "corpus, doc_id, epoch, stream_start, stream_end, doc_offset", digest)
         for corpus, doc_id, epoch, start, end, offset in rows:
