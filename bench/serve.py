@@ -21,7 +21,9 @@ byte, texts no document holds), so no answer comes from the server's memory of a
 the last two ask about 50 steps or files over and over, the case that memory is for.
 Every answer is checked (status 200, the header's exit code); any other outcome counts
 as an error. The CPU time of the server's processes and of the clients' is recorded per
-answer. Results go to bench/out/serve.json.
+answer, and before each cell the CPU time of a fixed piece of plain Python ("reference":
+how fast the machine was in that minute; a shared machine's hours differ by up to 2x).
+Results go to bench/out/serve.json.
 """
 
 from __future__ import annotations
@@ -248,6 +250,23 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
             "trained-on by hash, 50 files asked again": by_hash_again}
 
 
+def reference_ms() -> float:
+    """CPU milliseconds for a fixed piece of plain Python (building and reading small
+    dicts of strings and integers, as an answer does), the median of five. The same code
+    answers 20-100% slower in some hours of a shared machine than in others; this says
+    how fast the hour was, whatever the server's code."""
+    def once() -> float:
+        started = time.process_time()
+        rows = [{"id": f"doc/{i:010d}", "source": "web", "start": i * 7, "end": i * 7 + 5}
+                for i in range(40_000)]
+        total = sum(row["end"] - row["start"] for row in rows if row["source"] == "web")
+        assert total == 200_000
+        return (time.process_time() - started) * 1000
+
+    once()  # the allocator's first arenas
+    return round(statistics.median(once() for _ in range(5)), 1)
+
+
 def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
     """Per workload and client count: the median of each figure over the rounds, the
     errors summed."""
@@ -260,7 +279,7 @@ def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
         entry: dict[str, object] = {"workload": workload, "clients": clients,
                                     "offered_rps": offered}
         for key in ("p50_ms", "p99_ms", "throughput_rps", "server_cpu_ms_per_request",
-                    "client_cpu_ms_per_request"):
+                    "client_cpu_ms_per_request", "reference_ms"):
             values = [float(r[key]) for r in rows if r[key] is not None]  # type: ignore[arg-type]
             entry[key] = round(statistics.median(values), 2) if values else None
             entry[key.replace("_ms", "") + "_runs"] = values
@@ -272,14 +291,14 @@ def medians(rounds: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def print_table(rows: list[dict[str, object]]) -> None:
     print("| workload | clients | asked | p50 | p99 | throughput | server CPU per answer "
-          "| client CPU per answer | requests | errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| client CPU per answer | reference | requests | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         asked = "at once" if r["offered_rps"] is None else f"{r['offered_rps']:g}/s"
         print(f"| {r['workload']} | {r['clients']} | {asked} | {r['p50_ms']} ms | "
               f"{r['p99_ms']} ms | "
               f"{r['throughput_rps']}/s | {r['server_cpu_ms_per_request']} ms | "
-              f"{r['client_cpu_ms_per_request']} ms | "
+              f"{r['client_cpu_ms_per_request']} ms | {r['reference_ms']} ms | "
               f"{r['requests']} | {r['errors']} |")
 
 
@@ -320,6 +339,7 @@ def main() -> None:
                 for clients, rate in [(c, r) for c in args.clients
                                       for r in [None, *(args.rates or [])]]:
                     row = {"round": round_number, "workload": name,
+                           "reference_ms": reference_ms(),
                            **asyncio.run(_load(args.port, make, clients, args.seconds,
                                                lambda: server_cpu_seconds(server), rate))}
                     print(json.dumps(row), flush=True)
