@@ -31,6 +31,22 @@ def test_words_and_text_hash_follow_the_spec(text: str) -> None:
     assert located_words(text).words == ref.words(text)
 
 
+# Text as documents hold it: mostly ASCII words, punctuation and every kind of whitespace.
+_DOCUMENT_TEXT = st.lists(st.sampled_from(
+    [*"abcXYZ019", *" \t\n\r\x0b\x0c\x1c\x1f", *"'-_.,;\"!", "don't", "co-op", " \n ",
+     "é", "ß", "\u00a0", "\u2019", "\u00ad", "ﬁ"])).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), _DOCUMENT_TEXT, _DOCUMENT_TEXT.filter(str.isascii)))
+def test_located_words_equal_the_reference(text: str) -> None:
+    """The array path (an ASCII text) and the chunk-by-chunk path (any other) both give
+    each word its chunk's offsets, as the plain reference does."""
+    located = located_words(text)
+    found = [(word, *located.char_span(i, i + 1)) for i, word in enumerate(located.words)]
+    assert found == ref.located_words(text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(
     "aAzZ09 _-'\u00ad\u200b\ufeff\u00df\u0130\u03a3\u03c2\ufb01\uff21\u00b2\u2167\u0301"

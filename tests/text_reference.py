@@ -52,6 +52,21 @@ def words(text: str) -> list[str]:
     return found
 
 
+def located_words(text: str) -> list[tuple[str, int, int]]:
+    """Each word with the character offsets of its whitespace-separated chunk (the
+    offsets `query_chars` and `doc_chars` report): the chunks are the maximal runs of
+    characters that are not whitespace (`str.isspace`), each normalized on its own."""
+    found: list[tuple[str, int, int]] = []
+    start = None
+    for i, ch in enumerate(text + " "):
+        if not ch.isspace() and start is None:
+            start = i
+        elif ch.isspace() and start is not None:
+            found.extend((word, start, i) for word in words(text[start:i]))
+            start = None
+    return found
+
+
 def normalized(text: str) -> str:
     """§1 step 4: the words joined by single spaces."""
     return " ".join(words(text))
