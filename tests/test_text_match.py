@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import tempfile
 import textwrap
 import unicodedata
 from pathlib import Path
@@ -460,3 +461,31 @@ def test_a_store_does_not_mix_text_indexes_of_two_unicode_versions(
     assert store.corpora() == indexed.corpora()  # nothing was written
     cli("ingest", "corpus", str(shard), "--corpus", "more", "--no-fingerprints")
     assert [c["name"] for c in store.corpora()] == ["more", "plays"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "é", "B"]), st.integers(0, 2**64 - 1),
+                          st.integers(0, 12), st.integers(0, 300)), max_size=300),
+       st.integers(1, 6), st.integers(0, 4))
+def test_hits_ranked_in_python_are_the_rows_the_ranking_query_gives(
+        hits: list[tuple[str, int, int, int]], limit: int, repeats: int) -> None:
+    """A text's fingerprint hits are ranked in Python when they are few, in DuckDB when
+    they are many: both give the same rows, in the same order. Hits repeat a few
+    fingerprints many times, so that the cap on positions per fingerprint is reached."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lineage.schemas import fingerprints_schema
+    from lineage.text import match
+
+    hits = hits + [(c, 7, d, p + i) for c, _, d, p in hits[:repeats] for i in range(70)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "fingerprints.parquet")
+        pq.write_table(pa.Table.from_pylist(
+            [dict(zip(("corpus", "fingerprint", "doc", "position"), h, strict=True))
+             for h in hits], schema=fingerprints_schema()), path)
+        probes = sorted({h[1] for h in hits}) or [1]
+        with duckdb.connect() as con:
+            assert match.ranked_hits(hits, limit) == \
+                match.ranked_in_sql(con, [path], probes, limit)
