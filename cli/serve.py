@@ -37,10 +37,11 @@ def serve(
         list[str] | None, typer.Option(help="Another name clients use for this server in "
                                        "the Host header (repeatable).")] = None,
     lookup_copies: Annotated[
-        bool, typer.Option("--lookup-copies", help="Copy the lookup tables into a private "
-                           "temporary folder at start-up, as Arrow IPC batches that need "
-                           "no decoding: `docs` and `trained-on` by hash then take a third "
-                           "to a sixth of the CPU, for about twice the store's size on disk "
+        bool, typer.Option("--lookup-copies", help="Copy the lookup tables and the text "
+                           "index into a private temporary folder at start-up, as Arrow IPC "
+                           "batches that need no decoding: `docs` and `trained-on` by hash "
+                           "then take a third to a sixth of the CPU and text matching a "
+                           "third to a half, for about twice the store's size on disk "
                            "while the server runs.")] = False,
 ) -> None:
     """Serve the store read-only over HTTP: the JSON API (each answer exactly the

@@ -28,6 +28,7 @@ from .test_part_read import (  # noqa: F401 (small_parts: the fixture)
     OCCURRENCES,
     _scanned,
     assert_span_finds_scan,
+    assert_values_find_scan,
     small_parts,
 )
 
@@ -54,7 +55,7 @@ def test_every_lookup_part_is_copied_in_several_batches(small_parts: Store,  # n
                                                         copies: LookupCopies) -> None:
     listed = small_parts.sql("SELECT count(*) FROM parquet_files WHERE table_name IN "
                              "('occurrences', 'occurrence_hashes', 'document_hashes', "
-                             "'text_hashes')").rows[0][0]
+                             "'text_hashes', 'fingerprints', 'text_documents')").rows[0][0]
     assert len(copies) == listed
     batches = [len(copy.record.ends) - 1 for copy in copies.copies.values()]
     assert max(batches) > 4
@@ -65,6 +66,14 @@ def test_every_lookup_part_is_copied_in_several_batches(small_parts: Store,  # n
 def test_a_token_range_in_the_copies_finds_what_a_scan_finds(copied: Store, first: int,
                                                              length: int) -> None:
     assert_span_finds_scan(copied, first, length)
+
+
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.integers(0, 10**6), max_size=12),
+       absent=st.lists(st.integers(0, 2**31 - 1), max_size=3))
+def test_many_values_of_a_key_in_the_copies_find_what_a_scan_finds(
+        small_parts: Store, copied: Store, picks: list[int], absent: list[int]) -> None:  # noqa: F811
+    assert_values_find_scan(small_parts, picks, absent, copied)
 
 
 def test_every_hash_in_the_copies_finds_what_a_scan_finds(copied: Store) -> None:

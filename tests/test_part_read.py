@@ -4,6 +4,7 @@ every content hash, on a store whose tables span several parts and row groups.""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,67 @@ def test_every_text_hash_finds_what_a_scan_finds(small_parts: Store) -> None:
             assert found == _scanned(small_parts, "text_hashes", None, ["corpus", "doc"],
                                      "text_hash = ?", [digest]), digest
             assert found or digest in absent
+
+
+FINGERPRINTS = ["corpus", "fingerprint", "doc", "position"]
+TEXT_DOCUMENTS = ["doc", "doc_id", "content_hash", "n_words"]
+
+
+@functools.cache
+def held_values(root: Path, table: str, key: str) -> list[Any]:
+    """The distinct values of `key` in `table` of the store at `root`, in order."""
+    return [row[0] for row in open_store(root).sql(
+        f"SELECT DISTINCT {key} FROM {table} ORDER BY 1", max_rows=None).rows]
+
+
+def assert_values_find_scan(store: Store, picks: list[int], absent: list[int],
+                            reader: Store | None = None) -> None:
+    """A text's lookups ask for many values of a key at once (its fingerprints; its
+    candidate documents): looked up through `reader` (default: `store`), they find the
+    rows a scan of the store's parts finds, in file order. `picks` choose values the
+    store holds; `absent` are values it may not."""
+    reader = reader or store
+    for table, owner, columns, key in [("fingerprints", None, FINGERPRINTS, "fingerprint"),
+                                       ("text_documents", "plays", TEXT_DOCUMENTS, "doc")]:
+        held = held_values(store.root, table, key)
+        values = sorted({held[p % len(held)] for p in picks} | set(absent)) or [held[0]]
+        with reader.reader(views=False) as con:
+            found = lookup_rows(con, reader, table, owner, columns, any_of=(key, values))
+        literal = ", ".join(str(v) for v in values)  # past 2^63: no parameter type holds
+        assert found == _scanned(store, table, owner, columns, f"{key} IN ({literal})", [])
+        assert len(found) >= len({held[p % len(held)] for p in picks})
+
+
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.integers(0, 10**6), max_size=12),
+       absent=st.lists(st.integers(0, 2**31 - 1), max_size=3))
+def test_many_values_of_a_key_find_what_a_scan_finds(small_parts: Store, picks: list[int],
+                                                     absent: list[int]) -> None:
+    assert_values_find_scan(small_parts, picks, absent)
+
+
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.integers(0, 10**6), min_size=2, max_size=12))
+def test_row_groups_bisected_for_many_values_hold_every_one_that_can(
+        small_parts: Store, picks: list[int]) -> None:
+    """Each value's row groups are found by bisection; together they hold every row
+    group a test of each finds (the fixture's fingerprints span parts and row groups)."""
+    held = held_values(small_parts.root, "fingerprints", "fingerprint")
+    admits = parts.key_admits(any_of=("fingerprint", sorted({held[p % len(held)]
+                                                             for p in picks})))
+    with small_parts.reader(views=False) as con:
+        listed = parts.candidate_parts(con, small_parts, "fingerprints", None,
+                                       lambda first, last: True)
+        records = [RangeRecord.parse(part.row_groups)  # type: ignore[arg-type]
+                   for part in listed]
+        assert len(records) >= 2 and max(len(record.ends) for record in records) > 4
+        for record in records:
+            assert record.ascends("first", "fingerprint")
+            every = [i for i in range(len(record.ends) - 1) if admits(
+                {k: v[i] for k, v in record.first.items()},
+                {k: v[i] for k, v in record.last.items()})]
+            assert set(every) <= set(admits.narrow(record))  # type: ignore[attr-defined]
+            assert record.admitted(admits) == [*every, len(record.ends) - 1]
 
 
 def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from lineage.store.parts import PartEntry
 
 # The tables lookups read by key (lineage/store/part_read.py `lookup_table`).
-COPIED_TABLES = ("occurrences", "occurrence_hashes", "document_hashes", "text_hashes")
+COPIED_TABLES = ("occurrences", "occurrence_hashes", "document_hashes", "text_hashes",
+                 "fingerprints", "text_documents")
 # Rows per batch: a step of the 10M-document bench store holds ~130 occurrences, so it
 # reads one batch or two (at 2,048 rows, a Parquet row group decodes 15 times that).
 BATCH_ROWS = 256

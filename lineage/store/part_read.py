@@ -37,10 +37,11 @@ if TYPE_CHECKING:
 def lookup_rows(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    equal: tuple[str, str] | None = None,
+    equal: tuple[str, Any] | None = None, any_of: tuple[str, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """`lookup_table`'s rows as tuples of `columns`."""
-    found = lookup_table(con, store, table, owner, columns, span=span, equal=equal)
+    found = lookup_table(con, store, table, owner, columns, span=span, equal=equal,
+                         any_of=any_of)
     if found is None:
         return []
     return list(zip(*(found[name].to_pylist() for name in columns), strict=True))
@@ -49,26 +50,29 @@ def lookup_rows(
 def lookup_table(
     con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
     columns: Sequence[str], *, span: tuple[int, int] | None = None,
-    equal: tuple[str, str] | None = None,
+    equal: tuple[str, Any] | None = None, any_of: tuple[str, Sequence[Any]] | None = None,
 ) -> pa.Table | None:
     """The rows of `table` (of `owner`) that meet the token range `span` ([start, end) of
     stream_start..stream_end), or whose sort column `equal[0]` holds the value `equal[1]`
-    (a content or text hash), as a table of `columns` in file order; None when no row
-    does. DamagedPartError if a byte they come from is not as written."""
+    (a content or text hash), or one of the values `any_of[1]` (a text's fingerprints),
+    as a table of `columns` in file order; None when no row does. DamagedPartError if a
+    byte they come from is not as written."""
     import pyarrow as pa
 
-    if (span is None) == (equal is None):
-        raise ValueError("a lookup is by a token range or by the value of a key")
-    if equal is None:
+    if [span, equal, any_of].count(None) != 2:
+        raise ValueError("a lookup is by a token range, a key's value or a key's values")
+    if equal is not None:
+        any_of = (equal[0], [equal[1]])
+    if any_of is None:
         admits, keys = key_admits(span=span), ["stream_start", "stream_end"]
     else:
-        admits, keys = key_admits(any_of=(equal[0], [equal[1]])), [equal[0]]
+        admits, keys = key_admits(any_of=any_of), [any_of[0]]
     found: list[pa.Table] = []
     copies = store.lookup_copies
     for part in candidate_parts(con, store, table, owner, admits):
         if copies is not None and (copy := copies.of(part.path, part.sha256)) is not None:
             batches = copies.batches(copy, admits)  # IPC batches: read, never decoded
-            decoded = None if batches is None else _matching(batches, columns, span, equal)
+            decoded = None if batches is None else _matching(batches, columns, span, any_of)
         else:
             refuse_within_budget("a Parquet lookup")
             chunks = checked_ranges(store.root, part.path, part.n_bytes, part.sha256,
@@ -77,7 +81,7 @@ def lookup_table(
             groups = range(parquet.num_row_groups) if chunks.whole else sorted(chunks.groups)
             if not groups:
                 continue
-            decoded = _decoded(parquet, groups, keys, columns, span, equal)
+            decoded = _decoded(parquet, groups, keys, columns, span, any_of)
         if decoded is not None:
             found.append(decoded)
     if len(found) < 2:
@@ -86,7 +90,7 @@ def lookup_table(
 
 
 def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequence[str],
-             span: tuple[int, int] | None, equal: tuple[str, str] | None,
+             span: tuple[int, int] | None, any_of: tuple[str, Sequence[Any]] | None,
              ) -> pa.Table | None:
     """The rows of `groups` that match the lookup, as `columns`; None when no row does."""
     import pyarrow.compute as pc
@@ -95,11 +99,11 @@ def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequ
     if span is not None:  # a row group admitted for a token range holds some of it: one read
         rows = parquet.read_row_groups(groups, columns=[*keys, *others], use_threads=False)
         return _matching(rows, columns, span, None)
-    assert equal is not None
+    assert any_of is not None
     # The key column first: most of a row group's bytes are in the others, decoded only
     # when a row matches (for a content hash that no document has, never).
     key_rows = parquet.read_row_groups(groups, columns=keys, use_threads=False)
-    matching = pc.equal(key_rows[equal[0]], equal[1])
+    matching = _holding(key_rows, any_of)
     if not pc.any(matching).as_py():
         return None
     rest = parquet.read_row_groups(groups, columns=others, use_threads=False)
@@ -109,16 +113,25 @@ def _decoded(parquet: Any, groups: Sequence[int], keys: list[str], columns: Sequ
 
 
 def _matching(rows: pa.Table, columns: Sequence[str], span: tuple[int, int] | None,
-              equal: tuple[str, str] | None) -> pa.Table | None:
+              any_of: tuple[str, Sequence[Any]] | None) -> pa.Table | None:
     """The rows of `rows` that match the lookup, as `columns`; None when no row does."""
-    import pyarrow.compute as pc
-
     if span is not None:
         rows = _meeting(rows, span)
     else:
-        assert equal is not None
-        rows = rows.filter(pc.equal(rows[equal[0]], equal[1]))
+        assert any_of is not None
+        rows = rows.filter(_holding(rows, any_of))
     return None if rows is None or not rows.num_rows else rows.select(list(columns))
+
+
+def _holding(rows: pa.Table, any_of: tuple[str, Sequence[Any]]) -> pa.ChunkedArray:
+    """Which of `rows` hold one of the values in their column `any_of[0]`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column, values = any_of
+    if len(values) == 1:
+        return pc.equal(rows[column], values[0])
+    return pc.is_in(rows[column], value_set=pa.array(values, rows.schema.field(column).type))
 
 
 def _meeting(rows: pa.Table, span: tuple[int, int]) -> pa.Table | None:
@@ -247,8 +260,14 @@ def open_checked(chunks: CheckedBytes, n_bytes: int) -> Any:
     if chunks.whole:  # a part without a record of row groups: its whole file was checked
         return pq.ParquetFile(chunks.path)
     footer = chunks.data[max(chunks.data)]  # the last range
+    # pyarrow joins the reads of row groups a few KB apart into one: across a row group
+    # that was not checked when the checked ones are not consecutive (a text's
+    # fingerprints, in row groups 0 and 2 of a part), which would read unchecked bytes.
+    groups = chunks.groups
+    consecutive = not groups or max(groups) - min(groups) + 1 == len(groups)
     return pq.ParquetFile(pa.PythonFile(_CheckedFile(chunks.data, n_bytes), mode="r"),
-                          metadata=_footer(chunks.footer_digest, footer))
+                          metadata=_footer(chunks.footer_digest, footer),
+                          pre_buffer=consecutive)
 
 
 _FOOTERS: OrderedDict[str, Any] = OrderedDict()

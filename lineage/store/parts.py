@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -531,22 +532,26 @@ class KeyAdmits:
         return bool(self._kept({k: [v] for k, v in first.items()},
                                {k: [v] for k, v in last.items()}, [0]))
 
-    def narrow(self, record: RangeRecord) -> range:
-        """The row groups of a part that can hold a token range, a content hash or one
-        value of a sorted column, found by bisection where the recorded values ascend (a
-        part of 1M rows has ~500 row groups; testing each is a tenth of a lookup). A
-        superset: each is still tested."""
+    def narrow(self, record: RangeRecord) -> Iterable[int]:
+        """The row groups of a part that can hold a token range, a content hash or some
+        values of a sorted column (a text's fingerprints), found by bisection where the
+        recorded values ascend (a part of 1M rows has ~500 row groups; testing each is a
+        tenth of a lookup). A superset: each is still tested."""
         groups = len(record.ends) - 1
         if self.span is not None and record.ascends("last", "stream_end") and \
                 record.ascends("first", "stream_start"):  # last end > start, first start < end
             return range(bisect.bisect_right(record.last["stream_end"], self.span[0]),
                          bisect.bisect_left(record.first["stream_start"], self.span[1]))
-        key = self._one_value()
+        key = self._key_values()
         if key is not None and record.ascends("last", key[0]) and \
                 record.ascends("first", key[0]):  # first <= value <= last
-            column, value = key
-            return range(bisect.bisect_left(record.last[column], value),
-                         bisect.bisect_right(record.first[column], value))
+            column, values = key
+            lows, highs = record.last[column], record.first[column]
+            windows = [range(bisect.bisect_left(lows, value), bisect.bisect_right(highs, value))
+                       for value in values]
+            if len(windows) == 1:
+                return windows[0]
+            return sorted(set(itertools.chain.from_iterable(windows)))
         return range(groups)
 
     def among(self, record: RangeRecord, window: Iterable[int]) -> list[int]:
@@ -572,13 +577,11 @@ class KeyAdmits:
             kept = [i for i in kept if any(low[i] <= value <= high[i] for value in values)]
         return kept
 
-    def _one_value(self) -> tuple[str, Any] | None:
-        """(column, value) when the condition is one value of one column."""
+    def _key_values(self) -> tuple[str, Sequence[Any]] | None:
+        """(column, values) when the condition is values of one column."""
         if self.digest is not None:
-            return "content_hash", self.digest
-        if self.any_of is not None and len(self.any_of[1]) == 1:
-            return self.any_of[0], self.any_of[1][0]
-        return None
+            return "content_hash", [self.digest]
+        return self.any_of
 
 
 def check_all_parts(con: duckdb.DuckDBPyConnection, store: BaseStore, paths: Sequence[str]) -> None:

@@ -21,6 +21,7 @@ import blake3
 from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError, StoreError, UsageError
 from lineage.store.base import BaseStore
+from lineage.store.budget import OverBudget, lookup_budget
 from lineage.store.part_read import lookup_rows
 from lineage.store.parts import part_files
 from lineage.text.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
@@ -33,6 +34,7 @@ _MAX_REPEATS = 64  # query positions kept per repeated gram hash, beyond the win
 _MAX_SELECTED_REPEATS = 1024  # ... and winnowed ones (only a refrain repeats this often)
 _MAX_PAIRS = 100_000  # (query, document) gram pairs examined per candidate document
 _RANKED_HERE = 4_096  # a text's fingerprint hits ranked in Python; more, in DuckDB
+_COPIED_ROWS = 65_536  # rows read from lookup copies for a text's lookup; more, by DuckDB
 _MAX_ALIGNMENTS = 256  # alignments grown into runs per candidate, best supported first
 
 
@@ -146,10 +148,7 @@ def _add_fingerprint_hits(con: Any, store: BaseStore, words: list[str], limit: i
     probes = sorted(set(grams)) if len(grams) <= 2 * W else sorted({h for _, h in selected})
     if not probes:
         return
-    files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
-    if not files:
-        return
-    rows = _best_fingerprint_rows(con, files, probes, limit)
+    rows = _best_fingerprint_rows(con, store, probes, limit)
     where = _query_positions(grams, selected, set(probes))
     for corpus, h, doc, position in rows:
         candidate = candidates.setdefault((corpus, doc), _Candidate(corpus, doc))
@@ -157,31 +156,56 @@ def _add_fingerprint_hits(con: Any, store: BaseStore, words: list[str], limit: i
         candidate.pairs.extend((q, position) for q in where[h])
 
 
-def _best_fingerprint_rows(con: Any, files: list[str], probes: list[int],
+def _best_fingerprint_rows(con: Any, store: BaseStore, probes: list[int],
                            limit: int) -> list[tuple[str, int, int, int]]:
     """(corpus, fingerprint, doc, position) of the `limit` documents sharing the most
     probed fingerprints with the query, at most `_MAX_REPEATS` positions per document and
     fingerprint, in (corpus, doc, fingerprint, position) order.
 
+    A server's lookup copies give the hits at once; without them, a plain query does.
     Integers only, formatted by us: a literal list lets DuckDB skip row groups by their
     min/max, which a joined or unnested parameter list does not. A query's few thousand
     rows are ranked here (planning the ranking query cost more than the rest of a text
     question: 3.4 of 7.4 ms); past that, ranking happens in SQL, so a fingerprint shared
     by millions of documents never reaches Python."""
-    values = ", ".join(str(h) for h in probes)
-    hits = con.execute(f"SELECT corpus, fingerprint, doc, position FROM read_parquet(?) "
-                       f"WHERE fingerprint IN ({values}) LIMIT {_RANKED_HERE + 1}",
-                       [files]).fetchall()
-    if len(hits) <= _RANKED_HERE:
+    columns = ["corpus", "fingerprint", "doc", "position"]
+    hits = _copied_rows(con, store, "fingerprints", None, columns, ("fingerprint", probes))
+    if hits is not None and len(hits) <= _RANKED_HERE:
         return ranked_hits(hits, limit)
+    files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
+    if not files:
+        return []
+    if hits is None:
+        values = ", ".join(str(h) for h in probes)
+        hits = con.execute(f"SELECT corpus, fingerprint, doc, position FROM read_parquet(?) "
+                           f"WHERE fingerprint IN ({values}) LIMIT {_RANKED_HERE + 1}",
+                           [files]).fetchall()
+        if len(hits) <= _RANKED_HERE:
+            return ranked_hits(hits, limit)
     return ranked_in_sql(con, files, probes, limit)
+
+
+def _copied_rows(con: Any, store: BaseStore, table: str, owner: str | None,
+                 columns: list[str], any_of: tuple[str, Sequence[Any]],
+                 ) -> list[tuple[Any, ...]] | None:
+    """The rows of `table` holding one of the key values, read from a server's lookup
+    copies (lineage/store/lookup_copy.py) without a query; None where they cannot be
+    (no copies: the command line; a part not copied; more than `_COPIED_ROWS` rows to
+    read), for a query to find."""
+    if store.lookup_copies is None:
+        return None
+    try:
+        with lookup_budget(_COPIED_ROWS):
+            return lookup_rows(con, store, table, owner, columns, any_of=any_of)
+    except OverBudget:
+        return None
 
 
 def ranked_in_sql(con: Any, files: list[str], probes: list[int],
                   limit: int) -> list[tuple[str, int, int, int]]:
     """`_best_fingerprint_rows` ranked by DuckDB, for hits too many to rank in Python."""
     values = ", ".join(str(h) for h in probes)
-    return con.execute(
+    rows: list[tuple[str, int, int, int]] = con.execute(
         f"""WITH hits AS MATERIALIZED (
                 SELECT corpus, fingerprint, doc, position FROM read_parquet(?)
                 WHERE fingerprint IN ({values})),
@@ -194,6 +218,7 @@ def ranked_in_sql(con: Any, files: list[str], probes: list[int],
                 FROM hits h SEMI JOIN best USING (corpus, doc))
             WHERE repeat <= ? ORDER BY corpus, doc, fingerprint, position""",
         [files, limit, _MAX_REPEATS]).fetchall()
+    return rows
 
 
 def ranked_hits(hits: Sequence[tuple[str, int, int, int]],
@@ -265,14 +290,16 @@ def _documents(con: Any, store: BaseStore,
         by_corpus.setdefault(candidate.corpus, []).append(candidate.doc)
     found: dict[tuple[str, int], _DocInfo] = {}
     for corpus, docs in sorted(by_corpus.items()):
-        files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
-        # Integers formatted by us: a literal list lets DuckDB skip row groups by min/max,
-        # so it reads only the row groups part_files checked
-        values = ", ".join(str(int(doc)) for doc in docs)
-        rows = con.execute(
-            "SELECT doc, doc_id, source, content_hash, text_hash, n_words, origin, record, "
-            f"byte_offset, n_bytes FROM read_parquet(?) WHERE doc IN ({values})",
-            [files]).fetchall()
+        rows = _copied_rows(con, store, "text_documents", corpus, list(_DocInfo._fields),
+                            ("doc", sorted(docs)))
+        if rows is None:
+            files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
+            # Integers formatted by us: a literal list lets DuckDB skip row groups by
+            # min/max, so it reads only the row groups part_files checked
+            values = ", ".join(str(int(doc)) for doc in docs)
+            rows = con.execute(
+                f"SELECT {', '.join(_DocInfo._fields)} FROM read_parquet(?) "
+                f"WHERE doc IN ({values})", [files]).fetchall()
         for row in rows:
             found[(corpus, row[0])] = _DocInfo(*row)
     return found

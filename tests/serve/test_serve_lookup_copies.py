@@ -59,6 +59,33 @@ def test_every_step_and_document_answers_as_without_copies(
     assert answer.headers[EXIT_HEADER] == "1"  # the absent hash, last
 
 
+def test_texts_are_matched_from_the_copies_as_without_them(
+        copies_client: TestClient, client: TestClient, example_corpus: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passages of the corpus (re-spaced, found by their fingerprints and checked against
+    their documents) and a text no document holds: with copies, the same bytes as
+    without, and the fingerprints and documents read from the copies, never by a query
+    (once the first questions have kept the parts' lists, which only a query reads)."""
+    import lineage.text.match as match
+    from lineage.text.trained_on import DEFAULT_LIMIT
+
+    words = [path.read_text(encoding="utf-8").split() for path in
+             sorted((example_corpus / "shakespeare").glob("*.txt"))[:3]]
+    texts = [" ".join(found[500 + 40 * i:580 + 40 * i]) for found in words for i in range(2)]
+    texts.append("lantern copper meadow quiet harbor signal winter orchard " * 6)
+    expected = [client.post("/api/trained-on", content=text.encode()) for text in texts]
+    assert {answer.headers[EXIT_HEADER] for answer in expected} == {"0", "1"}
+    for text in texts:
+        copies_client.post("/api/trained-on", content=text.encode())
+    monkeypatch.setattr(match, "part_files", lambda *args, **kwargs: pytest.fail(
+        "a text's fingerprints or documents were read by a query"))
+    for text, plain in zip(texts, expected, strict=True):  # the same question, not kept
+        answer = copies_client.post(f"/api/trained-on?limit={DEFAULT_LIMIT}",
+                                    content=text.encode())
+        assert answer.content == plain.content, text[:40]
+        assert answer.headers[EXIT_HEADER] == plain.headers[EXIT_HEADER]
+
+
 def test_lineage_serve_with_lookup_copies(demo_root: Path, demo_cli: Cli,
                                           tmp_path: Path) -> None:
     """The real command, two workers: the copies are made in a private folder under the
