@@ -1,5 +1,7 @@
 """A budget of rows for the lookups of one question, for a reader that answers small
-questions at once and hands the others to a thread (`lineage serve`).
+questions at once and hands the others to a thread (`lineage serve`), and for a text's
+lookups, read from the copies when they are few rows and by a query when they are not
+(lineage/text/match.py).
 
 Within `lookup_budget(rows)`, a lookup may read at most that many rows from lookup
 copies (lineage/store/lookup_copy.py), and nothing that costs more than a `pread` per
