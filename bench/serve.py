@@ -340,6 +340,7 @@ def main() -> None:
         os.sync()  # measure the server as it runs after that, not during it
     results: dict[str, object] = {
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
+                    "interpreter": os.path.realpath(sys.executable),  # builds differ
                     "load_before": os.getloadavg()},
         "documents": args.documents, "workers": args.workers, "seconds": args.seconds,
         "lookup_copies": args.lookup_copies,
