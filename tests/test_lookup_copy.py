@@ -194,6 +194,30 @@ def test_a_part_committed_after_the_copies_is_read_from_parquet(
     assert sorted(os.listdir(folder))[-1] == INDEX_NAME
 
 
+def test_a_text_of_a_corpus_ingested_after_the_copies_is_matched_by_a_query(
+        small_parts: Store, tmp_path: Path, example_corpus: Path) -> None:  # noqa: F811
+    """A text's fingerprints in a part that has no copy (committed after the copies were
+    made) are found by a query instead: the same answer as without copies, for a
+    passage of the new corpus and one of the old."""
+    from lineage.text.trained_on import trained_on
+
+    root = tmp_path / "store"
+    shutil.copytree(small_parts.root, root)
+    store = open_store(root)
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    copies = LookupCopies.load(folder, make_copies(store, folder))
+    ingest_corpus(store, [example_corpus / "python-stdlib"], corpus="stdlib")
+    copied = open_store(root)
+    copied.lookup_copies = copies
+    passages = [" ".join(path.read_text(encoding="utf-8").split()[200:280]) for path in
+                (example_corpus / "python-stdlib" / "string.py",
+                 example_corpus / "shakespeare" / "macbeth.txt")]
+    answer = trained_on(copied, texts=passages)
+    assert answer == trained_on(store, texts=passages)
+    assert [r["matches"][0]["corpus"] for r in answer["results"]] == ["stdlib", "plays"]
+
+
 def test_lookups_with_copies_decode_no_parquet(copied: Store,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from lineage.store import part_read
