@@ -232,8 +232,8 @@ def workloads(store: Path) -> dict[str, Callable[[], tuple[bytes, str]]]:
 
     # 80 words of one of those files, re-spaced: a rights holder's pasted passage, matched
     # by its fingerprints and checked against the document's text (partial, exit code 0).
-    passages = [text.split() for text in (data.decode("utf-8", "replace") for data in files)
-                if len(text.split()) >= 200]
+    passages = [found for data in files
+                if len(found := data.decode("utf-8", "replace").split()) >= 200]
 
     def excerpt() -> tuple[bytes, str]:
         chosen = rng.choice(passages)

@@ -218,6 +218,27 @@ def test_a_text_of_a_corpus_ingested_after_the_copies_is_matched_by_a_query(
     assert [r["matches"][0]["corpus"] for r in answer["results"]] == ["stdlib", "plays"]
 
 
+def test_texts_with_many_fingerprint_hits_are_ranked_by_the_query(
+        small_parts: Store, copied: Store, example_corpus: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `_RANKED_HERE` hits, read from the copies or by a query, the ranking query
+    ranks them: the same answers as ranking them in Python."""
+    from lineage.text import match
+    from lineage.text.trained_on import trained_on
+
+    passages = [" ".join(path.read_text(encoding="utf-8").split()[300:380]) for path in
+                sorted((example_corpus / "shakespeare").glob("*.txt"))[:4]]
+    expected = trained_on(small_parts, texts=passages)
+    in_sql = match.ranked_in_sql
+    ranked: list[int] = []
+    monkeypatch.setattr(match, "ranked_in_sql",
+                        lambda *args: ranked.append(1) or in_sql(*args))
+    monkeypatch.setattr(match, "_RANKED_HERE", 2)
+    assert trained_on(small_parts, texts=passages) == expected
+    assert trained_on(copied, texts=passages) == expected
+    assert len(ranked) == 2 * len(passages)
+
+
 def test_lookups_with_copies_decode_no_parquet(copied: Store,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from lineage.store import part_read

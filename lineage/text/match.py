@@ -170,18 +170,17 @@ def _best_fingerprint_rows(con: Any, store: BaseStore, probes: list[int],
     by millions of documents never reaches Python."""
     columns = ["corpus", "fingerprint", "doc", "position"]
     hits = _copied_rows(con, store, "fingerprints", None, columns, ("fingerprint", probes))
-    if hits is not None and len(hits) <= _RANKED_HERE:
-        return ranked_hits(hits, limit)
-    files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
-    if not files:
-        return []
+    files = None
     if hits is None:
+        files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
         values = ", ".join(str(h) for h in probes)
         hits = con.execute(f"SELECT corpus, fingerprint, doc, position FROM read_parquet(?) "
                            f"WHERE fingerprint IN ({values}) LIMIT {_RANKED_HERE + 1}",
-                           [files]).fetchall()
-        if len(hits) <= _RANKED_HERE:
-            return ranked_hits(hits, limit)
+                           [files]).fetchall() if files else []
+    if len(hits) <= _RANKED_HERE:
+        return ranked_hits(hits, limit)
+    if files is None:  # many hits in the copies: the query ranks them
+        files = part_files(con, store, "fingerprints", any_of=("fingerprint", probes))
     return ranked_in_sql(con, files, probes, limit)
 
 
