@@ -104,8 +104,7 @@ def test_a_served_store_finds_what_a_scan_finds(small_parts: Store, first: int,
 
     served = snapshots_for(small_parts.root).served()
     assert_span_finds_scan(small_parts, first, length, served)
-    digest = small_parts.sql(f"SELECT content_hash FROM documents ORDER BY content_hash "
-                             f"LIMIT 1 OFFSET {first % 40}").rows[0][0]
+    digest = held_values(small_parts.root, "documents", "content_hash")[first % 40]
     with served.reader(views=False) as con:
         for table, (owner, columns) in HASHED.items():
             assert lookup_rows(con, served, table, owner, columns,
@@ -324,8 +323,7 @@ def test_row_groups_found_by_bisection_are_those_a_scan_finds(
     found by testing each."""
     tokens = int(small_parts.streams()[0]["tokens"])
     start = first * tokens // 4000
-    digests = [row[0] for row in small_parts.sql(
-        "SELECT DISTINCT content_hash FROM documents ORDER BY 1").rows]
+    digests = held_values(small_parts.root, "documents", "content_hash")
     digest = digests[pick % len(digests)]
     if pick % 7 == 0:  # a hash no document has, between two that some have
         digest = digest[:-1] + "x"
@@ -363,14 +361,19 @@ def test_rows_by_position_are_a_page_of_the_sorted_table(small_parts: Store, off
     from lineage.store.part_read import rows_at
 
     columns = ["doc_id", "source", "n_tokens", "content_hash"]
-    every = small_parts.sql("SELECT doc_id, source, n_tokens, content_hash FROM documents "
-                            "WHERE corpus = 'plays' ORDER BY doc_id", max_rows=None).rows
+    every = _documents_by_id(small_parts.root)
     assert len(every) > 80  # three parts of at most 40 rows, row groups of 8
     with small_parts.reader(views=False) as con:
         total, rows = rows_at(con, small_parts, "documents", "plays", columns,
                               offset=offset, limit=limit)
     assert total == len(every)
     assert [tuple(row.values()) for row in rows] == every[offset:offset + limit]
+
+
+@functools.cache
+def _documents_by_id(root: Path) -> list[tuple[Any, ...]]:
+    return open_store(root).sql("SELECT doc_id, source, n_tokens, content_hash FROM documents "
+                                "WHERE corpus = 'plays' ORDER BY doc_id", max_rows=None).rows
 
 
 ascending_keys = st.lists(st.integers(0, 50), min_size=1, max_size=12)

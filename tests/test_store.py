@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -20,6 +22,24 @@ def test_init_is_idempotent_and_lays_out_the_store(tmp_path: Path) -> None:
     assert (tmp_path / "s" / "catalog.duckdb").is_file()
     assert (tmp_path / "s" / "tables").is_dir() and (tmp_path / "s" / "staging").is_dir()
     assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_write_ends_with_the_catalog_in_its_file_and_its_lock_released(
+        store: Store) -> None:
+    """A writer attaches the catalog to the process's DuckDB and detaches it on exit, as
+    it commits or fails: no log is left beside the file, and another process can take
+    the catalog read-write at once and sees the commit, not the failed write."""
+    with store.writer() as con:
+        con.execute("INSERT INTO schema_info VALUES ('committed', 'yes')")
+    with pytest.raises(ZeroDivisionError), store.writer() as con:
+        con.execute("INSERT INTO schema_info VALUES ('failed', 'yes')")
+        _ = 1 / 0
+    assert not store.catalog_path.with_name("catalog.duckdb.wal").exists()
+    other = subprocess.run(
+        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); "
+         "print(con.execute(\"SELECT key FROM schema_info WHERE value = 'yes'\").fetchall())",
+         str(store.catalog_path)], capture_output=True, text=True, timeout=60)
+    assert (other.returncode, other.stdout.strip()) == (0, "[('committed',)]"), other.stderr
 
 
 def test_store_path_resolution(monkeypatch: pytest.MonkeyPatch) -> None:

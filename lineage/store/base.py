@@ -15,13 +15,14 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lineage.errors import StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
+from lineage.store.part_check import require_plain
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,7 +39,6 @@ DEFAULT_BUSY_TIMEOUT = 10.0
 CATALOG_NAME = "catalog.duckdb"
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
-_SAFE_RELPATH = re.compile(r"^[A-Za-z0-9._=/-]+$")
 T = TypeVar("T")
 
 
@@ -99,18 +99,20 @@ class BaseStore:
         """The catalog opened read-write inside one transaction; commit on clean exit.
 
         Hold it for milliseconds: do reading, hashing and Parquet writing before.
+
+        The catalog is attached to the process's one DuckDB instance, like a reader's, and
+        detached on exit (which writes the commit from DuckDB's log into the file and
+        releases the lock): starting an instance of its own cost each write 30-40 ms.
         """
-        con = _retry_locked(self.catalog_path, lambda: _connect(self.catalog_path, False))
-        try:
-            con.execute("BEGIN TRANSACTION")
-            _ensure_schema(con, self.catalog_path, migrate=True)
-            yield con
-            con.execute("COMMIT")
-        except BaseException:
-            _rollback_quietly(con)
-            raise
-        finally:
-            con.close()
+        with _attached_cursor(self.catalog_path, writable=True) as (con, schema):
+            try:
+                con.execute("BEGIN TRANSACTION")
+                _ensure_schema(con, self.catalog_path, migrate=True, schema=schema)
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                _rollback_quietly(con)
+                raise
 
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -118,14 +120,15 @@ class BaseStore:
 
         Without views (what the query functions use), the connection is a cursor of one
         process-wide DuckDB instance and the catalog is attached under a fresh name:
-        starting DuckDB costs ~15 ms, attaching ~1 ms, so repeated lookups stay cheap.
+        starting DuckDB costs 30-40 ms, attaching ~1 ms, so repeated lookups stay cheap.
         The catalog is detached on exit, which releases its lock for writers.
         """
         import duckdb
 
         self._require_catalog()
         if not views:
-            with _attached_cursor(self.catalog_path) as cursor:
+            with _attached_cursor(self.catalog_path) as (cursor, schema):
+                _ensure_schema(cursor, self.catalog_path, migrate=False, schema=schema)
                 yield cursor
             return
         con = duckdb.connect(":memory:")
@@ -174,7 +177,7 @@ class BaseStore:
         for table, columns in BULK_TABLES.items():
             files = self.registered_files(con, table)
             if files:
-                listed = ", ".join(_sql_path_literal(self.root, rel) for rel in files)
+                listed = ", ".join(_sql_text(path) for path in part_paths(self.root, files))
                 body = f"SELECT * FROM read_parquet([{listed}])"
             else:
                 cols = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
@@ -215,15 +218,11 @@ def init_store(path: str | os.PathLike[str]) -> StoreInit:
     temp = store.root / f".tmp-{os.getpid()}-{CATALOG_NAME}"
     for leftover in (temp, temp.with_name(temp.name + ".wal")):
         leftover.unlink(missing_ok=True)
-    con = _connect(temp, False)
-    try:
+    with _attached_cursor(temp, writable=True) as (con, _):  # detached: all in the file
         con.execute(catalog_ddl())
         con.execute(
             "INSERT INTO schema_info VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
         )
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
     from lineage.store.durable import publish
 
     publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
@@ -231,14 +230,13 @@ def init_store(path: str | os.PathLike[str]) -> StoreInit:
 
 
 def _stored_version(path: Path) -> int:
-    con = _retry_locked(path, lambda: _connect(path, True))
-    try:
-        row = con.execute(
-            "SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
-    except Exception:  # not a lineage catalog: the writer says so
-        return int(SCHEMA_VERSION)
-    finally:
-        con.close()
+    with _attached_cursor(path) as (con, schema):
+        try:
+            row = con.execute(
+                f"SELECT value FROM {schema}.schema_info WHERE key = 'schema_version'",
+            ).fetchone()
+        except Exception:  # not a lineage catalog: the writer says so
+            return int(SCHEMA_VERSION)
     return int(row[0]) if row else 0
 
 
@@ -263,15 +261,22 @@ def _shared_instance() -> duckdb.DuckDBPyConnection:
 
 
 @contextmanager
-def _attached_cursor(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def _attached_cursor(path: Path, *, writable: bool = False,
+                     ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """A cursor of the process's DuckDB instance with the catalog at `path` attached under
+    a fresh name, where unqualified names are found, and that database's main schema.
+    Detaching it on exit releases the file's lock (and a writer's log is written into
+    the file)."""
     cursor = _shared_instance().cursor()
     alias = f"catalog_{os.getpid()}_{next(_ALIASES)}"
+    mode = "" if writable else " (READ_ONLY)"
     try:
-        _retry_locked(path, lambda: cursor.execute(f"ATTACH ? AS {alias} (READ_ONLY)",
-                                                   [str(path)]))
-        cursor.execute(f"SET search_path = '{alias}.main'")
-        _ensure_schema(cursor, path, migrate=False, schema=f"{alias}.main")
-        yield cursor
+        _retry_locked(path, lambda: cursor.execute(f"ATTACH ? AS {alias}{mode}", [str(path)]))
+        if writable:
+            cursor.execute(f"USE {alias}")  # where unqualified names are, and are created
+        else:
+            cursor.execute(f"SET search_path = '{alias}.main'")
+        yield cursor, f"{alias}.main"
     finally:
         try:
             cursor.execute("USE memory")  # the attached catalog cannot be detached while in use
@@ -383,11 +388,18 @@ def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
 
 def part_path(root: Path, relative: str) -> Path:
     """The absolute path of a registered part; catalog paths are checked to be plain."""
-    if not _SAFE_RELPATH.match(relative) or ".." in relative.split("/"):
-        raise StoreError(f"{root / CATALOG_NAME}: unexpected Parquet path {relative!r}")
-    return (root / relative).resolve()
+    return Path(part_paths(root, [relative])[0])
 
 
-def _sql_path_literal(root: Path, relative: str) -> str:
-    """A quoted absolute path for read_parquet."""
-    return "'" + str(part_path(root, relative)).replace("'", "''") + "'"
+def part_paths(root: Path, relatives: Iterable[str]) -> list[str]:
+    """The absolute paths of registered parts, as text (what DuckDB and pyarrow take).
+    Made absolute without asking the file system and without pathlib: resolving links
+    took a `stat` per folder of each path, and with pathlib a query over a table of
+    1,000 parts spent most of its time naming them."""
+    base = os.path.abspath(root)
+    return [f"{base}/{require_plain(root, relative)}" for relative in relatives]
+
+
+def _sql_text(text: str) -> str:
+    """`text` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"

@@ -30,7 +30,7 @@ from lineage.schemas import (
     text_documents_schema,
     text_hashes_schema,
 )
-from lineage.store.base import BaseStore, part_path
+from lineage.store.base import BaseStore, part_paths
 
 if TYPE_CHECKING:
     import polars as pl
@@ -80,7 +80,7 @@ def _scan_parts(store: BaseStore, table: str, *, check: bool) -> pl.LazyFrame:
     with store.reader(views=False) as con:
         rows = con.execute("SELECT path, n_bytes, sha256, row_groups FROM parquet_files "
                            "WHERE table_name = ? ORDER BY path", [table]).fetchall()
-    paths = [str(part_path(store.root, rel)) for rel, *_ in rows]  # plain paths only
+    paths = part_paths(store.root, [rel for rel, *_ in rows])  # plain paths only
     if check:
         for rel, n_bytes, sha256, row_groups in rows:
             check_part(store.root, rel, n_bytes, sha256, row_groups)

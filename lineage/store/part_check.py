@@ -18,12 +18,13 @@ import functools
 import itertools
 import json
 import os
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage.errors import DamagedPartError
+from lineage.errors import DamagedPartError, StoreError
 
 # What an error calls a part's checked ranges, the last of them, and their record
 PART_RANGES = ("row group", "footer", "the catalog")
@@ -97,6 +98,17 @@ class RangeRecord:
                          if all(a <= b for a, b in itertools.pairwise(found)))
 
 
+_SAFE_RELPATH = re.compile(r"^[A-Za-z0-9._=/-]+$")
+
+
+def require_plain(root: Path, relative: str) -> str:
+    """`relative`, a part's path as the catalog gives it, unless it could name a file
+    outside the store or break out of an SQL string: StoreError naming the catalog."""
+    if not _SAFE_RELPATH.match(relative) or {"", ".."} & set(relative.split("/")):
+        raise StoreError(f"{root / 'catalog.duckdb'}: unexpected Parquet path {relative!r}")
+    return relative
+
+
 def check_part(root: Path, rel: str, n_bytes: int, sha256: str,
                row_groups: str | RangeRecord | None, admits: Admits | None = None) -> None:
     """Raise DamagedPartError unless the bytes a query of `rel` can read are as written.
@@ -114,7 +126,7 @@ def checked_ranges(root: Path, rel: str, n_bytes: int, sha256: str,
     as written or parsed (a reader that asks often parses it once). `only` names the row
     groups to check instead of `admits` (none: the footer alone). `names` are what an
     error calls the ranges, the last one and the record (a lookup copy's differ)."""
-    path = root / rel
+    path = root / require_plain(root, rel)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:

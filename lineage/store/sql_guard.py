@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.errors import LineageError, StoreError, UsageError
 from lineage.schemas import BULK_TABLES
-from lineage.store.base import BaseStore, open_catalog_read_only, part_path
+from lineage.store.base import BaseStore, open_catalog_read_only, part_paths
 from lineage.store.query import QueryResult
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def _register_bulk_views(store: BaseStore, con: duckdb.DuckDBPyConnection) -> No
     import pyarrow.dataset as ds
 
     for table, columns in BULK_TABLES.items():
-        files = [str(part_path(store.root, rel)) for rel in store.registered_files(con, table)]
+        files = part_paths(store.root, store.registered_files(con, table))
         if files:
             try:  # opens the first part for the schema, checks the others exist
                 con.register(table, ds.dataset(files, format="parquet"))

@@ -53,16 +53,24 @@ class StreamReader:
         self.seq_len = int(self.info["seq_len"])
         self.schedule = stream_schedule(self.info)  # windows per step, step by step
         self.rank_rule = stream_rank_rule(self.info)  # which windows each rank reads
+        # The last segments read: a trainer asks for a step's windows, then its batch
+        # digests, and the two are one read. (A stream's rows never change once built.)
+        self._last: tuple[tuple[int, int | None, int | None], list[Segment]] | None = None
 
     def segments(
         self, step: int, *, rank: int | None = None, world_size: int | None = None
     ) -> list[Segment]:
+        asked = (step, rank, world_size)
+        if self._last is not None and self._last[0] == asked:
+            return list(self._last[1])
         span = step_range(self.info, step, rank=rank, world_size=world_size)
         with self.store.reader(views=False) as con:
             found = step_segments(con, self.store, self.info, span)
-        return [Segment(s["window"], s["rank"], s["position"], s["doc_id"], s["source"],
-                        s["content_hash"], s["epoch"], s["token_start"], s["token_end"])
-                for s in found]
+        segments = [Segment(s["window"], s["rank"], s["position"], s["doc_id"], s["source"],
+                            s["content_hash"], s["epoch"], s["token_start"], s["token_end"])
+                    for s in found]
+        self._last = (asked, segments)
+        return list(segments)
 
     def windows(
         self, step: int, *, rank: int | None = None, world_size: int | None = None

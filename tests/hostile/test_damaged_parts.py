@@ -6,6 +6,7 @@ one line through the CLI)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lineage.api import Store, init_store, open_store
-from lineage.errors import DamagedPartError
+from lineage.errors import DamagedPartError, StoreError
 from lineage.ingest import ingest_corpus
 from lineage.store import parts
 from lineage.stream.build import build_stream
@@ -239,3 +240,33 @@ def test_a_truncated_or_missing_part_is_named(tmp_path: Path, damaged_store: Sto
     path.unlink()
     with pytest.raises(DamagedPartError, match="cannot be opened"):
         trained_on_hashes(store, [("x", digest)])
+
+
+@pytest.mark.parametrize("named", ["../outside.parquet", "/etc/hostname",
+                                   "tables/occurrences/x'); SELECT 1; --.parquet",
+                                   "tables/../../outside.parquet"])
+def test_a_catalog_naming_a_part_outside_the_store_is_refused(
+        tmp_path: Path, damaged_store: Store, named: str) -> None:
+    """Parts are named by the catalog relative to the store, plainly: a path that could
+    leave the store or end an SQL string is never opened, by a lookup, by SQL or by the
+    query views, and the error names the catalog and the path (exit 2 and one line
+    through the CLI)."""
+    copy = tmp_path / "store"
+    shutil.copytree(damaged_store.root, copy)
+    (outside := tmp_path / "outside.parquet").write_bytes(b"PAR1")
+    con = duckdb.connect(str(copy / "catalog.duckdb"))
+    first = con.execute("SELECT min(path) FROM parquet_files "
+                        "WHERE table_name = 'occurrences'").fetchone()[0]
+    con.execute("UPDATE parquet_files SET path = ? WHERE path = ?", [named, first])
+    con.close()
+    store = open_store(copy)
+    refusal = f"{copy / 'catalog.duckdb'}: unexpected Parquet path"
+    with pytest.raises(StoreError, match=re.escape(refusal)):
+        store.docs_in_step(0, stream="s")  # a lookup
+    with pytest.raises(StoreError, match=re.escape(refusal)):
+        store.sql("SELECT count(*) FROM occurrences")
+    with pytest.raises(StoreError, match=re.escape(refusal)), store.reader() as reader:
+        reader.execute("SELECT count(*) FROM occurrences").fetchall()
+    result = Cli(copy)("docs", "--step", "0", "--stream", "s", code=2)
+    assert result.stderr.count("\n") == 1 and "unexpected Parquet path" in result.stderr
+    assert outside.read_bytes() == b"PAR1"
