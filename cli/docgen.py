@@ -40,8 +40,9 @@ def render() -> str:
              "Human output shows values as they are: markup and emoji codes are never "
              "interpreted, and control characters are escaped (`\\t`, `\\n`, `\\x1b`, "
              "`\\u202e`, `\\udcff` for an undecodable byte in a file name), as is a value made "
-             "only of zero-width characters (`\\u200b`), which would otherwise look empty. "
-             "`--json` is exact.",
+             "only of zero-width characters (`\\u200b`, `\\U0001f3fb` past U+FFFF), which "
+             "would otherwise look empty; in an error or a warning the message is shown so on "
+             "its own, after the label. `--json` is exact.",
              ""]
     for path, command in iter_commands(root):
         if hasattr(command, "commands"):

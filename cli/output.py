@@ -67,6 +67,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def _escaped(char: str) -> str:
     code = ord(char)
+    if code > 0xFFFF:  # eight digits, as Python writes it: `\u` takes four
+        return f"\\U{code:08x}"
     return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
@@ -196,12 +198,20 @@ def info_lines(lines: Sequence[Any]) -> None:
 
 def warning(message: Any) -> None:
     """One line on stderr, whatever the message holds."""
-    _console(True).print(_text(f"warning: {_plain(message)}", style="yellow"))
+    _console(True).print(_labelled("warning: ", message, style="yellow"))
 
 
 def error(message: Any) -> None:
     """One line on stderr, whatever the message holds."""
-    _console(True).print(_text(f"error: {_plain(message)}", style="red"))
+    _console(True).print(_labelled("error: ", message, style="red"))
+
+
+def _labelled(label: str, message: Any, style: str) -> Text:
+    """The message shown as `shown` shows it alone, after its label: a message of only
+    zero-width characters is escaped, though the line, with its label, is not empty."""
+    from rich.text import Text
+
+    return Text(label + shown(message), style=style)
 
 
 @contextmanager

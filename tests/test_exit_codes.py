@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from lineage.cli.docgen import iter_commands
 from lineage.cli.main import app
 
-from .conftest import Cli, run_lineage
+from .conftest import AppRunner, Cli, run_lineage
 
 # {STORE}: an existing empty store; {NOSTORE}: a store path that does not exist;
 # {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
@@ -154,7 +153,7 @@ def test_a_missing_object_is_an_error_of_one_line(
     places: dict[str, str], name: str, index: int
 ) -> None:
     args = _fill(MISSING_OBJECTS[name][index], places)
-    result = CliRunner().invoke(app, args)
+    result = AppRunner().invoke(app, args)
     assert result.exit_code == 2, (args, result.exit_code, result.stdout, result.stderr)
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
@@ -199,10 +198,10 @@ def test_a_no_is_still_exit_1(cli: Cli, example_shards: Path, tmp_path: Path) ->
     (("corpus", "show"), "error: Missing argument 'NAME'. (see `lineage corpus show -h`)"),
 ])
 def test_a_usage_error_is_one_line_too(args: tuple[str, ...], line: str) -> None:
-    result = CliRunner().invoke(app, list(args))
+    result = AppRunner().invoke(app, list(args))
     assert (result.exit_code, result.stderr, result.stdout) == (2, line + "\n", "")
 
 
 def test_a_group_without_a_command_still_shows_its_help() -> None:
-    result = CliRunner().invoke(app, ["corpus"])
+    result = AppRunner().invoke(app, ["corpus"])
     assert "list" in result.stdout and "show" in result.stdout and "error" not in result.stderr

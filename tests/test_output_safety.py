@@ -19,7 +19,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
-from typer.testing import CliRunner
 
 from lineage.answer import json_text
 from lineage.api import Store, init_store, open_store
@@ -29,6 +28,7 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.steps import ingest_steps
 from lineage.stream.build import build_stream
 
+from .conftest import AppRunner
 from .test_chain import WORLD, write_log
 
 # Names a file, a shard id, a source or an experiment may carry, each a trap for a
@@ -73,7 +73,7 @@ def weird(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _invoke(store: Store, *args: str, code: int = 0) -> Any:
-    result = CliRunner().invoke(app, ["--store", str(store.root), *args])
+    result = AppRunner().invoke(app, ["--store", str(store.root), *args])
     assert result.exit_code == code, (args, result.exit_code, result.stdout, result.stderr)
     return result
 
@@ -160,6 +160,7 @@ def _printed(write: Any, *args: Any, **kwargs: Any) -> tuple[str, str]:
 
 
 @given(VALUES)
+@example("\U0001f3fb")  # zero columns wide alone; the label of an error line is not
 def test_a_line_prints_exactly_as_shown(value: str) -> None:
     assert _printed(output.emit_lines, [value]) == (output.shown(value) + "\n", "")
     assert _printed(output.error, value) == ("", f"error: {output.shown(value)}\n")
@@ -172,6 +173,7 @@ def test_a_value_of_only_zero_width_characters_is_escaped() -> None:
     assert output.shown("\u07eb\u2060") == "\\u07eb\\u2060"
     assert output.shown("e\u0301") == "e\u0301"
     assert output.shown("\u200bx") == "\u200bx"
+    assert output.shown("\U0001f3fb") == "\\U0001f3fb"  # past U+FFFF: eight digits
 
 
 @given(VALUES.filter(lambda v: v.strip() == v != "" and not {"│", "┃"} & set(v)))
