@@ -25,6 +25,7 @@ from lineage.stream.build import build_stream
 
 from .conftest import REPO
 from .stream_reference import occurrences_digest, reference_stream
+from .test_part_read import _scanned
 
 GOLDEN = REPO / "tests" / "golden"
 
@@ -39,23 +40,11 @@ def _manifest(path: Path, docs: list[dict[str, Any]]) -> Path:
 
 
 def _stored(store: Store, name: str) -> list[dict[str, Any]]:
+    """The stream's occurrences in ordinal order, read from its parts (not `store.sql`,
+    which starts a DuckDB of its own for each of the property tests' examples)."""
     columns = ["ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end"]
-    rows = _part_rows(store, "occurrences", name, ", ".join(columns), "ordinal")
+    rows = sorted(_scanned(store, "occurrences", name, columns, "true", []))
     return [dict(zip(columns, row, strict=True)) for row in rows]
-
-
-def _part_rows(store: Store, table: str, owner: str, columns: str,
-               order: str = "filename, file_row_number") -> list[tuple[Any, ...]]:
-    """`owner`'s rows of `table`, read from the parts the catalog lists (a plain reader:
-    `store.sql` would start a DuckDB of its own for each of the property tests' examples)."""
-    with store.reader(views=False) as con:
-        files = [str(store.root / row[0]) for row in con.execute(
-            "SELECT path FROM parquet_files WHERE table_name = ? AND owner = ? ORDER BY path",
-            [table, owner]).fetchall()]
-        if not files:
-            return []
-        return con.execute(f"SELECT {columns} FROM read_parquet(?, filename = true, "
-                           f"file_row_number = true) ORDER BY {order}", [files]).fetchall()
 
 
 def _docs(n: int, sources: dict[str, int]) -> list[dict[str, Any]]:
@@ -140,9 +129,10 @@ def test_builder_matches_the_reference(
 def _assert_hash_copy(store: Store, name: str) -> None:
     """occurrence_hashes holds the occurrences again, in content-hash order, file by
     file; equal hashes in (doc_id, epoch) order, whichever path ordered the stream."""
-    columns = "content_hash, doc_id, epoch, ordinal, stream_start, stream_end, source"
-    occurrences = _part_rows(store, "occurrences", name, columns)
-    as_rows = _part_rows(store, "occurrence_hashes", name, columns)  # file by file, in order
+    columns = ["content_hash", "doc_id", "epoch", "ordinal", "stream_start", "stream_end",
+               "source"]
+    occurrences = _scanned(store, "occurrences", name, columns, "true", [])
+    as_rows = _scanned(store, "occurrence_hashes", name, columns, "true", [])  # file order
     assert as_rows == sorted(occurrences, key=lambda r: (r[0], r[1].encode("utf-8"), r[2]))
 
 
