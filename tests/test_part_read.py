@@ -370,6 +370,25 @@ def test_rows_by_position_are_a_page_of_the_sorted_table(small_parts: Store, off
     assert [tuple(row.values()) for row in rows] == every[offset:offset + limit]
 
 
+@settings(max_examples=40, deadline=None)
+@given(picks=st.lists(st.integers(0, 10**6), max_size=20),
+       absent=st.lists(st.text(max_size=12), max_size=3))
+def test_documents_by_doc_id_are_their_rows_in_the_table(small_parts: Store, picks: list[int],
+                                                         absent: list[str]) -> None:
+    """A step's documents read by doc_id from the row groups that hold them (a trainer's
+    `windows`) are their rows of the whole table; a doc_id the corpus lacks has none."""
+    from lineage.store.part_read import rows_by_doc_id
+
+    every = {row[0]: row[1:] for row in _documents_by_id(small_parts.root)}
+    ids = sorted(every)
+    wanted = {ids[p % len(ids)] for p in picks} | set(absent)
+    with small_parts.reader(views=False) as con:
+        found = rows_by_doc_id(con, small_parts, "documents", "plays", wanted,
+                               ["source", "n_tokens", "content_hash"])
+    assert {doc_id: tuple(row.values()) for doc_id, row in found.items()} == \
+        {doc_id: every[doc_id] for doc_id in wanted if doc_id in every}
+
+
 @functools.cache
 def _documents_by_id(root: Path) -> list[tuple[Any, ...]]:
     return open_store(root).sql("SELECT doc_id, source, n_tokens, content_hash FROM documents "

@@ -11,7 +11,6 @@ import numpy as np
 
 from lineage.errors import UsageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
 
 Encoder = Callable[[bytes], np.ndarray[Any, Any]]
 
@@ -44,16 +43,3 @@ def corpus_tokenizer_of(store: BaseStore, corpus: str) -> str:
     with store.reader(views=False) as con:
         row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?", [corpus]).fetchone()
     return str(row[0]) if row else ""
-
-
-def document_texts(store: BaseStore, corpus: str, doc_ids: set[str]) -> dict[str, bytes]:
-    """The exact bytes of the named documents, each checked against its content hash."""
-    from lineage.corpora.doc_text import read_checked
-
-    with store.reader(views=False) as con:
-        files = part_files(con, store, "documents", corpus)
-        rows = con.execute(
-            "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
-            "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
-        return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
-                for doc_id, content_hash, origin, record in rows}

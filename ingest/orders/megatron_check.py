@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from lineage.corpora.doc_text import document_texts
 from lineage.errors import InputError
-from lineage.ingest.orders.corpus_tokens import corpus_encoder, document_texts
+from lineage.ingest.orders.corpus_tokens import corpus_encoder
 from lineage.ingest.orders.megatron_docs import Dataset, untag
 from lineage.ingest.orders.megatron_files import read_document
 from lineage.ingest.orders.megatron_segments import Parts

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lineage.corpora.doc_text import document_texts
 from lineage.errors import InputError
 from lineage.ingest.orders.common import corpus_rows
 from lineage.ingest.orders.corpus_tokens import (
     Encoder,
     corpus_encoder,
     corpus_tokenizer_of,
-    document_texts,
 )
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files

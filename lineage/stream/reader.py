@@ -12,10 +12,9 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from lineage.corpora.doc_text import read_checked
+from lineage.corpora.doc_text import document_texts
 from lineage.errors import UsageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
 from lineage.stream.query import (
     _resolve,
     step_range,
@@ -106,10 +105,4 @@ class StreamReader:
         return [batch_digest(segments) for segments in by_rank]
 
     def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:
-        with self.store.reader(views=False) as con:
-            files = part_files(con, self.store, "documents", self.info["corpus"])
-            rows = con.execute(
-                "SELECT doc_id, content_hash, origin, record FROM read_parquet(?) "
-                "WHERE doc_id IN (SELECT unnest(?))", [files, sorted(doc_ids)]).fetchall()
-            return {doc_id: read_checked(con, doc_id, content_hash, origin, record)
-                    for doc_id, content_hash, origin, record in rows}
+        return document_texts(self.store, self.info["corpus"], doc_ids)

@@ -200,6 +200,35 @@ def test_a_row_group_the_lookup_does_not_read_is_not_hashed(damaged_store: Store
             damaged_store.docs_in_step(last_step, stream="s")
 
 
+def test_a_steps_tokens_read_only_the_row_groups_of_its_documents(damaged_store: Store) -> None:
+    """A trainer's `windows(step)` checks and decodes the documents table's footers and the
+    row groups holding the step's documents, not the whole table on every step."""
+    import pyarrow.parquet as pq
+
+    reader = StreamReader(damaged_store, "s")
+    step_docs = {s.doc_id for s in reader.segments(0)}
+    before = reader.windows(0)
+    # A row group of the documents table that holds none of step 0's documents.
+    path, group = next((path, group) for path in _parts(damaged_store, "documents")
+                       for group in range(pq.ParquetFile(path).num_row_groups)
+                       if not step_docs & set(pq.ParquetFile(path).read_row_group(
+                           group, columns=["doc_id"])["doc_id"].to_pylist()))
+    held = set(pq.ParquetFile(path).read_row_group(group, columns=["doc_id"])["doc_id"]
+               .to_pylist())
+    record = json.loads(damaged_store.sql(
+        "SELECT row_groups FROM parquet_files WHERE path = "
+        f"'{path.relative_to(damaged_store.root).as_posix()}'").rows[0][0])
+    start, end = record["ends"][group - 1] if group else 0, record["ends"][group]
+    steps = damaged_store.stream("s")["steps"]
+    other = next(step for step in range(steps)
+                 if held & {s.doc_id for s in reader.segments(step)})
+    with _damaged(path, (start + end) // 2, lambda b: b ^ 1):
+        assert StreamReader(damaged_store, "s").windows(0) == before
+        with pytest.raises(DamagedPartError, match=f"row group {group} ") as exc:
+            StreamReader(damaged_store, "s").windows(other)
+    assert exc.value.path == str(path)
+
+
 def test_a_stream_build_refuses_damaged_documents(damaged_store: Store) -> None:
     path = _parts(damaged_store, "documents")[0]
     with _damaged(path, 100, lambda b: b ^ 0x80), pytest.raises(DamagedPartError) as exc:
