@@ -124,22 +124,24 @@ def test_any_documents_read_back_as_ingested(
 
 
 @pytest.mark.parametrize("shard", ["plain.jsonl", "sonnets.jsonl.gz", "poems.parquet"])
-def test_a_changed_shard_is_an_error_naming_it(tmp_path: Path, example_corpus: Path,
-                                               example_shards: Path, shard: str) -> None:
-    folder = tmp_path / "inputs"
-    folder.mkdir()
-    expected = _inputs(folder, example_corpus, example_shards)
-    store = _store(tmp_path / "store", folder, fingerprints=True)
-    path = folder / shard
-    if shard.endswith(".parquet"):
-        table = pq.read_table(path)
-        pq.write_table(table.set_column(table.schema.get_field_index("text"), "text",
-                                        table["text"][::-1]), path, row_group_size=7)
-    elif shard.endswith(".gz"):
-        lines = gzip.decompress(path.read_bytes()).splitlines()
-        path.write_bytes(gzip.compress(b"\n".join(lines[::-1]) + b"\n"))
-    else:
-        lines = path.read_bytes().splitlines()
-        path.write_bytes(b"\n".join(lines[::-1]) + b"\n")
-    with pytest.raises(StoreError, match=f"{path}.*(changed after ingest|no longer match)"):
-        document_texts(store, "mixed", set(expected))
+def test_a_changed_shard_is_an_error_naming_it(
+        mixed: tuple[Store, Store, dict[str, bytes]], shard: str) -> None:
+    indexed, _, expected = mixed
+    path = Path(indexed.sql(f"SELECT DISTINCT origin FROM documents WHERE origin "
+                            f"LIKE '%/{shard}'").rows[0][0])
+    data = path.read_bytes()
+    try:
+        if shard.endswith(".parquet"):
+            table = pq.read_table(path)
+            pq.write_table(table.set_column(table.schema.get_field_index("text"), "text",
+                                            table["text"][::-1]), path, row_group_size=7)
+        elif shard.endswith(".gz"):
+            lines = gzip.decompress(data).splitlines()
+            path.write_bytes(gzip.compress(b"\n".join(lines[::-1]) + b"\n"))
+        else:
+            path.write_bytes(b"\n".join(data.splitlines()[::-1]) + b"\n")
+        with pytest.raises(StoreError, match=f"{path}.*(changed after ingest|no longer match)"):
+            document_texts(indexed, "mixed", set(expected))
+    finally:
+        path.write_bytes(data)
+    assert document_texts(indexed, "mixed", set(expected)) == expected
