@@ -145,3 +145,36 @@ def test_a_changed_shard_is_an_error_naming_it(
     finally:
         path.write_bytes(data)
     assert document_texts(indexed, "mixed", set(expected)) == expected
+
+
+def test_a_texts_candidates_in_a_compressed_shard_are_read_in_one_scan(
+        mixed: tuple[Store, Store, dict[str, bytes]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pasted text made of passages of three sonnets finds the three: their texts come
+    from one scan of the gzipped shard, and the answer is the one reading each alone
+    gives."""
+    from lineage.text import match
+    from lineage.text.trained_on import trained_on
+
+    indexed, _, expected = mixed
+    sonnets = [json.loads(line)["id"] for line in gzip.decompress(
+        (Path(__file__).parents[1] / "examples" / "shards" / "sonnets.jsonl.gz").read_bytes()
+    ).splitlines()]
+    picked = [sonnets[3], sonnets[40], sonnets[100]]
+    query = " ".join(" ".join(expected[doc_id].decode().split()[10:60]) for doc_id in picked)
+    scans: list[str] = []
+    scan = doc_text._jsonl_records_text
+
+    def counted(con: object, origin: str, records: list[int]) -> list[str]:
+        scans.append(Path(origin).name)
+        return scan(con, origin, records)
+
+    monkeypatch.setattr(doc_text, "_jsonl_records_text", counted)
+    together = trained_on(indexed, texts=[query])
+    assert scans == ["sonnets.jsonl.gz"]
+    found = together["results"][0]["matches"]
+    assert {m["doc_id"] for m in found if m["doc_id"] in picked} == set(picked)
+    assert not any(m.get("note") for m in found)
+    monkeypatch.setattr(match, "_texts_at_once", lambda *args: {})
+    assert trained_on(indexed, texts=[query]) == together
+    assert len(scans) > 3  # each candidate alone: a scan each

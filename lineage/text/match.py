@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import blake3
 
-from lineage.corpora.doc_text import read_checked
+from lineage.corpora.doc_text import StoredDocument, read_all_checked, read_checked
 from lineage.errors import LineageError, StoreError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.budget import OverBudget, lookup_budget
@@ -104,13 +104,15 @@ def match_text(
     _add_fingerprint_hits(con, store, words, limit, candidates)
     chosen = _choose(candidates, limit)
     documents = _documents(con, store, chosen)
+    texts = _texts_at_once(con, chosen, documents)
     matches: list[dict[str, Any]] = []
     covered: list[tuple[int, int]] = []
     for candidate in chosen:
         info = documents.get((candidate.corpus, candidate.doc))
         if info is None:  # a fingerprint naming no document: only a damaged store does
             continue
-        spans, note, doc_words = _spans(con, candidate, info, words)
+        spans, note, doc_words = _spans(con, candidate, info, words,
+                                        texts.get((candidate.corpus, candidate.doc)))
         spans = _widest_first(spans)
         if not spans:
             continue
@@ -319,16 +321,41 @@ class _DocText:
         return head, head + len(self.text[first:last].encode("utf-8"))
 
 
+def _texts_at_once(con: Any, chosen: list[_Candidate],
+                   documents: dict[tuple[str, int], _DocInfo]) -> dict[tuple[str, int], bytes]:
+    """The texts `_spans` will check, read file by file (a compressed shard is scanned once
+    for all its candidates, not once for each); none if one of them cannot be read: each
+    is then read alone, so that the note falls on the document that failed."""
+    held: dict[str, list[tuple[int, StoredDocument]]] = {}
+    for candidate in chosen:
+        info = documents.get((candidate.corpus, candidate.doc))
+        if info is not None and not candidate.same_text and info.origin is not None:
+            held.setdefault(candidate.corpus, []).append((candidate.doc, StoredDocument(
+                info.doc_id, info.content_hash, info.origin, info.record, info.byte_offset)))
+    found: dict[tuple[str, int], bytes] = {}
+    try:
+        for corpus, stored in held.items():  # by corpus: doc_ids are a corpus's own
+            texts = read_all_checked(con, [document for _, document in stored])
+            found.update(((corpus, doc), texts[document.doc_id]) for doc, document in stored)
+    except LineageError:
+        return {}
+    return found
+
+
 def _spans(
-    con: Any, candidate: _Candidate, info: _DocInfo, words: list[str]
+    con: Any, candidate: _Candidate, info: _DocInfo, words: list[str],
+    data: bytes | None = None,
 ) -> tuple[list[_Span], str | None, _DocText | None]:
-    """The shared passages, checked against the document's text when it can be read."""
+    """The shared passages, checked against the document's text (`data`, or read here)
+    when it can be read."""
     n_words = int(info.n_words)
     if candidate.same_text:
         return [_Span((0, len(words)), (0, n_words), True, whole=True)], None, None
     try:
-        text = read_checked(con, info.doc_id, info.content_hash, info.origin, info.record,
-                            info.byte_offset).decode("utf-8")
+        if data is None:
+            data = read_checked(con, info.doc_id, info.content_hash, info.origin,
+                                info.record, info.byte_offset)
+        text = data.decode("utf-8")
     except (LineageError, UnicodeDecodeError) as exc:
         note = f"document text unavailable ({exc}); spans from fingerprints only"
         return _fingerprint_spans(candidate.pairs, len(words)), note, None
