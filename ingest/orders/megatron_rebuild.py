@@ -162,8 +162,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _single_process_group(dist: Any) -> None:
     """megatron-core asks torch.distributed for the rank before it writes a blend's
-    cache: a one-process gloo group answers 0."""
+    cache: a one-process gloo group answers 0. It meets in memory (a `HashStore`), so
+    nothing is left on disk when the process ends."""
     if not dist.is_initialized():
-        rendezvous = Path(tempfile.mkdtemp(prefix="lineage-gloo-")) / "group"
-        dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=0,
-                                world_size=1)
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)

@@ -26,7 +26,6 @@ import gzip
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +101,11 @@ def build_run(data: Path, cache: Path, run: str) -> Any:
 
 def _single_process_group() -> None:
     """megatron-core asks torch.distributed for the rank when it writes a blend's
-    cache: a one-process gloo group answers 0."""
+    cache: a one-process gloo group answers 0 (meeting in memory: no file is left)."""
     import torch.distributed as dist
 
     if not dist.is_initialized():
-        store = Path(tempfile.mkdtemp()) / "group"
-        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
 def make_all(folder: Path, *, samples: bool = False) -> None:
