@@ -8,7 +8,6 @@ still hash to the document's content hash; a changed file is an error, never an 
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable
@@ -161,10 +160,11 @@ def _parquet_rows_text(origin: str, rows: list[int]) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from lineage.store.part_read import row_group_starts
+
     try:
         shard = pq.ParquetFile(origin)
-        starts = [0, *itertools.accumulate(shard.metadata.row_group(group).num_rows
-                                           for group in range(shard.num_row_groups))]
+        starts = row_group_starts(shard.metadata)
         gone = [row for row in rows if not 0 <= row < starts[-1]]
         if gone or "text" not in shard.schema_arrow.names:
             row = gone[0] if gone else rows[0]

@@ -178,7 +178,7 @@ def _part_rows(store: BaseStore, part: PartEntry, columns: Sequence[str], first:
                count: int) -> list[dict[str, Any]]:
     """`count` rows of a part from its row `first` (fewer where the part ends)."""
     def holding(metadata: Any) -> list[int]:
-        starts = _row_group_starts(metadata)
+        starts = row_group_starts(metadata)
         return [i for i, (at, end) in enumerate(itertools.pairwise(starts))
                 if at < first + count and first < end]
 
@@ -186,11 +186,11 @@ def _part_rows(store: BaseStore, part: PartEntry, columns: Sequence[str], first:
     if not groups:
         return []
     rows = parquet.read_row_groups(groups, columns=list(columns), use_threads=False)
-    skipped = first - _row_group_starts(parquet.metadata)[groups[0]]
+    skipped = first - row_group_starts(parquet.metadata)[groups[0]]
     return rows.slice(skipped, count).to_pylist()  # type: ignore[no-any-return]
 
 
-def _row_group_starts(metadata: Any) -> list[int]:
+def row_group_starts(metadata: Any) -> list[int]:
     """The first row of each row group, then the part's row count."""
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     return [0, *itertools.accumulate(sizes)]
@@ -213,9 +213,6 @@ def rows_by_doc_id(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str,
     group's smallest and largest): the footer is checked first, and only the row groups
     whose range holds one of the doc_ids are read, checked and decoded. On a 10M-document
     corpus that is one row group per document instead of the whole table (about 540 MB)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     wanted = sorted(set(doc_ids))
     found: dict[str, dict[str, Any]] = {}
     if not wanted:
@@ -230,11 +227,8 @@ def rows_by_doc_id(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str,
         # add one.
         rows = parquet.read_row_groups(groups, use_threads=False,
                                        columns=list(dict.fromkeys(["doc_id", *columns])))
-        if len(wanted) == 1:
-            rows = rows.filter(pc.equal(rows["doc_id"], wanted[0]))
-        else:
-            rows = rows.filter(pc.is_in(rows["doc_id"], value_set=pa.array(wanted, pa.string())))
-        for row in rows.to_pylist():  # the first row of a doc_id, in part order
+        # The first row of a doc_id, in part order.
+        for row in rows.filter(_holding(rows, ("doc_id", wanted))).to_pylist():
             found.setdefault(row["doc_id"], {name: row[name] for name in columns})
     return found
 

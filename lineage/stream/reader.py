@@ -80,7 +80,7 @@ class StreamReader:
             raise UsageError(f"tokens are available for byte-tokenized corpora only; corpus "
                              f"{self.info['corpus']!r} was counted with {self.tokenizer}")
         segments = self.segments(step, rank=rank, world_size=world_size)
-        texts = self._texts({s.doc_id for s in segments})
+        texts = document_texts(self.store, self.info["corpus"], {s.doc_id for s in segments})
         order = sorted({s.window for s in segments})
         index = {window: i for i, window in enumerate(order)}
         out = [array("H", [SEPARATOR]) * self.seq_len for _ in order]
@@ -103,6 +103,3 @@ class StreamReader:
                                           world_size)
             by_rank[rank].append(segment)
         return [batch_digest(segments) for segments in by_rank]
-
-    def _texts(self, doc_ids: set[str]) -> dict[str, bytes]:
-        return document_texts(self.store, self.info["corpus"], doc_ids)
