@@ -6,10 +6,12 @@ of short JSONL documents, with and without the text index.
 The corpus is `--documents` records of 10-40 words in four plain JSONL shards; it is
 ingested twice (with the text index, the default, which records each record's byte
 offset, and with `--no-fingerprints`, which does not), and a stream of seq_len 2048 x
-batch 64 is built over each. Each figure is the median wall-clock time of `windows(step)`
-for `--steps` random steps, after one untimed step, next to the machine's plain-Python
-reference (bench/serve.py's). The corpus and stores are made once per size in the work
-folder. Results go to bench/out/reader.json.
+batch 64 is built over each. The figures: the median wall-clock time of `windows(step)` for
+`--steps` random steps (each by a new reader, so nothing was read ahead for it), after one
+untimed step; and the mean time per step of 128 steps read in order by one reader, as a
+trainer reads them; next to the machine's plain-Python reference (bench/serve.py's). The
+corpus and stores are made once per size in the work folder. Results go to
+bench/out/reader.json.
 """
 
 from __future__ import annotations
@@ -62,22 +64,29 @@ def store(root: Path, shards: Path, *, index: bool) -> Path:
     return root
 
 
-def windows_seconds(root: Path, steps: int) -> list[float]:
+def windows_seconds(root: Path, steps: int) -> tuple[list[float], float]:
+    """`windows(step)` for `steps` random steps (each alone), and the mean of 128 steps
+    read in order, as a trainer reads them (the documents' locations read ahead)."""
     import lineage
     from lineage.stream.reader import StreamReader
 
     opened = lineage.open_store(root / "store")
-    reader = StreamReader(opened, "main")
     rng = random.Random(3)
     total = int(opened.stream("main")["steps"])
-    reader.windows(rng.randrange(total))  # untimed: imports, the page cache
+    StreamReader(opened, "main").windows(rng.randrange(total))  # untimed: imports, cache
     times = []
     for _ in range(steps):
         step = rng.randrange(total)
+        reader = StreamReader(opened, "main")  # nothing read ahead for this step
         started = time.perf_counter()
         reader.windows(step)
         times.append(time.perf_counter() - started)
-    return times
+    first = rng.randrange(total - 128)
+    reader = StreamReader(opened, "main")
+    started = time.perf_counter()
+    for step in range(first, first + 128):
+        reader.windows(step)
+    return times, (time.perf_counter() - started) / 128
 
 
 def main() -> None:
@@ -94,10 +103,11 @@ def main() -> None:
     for index in (True, False):
         root = store(work / ("indexed" if index else "plain"), shards, index=index)
         reference = serve.reference_ms()
-        times = windows_seconds(root, args.steps)
+        times, in_order = windows_seconds(root, args.steps)
         results.append({"documents": args.documents, "text_index": index,
                         "median_ms": round(statistics.median(times) * 1000, 1),
                         "min_ms": round(min(times) * 1000, 1), "steps": args.steps,
+                        "in_order_ms": round(in_order * 1000, 1),
                         "reference_ms": reference})
         print(json.dumps(results[-1]))
     out = REPO / "bench" / "out"

@@ -6,8 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lineage.api import Store
+from lineage.api import Store, init_store, open_store
 from lineage.errors import StoreError, UsageError
 from lineage.ingest import ingest_corpus
 from lineage.stream.build import build_stream
@@ -79,3 +81,107 @@ def test_tokens_need_the_byte_tokenizer(
     assert reader.segments(0)
     with pytest.raises(UsageError, match="byte-tokenized corpora only"):
         reader.windows(0)
+
+
+@pytest.fixture(scope="module")
+def sonnets_stream(tmp_path_factory: pytest.TempPathFactory,
+                   example_shards: Path) -> tuple[Store, list[list[int]]]:
+    """A stream of about 120 steps of 4 windows of 256 tokens over the sonnets (plain
+    JSONL, read by seeking to each record's line) and poems (Parquet), and its windows
+    packed here from the shards' own texts."""
+    import gzip
+    import json
+
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("sonnets")
+    plain = folder / "sonnets.jsonl"
+    plain.write_bytes(gzip.decompress((example_shards / "sonnets.jsonl.gz").read_bytes()))
+    init_store(folder / "store")
+    store = open_store(folder / "store")
+    ingest_corpus(store, [plain, example_shards / "poems.parquet"], corpus="poems")
+    build_stream(store, corpus="poems", name="s", seed=9, seq_len=256, batch=4,
+                 separator_tokens=2)
+    texts = {record["id"]: record["text"].encode("utf-8")
+             for record in map(json.loads, plain.read_text().splitlines())}
+    texts |= {row["id"]: row["text"].encode("utf-8")
+              for row in pq.read_table(example_shards / "poems.parquet").to_pylist()}
+    packed = _packed(store, "s", texts, 2)
+    return store, [packed[i:i + 256] for i in range(0, len(packed) - 255, 256)]
+
+
+def _counting_locations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the documents table lookups of StreamReader (each: how many doc_ids)."""
+    from lineage.stream import reader as reader_module
+
+    calls: list[int] = []
+    locations = reader_module.document_locations
+
+    def counted(con: object, store: Store, corpus: str, doc_ids: set[str]) -> object:
+        calls.append(len(doc_ids))
+        return locations(con, store, corpus, doc_ids)
+
+    monkeypatch.setattr(reader_module, "document_locations", counted)
+    return calls
+
+
+def test_a_trainer_reading_in_order_looks_up_documents_once_per_read_ahead(
+        sonnets_stream: tuple[Store, list[list[int]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps read in order find their documents' locations in one lookup per
+    READ_AHEAD_TOKENS, not one per step (the first step is looked up alone: a reader reads
+    ahead once steps come in order), and their windows are the packed stream's."""
+    from lineage.stream import reader as reader_module
+
+    store, windows = sonnets_stream
+    steps = int(store.stream("s")["steps"])
+    assert steps > 8
+    calls = _counting_locations(monkeypatch)
+    for ahead in (1, 4 * 4 * 256, 1 << 23):
+        monkeypatch.setattr(reader_module, "READ_AHEAD_TOKENS", ahead)
+        calls.clear()
+        reader = StreamReader(store, "s")
+        assert [[list(w) for w in reader.windows(step)] for step in range(steps)] == [
+            windows[step * 4:step * 4 + 4] for step in range(steps)]
+        # At most one lookup per step, or per four steps after the first (fewer where a
+        # step's documents all began in the steps before it).
+        if ahead == 1:
+            assert steps // 2 < len(calls) <= steps
+        elif ahead < 1 << 23:
+            assert steps // 8 < len(calls) <= 1 + -(-(steps - 1) // 4)
+        else:  # the first step, then the rest of the stream
+            assert calls[0] < 10 and len(calls) == 2
+    reader = StreamReader(store, "s")
+    calls.clear()
+    for step in (5, 50, 20):  # not in order: each step alone
+        reader.windows(step)
+    assert len(calls) == 3 and max(calls) < 10
+
+
+@settings(max_examples=20, deadline=None)
+@given(asked=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from([None, 0, 1])),
+                      min_size=1, max_size=12),
+       ahead=st.sampled_from([1, 2048, 8192, 1 << 23]),
+       most=st.sampled_from([1, 7, 1 << 16]))
+def test_windows_do_not_depend_on_what_was_read_before(
+        sonnets_stream: tuple[Store, list[list[int]]], asked: list[tuple[int, int | None]],
+        ahead: int, most: int) -> None:
+    """Any steps and ranks, in any order, with any read-ahead: each step's windows (or a
+    rank's half of them) are the packed stream's."""
+    from lineage.stream import reader as reader_module
+
+    store, windows = sonnets_stream
+    steps = int(store.stream("s")["steps"])
+    reader = StreamReader(store, "s")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reader_module, "READ_AHEAD_TOKENS", ahead)
+        patch.setattr(reader_module, "READ_AHEAD_DOCUMENTS", most)
+        for pick, rank in asked:
+            step = pick % steps
+            if rank is None:
+                expected, got = windows[step * 4:step * 4 + 4], reader.windows(step)
+            else:
+                first = step * 4 + rank * 2
+                expected = windows[first:first + 2]
+                got = reader.windows(step, rank=rank, world_size=2)
+            assert [list(w) for w in got] == expected

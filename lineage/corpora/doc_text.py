@@ -20,6 +20,8 @@ import blake3
 from lineage.errors import StoreError
 
 if TYPE_CHECKING:
+    import duckdb
+
     from lineage.store.base import BaseStore
 
 
@@ -36,21 +38,26 @@ class StoredDocument:
 
 def document_texts(store: BaseStore, corpus: str, doc_ids: Collection[str]) -> dict[str, bytes]:
     """The exact bytes of the named documents of `corpus`, by doc_id, each checked against
-    its content hash. Where they are comes from the row groups of the documents table
-    that hold them, and a JSONL record's line from the text index's (when the corpus has
-    one); a doc_id the corpus lacks is left out."""
+    its content hash; a doc_id the corpus lacks is left out."""
+    with store.reader(views=False) as con:
+        return read_all_checked(con, document_locations(con, store, corpus, doc_ids).values())
+
+
+def document_locations(con: duckdb.DuckDBPyConnection, store: BaseStore, corpus: str,
+                       doc_ids: Collection[str]) -> dict[str, StoredDocument]:
+    """Where the named documents of `corpus` were ingested from, by doc_id: from the row
+    groups of the documents table that hold them, and a JSONL record's line from the text
+    index's (when the corpus has one); a doc_id the corpus lacks is left out."""
     from lineage.store.part_read import rows_by_doc_id
 
-    with store.reader(views=False) as con:
-        rows = rows_by_doc_id(con, store, "documents", corpus, doc_ids,
-                              ("content_hash", "origin", "record"))
-        lines = rows_by_doc_id(con, store, "text_documents", corpus,
-                               [doc_id for doc_id, row in rows.items() if row["record"]],
-                               ("origin", "record", "byte_offset"))
-        return read_all_checked(con, [
-            StoredDocument(doc_id, row["content_hash"], row["origin"], row["record"],
-                           _line_start(row, lines.get(doc_id)))
-            for doc_id, row in rows.items()])
+    rows = rows_by_doc_id(con, store, "documents", corpus, doc_ids,
+                          ("content_hash", "origin", "record"))
+    lines = rows_by_doc_id(con, store, "text_documents", corpus,
+                           [doc_id for doc_id, row in rows.items() if row["record"]],
+                           ("origin", "record", "byte_offset"))
+    return {doc_id: StoredDocument(doc_id, row["content_hash"], row["origin"], row["record"],
+                                   _line_start(row, lines.get(doc_id)))
+            for doc_id, row in rows.items()}
 
 
 def _line_start(document: dict[str, Any], text_row: dict[str, Any] | None) -> int | None:

@@ -124,15 +124,19 @@ def _matching(rows: pa.Table, columns: Sequence[str], span: tuple[int, int] | No
     return None if rows is None or not rows.num_rows else rows.select(list(columns))
 
 
-def _holding(rows: pa.Table, any_of: tuple[str, Sequence[Any]]) -> pa.ChunkedArray:
-    """Which of `rows` hold one of the values in their column `any_of[0]`."""
+def _holding(rows: pa.Table, any_of: tuple[str, Sequence[Any]],
+             value_set: pa.Array | None = None) -> pa.ChunkedArray:
+    """Which of `rows` hold one of the values in their column `any_of[0]` (`value_set`:
+    those values as an array of the column's type, made once for many tables)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     column, values = any_of
     if len(values) == 1:
         return pc.equal(rows[column], values[0])
-    return pc.is_in(rows[column], value_set=pa.array(values, rows.schema.field(column).type))
+    if value_set is None:
+        value_set = pa.array(values, rows.schema.field(column).type)
+    return pc.is_in(rows[column], value_set=value_set)
 
 
 def _meeting(rows: pa.Table, span: tuple[int, int]) -> pa.Table | None:
@@ -213,10 +217,13 @@ def rows_by_doc_id(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str,
     group's smallest and largest): the footer is checked first, and only the row groups
     whose range holds one of the doc_ids are read, checked and decoded. On a 10M-document
     corpus that is one row group per document instead of the whole table (about 540 MB)."""
+    import pyarrow as pa
+
     wanted = sorted(set(doc_ids))
     found: dict[str, dict[str, Any]] = {}
     if not wanted:
         return found
+    value_set: pa.Array | None = None  # the doc_ids as an array, made once
     for part in candidate_parts(con, store, table, owner, key_admits(any_of=("doc_id", wanted))):
         parquet, groups = _chosen_groups(
             store, part, lambda metadata: _groups_holding(metadata, "doc_id", wanted))
@@ -224,12 +231,16 @@ def rows_by_doc_id(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str,
             continue
         # One decode of the columns asked for: the doc_ids are nearly always there (a
         # page links to documents that exist), so reading their column first would only
-        # add one.
-        rows = parquet.read_row_groups(groups, use_threads=False,
-                                       columns=list(dict.fromkeys(["doc_id", *columns])))
-        # The first row of a doc_id, in part order.
-        for row in rows.filter(_holding(rows, ("doc_id", wanted))).to_pylist():
-            found.setdefault(row["doc_id"], {name: row[name] for name in columns})
+        # add one. A row group at a time: many doc_ids spread over a large table (a
+        # trainer's steps read ahead) would otherwise decode all of it at once in memory.
+        for group in groups:
+            rows = parquet.read_row_group(group, use_threads=False,
+                                          columns=list(dict.fromkeys(["doc_id", *columns])))
+            if value_set is None or value_set.type != rows.schema.field("doc_id").type:
+                value_set = pa.array(wanted, rows.schema.field("doc_id").type)
+            # The first row of a doc_id, in part order.
+            for row in rows.filter(_holding(rows, ("doc_id", wanted), value_set)).to_pylist():
+                found.setdefault(row["doc_id"], {name: row[name] for name in columns})
     return found
 
 

@@ -67,12 +67,13 @@ def _excerpt(example_corpus: Path) -> str:
 def _queries(store: Store, example_corpus: Path) -> dict[str, Callable[[], Any]]:
     digests = [row[0] for row in store.sql(
         "SELECT content_hash FROM documents ORDER BY doc_id LIMIT 12").rows]
-    reader = StreamReader(store, "s")
     excerpt = _excerpt(example_corpus)
     return {
         "docs": lambda: [store.docs_in_step(step, stream="s") for step in STEPS],
         "cli-docs": lambda: _cli_docs(Cli(store.root), STEPS[1]),
-        "windows": lambda: [reader.windows(step) for step in STEPS],
+        # A new reader each time: a reader keeps the (checked) locations of the documents
+        # of the steps it read ahead, and reads the documents table again only past them.
+        "windows": lambda: [StreamReader(store, "s").windows(step) for step in STEPS],
         "trained-on": lambda: trained_on_hashes(
             store, [(d[:8], d) for d in digests], stream="s"),
         "text": lambda: trained_on(store, texts=[excerpt], stream="s"),
@@ -227,6 +228,34 @@ def test_a_steps_tokens_read_only_the_row_groups_of_its_documents(damaged_store:
         with pytest.raises(DamagedPartError, match=f"row group {group} ") as exc:
             StreamReader(damaged_store, "s").windows(other)
     assert exc.value.path == str(path)
+
+
+def test_damage_ahead_stops_only_the_step_that_needs_it(damaged_store: Store) -> None:
+    """A reader asked for steps in order looks up the documents of the steps ahead too; a
+    damaged documents row group that only a later step needs stops that step, not these."""
+    import pyarrow.parquet as pq
+
+    reader = StreamReader(damaged_store, "s")
+    docs = [{s.doc_id for s in reader.segments(step)} for step in range(200)]
+    path = _parts(damaged_store, "documents")[0]
+    held = [set(pq.ParquetFile(path).read_row_group(g, columns=["doc_id"])["doc_id"]
+                .to_pylist()) for g in range(pq.ParquetFile(path).num_row_groups)]
+    # Steps p-1 and p (p with a document p-1 lacks, so reading p looks up the steps ahead)
+    # that need none of row group g, and a later step that does.
+    group, pair, later = next(
+        (g, p, q) for g in range(len(held)) for p in range(1, 100)
+        if docs[p] - docs[p - 1] and not held[g] & (docs[p] | docs[p - 1])
+        for q in range(p + 1, 200) if held[g] & docs[q])
+    in_order = [reader.windows(step) for step in (pair - 1, pair)]
+    record = json.loads(damaged_store.sql(
+        "SELECT row_groups FROM parquet_files WHERE path = "
+        f"'{path.relative_to(damaged_store.root).as_posix()}'").rows[0][0])
+    start, end = record["ends"][group - 1] if group else 0, record["ends"][group]
+    with _damaged(path, (start + end) // 2, lambda b: b ^ 1):
+        reader = StreamReader(damaged_store, "s")
+        assert [reader.windows(step) for step in (pair - 1, pair)] == in_order
+        with pytest.raises(DamagedPartError, match=f"row group {group} "):
+            reader.windows(later)
 
 
 def test_a_stream_build_refuses_damaged_documents(damaged_store: Store) -> None:
