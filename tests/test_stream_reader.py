@@ -85,10 +85,12 @@ def test_tokens_need_the_byte_tokenizer(
 
 @pytest.fixture(scope="module")
 def sonnets_stream(tmp_path_factory: pytest.TempPathFactory,
-                   example_shards: Path) -> tuple[Store, list[list[int]]]:
-    """A stream of about 120 steps of 4 windows of 256 tokens over the sonnets (plain
+                   example_shards: Path) -> tuple[Store, dict[str, list[list[int]]]]:
+    """A stream `s` of about 120 steps of 4 windows of 256 tokens over the sonnets (plain
     JSONL, read by seeking to each record's line) and poems (Parquet), and its windows
-    packed here from the shards' own texts."""
+    packed here from the shards' own texts; and a stream `g` over the gzipped sonnets
+    (read by scanning the shard; its copy is in the store's folder) and the poems, and
+    its windows; by stream name."""
     import gzip
     import json
 
@@ -97,17 +99,24 @@ def sonnets_stream(tmp_path_factory: pytest.TempPathFactory,
     folder = tmp_path_factory.mktemp("sonnets")
     plain = folder / "sonnets.jsonl"
     plain.write_bytes(gzip.decompress((example_shards / "sonnets.jsonl.gz").read_bytes()))
+    shutil.copy(example_shards / "sonnets.jsonl.gz", folder / "sonnets.jsonl.gz")
     init_store(folder / "store")
     store = open_store(folder / "store")
     ingest_corpus(store, [plain, example_shards / "poems.parquet"], corpus="poems")
-    build_stream(store, corpus="poems", name="s", seed=9, seq_len=256, batch=4,
-                 separator_tokens=2)
+    ingest_corpus(store, [folder / "sonnets.jsonl.gz", example_shards / "poems.parquet"],
+                  corpus="gz")
+    for corpus, name in (("poems", "s"), ("gz", "g")):
+        build_stream(store, corpus=corpus, name=name, seed=9, seq_len=256, batch=4,
+                     separator_tokens=2)
     texts = {record["id"]: record["text"].encode("utf-8")
              for record in map(json.loads, plain.read_text().splitlines())}
     texts |= {row["id"]: row["text"].encode("utf-8")
               for row in pq.read_table(example_shards / "poems.parquet").to_pylist()}
-    packed = _packed(store, "s", texts, 2)
-    return store, [packed[i:i + 256] for i in range(0, len(packed) - 255, 256)]
+    windows = {}
+    for name in ("s", "g"):
+        packed = _packed(store, name, texts, 2)
+        windows[name] = [packed[i:i + 256] for i in range(0, len(packed) - 255, 256)]
+    return store, windows
 
 
 def _counting_locations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -126,14 +135,15 @@ def _counting_locations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_trainer_reading_in_order_looks_up_documents_once_per_read_ahead(
-        sonnets_stream: tuple[Store, list[list[int]]],
+        sonnets_stream: tuple[Store, dict[str, list[list[int]]]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Steps read in order find their documents' locations in one lookup per
     READ_AHEAD_TOKENS, not one per step (the first step is looked up alone: a reader reads
     ahead once steps come in order), and their windows are the packed stream's."""
     from lineage.stream import reader as reader_module
 
-    store, windows = sonnets_stream
+    store, packed = sonnets_stream
+    windows = packed["s"]
     steps = int(store.stream("s")["steps"])
     assert steps > 8
     calls = _counting_locations(monkeypatch)
@@ -164,13 +174,14 @@ def test_a_trainer_reading_in_order_looks_up_documents_once_per_read_ahead(
        ahead=st.sampled_from([1, 2048, 8192, 1 << 23]),
        most=st.sampled_from([1, 7, 1 << 16]))
 def test_windows_do_not_depend_on_what_was_read_before(
-        sonnets_stream: tuple[Store, list[list[int]]], asked: list[tuple[int, int | None]],
-        ahead: int, most: int) -> None:
+        sonnets_stream: tuple[Store, dict[str, list[list[int]]]],
+        asked: list[tuple[int, int | None]], ahead: int, most: int) -> None:
     """Any steps and ranks, in any order, with any read-ahead: each step's windows (or a
     rank's half of them) are the packed stream's."""
     from lineage.stream import reader as reader_module
 
-    store, windows = sonnets_stream
+    store, packed = sonnets_stream
+    windows = packed["s"]
     steps = int(store.stream("s")["steps"])
     reader = StreamReader(store, "s")
     with pytest.MonkeyPatch.context() as patch:
@@ -185,3 +196,74 @@ def test_windows_do_not_depend_on_what_was_read_before(
                 expected = windows[first:first + 2]
                 got = reader.windows(step, rank=rank, world_size=2)
             assert [list(w) for w in got] == expected
+
+
+def test_a_compressed_shard_is_scanned_once_per_read_ahead(
+        sonnets_stream: tuple[Store, dict[str, list[list[int]]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzipped shard has no recorded line starts: each read of its records scans it.
+    Steps read in order scan it once for all the steps read ahead, not once per step."""
+    from lineage.corpora import doc_text
+    from lineage.stream import reader as reader_module
+
+    store, packed = sonnets_stream
+    windows = packed["g"]
+    steps = int(store.stream("g")["steps"])
+    scans: list[int] = []
+    scan = doc_text._jsonl_records_text
+
+    def counted(con: object, origin: str, records: list[int]) -> list[str]:
+        scans.append(len(records))
+        return scan(con, origin, records)
+
+    monkeypatch.setattr(doc_text, "_jsonl_records_text", counted)
+    monkeypatch.setattr(reader_module, "READ_AHEAD_TOKENS", 16 * 4 * 256)  # 16 steps
+    reader = StreamReader(store, "g")
+    assert [[list(w) for w in reader.windows(step)] for step in range(steps)] == [
+        windows[step * 4:step * 4 + 4] for step in range(steps)]
+    # The first step alone, then one scan per 16 steps at most.
+    assert len(scans) <= 2 + steps // 16 < steps // 4
+    scans.clear()
+    sonnets = {row[0] for row in store.sql("SELECT doc_id FROM documents WHERE corpus = 'gz' "
+                                            "AND origin LIKE '%.gz'", max_rows=None).rows}
+    alone = StreamReader(store, "g")
+    asked = (40, 10, 70, 25)
+    for step in asked:  # not in order: a scan for each step that holds a sonnet
+        alone.windows(step)
+    assert len(scans) == sum(1 for step in asked
+                             if sonnets & {s.doc_id for s in alone.segments(step)}) > 1
+
+
+def test_a_changed_record_ahead_stops_only_the_step_that_needs_it(
+        sonnets_stream: tuple[Store, dict[str, list[list[int]]]]) -> None:
+    """A record of the gzipped shard changed after ingest: the steps read in order before
+    the one that holds it read as before, and that one is refused."""
+    import gzip
+    import json
+
+    store, packed = sonnets_stream
+    windows = packed["g"]
+    shard = Path(store.root).parent / "sonnets.jsonl.gz"
+    original = shard.read_bytes()
+    lines = gzip.decompress(original).decode("utf-8").splitlines()
+    reader = StreamReader(store, "g")
+    docs = [{s.doc_id for s in reader.segments(step)} for step in range(60)]
+    records = {json.loads(line)["id"]: n for n, line in enumerate(lines)}
+    # Steps p-1 and p, p with a sonnet p-1 lacks, and a later step with a sonnet neither has.
+    pair, later, victim = next(
+        (p, q, doc) for p in range(20, 40) if (docs[p] - docs[p - 1]) & records.keys()
+        for q in range(p + 2, 60) for doc in sorted(docs[q] & records.keys())
+        if doc not in docs[p] | docs[p - 1])
+    record = json.loads(lines[records[victim]])
+    record["text"] = record["text"].replace("e", "E")
+    lines[records[victim]] = json.dumps(record)
+    try:
+        shard.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+        reader = StreamReader(store, "g")
+        for step in (pair - 1, pair):
+            assert [list(w) for w in reader.windows(step)] == windows[step * 4:step * 4 + 4]
+        with pytest.raises(StoreError, match=f"record {records[victim] + 1}: bytes of "
+                                             f"'{victim}' no longer match"):
+            reader.windows(later)
+    finally:
+        shard.write_bytes(original)

@@ -68,6 +68,13 @@ def _line_start(document: dict[str, Any], text_row: dict[str, Any] | None) -> in
     return cast(int | None, text_row["byte_offset"])
 
 
+def needs_scan(document: StoredDocument) -> bool:
+    """Whether reading the document scans its whole shard: a JSONL record whose line start
+    is not recorded (a compressed shard, or a corpus without the text index)."""
+    return (document.record is not None and document.byte_offset is None
+            and not str(document.origin).lower().endswith(".parquet"))
+
+
 def read_checked(con: Any, doc_id: str, content_hash: str, origin: str | None,
                  record: int | None, byte_offset: int | None = None) -> bytes:
     """One document's exact bytes, which must hash to `content_hash`."""
@@ -106,8 +113,9 @@ def _read_from(con: Any, origin: str, documents: list[StoredDocument]) -> list[b
     whole = [i for i, d in enumerate(documents) if d.record is None]
     seek = [i for i, d in enumerate(documents) if d.record is not None
             and d.byte_offset is not None]
-    taken = set(whole) | set(seek)
-    rest = [i for i in range(len(documents)) if i not in taken]
+    scan = [i for i, d in enumerate(documents) if needs_scan(d)]
+    taken = set(whole) | set(seek) | set(scan)
+    rows = [i for i in range(len(documents)) if i not in taken]  # of a Parquet shard
     try:
         if whole:
             data = Path(origin).read_bytes()
@@ -116,17 +124,16 @@ def _read_from(con: Any, origin: str, documents: list[StoredDocument]) -> list[b
             offsets = [cast(int, documents[i].byte_offset) for i in seek]
             found.update((i, text.encode("utf-8"))
                          for i, text in zip(seek, _jsonl_lines_text(origin, offsets), strict=True))
-        if rest and origin.lower().endswith(".parquet"):
-            rows = [cast(int, documents[i].record) - 1 for i in rest]
-            found.update((i, text.encode("utf-8"))
-                         for i, text in zip(rest, _parquet_rows_text(origin, rows), strict=True))
-            rest = []
+        if rows:
+            numbers = [cast(int, documents[i].record) - 1 for i in rows]
+            found.update((i, text.encode("utf-8")) for i, text in
+                         zip(rows, _parquet_rows_text(origin, numbers), strict=True))
     except OSError as exc:
         raise StoreError(f"{origin}: cannot read the document ({exc.strerror or exc})") from exc
-    if rest:
-        records = [cast(int, documents[i].record) for i in rest]
+    if scan:
+        records = [cast(int, documents[i].record) for i in scan]
         found.update((i, text.encode("utf-8")) for i, text in
-                     zip(rest, _jsonl_records_text(con, origin, records), strict=True))
+                     zip(scan, _jsonl_records_text(con, origin, records), strict=True))
     return [found[i] for i in range(len(documents))]
 
 

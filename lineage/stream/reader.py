@@ -13,7 +13,12 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lineage.corpora.doc_text import StoredDocument, document_locations, read_all_checked
+from lineage.corpora.doc_text import (
+    StoredDocument,
+    document_locations,
+    needs_scan,
+    read_all_checked,
+)
 from lineage.errors import DamagedPartError, StoreError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.part_read import lookup_table
@@ -53,7 +58,10 @@ class Segment:
 
 
 class StreamReader:
-    """Reads one stream: `segments(step)` and, for byte-tokenized text, `windows(step)`."""
+    """Reads one stream: `segments(step)` and, for byte-tokenized text, `windows(step)`.
+
+    Asked for steps in order, it looks ahead (READ_AHEAD_TOKENS): where the next steps'
+    documents are, and the bytes of those only a shard scan reads, in one pass each."""
 
     def __init__(self, store: BaseStore, stream: str | None = None) -> None:
         self.store = store
@@ -68,10 +76,12 @@ class StreamReader:
         # The last segments read: a trainer asks for a step's windows, then its batch
         # digests, and the two are one read. (A stream's rows never change once built.)
         self._last: tuple[tuple[int, int | None, int | None], list[Segment]] | None = None
-        # Where the documents of the steps read ahead are (their bytes are read, and
-        # checked, when their step is), and the step whose windows were read last: a
+        # Where the documents of the steps read ahead are, the bytes of those that are read
+        # by scanning a whole shard (checked when read: one scan per shard for all the
+        # steps ahead, not one per step), and the step whose windows were read last: a
         # reader reads ahead once it is asked for steps in order.
         self._located: dict[str, StoredDocument] = {}
+        self._scanned: dict[str, bytes] = {}
         self._previous_step: int | None = None
 
     def segments(
@@ -104,7 +114,9 @@ class StreamReader:
         with self.store.reader(views=False) as con:  # one connection for the whole step
             segments = self._segments(con, step, rank, world_size)
             located = self._locations(con, step, {s.doc_id for s in segments})
-            texts = read_all_checked(con, located)
+            texts = read_all_checked(con, [d for d in located if d.doc_id not in self._scanned])
+            texts.update((d.doc_id, self._scanned[d.doc_id]) for d in located
+                         if d.doc_id in self._scanned)
         self._previous_step = step
         order = sorted({s.window for s in segments})
         index = {window: i for i, window in enumerate(order)}
@@ -126,6 +138,7 @@ class StreamReader:
         if not doc_ids <= self._located.keys():
             corpus = self.info["corpus"]
             in_order = self._previous_step is not None and step == self._previous_step + 1
+            self._scanned = {}
             try:
                 ahead = self._doc_ids_ahead(con, step) if in_order else set()
                 self._located = document_locations(con, self.store, corpus, doc_ids | ahead)
@@ -133,7 +146,21 @@ class StreamReader:
                 # A damaged row group that only later steps need stops those steps, not
                 # this one.
                 self._located = document_locations(con, self.store, corpus, doc_ids)
+                in_order = False
+            if in_order:
+                self._scan_ahead(con)
         return [self._located[doc_id] for doc_id in sorted(doc_ids) if doc_id in self._located]
+
+    def _scan_ahead(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The bytes of the documents read ahead that only a scan of their shard reads."""
+        scanned = [self._located[doc_id] for doc_id in sorted(self._located)
+                   if needs_scan(self._located[doc_id])]
+        try:
+            self._scanned = read_all_checked(con, scanned)
+        except StoreError:
+            # A shard changed since ingest: each step reads its own documents, and only
+            # the steps that need the changed ones stop.
+            self._scanned = {}
 
     def _doc_ids_ahead(self, con: duckdb.DuckDBPyConnection, step: int) -> set[str]:
         """The doc_ids of the steps from `step` on, the first READ_AHEAD_DOCUMENTS of about
