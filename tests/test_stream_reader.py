@@ -168,34 +168,63 @@ def test_a_trainer_reading_in_order_looks_up_documents_once_per_read_ahead(
     assert len(calls) == 3 and max(calls) < 10
 
 
-@settings(max_examples=20, deadline=None)
-@given(asked=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from([None, 0, 1])),
-                      min_size=1, max_size=12),
+@settings(max_examples=25, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 6),
+                               st.sampled_from([None, 0, 1])), min_size=1, max_size=4),
+       name=st.sampled_from(["s", "g"]),
        ahead=st.sampled_from([1, 2048, 8192, 1 << 23]),
        most=st.sampled_from([1, 7, 1 << 16]))
 def test_windows_do_not_depend_on_what_was_read_before(
         sonnets_stream: tuple[Store, dict[str, list[list[int]]]],
-        asked: list[tuple[int, int | None]], ahead: int, most: int) -> None:
-    """Any steps and ranks, in any order, with any read-ahead: each step's windows (or a
-    rank's half of them) are the packed stream's."""
+        runs: list[tuple[int, int, int | None]], name: str, ahead: int, most: int) -> None:
+    """Runs of steps in order (each read ahead of), from anywhere, for the whole step or
+    one rank, with any read-ahead: each step's windows (or a rank's half of them) are
+    the packed stream's."""
     from lineage.stream import reader as reader_module
 
     store, packed = sonnets_stream
-    windows = packed["s"]
-    steps = int(store.stream("s")["steps"])
-    reader = StreamReader(store, "s")
+    windows = packed[name]
+    steps = int(store.stream(name)["steps"])
+    reader = StreamReader(store, name)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reader_module, "READ_AHEAD_TOKENS", ahead)
         patch.setattr(reader_module, "READ_AHEAD_DOCUMENTS", most)
-        for pick, rank in asked:
-            step = pick % steps
-            if rank is None:
-                expected, got = windows[step * 4:step * 4 + 4], reader.windows(step)
-            else:
-                first = step * 4 + rank * 2
-                expected = windows[first:first + 2]
-                got = reader.windows(step, rank=rank, world_size=2)
-            assert [list(w) for w in got] == expected
+        for pick, length, rank in runs:
+            for step in range(pick % steps, min(steps, pick % steps + length)):
+                if rank is None:
+                    expected, got = windows[step * 4:step * 4 + 4], reader.windows(step)
+                else:
+                    first = step * 4 + rank * 2
+                    expected = windows[first:first + 2]
+                    got = reader.windows(step, rank=rank, world_size=2)
+                assert [list(w) for w in got] == expected
+
+
+def test_a_rank_reads_ahead_only_its_own_documents(
+        sonnets_stream: tuple[Store, dict[str, list[list[int]]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader for one rank of two looks ahead at the documents of its own windows."""
+    from lineage.stream import reader as reader_module
+
+    store, packed = sonnets_stream
+    calls = _counting_locations(monkeypatch)
+    monkeypatch.setattr(reader_module, "READ_AHEAD_TOKENS", 40 * 4 * 256)  # 40 steps
+    whole, halves = StreamReader(store, "s"), [StreamReader(store, "s") for _ in range(2)]
+    looked_up = []
+    for reader, split in ((whole, {}), *((half, {"rank": r, "world_size": 2})
+                                         for r, half in enumerate(halves))):
+        calls.clear()
+        for step in (10, 11):
+            reader.windows(step, **split)
+        looked_up.append(calls[-1])
+    ranks = [{s.doc_id for step in range(11, 51) for s in whole.segments(step, rank=r,
+                                                                          world_size=2)}
+             for r in (0, 1)]
+    everything = ranks[0] | ranks[1]
+    # Each lookup: the step's own documents and those of the steps ahead (for a rank, of
+    # its windows only).
+    assert looked_up[0] == len(everything)
+    assert looked_up[1:] == [len(ranks[0]), len(ranks[1])] and max(looked_up[1:]) < len(everything)
 
 
 def test_a_compressed_shard_is_scanned_once_per_read_ahead(
@@ -241,6 +270,8 @@ def test_a_changed_record_ahead_stops_only_the_step_that_needs_it(
     import gzip
     import json
 
+    from lineage.corpora import doc_text
+
     store, packed = sonnets_stream
     windows = packed["g"]
     shard = Path(store.root).parent / "sonnets.jsonl.gz"
@@ -260,8 +291,18 @@ def test_a_changed_record_ahead_stops_only_the_step_that_needs_it(
     try:
         shard.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
         reader = StreamReader(store, "g")
-        for step in (pair - 1, pair):
-            assert [list(w) for w in reader.windows(step)] == windows[step * 4:step * 4 + 4]
+        scans: list[int] = []
+        scan = doc_text._jsonl_records_text
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(doc_text, "_jsonl_records_text",
+                          lambda con, origin, records: scans.append(len(records))
+                          or scan(con, origin, records))
+            for step in (pair - 1, pair):
+                assert [list(w) for w in reader.windows(step)] == windows[step * 4:step * 4 + 4]
+        # Step `pair` scanned the shard for the steps ahead (which met the changed record),
+        # then for its own records.
+        own = len(docs[pair] & records.keys())
+        assert scans[-1] == own and scans[-2] > own
         with pytest.raises(StoreError, match=f"record {records[victim] + 1}: bytes of "
                                              f"'{victim}' no longer match"):
             reader.windows(later)

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 SEPARATOR = 256  # the separator token of the byte tokenizer (ids 0-255 are bytes)
 
-# Where documents are is looked up for the steps ahead too: the documents of about this
-# many tokens (64 steps of 64 x 2048), at most READ_AHEAD_DOCUMENTS of them. In a shuffled
+# Where documents are is looked up for the steps ahead too: the documents of the steps of
+# about this many tokens of windows (64 steps of 64 x 2048; at least the step itself), or
+# of one rank's windows in them, at most READ_AHEAD_DOCUMENTS of them. In a shuffled
 # stream a step's documents are spread over nearly every row group of a large documents
 # table, and a lookup decodes those row groups whole; doing it once for 64 steps instead
 # of once per step is what keeps a trainer that reads in order fast (bench/reader.py).
@@ -78,11 +79,12 @@ class StreamReader:
         self._last: tuple[tuple[int, int | None, int | None], list[Segment]] | None = None
         # Where the documents of the steps read ahead are, the bytes of those that are read
         # by scanning a whole shard (checked when read: one scan per shard for all the
-        # steps ahead, not one per step), and the step whose windows were read last: a
-        # reader reads ahead once it is asked for steps in order.
+        # steps ahead, not one per step), and the step (and rank) whose windows were read
+        # last: a reader reads ahead once it is asked for steps in order.
         self._located: dict[str, StoredDocument] = {}
         self._scanned: dict[str, bytes] = {}
-        self._previous_step: int | None = None
+        self._previous: tuple[int, int | None, int | None] | None = None  # step, rank, size
+        self._read_alone_until = -1  # the last step of a read-ahead that met damage
 
     def segments(
         self, step: int, *, rank: int | None = None, world_size: int | None = None
@@ -113,11 +115,12 @@ class StreamReader:
                              f"{self.info['corpus']!r} was counted with {self.tokenizer}")
         with self.store.reader(views=False) as con:  # one connection for the whole step
             segments = self._segments(con, step, rank, world_size)
-            located = self._locations(con, step, {s.doc_id for s in segments})
+            located = self._locations(con, step, {s.doc_id for s in segments},
+                                      (rank, world_size))
             texts = read_all_checked(con, [d for d in located if d.doc_id not in self._scanned])
             texts.update((d.doc_id, self._scanned[d.doc_id]) for d in located
                          if d.doc_id in self._scanned)
-        self._previous_step = step
+        self._previous = (step, rank, world_size)
         order = sorted({s.window for s in segments})
         index = {window: i for i, window in enumerate(order)}
         out = [array("H", [SEPARATOR]) * self.seq_len for _ in order]
@@ -130,21 +133,24 @@ class StreamReader:
             out[index[s.window]][offset:offset + len(chunk)] = array("H", list(chunk))
         return out
 
-    def _locations(self, con: duckdb.DuckDBPyConnection, step: int,
-                   doc_ids: set[str]) -> list[StoredDocument]:
-        """Where `doc_ids` (of `step`) are, when one of them is not known yet looked up
-        with the documents of the next steps if the steps are being read in order (a step
-        read alone costs less: 0.4 s against 1 s at 1M documents)."""
+    def _locations(self, con: duckdb.DuckDBPyConnection, step: int, doc_ids: set[str],
+                   part: tuple[int | None, int | None]) -> list[StoredDocument]:
+        """Where `doc_ids` (of `step`, or of the rank `part` names) are. When one of them is
+        not known yet they are looked up, with the documents of the next steps if the
+        steps are being read in order (the step after the last one read, for the same
+        rank): a step read alone costs less (0.4 s against 1 s at 1M documents)."""
         if not doc_ids <= self._located.keys():
             corpus = self.info["corpus"]
-            in_order = self._previous_step is not None and step == self._previous_step + 1
+            in_order = (self._previous == (step - 1, *part)
+                        and step > self._read_alone_until)
             self._scanned = {}
             try:
-                ahead = self._doc_ids_ahead(con, step) if in_order else set()
+                ahead = self._doc_ids_ahead(con, step, part) if in_order else set()
                 self._located = document_locations(con, self.store, corpus, doc_ids | ahead)
             except DamagedPartError:
-                # A damaged row group that only later steps need stops those steps, not
-                # this one.
+                # Damage that only later steps need stops those steps, not this one; the
+                # steps up to the end of this read-ahead are read alone.
+                self._read_alone_until = self._last_step_ahead(step)
                 self._located = document_locations(con, self.store, corpus, doc_ids)
                 in_order = False
             if in_order:
@@ -162,18 +168,41 @@ class StreamReader:
             # the steps that need the changed ones stop.
             self._scanned = {}
 
-    def _doc_ids_ahead(self, con: duckdb.DuckDBPyConnection, step: int) -> set[str]:
-        """The doc_ids of the steps from `step` on, the first READ_AHEAD_DOCUMENTS of about
-        READ_AHEAD_TOKENS tokens."""
-        steps = int(self.info["steps"])
-        step_tokens = self.schedule.windows_of(step) * self.seq_len
-        last = min(steps - 1, step + max(0, READ_AHEAD_TOKENS // step_tokens - 1))
-        start = self.schedule.first_window(step) * self.seq_len
-        end = self.schedule.step_range(last).stop * self.seq_len
-        rows = lookup_table(con, self.store, "occurrences", self.info["name"], ("doc_id",),
-                            span=(start, end))
+    def _last_step_ahead(self, step: int) -> int:
+        """The last step a read-ahead from `step` covers: about READ_AHEAD_TOKENS tokens
+        of windows, whatever the batch size of the steps after it."""
+        ahead = max(self.schedule.windows_of(step), READ_AHEAD_TOKENS // self.seq_len)
+        last_window = self.schedule.first_window(step) + ahead - 1
+        return min(int(self.info["steps"]) - 1, self.schedule.step_of_window(last_window))
+
+    def _doc_ids_ahead(self, con: duckdb.DuckDBPyConnection, step: int,
+                       part: tuple[int | None, int | None]) -> set[str]:
+        """The doc_ids of the steps from `step` to `_last_step_ahead(step)` (only in the
+        windows of the rank `part` names, if any), the first READ_AHEAD_DOCUMENTS."""
+        import numpy as np
+
+        last = self._last_step_ahead(step)
+        first_window = self.schedule.first_window(step)
+        end_window = self.schedule.step_range(last).stop
+        columns = ("doc_id", "stream_start", "stream_end")
+        rows = lookup_table(con, self.store, "occurrences", self.info["name"], columns,
+                            span=(first_window * self.seq_len, end_window * self.seq_len))
         if rows is None:
             return set()
+        rank, world_size = part
+        if rank is not None and world_size is not None:
+            # Only the occurrences that meet one of the rank's windows of these steps.
+            mine = np.zeros(end_window - first_window + 1, dtype=np.int64)
+            for each in range(step, last + 1):
+                windows = self.rank_rule.windows(self.schedule.step_range(each), rank,
+                                                 world_size)
+                mine[np.asarray(windows) - first_window + 1] = 1
+            held = np.cumsum(mine)  # held[w + 1] - held[lo]: the rank's windows in lo..w
+            lo = np.clip(rows["stream_start"].to_numpy() // self.seq_len - first_window,
+                         0, end_window - first_window)
+            hi = np.clip((rows["stream_end"].to_numpy() - 1) // self.seq_len - first_window,
+                         -1, end_window - first_window - 1)
+            rows = rows.filter(held[hi + 1] - held[lo] > 0)
         in_order = dict.fromkeys(rows["doc_id"].to_pylist())  # rows are in stream order
         return set(list(in_order)[:READ_AHEAD_DOCUMENTS])
 

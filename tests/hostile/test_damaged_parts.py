@@ -74,6 +74,9 @@ def _queries(store: Store, example_corpus: Path) -> dict[str, Callable[[], Any]]
         # A new reader each time: a reader keeps the (checked) locations of the documents
         # of the steps it read ahead, and reads the documents table again only past them.
         "windows": lambda: [StreamReader(store, "s").windows(step) for step in STEPS],
+        # In order: step 4 (with documents step 3 lacks) looks up the steps ahead too.
+        "windows-in-order": lambda: (lambda reader: [reader.windows(step) for step in (2, 3, 4)])(
+            StreamReader(store, "s")),
         "trained-on": lambda: trained_on_hashes(
             store, [(d[:8], d) for d in digests], stream="s"),
         "text": lambda: trained_on(store, texts=[excerpt], stream="s"),
@@ -94,9 +97,9 @@ def _cli_docs(cli: Cli, step: int) -> Any:
 
 
 READERS = {  # the queries that read each table
-    "documents": ("windows",),
+    "documents": ("windows", "windows-in-order"),
     "document_hashes": ("trained-on",),
-    "occurrences": ("docs", "cli-docs", "windows"),
+    "occurrences": ("docs", "cli-docs", "windows", "windows-in-order"),
     "occurrence_hashes": ("trained-on",),
     "text_documents": ("text",),
     "text_hashes": ("text",),
@@ -230,10 +233,27 @@ def test_a_steps_tokens_read_only_the_row_groups_of_its_documents(damaged_store:
     assert exc.value.path == str(path)
 
 
-def test_damage_ahead_stops_only_the_step_that_needs_it(damaged_store: Store) -> None:
+def test_damage_ahead_stops_only_the_step_that_needs_it(
+        damaged_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader asked for steps in order looks up the documents of the steps ahead too; a
     damaged documents row group that only a later step needs stops that step, not these."""
     import pyarrow.parquet as pq
+
+    from lineage.stream import reader as reader_module
+
+    lookups: list[tuple[int, str]] = []  # (doc_ids asked, how it ended)
+    locations = reader_module.document_locations
+
+    def counted(con: object, store: Store, corpus: str, doc_ids: set[str]) -> object:
+        try:
+            found = locations(con, store, corpus, doc_ids)
+        except DamagedPartError:
+            lookups.append((len(doc_ids), "damaged"))
+            raise
+        lookups.append((len(doc_ids), "read"))
+        return found
+
+    monkeypatch.setattr(reader_module, "document_locations", counted)
 
     reader = StreamReader(damaged_store, "s")
     docs = [{s.doc_id for s in reader.segments(step)} for step in range(200)]
@@ -253,7 +273,16 @@ def test_damage_ahead_stops_only_the_step_that_needs_it(damaged_store: Store) ->
     start, end = record["ends"][group - 1] if group else 0, record["ends"][group]
     with _damaged(path, (start + end) // 2, lambda b: b ^ 1):
         reader = StreamReader(damaged_store, "s")
+        lookups.clear()
         assert [reader.windows(step) for step in (pair - 1, pair)] == in_order
+        # Step `pair` looked ahead, met the damage, and was then looked up alone.
+        own = len(docs[pair])
+        assert lookups[-2:] == [(lookups[-2][0], "damaged"), (own, "read")]
+        assert lookups[-2][0] > own
+        # The steps up to `later` are then looked up alone: the damage is not met again.
+        lookups.clear()
+        assert all(reader.windows(step) for step in range(pair + 1, later))
+        assert all(how == "read" for _, how in lookups)
         with pytest.raises(DamagedPartError, match=f"row group {group} "):
             reader.windows(later)
 
