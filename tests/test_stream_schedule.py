@@ -368,3 +368,44 @@ def test_a_model_card_states_the_schedule(ramped: Store) -> None:
     assert "batch: windows per step by schedule (2 from step 0, 4 from step 3, 8 from " \
         "step 6); steps:" in ramp
     assert "batch: 4 windows per step; steps:" in _stream(get_stream(ramped, "f"))
+
+
+def test_the_reader_looks_ahead_by_windows_under_the_schedule_and_rank_rule(
+        ramped: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps read in order under a ramped schedule and a micro-batch rank rule read what
+    each step read alone reads; a look-ahead spans READ_AHEAD_TOKENS of windows, not a
+    count of steps of the size of the step it starts from."""
+    from lineage.stream import reader as reader_module
+
+    asked: list[set[str]] = []
+    locations = reader_module.document_locations
+
+    def recorded(con: object, store: Store, corpus: str, doc_ids: set[str]) -> object:
+        asked.append(set(doc_ids))
+        return locations(con, store, corpus, doc_ids)
+
+    monkeypatch.setattr(reader_module, "document_locations", recorded)
+    monkeypatch.setattr(reader_module, "READ_AHEAD_TOKENS", 8 * 64)  # 8 windows
+    steps = int(ramped.stream("r")["steps"])
+    for split, first in (({}, 0), ({"rank": 1, "world_size": 2}, 3)):  # 2 ranks from step 3
+        reader = StreamReader(ramped, "r")
+        for step in range(first, min(steps, 14)):
+            assert reader.windows(step, **split) == \
+                StreamReader(ramped, "r").windows(step, **split)
+    # Steps of 1 window, then of 8: a look-ahead of 16 windows from a step of 1 window
+    # near the change ends in the first step of 8 windows, not 16 steps on.
+    build_stream(ramped, corpus="sonnets", name="slow", seed=11, seq_len=64,
+                 schedule=parse_schedule("0:1,40:8"))
+    monkeypatch.setattr(reader_module, "READ_AHEAD_TOKENS", 16 * 64)
+    docs = [{s.doc_id for s in StreamReader(ramped, "slow").segments(step)}
+            for step in range(60)]
+    # A step with a document the step before lacks (so it looks ahead).
+    step = [step for step in range(25, 40) if docs[step] - docs[step - 1]][-1]
+    last = 40  # the first step of 8 windows holds the 16th window from `step`
+    reader = StreamReader(ramped, "slow")
+    reader.windows(step - 1)
+    asked.clear()
+    reader.windows(step)
+    assert asked == [set().union(*docs[step:last + 1])]
+    # 16 steps ahead, as many as 16 windows of steps of 1 window, would have held these.
+    assert set().union(*docs[last + 1:step + 16]) - asked[0]
