@@ -80,7 +80,10 @@ def write_text_index(
             con, "SELECT ?::VARCHAR AS corpus, doc, doc_id, source, content_hash, text_hash, "
             "n_words, n_bytes, origin, record, byte_offset FROM numbered ORDER BY doc", [corpus],
             text_documents_schema(), out_dir / "text_documents", ["doc"], progress,
-            "writing text documents", summary.documents)
+            "writing text documents", summary.documents,
+            # doc_id grows with doc: its ranges let a lookup by doc_id (a trainer's
+            # documents, a document page) read only the row groups that hold them.
+            ranges=["doc", "doc_id"])
         summary.hash_parts = _write(
             con, "SELECT ?::VARCHAR AS corpus, text_hash, doc "
             "FROM numbered ORDER BY ('0x' || left(text_hash, 16))::UBIGINT, text_hash, doc",
@@ -104,12 +107,12 @@ def write_text_index(
 def _write(
     con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], schema: Any, out_dir: Path,
     key: list[str], progress: Any, stage: str, total: int,
-    encodings: dict[str, str] | None = None,
+    encodings: dict[str, str] | None = None, ranges: list[str] | None = None,
 ) -> list[WrittenPart]:
     reader = con.cursor().sql(sql, params=params).to_arrow_reader(_FETCH_ROWS)
     return write_parts(
         reader, schema=schema, out_dir=out_dir, sorted_by=key, progress=progress,
         stage=stage, total=total, row_group_rows=TEXT_ROW_GROUP_ROWS,
-        part_rows=TEXT_PART_ROWS, range_columns=key,
+        part_rows=TEXT_PART_ROWS, range_columns=ranges or key,
         encodings=encodings,
     )

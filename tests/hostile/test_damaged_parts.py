@@ -357,3 +357,40 @@ def test_a_catalog_naming_a_part_outside_the_store_is_refused(
     result = Cli(copy)("docs", "--step", "0", "--stream", "s", code=2)
     assert result.stderr.count("\n") == 1 and "unexpected Parquet path" in result.stderr
     assert outside.read_bytes() == b"PAR1"
+
+
+def test_a_lookup_by_doc_id_in_the_text_index_reads_only_its_row_group(
+        damaged_store: Store) -> None:
+    """`text_documents` is in doc_id order and records each row group's doc_ids, so a
+    document's row (a document page, a trainer's line offsets) comes from its own row
+    group: damage elsewhere in the part does not stop it."""
+    import pyarrow.parquet as pq
+
+    from lineage.store.part_read import row_by_doc_id
+
+    path = _parts(damaged_store, "text_documents")[0]
+    shard = pq.ParquetFile(path)
+    assert shard.num_row_groups >= 3
+    ids = [shard.read_row_group(g, columns=["doc_id"])["doc_id"].to_pylist()
+           for g in range(shard.num_row_groups)]
+    assert [group[0] for group in ids] == sorted(group[0] for group in ids)
+    record = json.loads(damaged_store.sql(
+        "SELECT row_groups FROM parquet_files WHERE path = "
+        f"'{path.relative_to(damaged_store.root).as_posix()}'").rows[0][0])
+    assert record["first"]["doc_id"] == [group[0] for group in ids]
+    wanted = ids[0][0]
+
+    def lookup() -> Any:
+        with damaged_store.reader(views=False) as con:
+            return row_by_doc_id(con, damaged_store, "text_documents", "plays", wanted,
+                                 ("doc", "text_hash"))
+
+    before = lookup()
+    assert before is not None
+    ends = record["ends"]
+    last_group = (ends[-3] + ends[-2]) // 2  # inside the part's last row group
+    with _damaged(path, last_group, lambda b: b ^ 1):
+        assert lookup() == before
+    with _damaged(path, ends[0] // 2, lambda b: b ^ 1), \
+            pytest.raises(DamagedPartError, match="row group 0 "):
+        lookup()
