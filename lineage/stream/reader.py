@@ -28,6 +28,7 @@ from lineage.stream.query import (
     step_segments,
     stream_rank_rule,
     stream_schedule,
+    window_piece_arrays,
 )
 
 if TYPE_CHECKING:
@@ -191,18 +192,14 @@ class StreamReader:
             return set()
         rank, world_size = part
         if rank is not None and world_size is not None:
-            # Only the occurrences that meet one of the rank's windows of these steps.
-            mine = np.zeros(end_window - first_window + 1, dtype=np.int64)
-            for each in range(step, last + 1):
-                windows = self.rank_rule.windows(self.schedule.step_range(each), rank,
-                                                 world_size)
-                mine[np.asarray(windows) - first_window + 1] = 1
-            held = np.cumsum(mine)  # held[w + 1] - held[lo]: the rank's windows in lo..w
-            lo = np.clip(rows["stream_start"].to_numpy() // self.seq_len - first_window,
-                         0, end_window - first_window)
-            hi = np.clip((rows["stream_end"].to_numpy() - 1) // self.seq_len - first_window,
-                         -1, end_window - first_window - 1)
-            rows = rows.filter(held[hi + 1] - held[lo] > 0)
+            # Only the occurrences with a piece in one of the rank's windows of these steps
+            # (cut at window edges as `docs` cuts them).
+            mine = [window for each in range(step, last + 1) for window in
+                    self.rank_rule.windows(self.schedule.step_range(each), rank, world_size)]
+            row, window, _, _ = window_piece_arrays(
+                rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy(), self.seq_len,
+                first_window, end_window - 1)
+            rows = rows.take(np.unique(row[np.isin(window, mine)]))  # still in stream order
         in_order = dict.fromkeys(rows["doc_id"].to_pylist())  # rows are in stream order
         return set(list(in_order)[:READ_AHEAD_DOCUMENTS])
 
