@@ -30,6 +30,15 @@ class LineageGroup(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
+            return self._invoke(ctx)
+        finally:
+            from lineage.store.base import take_notices
+
+            for notice in take_notices():  # e.g. a commit left in the catalog's log
+                output.warning(notice)
+
+    def _invoke(self, ctx: typer.Context) -> Any:
+        try:
             return super().invoke(ctx)
         except click.UsageError as exc:  # an unknown command, a bad option or value
             _usage_error(exc)

@@ -1,4 +1,4 @@
-"""`lineage init`, `lineage sql`, and `lineage store verify|gc|migrate`."""
+"""`lineage init`, `lineage sql`, and `lineage store verify|gc|repair|migrate`."""
 
 from __future__ import annotations
 
@@ -94,6 +94,36 @@ def gc(
     else:
         output.emit_lines([f"removed {path}" for path in report["removed"]]
                           + [f"{len(report['removed'])} leftovers removed"])
+
+
+@app.command("repair")
+def repair(
+    ctx: typer.Context,
+    drop_lost: Annotated[bool, typer.Option(
+        "--drop-lost", help="Unregister a corpus or stream whose lost parts cannot be "
+        "rebuilt, so it can be ingested or built again.")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Bring a store found half-way back to a consistent state, saying what was done.
+
+    Moves commits left in the catalog's log into the catalog, rebuilds lost or damaged
+    parts from the inputs their records name (put back only when their SHA-256 is the
+    recorded one), and removes files no commit registered. Exit 1 when a lost part
+    could not be rebuilt (and --drop-lost was not given)."""
+    from lineage.ingest.repair import repair_store
+
+    report = repair_store(current_store(ctx), drop_lost=drop_lost)
+    if json:
+        output.emit_json(report.to_dict())
+    else:
+        lines = [f"{a.action}: {a.target}: {a.detail}" for a in report.actions]
+        lines += [f"{p.path}: {p.status}: {p.message}" for p in report.remaining]
+        lines.append("ok: the store is consistent" if report.ok else
+                     f"FAILED: {len(report.remaining)} lost files remain; "
+                     "--drop-lost unregisters their records")
+        output.emit_lines(lines)
+    if not report.ok:
+        raise typer.Exit(EXIT_NO)
 
 
 @app.command("migrate")

@@ -11,6 +11,8 @@
     └── StoreError                the store is missing, damaged or of an unknown schema
         ├── StoreBusyError        another process holds the catalog for too long
         ├── StoreFullError        the disk filled up during a write (nothing was committed)
+        ├── CommitUnknownError    a write failed at its commit and the catalog cannot say
+        │                         now whether it committed (its files were kept)
         └── DamagedPartError      a Parquet part's bytes differ from what the catalog recorded
 
 The command line maps these to exit codes in one place (`lineage.cli.main`), following
@@ -120,6 +122,18 @@ class StoreBusyError(StoreError):
 
 class StoreFullError(StoreError):
     """The disk filled up; the partial write was removed and nothing was committed."""
+
+
+class CommitUnknownError(StoreError):
+    """A write failed at its commit, and reading the catalog again could not tell whether
+    the commit happened; the parts it renamed into place were kept (garbage if not)."""
+
+    def __init__(self, root: object, exc: BaseException) -> None:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        super().__init__(
+            f"{root}: the write failed at its commit ({first}) and the catalog cannot be "
+            "read to tell whether it committed; run `lineage store repair`, then re-run "
+            "(the write is idempotent)")
 
 
 class DamagedPartError(StoreError):

@@ -40,3 +40,22 @@ class StoreVerification(Answer):
     bytes_checked: int
     problems: tuple[PartProblem, ...]
     unregistered: tuple[str, ...]  # files no commit registered (`lineage store gc` removes them)
+
+
+class RepairAction(Answer):
+    """One thing `lineage store repair` did or could not do."""
+
+    action: str  # moved-log, rebuilt, cannot-rebuild, unregistered, dropped or removed
+    target: str  # a file (relative to the store's folder) or a record ("corpus NAME")
+    detail: str  # why, and what the file or record is now
+
+
+class StoreRepair(Answer):
+    """`lineage store repair`: a store found half-way brought back to a consistent state."""
+
+    ROWS: ClassVar[str | None] = "actions"
+
+    store: str  # the store's folder
+    ok: bool  # True when every registered file is now present and unchanged
+    actions: tuple[RepairAction, ...]  # in the order they were done
+    remaining: tuple[PartProblem, ...]  # lost files it could not rebuild (not dropped)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lineage.errors import StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
+from lineage.store import faults
 from lineage.store.part_check import require_plain
 
 if TYPE_CHECKING:
@@ -103,16 +105,29 @@ class BaseStore:
         The catalog is attached to the process's one DuckDB instance, like a reader's, and
         detached on exit (which writes the commit from DuckDB's log into the file and
         releases the lock): starting an instance of its own cost each write 30-40 ms.
+
+        The COMMIT is the commit (docs/store.md, "What a commit is"): once it returns, the
+        transaction is in `catalog.duckdb.wal`, which every later open replays. Folding
+        the log into the file at detach can still fail (a full disk); that does not undo
+        the commit, so it is not raised: the next write folds it in, and `take_notices()`
+        says it is pending.
         """
-        with _attached_cursor(self.catalog_path, writable=True) as (con, schema):
+        cursor, alias = _attach(self.catalog_path, writable=True)
+        committed = False
+        try:
             try:
-                con.execute("BEGIN TRANSACTION")
-                _ensure_schema(con, self.catalog_path, migrate=True, schema=schema)
-                yield con
-                con.execute("COMMIT")
+                cursor.execute("BEGIN TRANSACTION")
+                _ensure_schema(cursor, self.catalog_path, migrate=True, schema=f"{alias}.main")
+                yield cursor
+                faults.reach("catalog-commit")
+                _commit(cursor, self.catalog_path)
+                committed = True
             except BaseException:
-                _rollback_quietly(con)
+                if not committed:
+                    _rollback_quietly(cursor)
                 raise
+        finally:
+            _detach(cursor, alias, self.catalog_path, committed=committed)
 
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -218,14 +233,19 @@ def init_store(path: str | os.PathLike[str]) -> StoreInit:
     temp = store.root / f".tmp-{os.getpid()}-{CATALOG_NAME}"
     for leftover in (temp, temp.with_name(temp.name + ".wal")):
         leftover.unlink(missing_ok=True)
-    with _attached_cursor(temp, writable=True) as (con, _):  # detached: all in the file
-        con.execute(catalog_ddl())
-        con.execute(
-            "INSERT INTO schema_info VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
-        )
     from lineage.store.durable import publish
 
-    publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
+    try:
+        with _attached_cursor(temp, writable=True) as (con, _):  # detached: all in the file
+            con.execute(catalog_ddl())
+            con.execute(
+                "INSERT INTO schema_info VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+            )
+        publish(temp, store.catalog_path)  # a crash mid-init leaves no half-made catalog
+    except BaseException:
+        for leftover in (temp, temp.with_name(temp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        raise
     return StoreInit(str(store.root), created=True, schema_version=SCHEMA_VERSION)
 
 
@@ -247,6 +267,7 @@ _SHARED: list[duckdb.DuckDBPyConnection] = []  # one warm DuckDB instance per pr
 _SHARED_PID: list[int] = [0]  # a forked child must not reuse its parent's instance
 _SHARED_LOCK = threading.Lock()
 _ALIASES = itertools.count()
+_NOTICES: list[str] = []
 
 
 def _shared_instance() -> duckdb.DuckDBPyConnection:
@@ -265,8 +286,17 @@ def _attached_cursor(path: Path, *, writable: bool = False,
                      ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
     """A cursor of the process's DuckDB instance with the catalog at `path` attached under
     a fresh name, where unqualified names are found, and that database's main schema.
-    Detaching it on exit releases the file's lock (and a writer's log is written into
-    the file)."""
+    Detaching it on exit releases the file's lock (and a writer's log is written into the
+    file: a failure to do so is raised, as nothing here committed a transaction)."""
+    cursor, alias = _attach(path, writable=writable)
+    try:
+        yield cursor, f"{alias}.main"
+    finally:
+        _detach(cursor, alias, path, committed=False)
+
+
+def _attach(path: Path, *, writable: bool) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A new cursor of the shared instance with `path` attached under a fresh alias."""
     cursor = _shared_instance().cursor()
     alias = f"catalog_{os.getpid()}_{next(_ALIASES)}"
     mode = "" if writable else " (READ_ONLY)"
@@ -276,13 +306,69 @@ def _attached_cursor(path: Path, *, writable: bool = False,
             cursor.execute(f"USE {alias}")  # where unqualified names are, and are created
         else:
             cursor.execute(f"SET search_path = '{alias}.main'")
-        yield cursor, f"{alias}.main"
+    except BaseException:
+        _detach(cursor, alias, path, committed=False)
+        raise
+    return cursor, alias
+
+
+def _commit(cursor: duckdb.DuckDBPyConnection, path: Path) -> None:
+    import duckdb
+
+    try:
+        cursor.execute("COMMIT")
+    except duckdb.Error as exc:  # e.g. the log could not be written or synced
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreError(f"{path}: could not commit ({first}): nothing was committed; "
+                         "re-run once the disk is writable") from exc
+
+
+def _detach(cursor: duckdb.DuckDBPyConnection, alias: str, path: Path, *,
+            committed: bool) -> None:
+    """Detach `alias` (a writer's detach folds DuckDB's log into the file) and close the
+    cursor. A detach that fails after a COMMIT only delays that folding: the log keeps the
+    commit and every open replays it, so it is noted, not raised. Any other failure of the
+    instance (DuckDB invalidates an instance after a fatal I/O error) drops it, so this
+    process's next open starts a fresh one."""
+    try:
+        cursor.execute("USE memory")  # the attached catalog cannot be detached while in use
+        cursor.execute(f"DETACH DATABASE IF EXISTS {alias}")
+    except Exception as exc:
+        _drop_shared_instance()
+        if committed:
+            _NOTICES.append(deferred_checkpoint_notice(path, exc))
+        elif sys.exc_info()[0] is None:  # nothing else is on its way up: say this one
+            raise _open_error(path, exc) from exc
     finally:
         try:
-            cursor.execute("USE memory")  # the attached catalog cannot be detached while in use
-            cursor.execute(f"DETACH DATABASE IF EXISTS {alias}")
-        finally:
             cursor.close()
+        except Exception:
+            pass  # an invalidated instance's cursor: dropped with it
+
+
+def deferred_checkpoint_notice(path: Path, exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    why = "" if "CHECKPOINT during DETACH failed" in first else f" ({first})"
+    return (f"{path}: committed, but the commit could not be moved from {path.name}.wal "
+            f"into {path.name}{why}; every open replays the log, and the next write (or "
+            "`lineage store repair`) moves it")
+
+
+def take_notices() -> list[str]:
+    """What writes that succeeded have to say (a commit left in DuckDB's log), once."""
+    taken = list(_NOTICES)
+    _NOTICES.clear()
+    return taken
+
+
+def _drop_shared_instance() -> None:
+    with _SHARED_LOCK:
+        dropped, _SHARED[:] = list(_SHARED), []
+    for con in dropped:
+        try:
+            con.close()
+        except Exception:
+            pass
 
 
 def _connect(path: Path, read_only: bool,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lineage.errors import StoreFullError
+from lineage.errors import CommitUnknownError, StoreFullError
 
 TEMP_PREFIX = ".tmp-"
 _READ_CHUNK = 1 << 20
@@ -89,7 +89,7 @@ def disk_full_guard(*cleanup: Path) -> Iterator[None]:
     """
     try:
         yield
-    except StoreFullError:
+    except (StoreFullError, CommitUnknownError):
         raise
     except Exception as exc:
         if not is_disk_full(exc):

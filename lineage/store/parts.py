@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.errors import CommitUnknownError
 from lineage.store.durable import TEMP_PREFIX, fsync_dir
 
 if TYPE_CHECKING:
@@ -227,6 +228,40 @@ def unpublish(store: BaseStore, relative: Iterable[str]) -> None:
     """Remove published files whose registering transaction did not commit."""
     for rel in relative:
         (store.root / rel).unlink(missing_ok=True)
+
+
+def published_or_raise(store: BaseStore, relative: Sequence[str], exc: BaseException) -> None:
+    """Call in the `except` of a write that renamed `relative` into place: returns when
+    the transaction committed after all (the caller reports success), raises otherwise.
+    An interruption (Ctrl-C) is raised even when the commit happened."""
+    settled = settle_published(store, relative)
+    if settled is None:
+        raise CommitUnknownError(store.root, exc) from exc
+    if not settled or not isinstance(exc, Exception):
+        raise exc
+
+
+def settle_published(store: BaseStore, relative: Sequence[str]) -> bool | None:
+    """After a write that failed with parts renamed into place: did its transaction
+    commit after all? The catalog is read again to tell (a COMMIT can fail after its log
+    reached the disk, and whatever failed after a COMMIT does not undo it).
+
+    True: the parts are registered, the write is done. False: they are not, and are
+    removed. None: the catalog cannot be read now, so the parts stay where they are:
+    unregistered files are garbage (`lineage store gc`), a registered one is data.
+    """
+    if not relative:
+        return False
+    try:
+        with store.reader(views=False) as con:
+            found = con.execute("SELECT count(*) FROM parquet_files WHERE list_contains(?, path)",
+                                [list(relative)]).fetchall()[0][0]
+    except Exception:
+        return None
+    if found:  # one transaction registered all of them, or none
+        return True
+    unpublish(store, relative)
+    return False
 
 
 def discard_parts(parts: Iterable[WrittenPart]) -> None:

@@ -15,6 +15,7 @@ import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage.answer import UInt64
@@ -29,7 +30,7 @@ from lineage.store.parts import (
     check_all_parts,
     discard_parts,
     publish_parts,
-    unpublish,
+    published_or_raise,
 )
 from lineage.store.parts import (
     report as report_progress,
@@ -117,6 +118,29 @@ def build_stream(
         occurrences=built.occurrences, occurrences_digest=built.digest,
         seconds=round(time.monotonic() - started, 3),
     )
+
+
+def rebuild_parts(store: BaseStore, name: str, staging: Path) -> list[WrittenPart] | str:
+    """The parts of a canonical stream built again from its corpus and its recorded
+    parameters, as temporary files (nothing is committed): `lineage store repair` puts
+    back those whose SHA-256 the catalog recorded. A text saying why not when the stream
+    cannot be rebuilt here (a recorded or imported order: its inputs are not kept)."""
+    with store.reader(views=False) as con:
+        row = con.execute("SELECT spec, spec_hash, parameters, corpus FROM streams "
+                          "WHERE name = ?", [name]).fetchone()
+    if row is None:
+        return f"no stream named {name!r}"
+    kind, spec_hash, parameters, corpus = row
+    if kind != STREAM_SPEC:
+        return f"a {kind} stream is rebuilt by importing its order again"
+    spec = StreamSpec.from_parameters(parameters)
+    if spec.spec_hash != spec_hash:
+        return "its recorded parameters do not hash to its spec_hash"
+    manifest_hash, sources, parts, hash_parts = _corpus_facts(store, corpus)
+    if manifest_hash != spec.manifest_hash:
+        return f"its corpus {corpus!r} now holds other content"
+    built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging, "1GB", None)
+    return [*built.parts, *built.hash_parts]
 
 
 def first_batch(batch: int | None, schedule: BatchSchedule | None) -> int:
@@ -432,8 +456,7 @@ def commit_stream(
                  built.steps, built.occurrences, built.digest],
             )
             faults.reach("stream-commit-registered")
-    except BaseException:
+    except BaseException as exc:
         discard_parts([*built.parts, *built.hash_parts])
-        unpublish(store, relative)
-        raise
+        published_or_raise(store, relative, exc)  # returns only if it committed after all
     return "added"

@@ -59,6 +59,20 @@ class StreamSpec:
             sort_keys=True, separators=(",", ":"), ensure_ascii=False,
         )
 
+    @classmethod
+    def from_parameters(cls, text: str) -> StreamSpec:
+        """The spec whose canonical_json() is `text` (a stream's recorded parameters)."""
+        values = json.loads(text)
+        schedule, rank_rule = values.get("schedule"), values.get("rank_rule")
+        return cls(
+            manifest_hash=values["manifest_hash"], seed=values["seed"],
+            seq_len=values["seq_len"], batch=values["batch"],
+            separator_tokens=values["separator_tokens"], epochs=dict(values["epochs"]),
+            token_budget=values["token_budget"], spec=values["spec"],
+            schedule=None if schedule is None else BatchSchedule.from_json(schedule),
+            rank_rule=None if rank_rule is None else RankRule.from_json(rank_rule),
+        )
+
     @property
     def step_schedule(self) -> BatchSchedule:
         """Windows per step, step by step (a fixed batch when no schedule is declared)."""
