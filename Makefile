@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TRAINERS := $(VENV)/.trainers
 
-.PHONY: install demo readme test typecheck lint bench lock clean
+.PHONY: install demo readme test test-faults typecheck lint bench lock clean
 
 install: $(STAMP)
 
@@ -37,6 +37,11 @@ test: install $(TRAINERS)
 	$(MAKE) --no-print-directory typecheck
 	@$(PY) -m pytest -q -n 2; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
+
+# The whole fault matrix (docs/store.md, "Faults tested"): ENOSPC, EIO and SIGKILL at every
+# write point of every writing command; `make test` runs each point once.
+test-faults: install
+	LINEAGE_FAULT_MATRIX=full $(PY) -m pytest -q -n 2 tests/faults
 
 # mypy (strict) over the whole package. mypy finds a module in a folder of its name, but
 # lineage.ingest, lineage.cli and lineage.schemas are installed from ingest/, cli/ and

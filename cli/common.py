@@ -22,6 +22,15 @@ def current_store(ctx: typer.Context) -> Store:
     return open_store(store_root(ctx))
 
 
+def output_path(value: Path | None) -> Path | None:
+    """A `-o` path, checked before the command does any work: a regular file or a new
+    path in an existing folder (never a device, FIFO, socket or folder). A parameter
+    callback."""
+    from lineage.userfiles import check_output_path
+
+    return None if value is None else check_output_path(value)
+
+
 def require_folder(path: Path) -> Path:
     """The folder a command was given, or an error (exit 2) when there is none to check:
     a missing path is a mistake in the question, not a failed check. A parameter callback,

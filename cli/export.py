@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import JsonOption, current_store, output_path
 
 app = typer.Typer(help="Export records in the forms other tools read (docs/exports.md).",
                   no_args_is_help=True)
@@ -23,7 +23,8 @@ def model_card(
         int, typer.Option("--checkpoint", metavar="STEP", min=0,
                           help="The step an ingested checkpoint was saved after.")],
     out: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the card here (atomically) "
+        Path | None, typer.Option("-o", "--output", callback=output_path,
+                                  help="Write the card here (atomically) "
                                   "instead of printing it.")] = None,
     json: JsonOption = False,
 ) -> None:
@@ -55,7 +56,8 @@ def ai_act_summary(
                                                "answer) or html (one self-contained page).")]
     = SummaryFormat.md,
     out: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the summary here "
+        Path | None, typer.Option("-o", "--output", callback=output_path,
+                                  help="Write the summary here "
                                   "(atomically) instead of printing it.")] = None,
     json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
@@ -92,7 +94,8 @@ def openlineage(
                                             help="The experiment (a name: every attempt; "
                                             "or an id).")] = None,
     out: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the events to this file, one "
+        Path | None, typer.Option("-o", "--output", callback=output_path,
+                                  help="Write the events to this file, one "
                                   "JSON event per line (replaced atomically).")] = None,
     url: Annotated[str | None, typer.Option("--url", help="POST each event to this "
                                             "OpenLineage endpoint (e.g. Marquez).")] = None,
@@ -158,7 +161,8 @@ def croissant(
     ctx: typer.Context,
     corpus: Annotated[str, typer.Option("--corpus", help="The corpus to describe.")],
     out: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the JSON-LD here "
+        Path | None, typer.Option("-o", "--output", callback=output_path,
+                                  help="Write the JSON-LD here "
                                   "(atomically) instead of printing it.")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print the JSON-LD (also with -o); "
                                        "it is JSON already.")] = False,

@@ -58,6 +58,12 @@ class LineageGroup(TyperGroup):
             raise
         except BrokenPipeError:  # the reader went away (`... --help | head`): not a bug
             raise
+        except OSError as exc:  # the system refused (a disk error the command did not map)
+            if _debug(ctx):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            output.error(f"{where}{exc.strerror or exc}")
+            raise typer.Exit(EXIT_ERROR) from None
         except Exception as exc:  # a bug: still one line, with the way to the traceback
             if _debug(ctx):
                 raise

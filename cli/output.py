@@ -176,13 +176,11 @@ def passthrough(*, stdout_to_stderr: bool) -> Callable[[str, bytes], None]:
 
 
 def write_file(path: Path, text: str) -> None:
-    """Write a result file atomically (temp file, fsync, rename) and say so on stderr."""
-    from lineage.store.durable import publish, temp_path_for
+    """Write a result file atomically (temp file, fsync, rename) and say so on stderr;
+    only a regular file or a new path (lineage.userfiles.write_output)."""
+    from lineage.userfiles import write_output
 
-    final = path.resolve()
-    temp = temp_path_for(final)
-    temp.write_text(text, encoding="utf-8")
-    publish(temp, final)
+    write_output(path, text)
     info(f"wrote {path}")
 
 

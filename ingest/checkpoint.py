@@ -18,12 +18,13 @@ from lineage.diligence.verify import verify_folder
 from lineage.errors import ConflictError, InputError, UnknownObjectError
 from lineage.formats.sha256sums import sha256_files
 from lineage.runs.checkpoint_evidence import checkpoint_digests
-from lineage.store.durable import blake3_file
+from lineage.store.durable import blake3_file, guarded_write
 
 FORMATS = {".safetensors": "safetensors", ".json": "json", ".gguf": "gguf", ".onnx": "onnx",
            ".bin": "pickle", ".pt": "pickle", ".pth": "pickle", ".ckpt": "pickle"}
 
 
+@guarded_write
 def ingest_checkpoint(
     store: Store, folder: str | Path, *, run: str, step: int, sums: str | Path | None = None,
     allow_risks: tuple[str, ...] = (),

@@ -31,7 +31,7 @@ from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.store import faults
-from lineage.store.durable import disk_full_guard, remove_abandoned_temps, remove_quietly
+from lineage.store.durable import guarded_write, remove_abandoned_temps, remove_quietly
 from lineage.store.parts import discard_parts, publish_parts, published_or_raise
 from lineage.store.parts import report as report_progress
 from lineage.store.scratch import new_staging_dir
@@ -63,6 +63,7 @@ class CorpusIngestResult:
         return asdict(self)
 
 
+@guarded_write
 def ingest_corpus(
     store: Store,
     paths: list[str | os.PathLike[str]],
@@ -105,15 +106,14 @@ def ingest_corpus(
     for table in ("documents", "document_hashes", *TEXT_TABLES):
         remove_abandoned_temps(store.table_dir(table))
     try:
-        with disk_full_guard(staging):
-            staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
-                                            progress, index_text)
-            faults.reach("map-done")
-            reduced = reduce_corpus(
-                corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
-                staging=staging, out_dir=store.tables_dir, progress=progress,
-                text_index=index_text,
-            )
+        staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
+                                        progress, index_text)
+        faults.reach("map-done")
+        reduced = reduce_corpus(
+            corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
+            staging=staging, out_dir=store.tables_dir, progress=progress,
+            text_index=index_text,
+        )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:
             discard_parts(reduced.all_parts())
@@ -123,8 +123,7 @@ def ingest_corpus(
             )
         record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at)
         try:
-            with disk_full_guard():
-                status, final = _commit(store, reduced, record)
+            status, final = _commit(store, reduced, record)
         except BaseException:
             discard_parts(reduced.all_parts())  # e.g. store busy: the temp parts are nobody's
             raise

@@ -27,6 +27,7 @@ from lineage.exports.openlineage_check import (
 )
 from lineage.runs.chain import canonical_json
 from lineage.store.base import BaseStore
+from lineage.store.durable import guarded_write
 
 MAX_BYTES = 256 * 1024 * 1024  # a larger events file is refused, not read into memory
 
@@ -68,6 +69,7 @@ def _parsed(path: Path, text: str) -> list[tuple[str, Any]]:
     return found
 
 
+@guarded_write
 def ingest_openlineage(store: BaseStore, path: Path) -> dict[str, Any]:
     """Check, compare and record the events of `path`; the `OpenLineageIngest` answer's
     JSON object. The objects are listed by kind and name, each once."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from lineage.store.answers import PartProblem, RepairAction, StoreRepair
 from lineage.store.base import BaseStore, init_store
-from lineage.store.durable import remove_quietly, sha256_file
+from lineage.store.durable import guarded_write, remove_quietly, sha256_file
 from lineage.store.integrity import verify_store
 from lineage.store.repair import (
     Lost,
@@ -36,6 +36,7 @@ from lineage.store.repair import (
 from lineage.store.scratch import new_staging_dir
 
 
+@guarded_write
 def repair_store(store: BaseStore, *, drop_lost: bool = False,
                  logs_min_age: float | None = None) -> StoreRepair:
     """Repair `store` (see the module docstring); the answer lists every action."""

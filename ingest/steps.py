@@ -21,12 +21,14 @@ from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.step_log import Record, StepLog, float_or_none, read_step_log
 from lineage.runs.chain import CHAIN_SPEC
+from lineage.store.durable import guarded_write
 from lineage.stream.answers import Stream
 
 _RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, created_at, "
                 "end_record, skip_rule, checkpoint_every")
 
 
+@guarded_write
 def ingest_steps(
     store: Store, path: str | Path, *, run: str, stream: str | None, world_size: int
 ) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageError
 from lineage.ingest.input_rules import check_unchanged, hash_regular, stat_of
 from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
-from lineage.store.durable import remove_quietly
+from lineage.store.durable import guarded_write, remove_quietly
 from lineage.store.parts import Progress, part_files
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, first_batch
@@ -38,6 +38,7 @@ _FIELDS = {"step": COUNT, "rank": COUNT, "window": COUNT, "doc_id": STRING,
 _SHOW = 3  # problems named per rule
 
 
+@guarded_write
 def ingest_windows(
     store: Store,
     path: str | Path,

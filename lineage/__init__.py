@@ -20,6 +20,7 @@ from lineage import exp
 from lineage.api import Store, init_store, open_store
 from lineage.diligence.api import inspect, report, verify
 from lineage.errors import (
+    CommitUnknownError,
     ConflictError,
     DamagedPartError,
     InputError,
@@ -28,6 +29,7 @@ from lineage.errors import (
     StoreBusyError,
     StoreError,
     StoreFullError,
+    StoreWriteError,
     UnknownObjectError,
     UsageError,
 )
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
         ImportedBundle,
     )
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
-    from lineage.store.answers import StoreInit, StoreVerification
+    from lineage.store.answers import StoreInit, StoreRepair, StoreVerification
     from lineage.store.query import QueryResult
     from lineage.stream.answers import StepDocuments, Stream, StreamBuildResult, StreamSummary
     from lineage.text.answers import TrainedOn
@@ -64,7 +66,7 @@ _ANSWER_TYPES = {
                             "ExperimentSummary", "ExportedBundle", "ImportedBundle"),
     "lineage.runs.answers": ("ChainVerification", "Checkpoints", "Run", "RunSummary",
                              "Trace"),
-    "lineage.store.answers": ("StoreInit", "StoreVerification"),
+    "lineage.store.answers": ("StoreInit", "StoreRepair", "StoreVerification"),
     "lineage.store.query": ("QueryResult",),
     "lineage.stream.answers": ("StepDocuments", "Stream", "StreamBuildResult",
                                "StreamSummary"),
@@ -90,6 +92,7 @@ __all__ = [
     "AuditWho",
     "ChainVerification",
     "Checkpoints",
+    "CommitUnknownError",
     "ConflictError",
     "Corpus",
     "CorpusSummary",
@@ -114,7 +117,9 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoreInit",
+    "StoreRepair",
     "StoreVerification",
+    "StoreWriteError",
     "Stream",
     "StreamBuildResult",
     "StreamSummary",

@@ -11,6 +11,7 @@
     └── StoreError                the store is missing, damaged or of an unknown schema
         ├── StoreBusyError        another process holds the catalog for too long
         ├── StoreFullError        the disk filled up during a write (nothing was committed)
+        ├── StoreWriteError       the file system failed a write otherwise (EIO, read-only)
         ├── CommitUnknownError    a write failed at its commit and the catalog cannot say
         │                         now whether it committed (its files were kept)
         └── DamagedPartError      a Parquet part's bytes differ from what the catalog recorded
@@ -122,6 +123,11 @@ class StoreBusyError(StoreError):
 
 class StoreFullError(StoreError):
     """The disk filled up; the partial write was removed and nothing was committed."""
+
+
+class StoreWriteError(StoreError):
+    """The file system failed a write (an I/O error, a read-only disk); the partial write
+    was removed and nothing was committed."""
 
 
 class CommitUnknownError(StoreError):

@@ -102,6 +102,7 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "sql": [(*NS, "sql", "SELECT 1"), (*S, "sql", "SELECT * FROM nope")],
     "store gc": [(*NS, "store", "gc")],
     "store migrate": [(*NS, "store", "migrate")],
+    "store repair": [(*NS, "store", "repair")],
     "store verify": [(*NS, "store", "verify")],
     "stream build": [(*S, "stream", "build", "--corpus", "nope", "--name", "s", "--seed", "1",
                       "--seq-len", "8", "--batch", "1")],

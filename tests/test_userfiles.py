@@ -105,3 +105,48 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) ->
         write_output(target, fill)
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["card.md"]
+
+
+@pytest.mark.parametrize("command", [
+    ["export", "croissant", "--corpus", "poems"],
+    ["export", "openlineage", "--corpus", "poems"],
+    ["export", "ai-act-summary", "--corpus", "poems"],
+    ["export", "model-card", "--run", "r", "--checkpoint", "1"],
+])
+def test_export_output_refuses_a_device_before_any_work(
+        command: list[str], tmp_path: Path) -> None:
+    """`-o /dev/full` replaced the device node with a regular file and said "wrote"."""
+    from lineage.api import init_store, open_store
+    from lineage.ingest import ingest_corpus
+
+    from .conftest import EXAMPLES, Cli
+
+    init_store(tmp_path / "store")
+    ingest_corpus(open_store(tmp_path / "store"), [EXAMPLES / "shards" / "poems.parquet"],
+                  corpus="poems")
+    before = os.stat("/dev/full")
+    result = Cli(tmp_path / "store")(*command, "-o", "/dev/full", code=2)
+    assert "/dev/full: cannot write: it is a character device" in result.stderr
+    assert "wrote" not in result.stderr
+    after = os.stat("/dev/full")
+    assert (after.st_mode, after.st_rdev, after.st_ino) == \
+        (before.st_mode, before.st_rdev, before.st_ino)
+
+
+def test_export_output_writes_a_regular_file(tmp_path: Path) -> None:
+    from lineage.api import init_store, open_store
+    from lineage.ingest import ingest_corpus
+
+    from .conftest import EXAMPLES, Cli
+
+    init_store(tmp_path / "store")
+    ingest_corpus(open_store(tmp_path / "store"), [EXAMPLES / "shards" / "poems.parquet"],
+                  corpus="poems")
+    cli = Cli(tmp_path / "store")
+    for command, name in ((["export", "croissant", "--corpus", "poems"], "c.json"),
+                          (["export", "openlineage", "--corpus", "poems"], "ol.jsonl")):
+        target = tmp_path / name
+        target.write_text("old")
+        result = cli(*command, "-o", str(target))
+        assert target.read_text() != "old" and target.stat().st_size > 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "ol.jsonl", "store"]

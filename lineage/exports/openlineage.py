@@ -275,16 +275,19 @@ def export_openlineage(store: BaseStore, *, run: str | None = None, corpus: str 
 
 def _emit_to_file(events: Sequence[RunEvent], output: Path) -> None:
     from lineage.store.durable import publish, temp_path_for
+    from lineage.userfiles import check_output_path
 
+    check_output_path(output)  # a regular file or a new path: never a device or FIFO
     final = output.resolve()
-    if not final.parent.is_dir():
-        raise UsageError(f"-o {output}: the folder {final.parent} does not exist")
     temp = temp_path_for(final)
     try:
         emit_events(events, file_transport(temp), where=str(output))
         if not events:
             temp.write_text("", encoding="utf-8")
+        check_output_path(output)  # it may have become something else meanwhile
         publish(temp, final)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from exc
     finally:
         temp.unlink(missing_ok=True)
 

@@ -216,6 +216,13 @@ class BaseStore:
 
 def init_store(path: str | os.PathLike[str]) -> StoreInit:
     """Create a store (idempotent): the directory, its folders and an empty catalog."""
+    from lineage.store.durable import disk_full_guard
+
+    with disk_full_guard():
+        return _init_store(path)
+
+
+def _init_store(path: str | os.PathLike[str]) -> StoreInit:
     from lineage.store.answers import StoreInit
 
     store = BaseStore(path)

@@ -7,14 +7,18 @@ names carry the writer's pid so a later run can tell abandoned ones from live on
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
-from lineage.errors import CommitUnknownError, StoreFullError
+from lineage.errors import CommitUnknownError, StoreFullError, StoreWriteError
 
+P = ParamSpec("P")
+R = TypeVar("R")
 TEMP_PREFIX = ".tmp-"
 _READ_CHUNK = 1 << 20
 
@@ -82,34 +86,76 @@ def publish(temp: Path, final: Path) -> None:
 
 @contextmanager
 def disk_full_guard(*cleanup: Path) -> Iterator[None]:
-    """Turn a full disk into StoreFullError after removing the partial files named.
+    """Turn a failed write into one line after removing the partial files named:
+    StoreFullError for a full disk (or quota, or file size limit), StoreWriteError for
+    any other error of the file system while writing (EIO, a read-only disk).
 
-    Python reports ENOSPC as OSError; pyarrow and DuckDB report it as their own errors
-    that only carry the system's message, so both forms are recognised.
+    Every write in lineage commits in one DuckDB COMMIT and nothing after the COMMIT
+    raises (docs/store.md), so an error that reaches here left nothing committed. Python
+    reports these as OSError; pyarrow and DuckDB as their own errors that only carry the
+    system's message, so both forms are recognised.
     """
     try:
         yield
     except (StoreFullError, CommitUnknownError):
         raise
     except Exception as exc:
-        if not is_disk_full(exc):
+        kind = write_failure(exc)
+        if kind is None:
             raise
         for path in cleanup:
             remove_quietly(path)
         where = getattr(exc, "filename", None) or (cleanup[0] if cleanup else "the store")
-        raise StoreFullError(
-            f"disk full while writing {where}: nothing was committed; free space and re-run"
-        ) from exc
+        if kind == "full":
+            raise StoreFullError(
+                f"disk full while writing {where}: nothing was committed; free space and re-run"
+            ) from exc
+        raise StoreWriteError(
+            f"could not write {where} ({_reason(exc)}): nothing was committed; check the "
+            "disk and re-run") from exc
+
+
+def guarded_write(func: Callable[P, R]) -> Callable[P, R]:
+    """`func` (a whole write: ingest, build, record) under disk_full_guard."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with disk_full_guard():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_FULL_TEXT = ("No space left on device", "Disk quota exceeded", "File too large")
+_IO_ERRNOS = (errno.EIO, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_IO_TEXT = ("Input/output error", "Read-only file system", "fsync failed")
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """"full" for a full disk, "io" for another failure of the file system, else None."""
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno in _FULL or any(t in text for t in _FULL_TEXT):
+        return "full"
+    if isinstance(exc, OSError) and exc.errno in _IO_ERRNOS or any(t in text for t in _IO_TEXT):
+        return "io"
+    return None
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(exc)
-    return "No space left on device" in text or "Disk quota exceeded" in text
+    return write_failure(exc) == "full"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return first[:200]
 
 
 def remove_quietly(path: Path) -> None:
+    """Remove a file or folder, ignoring what fails: it is clean-up (often after a
+    commit, which must not turn into an error); what stays, `store gc` removes."""
     try:
         if path.is_dir() and not path.is_symlink():
             for child in path.iterdir():
@@ -117,7 +163,7 @@ def remove_quietly(path: Path) -> None:
             path.rmdir()
         else:
             path.unlink()
-    except FileNotFoundError:
+    except OSError:
         pass
 
 

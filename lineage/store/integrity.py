@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.store.base import BaseStore
-from lineage.store.durable import sha256_file
+from lineage.store.durable import guarded_write, sha256_file
 
 GC_MIN_AGE_SECONDS = 3600.0  # an unregistered file younger than this may be mid-commit
 
@@ -44,6 +44,7 @@ def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, A
     }
 
 
+@guarded_write
 def gc_store(store: BaseStore, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
     """Remove unregistered files under tables/ older than `min_age` seconds, and dead staging."""
     from lineage.store.durable import remove_abandoned_temps

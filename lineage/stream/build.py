@@ -23,7 +23,7 @@ from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, UnknownObjectError, UsageError, too_little_memory
 from lineage.store import faults
 from lineage.store.base import BaseStore
-from lineage.store.durable import remove_quietly
+from lineage.store.durable import guarded_write, remove_quietly
 from lineage.store.parts import (
     Progress,
     WrittenPart,
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 _FETCH_ROWS = 65_536
 
 
+@guarded_write
 def build_stream(
     store: BaseStore,
     *,

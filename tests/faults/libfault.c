@@ -16,6 +16,9 @@
  *   LINEAGE_FI_STICKY  1: once hit, every later create/write/fsync/fallocate/mkdir/
  *                      truncate below root fails the same way (a disk that stays full)
  *   LINEAGE_FI_HIT     a file created when the fault fires (so a test knows it did)
+ *
+ * Creating a file or folder that exists already is not counted (it takes no space).
+ * lineage_fi_reset() reads the settings again: a forked child of a warm process calls it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -47,6 +50,9 @@ static int (*real_open)(const char *, int, ...);
 
 static void setup(void) {
     if (ready) return;
+    active = sticky = action_errno = action_kill = fired = have_re = 0;
+    nth = seen = 0;
+    root[0] = kind_wanted[0] = log_path[0] = hit_path[0] = 0;
     real_write = dlsym(RTLD_NEXT, "write");
     real_open = dlsym(RTLD_NEXT, "open");
     const char *r = getenv("LINEAGE_FI_ROOT");
@@ -69,6 +75,15 @@ static void setup(void) {
     }
     if ((v = getenv("LINEAGE_FI_STICKY"))) sticky = atoi(v);
     ready = 1;
+}
+
+/* Read the settings again (a forked child of a warm process sets its own). */
+void lineage_fi_reset(void) {
+    pthread_mutex_lock(&lock);
+    if (have_re) regfree(&path_re);
+    ready = 0;
+    setup();
+    pthread_mutex_unlock(&lock);
 }
 
 /* The path of an open descriptor, or of a name relative to a directory descriptor. */
@@ -142,6 +157,10 @@ static int check_at(const char *kind, int dirfd, const char *name) {
     if (!active) return 0;
     char path[PATH_MAX];
     if (at_path(dirfd, name, path, sizeof path)) return 0;
+    if (!strcmp(kind, "create") || !strcmp(kind, "mkdir")) {
+        struct stat st;  /* an existing file or folder takes no new space */
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0;
+    }
     return check(kind, path);
 }
 
