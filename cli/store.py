@@ -66,12 +66,18 @@ def verify(ctx: typer.Context, json: JsonOption = False) -> None:
     if json:
         output.emit_json(report.to_dict())
     else:
-        lines = [f"{p['path']}: {p['status']}: {p['message']}" for p in report["problems"]]
+        lines = [f"{p['path']}: {p['status']} ({p['owner']}): {p['message']}"
+                 for p in report["problems"]]
         lines += [f"{path}: unregistered (garbage; `lineage store gc` removes it)"
                   for path in report["unregistered"]]
+        if report["pending_log"]:
+            lines.append("catalog.duckdb.wal: holds commits not yet moved into catalog.duckdb "
+                         "(every open replays them; `lineage store repair` moves them)")
         verdict = "ok" if report["ok"] else "FAILED"
         lines.append(f"{verdict}: {report['files_checked']} files, "
-                     f"{report['bytes_checked']:,} bytes checked")
+                     f"{report['bytes_checked']:,} bytes checked"
+                     + ("" if report["ok"] else
+                        "; `lineage store repair` rebuilds lost parts from their inputs"))
         output.emit_lines(lines)
     if not report["ok"]:
         raise typer.Exit(EXIT_NO)
@@ -117,7 +123,7 @@ def repair(
         output.emit_json(report.to_dict())
     else:
         lines = [f"{a.action}: {a.target}: {a.detail}" for a in report.actions]
-        lines += [f"{p.path}: {p.status}: {p.message}" for p in report.remaining]
+        lines += [f"{p.path}: {p.status} ({p.owner}): {p.message}" for p in report.remaining]
         lines.append("ok: the store is consistent" if report.ok else
                      f"FAILED: {len(report.remaining)} lost files remain; "
                      "--drop-lost unregisters their records")

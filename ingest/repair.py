@@ -69,7 +69,8 @@ def repair_store(store: BaseStore, *, drop_lost: bool = False,
     age = {} if logs_min_age is None else {"min_age": logs_min_age}
     for path in remove_garbage(store, **age):
         actions.append(RepairAction("removed", path, "no commit registered it"))
-    problems = tuple(PartProblem(i.path, i.table, i.status, i.message) for i in remaining)
+    problems = tuple(PartProblem(i.path, i.table, i.status, i.message,
+                                 f"{i.owner_kind} {i.owner}") for i in remaining)
     return StoreRepair(store=str(store.root), ok=not problems, actions=tuple(actions),
                        remaining=problems)
 

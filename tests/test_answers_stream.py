@@ -142,7 +142,7 @@ def test_store_verify_is_typed_when_it_passes(filled: Store, filled_cli: Cli):
     assert filled_cli("store", "verify", "--json").stdout == report.to_json() + "\n"
     assert report.ok and report.problems == () and report.files_checked > 0
     frame = report.to_polars()
-    assert frame.columns == ["path", "table", "status", "message"] and frame.height == 0
+    assert frame.columns == ["path", "table", "status", "message", "owner"] and frame.height == 0
     assert frame.schema["status"] == pl.String
 
 

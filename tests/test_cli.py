@@ -103,7 +103,7 @@ def test_a_damaged_parquet_file_gives_a_clear_query_error(
     assert "documents table cannot be read" in result.stderr
     assert "lineage store verify" in result.stderr
     verified = cli("store", "verify", code=1).stdout
-    assert f"{added['parts'][0]}: size-mismatch" in verified
+    assert f"{added['parts'][0]}: size-mismatch (corpus p)" in verified
     assert verified.rstrip().splitlines()[-1].startswith("FAILED: 5 files")  # 2 + text index
 
 

@@ -27,6 +27,7 @@ class PartProblem(Answer):
     table: str  # the table the file belongs to (experiment_logs for command logs)
     status: str  # missing, size-mismatch or hash-mismatch
     message: str  # what differs, e.g. the size found and the size recorded
+    owner: str  # the record it belongs to: "corpus NAME", "stream NAME", "experiment ID"
 
 
 class StoreVerification(Answer):
@@ -40,6 +41,8 @@ class StoreVerification(Answer):
     bytes_checked: int
     problems: tuple[PartProblem, ...]
     unregistered: tuple[str, ...]  # files no commit registered (`lineage store gc` removes them)
+    pending_log: bool  # commits wait in catalog.duckdb.wal (every open replays them;
+    # `lineage store repair`, or the next write, moves them into catalog.duckdb)
 
 
 class RepairAction(Answer):

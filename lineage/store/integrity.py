@@ -22,18 +22,22 @@ GC_MIN_AGE_SECONDS = 3600.0  # an unregistered file younger than this may be mid
 
 
 def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, Any]:
-    """Check every registered Parquet file; `ok` is False when any differs or is missing."""
+    """Check every registered Parquet file; `ok` is False when any differs or is missing.
+    Each problem names the record its file belongs to; `pending_log` says that commits
+    wait in the catalog's log (every open replays them; not a problem)."""
     with store.reader(views=False) as con:
         rows = con.execute(
-            "SELECT path, table_name, n_bytes, sha256 FROM parquet_files UNION "
-            "SELECT DISTINCT path, 'experiment_logs', stored_bytes, stored_sha256 "
+            "SELECT path, table_name, n_bytes, sha256, owner FROM parquet_files UNION "
+            "SELECT DISTINCT path, 'experiment_logs', stored_bytes, stored_sha256, experiment "
             "FROM experiment_logs ORDER BY path"
         ).fetchall()
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        checked = list(pool.map(lambda row: _check_file(store.root, *row), rows))
-    problems = [c for c in checked if c["status"] != "ok"]
+        checked = list(pool.map(lambda row: _check_file(store.root, *row[:4]), rows))
+    owners = {row[0]: f"{owner_kind(row[1])} {row[4]}" for row in rows}
+    problems = [{**c, "owner": owners[c["path"]]} for c in checked if c["status"] != "ok"]
     registered = {row[0] for row in rows}
     garbage = sorted(p for p in _table_files(store) if p not in registered)
+    log = store.root / f"{store.catalog_path.name}.wal"
     return {
         "store": str(store.root),
         "ok": not problems,
@@ -41,10 +45,24 @@ def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, A
         "bytes_checked": sum(row[2] for row in rows),
         "problems": problems,
         "unregistered": garbage,
+        "pending_log": log.exists() and log.stat().st_size > 0,
     }
 
 
-@guarded_write
+CORPUS_TABLES = ("documents", "document_hashes", "text_documents", "text_hashes",
+                 "fingerprints")
+STREAM_TABLES = ("occurrences", "occurrence_hashes")
+
+
+def owner_kind(table: str) -> str:
+    """What owns a registered file of `table`: a corpus, a stream or an experiment."""
+    if table in CORPUS_TABLES:
+        return "corpus"
+    if table in STREAM_TABLES:
+        return "stream"
+    return "experiment"
+
+
 def gc_store(store: BaseStore, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
     """Remove unregistered files under tables/ older than `min_age` seconds, and dead staging."""
     from lineage.store.durable import remove_abandoned_temps

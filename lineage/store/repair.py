@@ -18,13 +18,13 @@ from pathlib import Path
 
 from lineage.store.base import CATALOG_NAME, BaseStore, _attached_cursor
 from lineage.store.durable import fsync_dir, remove_abandoned_temps, temp_owner_pid
-from lineage.store.integrity import GC_MIN_AGE_SECONDS
+from lineage.store.integrity import (
+    CORPUS_TABLES,
+    GC_MIN_AGE_SECONDS,
+    STREAM_TABLES,
+    owner_kind,
+)
 from lineage.store.scratch import clear_abandoned
-
-# What owns a registered file, by table: whose record a lost part belongs to.
-CORPUS_TABLES = ("documents", "document_hashes", "text_documents", "text_hashes",
-                 "fingerprints")
-STREAM_TABLES = ("occurrences", "occurrence_hashes")
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,7 @@ class Lost:
 
     @property
     def owner_kind(self) -> str:
-        if self.table in CORPUS_TABLES:
-            return "corpus"
-        if self.table in STREAM_TABLES:
-            return "stream"
-        return "experiment"
+        return owner_kind(self.table)
 
 
 def log_path(store: BaseStore) -> Path:
