@@ -32,7 +32,7 @@ from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.store import faults
 from lineage.store.durable import guarded_write, remove_abandoned_temps, remove_quietly
-from lineage.store.parts import discard_parts, publish_parts, published_or_raise
+from lineage.store.parts import discard_parts, publish_parts, unpublish_unless_unknown
 from lineage.store.parts import report as report_progress
 from lineage.store.scratch import new_staging_dir
 from lineage.text.match import check_unicode_version, text_indexes
@@ -311,7 +311,8 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
             _register(con, reduced, record)
             faults.reach("commit-registered")
     except BaseException as exc:
-        published_or_raise(store, relative, exc)  # returns only if it committed after all
+        unpublish_unless_unknown(store, relative, exc)  # not committed: not data
+        raise
     return "added", relative
 
 

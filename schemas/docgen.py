@@ -22,8 +22,11 @@ from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, duckdb_col
 # here and in catalog.sql is an error: one place per column.
 NOTES: dict[str, dict[str, str]] = {
     "schema_info": {
-        "": "Key-value facts about the store; `schema_version` is the one key today.",
-        "key": "`schema_version`", "value": "the schema version, as text",
+        "": "Key-value facts about the store: `schema_version`, and `last_commit`, a random "
+            "mark each write's transaction sets and reads back when its COMMIT fails "
+            "([store.md](store.md#what-a-commit-is)).",
+        "key": "`schema_version` or `last_commit`",
+        "value": "the schema version, as text; the last commit's mark (16 hex)",
     },
     "parquet_files": {
         "n_rows": "rows in the file", "n_bytes": "bytes of the file",

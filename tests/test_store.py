@@ -75,7 +75,8 @@ def test_an_older_schema_is_migrated_by_the_next_write(
         "lineage.store.base.migrations", lambda: {1: "CREATE TABLE migrated_marker (x INTEGER)"}
     )
     init_store(store.root)
-    assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
+    assert store.sql("SELECT value FROM schema_info WHERE key = 'schema_version'").rows == [
+        (str(schemas.SCHEMA_VERSION),)]
     assert store.sql("SELECT count(*) FROM migrated_marker").rows == [(0,)]
 
 
@@ -89,7 +90,8 @@ def test_a_failed_migration_leaves_the_old_version(
     with pytest.raises(duckdb.Error):
         init_store(store.root)
     con = duckdb.connect(str(store.catalog_path), read_only=True)
-    assert con.execute("SELECT value FROM schema_info").fetchall() == [("0",)]
+    assert con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'"
+                       ).fetchall() == [("0",)]
     con.close()
 
 
@@ -179,7 +181,8 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
     assert store.sql("SELECT count(*) FROM audit_records").rows == [(0,)]  # schema 8
     assert store.sql("SELECT count(*) FROM openlineage_events").rows == [(0,)]  # schema 9
-    assert store.sql("SELECT value FROM schema_info").rows == [(str(current),)]
+    assert store.sql("SELECT value FROM schema_info WHERE key = 'schema_version'"
+                     ).rows == [(str(current),)]
     for table, column in SCHEMA_4_COLUMNS:
         assert column in [r[0] for r in store.sql(f"DESCRIBE {table}").rows]
 
@@ -327,6 +330,7 @@ def test_an_ingest_with_text_migrates_an_older_store_and_records_the_unicode_ver
     (folder / "a.txt").write_text("a few words of text to index here", encoding="utf-8")
     result = ingest_corpus(store, [folder.parent], corpus="c")
     assert result.text_index is not None
-    assert store.sql("SELECT value FROM schema_info").rows == [(str(schemas.SCHEMA_VERSION),)]
+    assert store.sql("SELECT value FROM schema_info WHERE key = 'schema_version'").rows == [
+        (str(schemas.SCHEMA_VERSION),)]
     assert store.sql("SELECT unicode_version FROM text_indexes").rows == [
         (unicodedata.unidata_version,)]

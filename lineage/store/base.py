@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lineage.errors import StoreBusyError, StoreError
+from lineage.errors import CommitUnknownError, StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
 from lineage.store import faults
 from lineage.store.part_check import require_plain
@@ -113,15 +113,19 @@ class BaseStore:
         says it is pending.
         """
         cursor, alias = _attach(self.catalog_path, writable=True)
+        token = os.urandom(8).hex()
         committed = False
         try:
             try:
                 cursor.execute("BEGIN TRANSACTION")
                 _ensure_schema(cursor, self.catalog_path, migrate=True, schema=f"{alias}.main")
                 yield cursor
+                # A mark only this transaction writes: if its COMMIT fails, reading the
+                # catalog again tells whether it committed after all.
+                cursor.execute("INSERT OR REPLACE INTO schema_info VALUES (?, ?)",
+                               [LAST_COMMIT, token])
                 faults.reach("catalog-commit")
-                _commit(cursor, self.catalog_path)
-                committed = True
+                committed = _commit(cursor, self.catalog_path, token)
             except BaseException:
                 if not committed:
                     _rollback_quietly(cursor)
@@ -275,6 +279,7 @@ _SHARED_PID: list[int] = [0]  # a forked child must not reuse its parent's insta
 _SHARED_LOCK = threading.Lock()
 _ALIASES = itertools.count()
 _NOTICES: list[str] = []
+LAST_COMMIT = "last_commit"  # schema_info's key for the mark of the last commit
 
 
 def _shared_instance() -> duckdb.DuckDBPyConnection:
@@ -319,15 +324,35 @@ def _attach(path: Path, *, writable: bool) -> tuple[duckdb.DuckDBPyConnection, s
     return cursor, alias
 
 
-def _commit(cursor: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _commit(cursor: duckdb.DuckDBPyConnection, path: Path, token: str) -> bool:
+    """COMMIT; True once committed. A COMMIT that fails may still have reached the log
+    (written, then its sync failed), and every later open would replay it. So the
+    catalog is read again in a fresh instance, and the transaction's mark decides: True
+    when it is there, StoreError ("nothing was committed") when it is not, and
+    CommitUnknownError when the catalog cannot be read to tell."""
     import duckdb
 
     try:
         cursor.execute("COMMIT")
+        return True
     except duckdb.Error as exc:  # e.g. the log could not be written or synced
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StoreError(f"{path}: could not commit ({first}): nothing was committed; "
-                         "re-run once the disk is writable") from exc
+        failure = exc
+    try:
+        cursor.close()
+    except Exception:
+        pass
+    _drop_shared_instance()  # DuckDB invalidates an instance after a fatal I/O error
+    try:
+        with _attached_cursor(path) as (con, schema):
+            rows = con.execute(f"SELECT value FROM {schema}.schema_info WHERE key = ?",
+                               [LAST_COMMIT]).fetchall()
+    except Exception as exc:
+        raise CommitUnknownError(path.parent, failure) from exc
+    if rows and rows[0][0] == token:
+        return True
+    first = (str(failure).strip().splitlines() or [type(failure).__name__])[0]
+    raise StoreError(f"{path}: could not commit ({first}): nothing was committed; "
+                     "re-run once the disk is writable") from failure
 
 
 def _detach(cursor: duckdb.DuckDBPyConnection, alias: str, path: Path, *,
@@ -355,7 +380,8 @@ def _detach(cursor: duckdb.DuckDBPyConnection, alias: str, path: Path, *,
 
 def deferred_checkpoint_notice(path: Path, exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    why = "" if "CHECKPOINT during DETACH failed" in first else f" ({first})"
+    plain = ("CHECKPOINT during DETACH failed" in first or "closed" in first.lower())
+    why = "" if plain else f" ({first})"
     return (f"{path}: committed, but the commit could not be moved from {path.name}.wal "
             f"into {path.name}{why}; every open replays the log, and the next write (or "
             "`lineage store repair`) moves it")

@@ -63,6 +63,7 @@ def owner_kind(table: str) -> str:
     return "experiment"
 
 
+@guarded_write
 def gc_store(store: BaseStore, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[str, Any]:
     """Remove unregistered files under tables/ older than `min_age` seconds, and dead staging."""
     from lineage.store.durable import remove_abandoned_temps

@@ -230,38 +230,14 @@ def unpublish(store: BaseStore, relative: Iterable[str]) -> None:
         (store.root / rel).unlink(missing_ok=True)
 
 
-def published_or_raise(store: BaseStore, relative: Sequence[str], exc: BaseException) -> None:
-    """Call in the `except` of a write that renamed `relative` into place: returns when
-    the transaction committed after all (the caller reports success), raises otherwise.
-    An interruption (Ctrl-C) is raised even when the commit happened."""
-    settled = settle_published(store, relative)
-    if settled is None:
-        raise CommitUnknownError(store.root, exc) from exc
-    if not settled or not isinstance(exc, Exception):
-        raise exc
-
-
-def settle_published(store: BaseStore, relative: Sequence[str]) -> bool | None:
-    """After a write that failed with parts renamed into place: did its transaction
-    commit after all? The catalog is read again to tell (a COMMIT can fail after its log
-    reached the disk, and whatever failed after a COMMIT does not undo it).
-
-    True: the parts are registered, the write is done. False: they are not, and are
-    removed. None: the catalog cannot be read now, so the parts stay where they are:
-    unregistered files are garbage (`lineage store gc`), a registered one is data.
-    """
-    if not relative:
-        return False
-    try:
-        with store.reader(views=False) as con:
-            found = con.execute("SELECT count(*) FROM parquet_files WHERE list_contains(?, path)",
-                                [list(relative)]).fetchall()[0][0]
-    except Exception:
-        return None
-    if found:  # one transaction registered all of them, or none
-        return True
-    unpublish(store, relative)
-    return False
+def unpublish_unless_unknown(store: BaseStore, relative: Sequence[str],
+                             exc: BaseException) -> None:
+    """Call in the `except` of a write that renamed `relative` into place: its
+    transaction did not commit (the writer raised), so the files are removed, unless the
+    writer could not tell (CommitUnknownError): then they stay, data if registered,
+    garbage for `store gc` if not."""
+    if not isinstance(exc, CommitUnknownError):
+        unpublish(store, relative)
 
 
 def discard_parts(parts: Iterable[WrittenPart]) -> None:

@@ -30,7 +30,7 @@ from lineage.store.parts import (
     check_all_parts,
     discard_parts,
     publish_parts,
-    published_or_raise,
+    unpublish_unless_unknown,
 )
 from lineage.store.parts import (
     report as report_progress,
@@ -459,5 +459,6 @@ def commit_stream(
             faults.reach("stream-commit-registered")
     except BaseException as exc:
         discard_parts([*built.parts, *built.hash_parts])
-        published_or_raise(store, relative, exc)  # returns only if it committed after all
+        unpublish_unless_unknown(store, relative, exc)  # not committed: not data
+        raise
     return "added"
