@@ -1,6 +1,14 @@
 """What the guarded SQL session costs (issue: hostile input, the read-only SQL).
 
     .venv/bin/python bench/sql_guard.py [--rows 6000000] [--runs 5] [--workdir DIR]
+    .venv/bin/python bench/sql_guard.py --hostile [--workdir DIR]
+
+`--hostile` instead runs queries that try to take the machine's time and memory: each
+through `lineage sql --timeout 5` (its wall time, peak memory and error line), then
+through a real `lineage serve` (alone, then four at once: the answers' times and the
+peak memory of the server's process and of its SQL process), and the cost of a plain
+`/api/sql` answer now that SQL runs in a process of its own (p50 of 50, against
+`run_guarded_sql` in process). Results go to bench/out/sql_guard_hostile.json.
 
 Writes a synthetic `documents`-shaped table as four Parquet parts, then times the same
 queries on DuckDB's own Parquet reader (what the unguarded views use) and on the Arrow
@@ -14,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,11 +94,89 @@ def whole_process(store: Path, runs: int) -> dict[str, float]:
             "unguarded_process_ms": median_ms(lambda: run(unguarded), runs)}
 
 
+HOSTILE = [
+    "SELECT length(repeat('x', 3000000000))",  # one call: neither counted nor interrupted
+    "SELECT max(length(repeat('x', 10000000 + range % 2))) FROM range(100000)",
+    "SELECT len(list(range)) FROM range(500000000)",  # counted by DuckDB
+    "SELECT count(*) FROM range(1000000000) a, range(1000000000) b",  # interrupted
+]
+
+
+def _measured(command: list[str]) -> dict[str, object]:
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stderr is not None
+    with process.stderr:
+        stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return {"seconds": round(time.perf_counter() - started, 2),
+            "peak_mb": usage.ru_maxrss // 1024, "exit": process.returncode,
+            "stderr": stderr.strip()}
+
+
+def _peak_mb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def hostile(store: Path) -> dict[str, object]:
+    import httpx
+
+    cli = [sys.executable, "-m", "lineage.cli", "--store", str(store)]
+    result: dict[str, object] = {
+        "cli": {q: _measured([*cli, "sql", "--timeout", "5", q]) for q in HOSTILE}}
+    port = 18000 + os.getpid() % 1000
+    server = subprocess.Popen([*cli, "serve", "--port", str(port)], stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/health", timeout=120)
+                break
+            except httpx.ConnectError:
+                time.sleep(0.2)
+
+        def ask(query: str) -> dict[str, object]:
+            started = time.perf_counter()
+            answer = httpx.post(f"{url}/api/sql", content=query, timeout=300)
+            return {"seconds": round(time.perf_counter() - started, 2),
+                    "status": answer.status_code, "answer": answer.text.strip()[:160]}
+
+        served: dict[str, object] = {q: ask(q) for q in HOSTILE}
+        with ThreadPoolExecutor(4) as pool:
+            served["four at once"] = list(pool.map(ask, [HOSTILE[0]] * 4))
+        helpers = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        served["server_peak_mb"] = _peak_mb(server.pid)
+        served["sql_process_peak_mb"] = [_peak_mb(int(pid)) for pid in helpers]
+        plain = []
+        for _ in range(50):
+            started = time.perf_counter()
+            httpx.post(f"{url}/api/sql", content="SELECT count(*) FROM documents")
+            plain.append(time.perf_counter() - started)
+        served["plain_answer_p50_ms"] = round(statistics.median(plain) * 1000, 2)
+        result["serve"] = served
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=60)
+    from lineage.api import open_store
+    from lineage.store.sql_guard import run_guarded_sql
+
+    opened = open_store(store)
+    result["in_process_p50_ms"] = median_ms(
+        lambda: run_guarded_sql(opened, "SELECT count(*) FROM documents"), 50)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=6_000_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--hostile", action="store_true")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-sql-guard-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -98,6 +187,13 @@ def main() -> None:
     if not store_root.exists():
         init_store(store_root)
         ingest_corpus(open_store(store_root), [REPO / "examples" / "corpus"], corpus="example")
+    if args.hostile:
+        found = hostile(store_root)
+        out = REPO / "bench" / "out" / "sql_guard_hostile.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(found, indent=2) + "\n")
+        print(json.dumps(found, indent=2))
+        return
     result = {"rows": args.rows, "runs": args.runs,
               "queries": in_process(write_parts(work, args.rows), args.runs),
               "process": whole_process(store_root, args.runs)}

@@ -11,6 +11,11 @@ from lineage.api import Store, open_store, resolve_store_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
+# True when the command line is its own process (the console script, `python -m
+# lineage.cli`), not a call inside another program such as a test's runner: a command
+# may then bound this process and end it (`lineage sql`).
+WHOLE_PROCESS = False
+
 
 def store_root(ctx: typer.Context) -> str:
     root = ctx.find_root()

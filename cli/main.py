@@ -168,6 +168,9 @@ _register()
 
 def run() -> None:
     """Console-script entry point."""
+    from lineage.cli import common
+
+    common.WHOLE_PROCESS = True
     try:
         app(prog_name="lineage")
     except KeyboardInterrupt:  # raised before a command was chosen

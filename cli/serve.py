@@ -43,16 +43,30 @@ def serve(
                            "then take a third to a sixth of the CPU and text matching a "
                            "third to a half, for about twice the store's size on disk "
                            "while the server runs.")] = False,
+    sql_max_memory: Annotated[
+        str, typer.Option(help="Memory one SQL query may use, such as 512MiB or 2GB: each "
+                          "runs in a process of its own, bounded to this.")] = "1GiB",
 ) -> None:
     """Serve the store read-only over HTTP: the JSON API (each answer exactly the
     command's --json), /openapi.json and the web explorer, until interrupted."""
     import uvicorn
 
-    from lineage.serve.app import COPIES_ENV, HOSTS_ENV, ROOT_ENV, TOKEN_FILE_ENV, read_token
+    from lineage.serve.app import (
+        COPIES_ENV,
+        HOSTS_ENV,
+        ROOT_ENV,
+        SQL_MEMORY_ENV,
+        TOKEN_FILE_ENV,
+        read_token,
+    )
     from lineage.serve.tcp import UVICORN_SETTINGS
     from lineage.serve.workers import can_hand_over, listen
     from lineage.serve.workers import serve as serve_workers
+    from lineage.stream.build import memory_bytes
 
+    sql_memory = memory_bytes(sql_max_memory)
+    if sql_memory < 1 << 20:
+        raise UsageError(f"--sql-max-memory {sql_max_memory}: give at least 1MiB")
     store = current_store(ctx)  # an existing store, or the usual one-line error
     loopback = _is_loopback(host)
     token = read_token(token_file) if token_file is not None else None
@@ -62,6 +76,7 @@ def serve(
     hosts = ["*"] if not loopback else ["127.0.0.1", "localhost", "::1", "[::1]"]
     os.environ[ROOT_ENV] = str(store.root.resolve())
     os.environ[HOSTS_ENV] = ",".join([*hosts, *(allow_host or [])])
+    os.environ[SQL_MEMORY_ENV] = str(sql_memory)
     if token_file is not None:
         os.environ[TOKEN_FILE_ENV] = str(token_file.resolve())
     dealt = workers > 1 and can_hand_over()  # connections dealt to the workers in turn

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli import output
+from lineage.cli import common, output
 from lineage.cli.common import JsonOption, current_store, store_root
-from lineage.errors import EXIT_NO
+from lineage.errors import EXIT_ERROR, EXIT_NO
 from lineage.store.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 app = typer.Typer(help="Check and maintain the store.", no_args_is_help=True)
@@ -39,6 +39,9 @@ def sql(
         min=0, help="Stop the query after this many seconds (0: no limit).")] = DEFAULT_TIMEOUT,
     max_rows: Annotated[int, typer.Option(
         min=0, help="Print at most this many rows (0: no limit).")] = DEFAULT_MAX_ROWS,
+    max_memory: Annotated[str, typer.Option(
+        help="Stop the query when it needs more memory than this, such as 512MiB or 2GB "
+             "(0: no limit).")] = "1GiB",
     json: JsonOption = False,
 ) -> None:
     """Run read-only SQL over the catalog; Parquet tables appear as views (documents, ...).
@@ -46,7 +49,18 @@ def sql(
     The session cannot write, load extensions, change settings or read files outside
     the store (docs/store.md, "SQL").
     """
-    result = current_store(ctx).sql(query, timeout=timeout, max_rows=max_rows)
+    from contextlib import nullcontext
+
+    from lineage.store.sql_guard import process_bounds
+    from lineage.stream.build import memory_bytes
+
+    memory = memory_bytes(max_memory)
+    store = current_store(ctx)
+    # Only a process of its own can be bounded inside a function call, and ended.
+    bounds = process_bounds(max_memory=memory, timeout=timeout, on_overrun=_end_now) \
+        if common.WHOLE_PROCESS else nullcontext()
+    with bounds:
+        result = store.sql(query, timeout=timeout, max_rows=max_rows, max_memory=memory)
     cut = (f"only the first {result.max_rows:,} rows are shown; "
            "--max-rows raises the limit") if result.truncated else None
     if json:
@@ -57,6 +71,17 @@ def sql(
         output.emit_table(result.columns, result.rows)
         if cut:
             output.emit_lines([f"({cut})"])
+
+
+def _end_now(message: str) -> None:
+    """The query ran past its time limit and the interrupt did not stop it (it is inside
+    one function call): say so as any error is said, and end the process."""
+    import os
+    import sys
+
+    output.error(message)
+    sys.stderr.flush()
+    os._exit(EXIT_ERROR)
 
 
 @app.command("verify")

@@ -210,15 +210,17 @@ class Store(BaseStore):
 
         return StoreVerification.from_dict(verify_store(self))
 
-    def sql(self, query: str, *, timeout: float | None = None,
-            max_rows: int | None = None) -> QueryResult:
+    def sql(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+            max_memory: int | None = None) -> QueryResult:
         """`lineage sql`: read-only SQL in the guarded session (lineage.store.sql_guard).
-        `timeout` in seconds and `max_rows` (the first rows, `truncated` set when there
-        were more): no limit unless given. The result prints as `--json` does
-        (`to_json()`) and turns into a typed polars frame (`to_polars()`)."""
+        `timeout` in seconds, `max_rows` (the first rows, `truncated` set when there
+        were more) and `max_memory` in bytes (DuckDB's own accounting; docs/store.md
+        "SQL" says what it does not cover): no limit unless given. The result prints as
+        `--json` does (`to_json()`) and turns into a typed polars frame (`to_polars()`)."""
         from lineage.store.sql_guard import run_guarded_sql
 
-        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows)
+        return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows,
+                               max_memory=max_memory)
 
     def frame(self, name: str, *, check: bool = True) -> pl.LazyFrame:
         """A polars LazyFrame of the table `name` (a Parquet-backed table such as

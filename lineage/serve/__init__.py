@@ -5,7 +5,9 @@ the store as a per-process copy of the catalog (refreshed after commits), `api` 
 JSON endpoints (each returns exactly the command line's `--json` answer), `answering`
 runs their questions (parameters, a worker thread, answers kept per catalog state in
 `cache`), `errors` turns every error into JSON with the command line's exit code,
-`limits` bounds what a request may ask, `openapi` describes the routes, and `web`
+`limits` bounds what a request may ask, `sql_process` runs SQL in bounded processes of
+its own, `tcp` and `workers` are the connections' protocol and processes, `openapi`
+describes the routes, and `web`
 holds the server-rendered pages of the explorer.
 
 A front end beside the command line: nothing in the core imports it.

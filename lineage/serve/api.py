@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from lineage.api import Store
+    from lineage.serve.sql_process import SqlProcesses
 
 __all__ = ["CACHE_HEADER", "ENDPOINTS", "EXIT_HEADER", "Endpoint", "Param", "routes"]
 
@@ -364,14 +365,15 @@ async def sql(request: Request) -> Response:
         text = options["q"]
     max_rows = min(options.get("max_rows", limits.max_sql_rows), limits.max_sql_rows)
     timeout = min(options.get("timeout", limits.sql_timeout), limits.sql_timeout)
-
-    def question(store: Store) -> Response:
-        result = store.sql(text, timeout=timeout, max_rows=max_rows)
-        headers = {"X-Lineage-Truncated": f"only the first {max_rows} rows"} \
-            if result.truncated else None
-        return json_answer(result.to_json(), headers=headers)
-
-    return await answered(request, question, cache=False)  # it reads the catalog file
+    # Not through `answered`: never from the answer cache (it reads the catalog file),
+    # and run in a bounded process of its own, which no question thread waits for.
+    processes: SqlProcesses = request.app.state.sql_processes
+    answer = await processes.answer(
+        request.app.state.store_root, text, timeout=timeout, max_rows=max_rows,
+        max_memory=limits.max_sql_memory, wait=limits.sql_timeout)
+    headers = {"X-Lineage-Truncated": f"only the first {max_rows} rows"} \
+        if answer.truncated else None
+    return json_answer(answer.json, headers=headers)
 
 
 def _utf8(body: bytes, what: str) -> str:

@@ -11,12 +11,14 @@ must match when one is set, the query string and the body must stay within the l
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
@@ -25,6 +27,7 @@ from lineage.serve import api, errors
 from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
 from lineage.serve.limits import Limits
+from lineage.serve.sql_process import SqlProcesses
 from lineage.serve.web.respond import SIGNED_IN
 from lineage.serve.web.sign_in import OPEN_PATHS, Sessions, refusal_page, wants_html
 from lineage.serve.web.sign_in import routes as sign_in_routes
@@ -42,6 +45,8 @@ TOKEN_FILE_ENV = "LINEAGE_SERVE_TOKEN_FILE"
 HOSTS_ENV = "LINEAGE_SERVE_HOSTS"
 # The lookup copies' folder and the BLAKE3 of their index, as "digest:folder".
 COPIES_ENV = "LINEAGE_SERVE_LOOKUP_COPIES"
+SQL_MEMORY_ENV = "LINEAGE_SERVE_SQL_MEMORY"  # Limits.max_sql_memory, in bytes
+HEALTH_PATH = "/health"  # answered without the token: it says only that this process serves
 
 
 def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
@@ -63,13 +68,16 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
                          "`lineage init` or pass --store")
     routes: list[BaseRoute] = [*api.routes(),
                                Route("/openapi.json", openapi, methods=["GET"]),
+                               Route(HEALTH_PATH, health, methods=["GET"]),
                                *web_routes(), *sign_in_routes()]
     handlers: dict[Any, Any] = {LineageError: errors.lineage_error,
                                 HTTPException: errors.http_error,
+                                ClientDisconnect: errors.client_gone,
                                 Exception: errors.unexpected_error}
-    app = Starlette(routes=routes, exception_handlers=handlers)
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=_lifespan)
     app.state.store_root = str(root)
     app.state.limits = limits or Limits()
+    app.state.sql_processes = SqlProcesses(app.state.limits.sql_processes)
     app.state.lookup_copies = lookup_copies
     app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
     app.state.sessions = Sessions(token) if token else None
@@ -90,9 +98,19 @@ def app_from_environment() -> Starlette:
 
         digest, _, folder = os.environ[COPIES_ENV].partition(":")
         copies = LookupCopies.load(folder, digest)
+    limits = Limits(max_sql_memory=int(os.environ[SQL_MEMORY_ENV])) \
+        if os.environ.get(SQL_MEMORY_ENV) else None
     return create_app(os.environ[ROOT_ENV],
                       token=read_token(Path(token_file)) if token_file else None,
-                      allowed_hosts=hosts or None, lookup_copies=copies)
+                      allowed_hosts=hosts or None, lookup_copies=copies, limits=limits)
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    """The SQL processes stop with the server (they would on their own once its end of
+    their pipe closes, but a server in a test's thread outlives its requests)."""
+    yield
+    await app.state.sql_processes.close()
 
 
 def read_token(path: Path) -> str:
@@ -115,6 +133,17 @@ async def openapi(request: Request) -> Response:
 
     return Response(json_text(describe(request.app.routes)) + "\n",
                     media_type="application/json")
+
+
+async def health(request: Request) -> Response:
+    """Whether this server process answers requests (without the token, for readiness
+    checks): `{"ok": true}`."""
+    return Response('{"ok": true}\n', media_type="application/json")
+
+
+health.responses = {  # type: ignore[attr-defined]
+    "200": {"description": "The process answers requests: `{\"ok\": true}`.",
+            "content": {"application/json": {}}}}
 
 
 class RequestGuard:
@@ -146,7 +175,8 @@ class RequestGuard:
             if host not in self.hosts:
                 return HTTPProblem(400, f"Host {host!r} is not a name of this server "
                                         "(lineage serve --allow-host adds one)")
-        if self.sessions is not None and scope["path"] not in OPEN_PATHS:
+        if self.sessions is not None and scope["path"] not in OPEN_PATHS \
+                and scope["path"] != HEALTH_PATH:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
             if scheme.lower() == b"bearer" and self.sessions.token_matches(given.strip()):
                 pass

@@ -86,6 +86,15 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.detail, status=exc.status_code, headers=exc.headers)
 
 
+async def client_gone(request: Request, exc: Exception) -> Response:
+    """A client that closed its connection before its request's body arrived (or that
+    was closed for sending it too slowly, lineage/serve/tcp.py): nothing to answer, and
+    nothing wrong with the server, so no traceback in its log."""
+    from starlette.responses import Response
+
+    return Response(status_code=400)
+
+
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """A bug: still one line, and no traceback to the client."""
     first = (str(exc).strip().splitlines() or [""])[0]

@@ -16,6 +16,10 @@ class Limits:
     max_body_bytes: int = 8 << 20  # a posted text or file (trained-on), or SQL text
     max_sql_rows: int = 10_000  # rows a SQL answer holds at most (`truncated` beyond)
     sql_timeout: float = 10.0  # seconds a SQL query may run
+    max_sql_memory: int = 1 << 30  # bytes a SQL query may use (its process's growth)
+    # SQL queries one server process runs at once, each in a process of its own
+    # (lineage/serve/sql_process.py); another waits up to sql_timeout, then gets a 503
+    sql_processes: int = 1
     max_query_length: int = 4096  # bytes of a URL's query string
     max_trace_steps: int = 1000  # steps of a `trace --clipped/--skipped` answer
     max_candidates: int = 100  # trained-on's `limit`: candidate documents per text

@@ -31,6 +31,9 @@ class HandedConnectionsServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=[])  # no socket of its own to listen on
         if not self.should_exit:
+            from lineage.serve.workers import READY
+
+            self.channel.send(READY)  # the supervisor deals connections after this
             self.channel.setblocking(False)
             asyncio.get_running_loop().add_reader(self.channel.fileno(), self._take)
 

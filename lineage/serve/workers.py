@@ -11,6 +11,10 @@ accepts, and passes each connection's descriptor (SCM_RIGHTS over a Unix socket 
 the workers in turn; each worker is uvicorn, serving the connections it is given
 (lineage/serve/worker.py).
 
+Connections are dealt only once every worker has said it is ready (its application made,
+its loop running): until then they wait in the listening socket's queue, so the first
+answer a client gets means every worker answers.
+
 Ctrl-C or SIGTERM closes the workers' channels: each then finishes the answers it has
 begun and stops, and the supervisor after them. A worker that exits on its own stops the
 server with an error (the worker's own is on stderr above it).
@@ -29,6 +33,7 @@ from types import FrameType
 from lineage.errors import UsageError
 
 STOP_SECONDS = 15  # a worker's graceful stop, before it is killed
+READY = b"r"  # what a worker sends on its channel once it serves
 
 
 def can_hand_over() -> bool:
@@ -60,6 +65,8 @@ def serve(listener: socket.socket, workers: int) -> None:
     started: list[tuple[subprocess.Popen[bytes], socket.socket]] = []
     try:
         started.extend(_start_worker() for _ in range(workers))
+        for process, channel in started:
+            _await_ready(process, channel)
         _deal(listener, started)
     except KeyboardInterrupt:
         pass
@@ -79,6 +86,24 @@ def _start_worker() -> tuple[subprocess.Popen[bytes], socket.socket]:
     finally:
         theirs.close()
     return process, ours
+
+
+def _await_ready(process: subprocess.Popen[bytes], channel: socket.socket) -> None:
+    """Wait, however long a busy machine takes, for the worker to say it serves; stop if
+    it exits first (checked each second)."""
+    channel.settimeout(1.0)
+    try:
+        while True:
+            try:
+                said: bytes | None = channel.recv(1)
+            except TimeoutError:
+                said = None
+            if said == READY:
+                return
+            if said == b"" or process.poll() is not None:  # b"": its end is closed
+                _worker_exited(process)
+    finally:
+        channel.settimeout(None)
 
 
 def _deal(listener: socket.socket,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -20,7 +23,8 @@ from lineage.stream.build import build_stream
 from ..conftest import EXAMPLES, Cli
 from ..test_chain import WORLD, write_log
 
-HUGE_JOIN = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
+# Rows without end, a chunk at a time and in little memory: only the time limit stops it.
+ENDLESS = "SELECT sum(range) FROM range(1000000000000)"
 
 
 @pytest.fixture(scope="module")
@@ -290,13 +294,80 @@ def test_the_demo_query_works(corpus_store: Store) -> None:
 
 
 def test_a_slow_query_is_stopped_at_the_time_limit(corpus_store: Store) -> None:
-    result = Cli(corpus_store.root)("sql", HUGE_JOIN, "--timeout", "0.5", code=2)
+    result = Cli(corpus_store.root)("sql", ENDLESS, "--timeout", "0.5", code=2)
     assert result.stderr.splitlines() == [
         "error: SQL stopped after the 0.5 s time limit (--timeout)"]
     with pytest.raises(UsageError, match="time limit"):
-        run_guarded_sql(corpus_store, HUGE_JOIN, timeout=0.2)
+        run_guarded_sql(corpus_store, ENDLESS, timeout=0.2)
     unlimited = Cli(corpus_store.root).json("sql", "SELECT 42 AS n", "--timeout", "0")
     assert unlimited == [{"n": 42}]
+
+
+def test_a_query_past_the_memory_limit_fails_early(corpus_store: Store) -> None:
+    """What DuckDB counts (an aggregate's list here) fails at its share of the limit,
+    through the API, the guard and the command line alike."""
+    query = "SELECT len(list(range)) FROM range(500000000)"
+    with pytest.raises(UsageError, match=r"^SQL stopped at the 64 MiB memory limit"):
+        corpus_store.sql(query, max_memory=64 << 20)
+    with pytest.raises(UsageError, match="memory limit"):
+        run_guarded_sql(corpus_store, query, max_memory=64 << 20)
+    result = Cli(corpus_store.root)("sql", query, "--max-memory", "64MiB", code=2)
+    assert result.stderr.splitlines() == [
+        "error: SQL stopped at the 64 MiB memory limit (--max-memory): the query needs "
+        "more memory than that"]
+    bad = Cli(corpus_store.root)("sql", "SELECT 1", "--max-memory", "lots", code=2)
+    assert len(bad.stderr.splitlines()) == 1 and "'lots'" in bad.stderr
+
+
+def _run_measured(*args: str) -> tuple[int, str, int]:
+    """The console script in a process of its own: exit code, stderr, peak memory."""
+    process = subprocess.Popen([sys.executable, "-m", "lineage.cli", *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    with process.stderr:
+        stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, stderr, usage.ru_maxrss << 10
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the process bound reads /proc")
+def test_one_function_call_cannot_outgrow_the_command(corpus_store: Store) -> None:
+    """The reproduction: a 3 GB string made by one call of repeat(), which DuckDB neither
+    counts nor interrupts (it ran 32 s to 6 GB), fails at once at the 1 GiB default."""
+    code, stderr, peak = _run_measured(
+        "--store", str(corpus_store.root), "sql", "--timeout", "5",
+        "SELECT length(repeat('x', 3000000000))")
+    assert (code, stderr.splitlines()) == (2, [
+        "error: SQL stopped at the 1 GiB memory limit (--max-memory): the query needs "
+        "more memory than that"])
+    assert peak < 1 << 30
+
+
+def test_the_process_bounds_hold_and_are_lifted() -> None:
+    """Inside the bounds an allocation past the limit fails, and a block that outlives
+    its time limit by the grace is reported to `on_overrun` (which would end the
+    process); after them both are gone."""
+    import threading
+
+    from lineage.store.sql_guard import process_bounds
+
+    overran: list[str] = []
+    told = threading.Event()
+
+    def on_overrun(message: str) -> None:
+        overran.append(message)
+        told.set()
+
+    with process_bounds(max_memory=64 << 20, timeout=0.05, on_overrun=on_overrun, grace=0.05):
+        with pytest.raises(MemoryError):
+            bytearray(256 << 20)
+        assert told.wait(60)  # a function call the interrupt cannot stop, here a wait
+    assert overran == ["SQL stopped after the 0.05 s time limit (--timeout)"]
+    assert len(bytearray(256 << 20)) == 256 << 20
+    with process_bounds(max_memory=None, timeout=None, on_overrun=on_overrun):
+        pass
+    assert len(overran) == 1
 
 
 def test_the_row_limit_cuts_and_says_so(corpus_store: Store) -> None:

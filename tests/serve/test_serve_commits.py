@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,15 @@ from lineage.ingest import ingest_corpus
 from lineage.serve.stores import snapshots_for
 
 from ..conftest import EXAMPLES, spawn_lineage
-from .conftest import LiveServer
+from .conftest import WAIT, LiveServer
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Wait for `condition`, however long a busy machine takes (up to WAIT seconds)."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "waited too long"
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -46,14 +55,15 @@ def test_an_answer_begun_before_a_commit_finishes_on_the_old_state(
 @pytest.mark.slow
 def test_server_answers_while_an_ingest_commits(private_store: Path) -> None:
     """Eight clients ask without pause while another process ingests a corpus: every
-    answer is a 200, the ingest is not locked out, and the commit shows up at once."""
+    answer is a 200, the ingest is not locked out, and the first question after the
+    commit sees it (how fast any of this goes is bench/'s business, not a test's)."""
     answers: list[int] = []
     corpora_seen: list[list[str]] = []
     stop = threading.Event()
     with LiveServer(private_store) as server:
 
         def ask() -> None:
-            with httpx.Client(base_url=server.url, timeout=30) as client:
+            with httpx.Client(base_url=server.url, timeout=WAIT) as client:
                 while not stop.is_set():
                     for path in ("/api/docs?step=1", "/api/corpora"):
                         response = client.get(path)
@@ -64,26 +74,20 @@ def test_server_answers_while_an_ingest_commits(private_store: Path) -> None:
         clients = [threading.Thread(target=ask) for _ in range(8)]
         for thread in clients:
             thread.start()
-        time.sleep(0.5)
+        _until(lambda: ["example", "poems"] in corpora_seen)  # the clients are asking
         ingest = spawn_lineage("--store", str(private_store), "ingest", "corpus",
                                str(EXAMPLES / "shards" / "poems.parquet"), "--corpus", "more",
                                "--license", "LicenseRef-PublicDomain",
                                env={"LINEAGE_BUSY_TIMEOUT": "20"})
-        _, stderr = ingest.communicate(timeout=120)
-        committed = time.monotonic()
+        _, stderr = ingest.communicate(timeout=WAIT)
         assert ingest.returncode == 0, stderr
-        after = httpx.get(f"{server.url}/api/corpora").json()
-        seen_after = time.monotonic() - committed
-        time.sleep(0.3)
+        after = httpx.get(f"{server.url}/api/corpora", timeout=WAIT).json()
+        _until(lambda: ["example", "more", "poems"] in corpora_seen)  # the clients too
         stop.set()
         for thread in clients:
-            thread.join(timeout=30)
+            thread.join(timeout=WAIT)
     assert set(answers) == {200}
-    assert len(answers) > 50
     assert [c["name"] for c in after] == ["example", "more", "poems"]
-    assert seen_after < 5
-    assert ["example", "poems"] in corpora_seen  # before the commit
-    assert ["example", "more", "poems"] in corpora_seen  # and after it, same server
 
 
 def test_a_repeated_question_is_answered_from_memory_until_a_commit(

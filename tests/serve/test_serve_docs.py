@@ -39,7 +39,8 @@ def test_the_endpoint_table_is_the_api() -> None:
             assert endpoint[0].command.split(" (")[0] in command.replace("`", "")
             named = set(re.findall(r"[?&\[](\w+)", path))
             assert named <= {p.name for p in endpoint[0].params}, path
-    served = {(e.method, e.path) for e in ENDPOINTS} | {("GET", "/openapi.json")}
+    served = {(e.method, e.path) for e in ENDPOINTS} | {("GET", "/openapi.json"),
+                                                         ("GET", "/health")}
     assert documented == served
 
 
@@ -50,7 +51,7 @@ def test_the_limits_table_is_the_defaults() -> None:
     for name, text in rows.items():
         number = float(text.split()[0])
         unit = text.split()[1] if " " in text else ""
-        scale = {"MiB": 1 << 20}.get(unit, 1)
+        scale = {"MiB": 1 << 20, "GiB": 1 << 30}.get(unit, 1)
         assert number * scale == defaults[name], name
 
 

@@ -22,7 +22,7 @@ from lineage.store.lookup_copy import LookupCopies
 from lineage.store.lookup_copy_write import make_copies
 
 from ..conftest import Cli, spawn_lineage
-from .conftest import first_answer, free_port
+from .conftest import WAIT, first_answer, free_port
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_lineage_serve_with_lookup_copies(demo_root: Path, demo_cli: Cli,
         assert answer.content == demo_cli("docs", "--step", "5", "--json").stdout_bytes
     finally:
         server.send_signal(signal.SIGINT)
-        _, stderr = server.communicate(timeout=30)
+        _, stderr = server.communicate(timeout=WAIT)
     assert re.search(r"copied the lookup tables to \S+ \(\d+\.\d MB, \d+\.\d s\); removed "
                      r"when the server stops", stderr), stderr
     assert not list(tmp_path.glob("lineage-lookup-copies-*"))

@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from lineage.api import open_store
 from lineage.serve.app import create_app
+from lineage.serve.errors import HTTPProblem
 from lineage.serve.limits import Limits
 
 from ..conftest import Cli
-from .conftest import LiveServer
+from .conftest import WAIT, LiveServer
 
 
 def _error(response: httpx.Response, status: int, exit_code: int = 2) -> str:
@@ -69,7 +73,7 @@ def test_no_write_endpoints(client: TestClient, method: str, path: str) -> None:
 
 
 def test_sql_is_guarded_bounded_and_timed(demo_root: Path) -> None:
-    limits = Limits(max_sql_rows=3, sql_timeout=0.2)
+    limits = Limits(max_sql_rows=3)
     with TestClient(create_app(demo_root, limits=limits), base_url="http://localhost") as c:
         for query in ("DROP TABLE streams", "INSERT INTO corpora VALUES (1)",
                       "COPY documents TO '/tmp/x.csv'", "ATTACH '/tmp/x.db'"):
@@ -78,9 +82,119 @@ def test_sql_is_guarded_bounded_and_timed(demo_root: Path) -> None:
                                                           "read_text('/etc/passwd')"}), 400)
         rows = c.get("/api/sql", params={"q": "SELECT * FROM range(10)", "max_rows": 100})
         assert len(rows.json()) == 3  # a request may ask for less, never for more
-        slow = "SELECT count(*) FROM range(10000000000) a"
-        assert "time limit" in _error(c.get("/api/sql", params={"q": slow}), 400)
+        assert rows.headers["x-lineage-truncated"] == "only the first 3 rows"
         assert "not UTF-8" in _error(c.post("/api/sql", content=b"SELECT '\xff'"), 400)
+        slow = "SELECT count(*) FROM range(10000000000) a"
+        asked = c.get("/api/sql", params={"q": slow, "timeout": 0.2})
+        assert "0.2 s time limit" in _error(asked, 400)
+
+
+def _sql_helpers(app: Any) -> list[int]:
+    """The SQL processes `app` has running, each checked to be one."""
+    pids: list[int] = app.state.sql_processes.pids()
+    for pid in pids:
+        assert b"lineage.serve.sql_process" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return pids
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the process bound reads /proc")
+def test_sql_runs_in_a_bounded_process_of_its_own(demo_root: Path) -> None:
+    """A string of 3 GB made by one function call (DuckDB neither counts nor interrupts
+    it) fails at once at the memory limit, in a process of its own: the server's own
+    memory does not grow by it."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    app = create_app(demo_root)
+    with TestClient(app, base_url="http://localhost") as c:
+        huge = c.get("/api/sql", params={"q": "SELECT length(repeat('x', 3000000000))"})
+        assert "SQL stopped at the 1 GiB memory limit" in _error(huge, 400)
+        [helper] = _sql_helpers(app)
+        again = c.get("/api/sql", params={"q": "SELECT count(*) AS n FROM documents"})
+        with open_store(demo_root).reader() as con:  # the unguarded reader
+            assert again.json() == [{"n": con.execute(
+                "SELECT count(*) FROM documents").fetchone()[0]}]
+        assert _sql_helpers(app) == [helper]  # kept for the next query
+    assert _sql_helpers(app) == []  # stopped with the server
+    assert not Path(f"/proc/{helper}").exists()
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - before
+    assert grown < 1 << 30
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_query_the_interrupt_cannot_stop_ends_its_process(demo_root: Path) -> None:
+    """`repeat` runs to its end inside one call whatever the interrupt says (about a
+    second here); the helper ends itself `grace` after the time limit and the next query
+    gets a new one."""
+    from lineage.serve.sql_process import SqlProcesses
+
+    app = create_app(demo_root)
+    app.state.sql_processes = SqlProcesses(1, grace=0.01)
+    with TestClient(app, base_url="http://localhost") as c:
+        assert c.get("/api/sql", params={"q": "SELECT 1"}).status_code == 200
+        [first] = _sql_helpers(app)
+        long = c.get("/api/sql", params={"q": "SELECT length(repeat('x', 400000000))",
+                                         "timeout": 0.05})
+        assert "0.05 s time limit" in _error(long, 400)
+        assert not Path(f"/proc/{first}").exists()  # ended, and waited for
+        assert c.get("/api/sql", params={"q": "SELECT 1 AS one"}).json() == [{"one": 1}]
+        [second] = _sql_helpers(app)
+        assert second != first
+
+
+def test_sql_waits_for_a_free_process_then_is_refused(demo_root: Path) -> None:
+    """No more SQL processes than `sql_processes` at once: a request that finds them busy
+    for `sql_timeout` seconds gets a 503 saying so."""
+    import asyncio
+
+    from lineage.serve.sql_process import SqlProcesses
+
+    async def ask_while_busy() -> str:
+        processes = SqlProcesses(1)
+        processes._slots = asyncio.Semaphore(0)  # the one process is answering another
+        with pytest.raises(HTTPProblem) as refused:
+            await processes.answer(str(demo_root), "SELECT 1", timeout=1, max_rows=1,
+                                   max_memory=1 << 30, wait=0.01)
+        assert refused.value.status == 503 and refused.value.headers["Retry-After"] == "1"
+        return str(refused.value)
+
+    assert "1 SQL process(es) stayed busy for 0.01 s" in asyncio.run(ask_while_busy())
+
+
+def test_sql_answers_from_several_clients_at_once_use_one_process(demo_root: Path) -> None:
+    """Six clients at once, a real server: every one answered, by one SQL process."""
+    import threading
+
+    answers: list[int] = []
+    seen: set[int] = set()
+    with LiveServer(demo_root) as server:
+        app = server.server.config.app
+
+        def ask() -> None:
+            answer = httpx.get(f"{server.url}/api/sql", timeout=WAIT,
+                               params={"q": "SELECT count(*) FROM documents"})
+            answers.append(answer.status_code)
+            seen.update(_sql_helpers(app))
+
+        clients = [threading.Thread(target=ask) for _ in range(6)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(WAIT)
+        assert answers == [200] * 6
+        assert len(seen) == 1 and _sql_helpers(app) == list(seen)
+
+
+def test_serve_takes_the_sql_memory_limit(monkeypatch: pytest.MonkeyPatch,
+                                          demo_root: Path) -> None:
+    from lineage.serve.app import ROOT_ENV, SQL_MEMORY_ENV, app_from_environment
+
+    monkeypatch.setenv(ROOT_ENV, str(demo_root))
+    monkeypatch.setenv(SQL_MEMORY_ENV, str(256 << 20))
+    with TestClient(app_from_environment(), base_url="http://localhost") as c:
+        assert c.app.state.limits.max_sql_memory == 256 << 20  # type: ignore[attr-defined]
+        big = c.get("/api/sql", params={"q": "SELECT length(repeat('x', 300000000))"})
+        assert "SQL stopped at the 256 MiB memory limit" in _error(big, 400)
 
 
 def test_oversized_and_malformed_bodies_get_a_clear_4xx(demo_root: Path) -> None:
@@ -124,6 +238,7 @@ def test_bearer_token(demo_root: Path) -> None:
         _error(c.get("/openapi.json"), 401)
         _error(c.get("/api/corpora", headers={"Authorization": f"Basic {token}"}), 401)
         _error(c.get("/api/corpora", headers={"Authorization": f"Bearer {token}x"}), 401)
+        assert c.get("/health").json() == {"ok": True}  # a readiness check needs none
         for scheme in ("Bearer", "bearer"):  # the scheme's case does not matter (RFC 9110)
             good = c.get("/api/corpora", headers={"Authorization": f"{scheme} {token}"})
             assert good.status_code == 200
@@ -134,11 +249,11 @@ def test_a_real_server_survives_a_malformed_request(demo_root: Path) -> None:
     import socket
 
     with LiveServer(demo_root) as server:
-        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as raw:
             raw.sendall(b"GARBAGE \x00\xff HTTP/9\r\n\r\n")
             reply = raw.recv(1000)
         assert reply.startswith(b"HTTP/1.1 400")
-        response = httpx.get(f"{server.url}/api/docs?step=1")
+        response = httpx.get(f"{server.url}/api/docs?step=1", timeout=WAIT)
         assert response.status_code == 200
 
 
@@ -189,10 +304,10 @@ def test_lineage_serve_command(demo_root: Path, tmp_path: Path) -> None:
         _error(first_answer(server, url), 401)
         auth = {"Authorization": "Bearer a-token-of-enough-length"}
         for _ in range(4):  # whichever worker answers, the same answer
-            answer = httpx.get(url, headers=auth)
+            answer = httpx.get(url, headers=auth, timeout=WAIT)
             assert answer.status_code == 200
             assert answer.json()["name"] == "main"
     finally:
         server.send_signal(signal.SIGINT)
-        _, stderr = server.communicate(timeout=30)
+        _, stderr = server.communicate(timeout=WAIT)
     assert f"at http://127.0.0.1:{port}/" in stderr

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import spawn_lineage
-from .conftest import first_answer, free_port
+from .conftest import WAIT, first_answer, free_port
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 
@@ -32,7 +31,7 @@ def serving(root: Path, workers: int) -> Iterator[tuple[subprocess.Popen[str], i
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
+        server.communicate(timeout=WAIT)
 
 
 def _workers(server: subprocess.Popen[str]) -> list[int]:
@@ -60,7 +59,7 @@ def _connections_to(port: int, pid: int) -> int:
 
 def _ask(port: int) -> socket.socket:
     """A keep-alive connection that has had one answer."""
-    connection = socket.create_connection(("127.0.0.1", port))
+    connection = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
     connection.sendall(b"GET /api/streams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert connection.recv(65536).startswith(b"HTTP/1.1 200")
     return connection
@@ -71,8 +70,7 @@ def test_connections_are_dealt_to_the_workers_in_turn(demo_root: Path) -> None:
         workers = _workers(server)
         assert len(workers) == 2
         held = [_ask(port) for _ in range(6)]  # opened together, as a client pool does
-        try:
-            time.sleep(0.2)
+        try:  # each answered, so each is held by the worker that answered it
             assert sorted(_connections_to(port, pid) for pid in workers) == [3, 3]
         finally:
             for connection in held:
@@ -83,7 +81,7 @@ def test_sigterm_stops_the_workers_too(demo_root: Path) -> None:
     with serving(demo_root, 2) as (server, _):
         workers = _workers(server)
         server.terminate()
-        assert server.wait(timeout=30) == 0
+        assert server.wait(timeout=WAIT) == 0
         for pid in workers:
             assert not Path(f"/proc/{pid}").exists() or \
                 Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
@@ -100,17 +98,17 @@ def test_sigint_stops_a_server_started_with_it_ignored(demo_root: Path) -> None:
     try:
         first_answer(server, f"http://127.0.0.1:{port}/api/streams").raise_for_status()
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
+        assert server.wait(timeout=WAIT) == 0
     finally:
         if server.poll() is None:
             server.kill()
-        server.communicate(timeout=30)
+        server.communicate(timeout=WAIT)
 
 
 def test_a_worker_that_dies_stops_the_server_with_an_error(demo_root: Path) -> None:
     with serving(demo_root, 2) as (server, _):
         subprocess.run(["kill", "-KILL", str(_workers(server)[1])], check=True)
-        assert server.wait(timeout=30) == 2  # without a request to notice it
+        assert server.wait(timeout=WAIT) == 2  # without a request to notice it
         stderr = server.stderr.read() if server.stderr else ""
         assert "a server worker exited (exit code -9)" in stderr
         assert "Traceback" not in stderr
@@ -121,7 +119,7 @@ def test_a_port_in_use_is_a_one_line_error(demo_root: Path) -> None:
         port = taken.getsockname()[1]
         server = spawn_lineage("--store", str(demo_root), "serve", "--port", str(port),
                                "--workers", "2")
-        _, stderr = server.communicate(timeout=60)
+        _, stderr = server.communicate(timeout=WAIT)
     assert server.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in stderr
     assert len(stderr.strip().splitlines()) == 1

@@ -214,7 +214,7 @@ def test_a_session_works_across_the_real_commands_worker_processes(
     import httpx
 
     from ..conftest import spawn_lineage  # noqa: TID252 (the suite's shared helpers)
-    from .conftest import first_answer
+    from .conftest import WAIT, first_answer
     from .web_helpers import free_port
 
     (tmp_path / "token").write_text(TOKEN + "\n")
@@ -225,15 +225,16 @@ def test_a_session_works_across_the_real_commands_worker_processes(
     try:
         refused = first_answer(server, url + "/", HTML)
         assert refused.status_code == 401 and "/sign-in?next=%2F" in refused.text
-        signed = httpx.post(url + "/sign-in", data={"token": TOKEN, "next": "/streams/main"})
+        signed = httpx.post(url + "/sign-in", data={"token": TOKEN, "next": "/streams/main"},
+                            timeout=WAIT)
         assert signed.status_code == 303 and signed.headers["location"] == "/streams/main"
         cookie = {"Cookie": f"{COOKIE}={set_cookie(signed)[COOKIE].value}"}
         for _ in range(8):  # a new connection each time: either worker may answer
-            page = httpx.get(url + "/streams/main", headers={**HTML, **cookie})
+            page = httpx.get(url + "/streams/main", headers={**HTML, **cookie}, timeout=WAIT)
             assert page.status_code == 200 and 'action="/sign-out"' in page.text
     finally:
         server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
+        server.communicate(timeout=WAIT)
 
 
 def test_openapi_lists_the_sign_in_with_what_it_answers(client: TestClient) -> None:

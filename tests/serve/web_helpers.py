@@ -96,7 +96,7 @@ def serving(app: Starlette) -> Iterator[str]:
                                            log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # a machine busy with other work is slow to start
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the explorer's server did not start")
@@ -105,7 +105,7 @@ def serving(app: Starlette) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=120)
 
 
 _BUILT: dict[str, Path] = {}
