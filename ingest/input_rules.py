@@ -6,7 +6,7 @@ written, instead of hanging, running out of memory, dying of SIGBUS or coercing 
 
     special-file        a FIFO, socket or device (never opened: reading one may not end)
     unreadable          a file or folder that cannot be listed or read, a dangling link
-    symlink-outside     a link in a corpus folder that leads out of it
+    symlink-outside     a link in a corpus folder that leads out of it (--links refuse)
     symlink-loop        a link that loops
     changed-while-read  size or mtime changed while the file was read, or fewer or more
                         bytes were read than its size (the bytes counted are the bytes
