@@ -32,8 +32,8 @@ def corpus(
     ] = None,
     tokenizer: Annotated[
         str,
-        typer.Option(help="'bytes' (1 token per UTF-8 byte), 'input' (token_count column), "
-                     "or a tokenizer.json path."),
+        typer.Option(help="'bytes' (1 token per UTF-8 byte), 'input' (each record's "
+                     "token_count, JSONL or Parquet), or a tokenizer.json path."),
     ] = "bytes",
     fmt: Annotated[
         str,

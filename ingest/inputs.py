@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import (
     IngestRuleError,
+    bounded_lines,
     compressed_error,
     depth_error,
     is_compressed,
@@ -164,7 +165,7 @@ def _looks_like_manifest(path: Path, family: str) -> bool:
 def _first_jsonl_record(path: Path) -> object:
     try:
         with open_text_stream(path) as handle:
-            for raw in handle:
+            for raw in bounded_lines(handle, path):
                 if raw.strip():
                     if depth_over(raw.decode("utf-8", "replace"), MAX_DEPTH):
                         raise depth_error(path, "line 1")

@@ -266,6 +266,20 @@ _HEADER = canonical_json({"algorithm": "x", "chain": "foreign-chain", "genesis":
 _SMALL = {"web/a.txt": b"hello hostile world\n"}
 
 
+def _huge_line(name: str, first: dict[str, Any] | None = None) -> Callable[[Path], Path]:
+    """A JSONL file (plain or .gz) whose line after `first` is one byte over 16 MiB."""
+    def build(d: Path) -> Path:
+        opener: Any = gzip.open if name.endswith(".gz") else open
+        with opener(d / name, "wb") as out:
+            if first is not None:
+                out.write(json.dumps(first).encode() + b"\n")
+            text = b"x" * ((16 << 20) + 1 - len(b'{"text": ""}'))
+            out.write(b'{"text": "' + text + b'"}\n')
+        return d / name
+    return build
+
+
+
 def _manifest_for(name: str, data: bytes, n_bytes: int | None = None) -> Callable[[Path], Path]:
     """A ready manifest naming one local file (whose content hash is right)."""
     import blake3
@@ -365,6 +379,12 @@ CASES = (
          _jsonl("m.jsonl", {**_DOC, "n_bytes": 2**62 + 1},
                 {**_DOC, "doc_id": "b", "n_bytes": 2**62},
                 {**_DOC, "doc_id": "c", "n_bytes": 2**62})),
+    Case("huge-first-line", "jsonl", "line 1: line-size: a line longer than 16 MiB",
+         _huge_line("s.jsonl")),
+    Case("huge-line", "jsonl", "line 2: line-size: a line longer than 16 MiB",
+         _huge_line("s.jsonl.gz", {"text": "a"})),
+    Case("windows-huge-line", "windows", "line 2: line-size: a line longer than 16 MiB",
+         _huge_line("w.jsonl", _WIN)),
     Case("windows-deep", "windows", "line 1: nesting-depth",
          _jsonl("w.jsonl", json.dumps(_WIN)[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 +
                 "}")),
