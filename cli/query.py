@@ -102,19 +102,23 @@ def trained_on(
 
 
 def _result_lines(result: dict[str, Any]) -> list[str]:
-    head = f"{result['file']}: {result['verdict']} (blake3 {result['content_hash']})"
+    # Each name is shown on its own (output.shown): a doc_id of only zero-width characters
+    # is escaped as it is in a table, where inside the line it would print invisibly.
+    shown = output.shown
+    head = f"{shown(result['file'])}: {result['verdict']} (blake3 {result['content_hash']})"
     if "text_hash" in result:
-        head = (f"{result['file']}: {result['verdict']}, {result['containment']:.0%} of "
-                f"{result['words']} words matched")
+        head = (f"{shown(result['file'])}: {result['verdict']}, {result['containment']:.0%} "
+                f"of {result['words']} words matched")
     lines = [head]
     for m in result["matches"]:
         where = "in no stream"
         if m["stream"]:
-            where = (f"stream {m['stream']}: steps {_ranges(m['steps'])}, "
+            where = (f"stream {shown(m['stream'])}: steps {_ranges(m['steps'])}, "
                      f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
         run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
         share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
-        lines.append(f"  {m['corpus']}/{m['doc_id']} ({m['source']}{share}): {where}{run_note}")
+        lines.append(f"  {shown(m['corpus'])}/{shown(m['doc_id'])} ({shown(m['source'])}"
+                     f"{share}): {where}{run_note}")
         for span in m["spans"]:
             doc = f", document words {span['doc_words'][0]}..{span['doc_words'][1]}"
             if span.get("steps"):
