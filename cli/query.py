@@ -66,7 +66,8 @@ def trained_on(
     ctx: typer.Context,
     files: Annotated[
         list[Path] | None,
-        typer.Argument(help="Files to look for (- reads standard input).", show_default=False),
+        typer.Argument(help="Files to look for, or folders (every file in them; - reads "
+                       "standard input).", show_default=False),
     ] = None,
     text: Annotated[
         list[str] | None, typer.Option("--text", help="A text to look for (repeatable).")
@@ -86,7 +87,11 @@ def trained_on(
     json: JsonOption = False,
 ) -> None:
     """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
-    passages). Exit 0 when every query is in the stream (or trained) or matched as text."""
+    passages). Exit 0 when every query is in the stream (or trained) or matched as text.
+
+    A folder stands for the files `ingest corpus` would record from it: every file at any
+    depth, in path order, each a result of its own, then a summary of the folder (files by
+    verdict; hidden entries, links and empty files are skipped and counted)."""
     paths = [str(f) for f in files or []]
     stdin = sys.stdin.buffer.read() if "-" in paths else None
     answer = current_store(ctx).trained_on(
@@ -97,8 +102,20 @@ def trained_on(
     else:
         for result in answer["results"]:
             output.emit_lines(_result_lines(result))
+        output.emit_lines([_folder_line(folder) for folder in answer.get("folders", [])])
     if not all_found(answer):
         raise typer.Exit(EXIT_NO)
+
+
+def _folder_line(folder: dict[str, Any]) -> str:
+    """A folder's summary: its files by verdict, and what was skipped."""
+    verdicts = ", ".join(f"{count:,} {verdict}" for verdict, count in folder["verdicts"].items())
+    skipped = [f"{folder[key]:,} {what}" for key, what in (
+        ("skipped_hidden", "hidden"), ("skipped_links", "links"),
+        ("skipped_empty", "empty files")) if folder[key]]
+    return (f"{output.shown(folder['folder'])}: {folder['found']:,} of {folder['files']:,} "
+            f"files trained on" + (f" ({verdicts})" if verdicts else "")
+            + (f"; skipped {', '.join(skipped)}" if skipped else ""))
 
 
 def _result_lines(result: dict[str, Any]) -> list[str]:

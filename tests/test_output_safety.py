@@ -320,7 +320,8 @@ def test_errors_and_info_name_things_as_they_are(weird: dict, tmp_path: Path) ->
     missing = tmp_path / "gone:x:[b]\x1b]8;;e.test\x1b\\\n"  # an OSC 8 link, a newline
     _, err = _both(store, "trained-on", str(missing), code=2)
     shown = f"{tmp_path}/gone:x:[b]\\x1b]8;;e.test\\x1b\\\\n"
-    assert err == f"error: {shown}: no such file (trained-on takes files)\n"
+    assert err == (f"error: {shown}: no such file or folder (trained-on takes files and "
+                   "folders)\n")
     sums = tmp_path / "out[b]\x1b.sums"
     _, err = _both(store, "sums", str(weird["weights"]), "-o", str(sums))
     assert err == f"wrote {tmp_path}/out[b]\\x1b.sums\n"
