@@ -81,11 +81,15 @@ def test_files_and_folders_keep_the_order_given(store: Store, folder: Path) -> N
     assert answer["folders"][0]["files"] == len(labels) - 2
 
 
-def test_a_fifo_in_the_folder_is_refused_unopened(store: Store, folder: Path) -> None:
+def test_a_fifo_in_the_folder_or_given_is_refused_without_waiting(
+        store: Store, folder: Path) -> None:
     os.mkfifo(folder / "plays" / "pipe")
     result = Cli(store.root)("trained-on", str(folder), code=2)
     assert result.stderr.startswith(f"error: {folder / 'plays' / 'pipe'}: special-file: a FIFO")
     assert result.stderr.count("\n") == 1
+    result = Cli(store.root)("trained-on", str(folder / "plays" / "pipe"), code=2)
+    assert result.stderr == (f"error: {folder / 'plays' / 'pipe'}: not-a-regular-file: a FIFO, "
+                             "not a file\n")
 
 
 def test_the_folder_asks_about_what_its_ingest_recorded(store: Store,

@@ -119,10 +119,10 @@ def queries_for(files: Sequence[str | os.PathLike[str]] = (), texts: Sequence[st
                         for label, path in folder.files]
             continue
         path = Path(item)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise InputError(path, "no such file or folder (trained-on takes files and "
                              "folders)")
-        queries.append(Query(str(path), hash_file(path), path=path))
+        queries.append(Query(str(path), hash_file(path), path=path))  # a FIFO: refused
     for number, text in enumerate(texts, start=1):
         data = _bounded(text.encode("utf-8", errors="surrogatepass"), f"--text {number}")
         queries.append(Query(f"<text {number}>", blake3.blake3(data).hexdigest(), data))
