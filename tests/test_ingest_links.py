@@ -236,3 +236,18 @@ def test_a_snapshot_blob_that_is_missing_stops_the_ingest(
     with pytest.raises(InputError, match="train-00001-of-00002.jsonl: unreadable: a link "
                                          "whose target does not exist"):
         ingest_corpus(store, [dataset_snapshot], corpus="c", fmt="jsonl")
+
+
+def test_repair_rebuilds_a_followed_tree_with_its_links_followed(
+        doc_tree: Path, store: Store) -> None:
+    """The ingest records --links, so a lost part is rebuilt from the same files."""
+    from lineage.ingest.repair import repair_store
+
+    ingest_corpus(store, [doc_tree], corpus="docs", links="follow", fingerprints=False)
+    before = _stored(store, "docs")
+    for part in (store.root / "tables" / "documents").glob("docs-*.parquet"):
+        part.unlink()
+    report = repair_store(store)
+    assert report.ok, report.to_dict()
+    assert [a.action for a in report.actions].count("rebuilt") >= 1
+    assert _stored(store, "docs") == before
