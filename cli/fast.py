@@ -1,4 +1,4 @@
-"""A lean path for the machine queries `docs ... --json` and `trained-on FILE... --json`.
+"""A lean path for the machine queries `docs ... --json` and `trained-on FILE|DIR... --json`.
 
 Scripts call these in loops, where each call's cost is the process start-up: Python and
 DuckDB, then the command line's own imports (typer, click and rich take longer than the

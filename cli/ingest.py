@@ -32,8 +32,8 @@ def corpus(
     ] = None,
     tokenizer: Annotated[
         str,
-        typer.Option(help="'bytes' (1 token per UTF-8 byte), 'input' (token_count column), "
-                     "or a tokenizer.json path."),
+        typer.Option(help="'bytes' (1 token per UTF-8 byte), 'input' (each record's "
+                     "token_count, JSONL or Parquet), or a tokenizer.json path."),
     ] = "bytes",
     fmt: Annotated[
         str,
@@ -50,14 +50,23 @@ def corpus(
                      "opt in by reading each document from its local uri.",
                      show_default=False),
     ] = None,
+    links: Annotated[
+        str,
+        typer.Option("--links", help="A symbolic link in a folder: skip (the default: not "
+                     "read, counted), follow (read as the file or folder it leads to, named "
+                     "by its own path), or refuse (a link leading out of the folder is an "
+                     "error). A hub cache snapshot's links to its own blobs are read in "
+                     "every mode (docs/manifest-spec.md, Links)."),
+    ] = "skip",
     json: JsonOption = False,
 ) -> None:
     """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests,
     or the local files a Croissant file's distribution names (docs/exports.md).
 
     Refused with exit 2, naming the file and rule, nothing written: special files
-    (special-file), files or folders that cannot be read (unreadable), links leaving a
-    folder or looping (symlink-outside, symlink-loop), files changing while read
+    (special-file), files or folders that cannot be read (unreadable), links that dangle
+    or loop (unreadable, symlink-loop) or, with --links refuse, lead out of a folder
+    (symlink-outside), files changing while read
     (changed-while-read), damaged .gz/.zst (compressed-integrity), values of the wrong
     type (value-type), NaN (not-a-number), deep nesting (nesting-depth), out-of-range
     integers (integer-range), manifest sizes differing from the files read
@@ -69,7 +78,7 @@ def corpus(
         result = ingest_corpus(
             store, list(paths), corpus=corpus, source=source, license=license,
             tokenizer=tokenizer, fmt=fmt, workers=workers, progress=progress,
-            fingerprints=fingerprints,
+            fingerprints=fingerprints, links=links,
         )
     if json:
         output.emit_json(result.to_dict())
@@ -80,13 +89,11 @@ def corpus(
             f"({result.manifest_hash})"
         ])
         return
-    skipped = result.skipped_hidden + result.skipped_links
     output.emit_lines([
         f"corpus {result.corpus}: added {result.documents:,} documents, {result.tokens:,} "
         f"tokens ({result.tokenizer}) in {len(result.sources)} sources, {result.seconds:.1f} s",
         f"manifest {result.manifest_hash}",
-        f"dropped {result.dropped_empty:,} empty documents"
-        + (f"; skipped {skipped:,} hidden files or links" if skipped else ""),
+        f"dropped {result.dropped_empty:,} empty documents" + _left_out(result),
     ])
     if result.text_index:
         index = result.text_index
@@ -95,6 +102,18 @@ def corpus(
             f"text index: {index['documents']:,} documents, {index['words']:,} words, "
             f"{index['fingerprints']:,} fingerprints ({share:.0%} of the text's size); "
             f"{index['not_text']:,} documents are not text"])
+
+
+def _left_out(result: Any) -> str:
+    """What the folder walks skipped or followed, when they did."""
+    said = []
+    if result.skipped_hidden:
+        said.append(f"skipped {result.skipped_hidden:,} hidden files")
+    if result.skipped_links:
+        said.append(f"skipped {result.skipped_links:,} links (--links follow reads them)")
+    if result.followed_links:
+        said.append(f"followed {result.followed_links:,} links")
+    return "".join(f"; {part}" for part in said)
 
 
 @app.command("windows")

@@ -66,7 +66,8 @@ def trained_on(
     ctx: typer.Context,
     files: Annotated[
         list[Path] | None,
-        typer.Argument(help="Files to look for (- reads standard input).", show_default=False),
+        typer.Argument(help="Files to look for, or folders (every file in them; - reads "
+                       "standard input).", show_default=False),
     ] = None,
     text: Annotated[
         list[str] | None, typer.Option("--text", help="A text to look for (repeatable).")
@@ -86,7 +87,11 @@ def trained_on(
     json: JsonOption = False,
 ) -> None:
     """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
-    passages). Exit 0 when every query is in the stream (or trained) or matched as text."""
+    passages). Exit 0 when every query is in the stream (or trained) or matched as text.
+
+    A folder stands for the files `ingest corpus` would record from it: every file at any
+    depth, in path order, each a result of its own, then a summary of the folder (files by
+    verdict; hidden entries, links and empty files are skipped and counted)."""
     paths = [str(f) for f in files or []]
     stdin = sys.stdin.buffer.read() if "-" in paths else None
     answer = current_store(ctx).trained_on(
@@ -97,24 +102,40 @@ def trained_on(
     else:
         for result in answer["results"]:
             output.emit_lines(_result_lines(result))
+        output.emit_lines([_folder_line(folder) for folder in answer.get("folders", [])])
     if not all_found(answer):
         raise typer.Exit(EXIT_NO)
 
 
+def _folder_line(folder: dict[str, Any]) -> str:
+    """A folder's summary: its files by verdict, and what was skipped."""
+    verdicts = ", ".join(f"{count:,} {verdict}" for verdict, count in folder["verdicts"].items())
+    skipped = [f"{folder[key]:,} {what}" for key, what in (
+        ("skipped_hidden", "hidden"), ("skipped_links", "links"),
+        ("skipped_empty", "empty files")) if folder[key]]
+    return (f"{output.shown(folder['folder'])}: {folder['found']:,} of {folder['files']:,} "
+            f"files trained on" + (f" ({verdicts})" if verdicts else "")
+            + (f"; skipped {', '.join(skipped)}" if skipped else ""))
+
+
 def _result_lines(result: dict[str, Any]) -> list[str]:
-    head = f"{result['file']}: {result['verdict']} (blake3 {result['content_hash']})"
+    # Each name is shown on its own (output.shown): a doc_id of only zero-width characters
+    # is escaped as it is in a table, where inside the line it would print invisibly.
+    shown = output.shown
+    head = f"{shown(result['file'])}: {result['verdict']} (blake3 {result['content_hash']})"
     if "text_hash" in result:
-        head = (f"{result['file']}: {result['verdict']}, {result['containment']:.0%} of "
-                f"{result['words']} words matched")
+        head = (f"{shown(result['file'])}: {result['verdict']}, {result['containment']:.0%} "
+                f"of {result['words']} words matched")
     lines = [head]
     for m in result["matches"]:
         where = "in no stream"
         if m["stream"]:
-            where = (f"stream {m['stream']}: steps {_ranges(m['steps'])}, "
+            where = (f"stream {shown(m['stream'])}: steps {_ranges(m['steps'])}, "
                      f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
         run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
         share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
-        lines.append(f"  {m['corpus']}/{m['doc_id']} ({m['source']}{share}): {where}{run_note}")
+        lines.append(f"  {shown(m['corpus'])}/{shown(m['doc_id'])} ({shown(m['source'])}"
+                     f"{share}): {where}{run_note}")
         for span in m["spans"]:
             doc = f", document words {span['doc_words'][0]}..{span['doc_words'][1]}"
             if span.get("steps"):

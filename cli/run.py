@@ -26,8 +26,14 @@ def list_(ctx: typer.Context, json: JsonOption = False) -> None:
         return
     columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "closed",
                "progress", "clipped_count", "skipped_count")
-    shown = [{**row, "closed": "yes" if row["closed"] else "no"} for row in rows]
+    shown = [{**row, "closed": "yes" if row["closed"] else "no",
+              "progress": _share(row["progress"])} for row in rows]
     output.emit_table(columns, [[row[c] for c in columns] for row in shown])
+
+
+def _share(progress: float | None) -> str:
+    """A run's progress as `run show` says it (25.6%); '-' for a run bound to no stream."""
+    return "-" if progress is None else f"{progress:.1%}"
 
 
 @app.command("show")
@@ -50,7 +56,7 @@ def show(
         "skip rule   " + (f"grad norm > {rule['grad_norm_above']:g} skips the step and the "
                           f"next {rule['skip_following']}" if rule else "no rule declared"),
         f"progress    steps {run['first_step']}..{run['last_step']} recorded, "
-        + (f"{run['progress']:.1%} of {run['stream_steps']} stream steps" if run["stream"]
+        + (f"{_share(run['progress'])} of {run['stream_steps']} stream steps" if run["stream"]
            else "bound to no stream"),
         f"clipped     {_short(run['clipped_steps'])}",
         f"skipped     {_short(run['skipped_steps'])}",

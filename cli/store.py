@@ -160,5 +160,15 @@ def repair(
 @app.command("migrate")
 def migrate(ctx: typer.Context, json: JsonOption = False) -> None:
     """Bring the store's catalog to this version's schema."""
+    from lineage.api import init_store
+
     current_store(ctx)  # an existing store: migrating a missing one is an error, not a new one
-    init(ctx, json=json)
+    result = init_store(store_root(ctx))
+    if json:
+        output.emit_json(result.to_dict())
+    elif result.migrated_from is not None:
+        output.emit_lines([f"store {result.path} migrated from schema v{result.migrated_from} "
+                           f"to v{result.schema_version}"])
+    else:
+        output.emit_lines([f"store {result.path} is at schema v{result.schema_version} "
+                           "already: nothing to migrate"])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
+
+if TYPE_CHECKING:
+    from lineage.stream.answers import StreamCut
 
 app = typer.Typer(help="Canonical data streams (lineage-stream/1).", no_args_is_help=True)
 
@@ -86,7 +89,18 @@ def build(
         f"{result.occurrences:,} occurrences, {result.seconds:.1f} s",
         f"spec {result.spec} {result.spec_hash}",
         f"occurrences {result.occurrences_digest}",
+        *([_cut_line(result.cut, result.token_budget)] if result.cut is not None else []),
     ])
+
+
+def _cut_line(cut: StreamCut, budget: int | None) -> str:
+    """What the end of the stream left out of the corpus, said even when it is nothing."""
+    if not cut.tokens:
+        return "cut: nothing, the corpus fills whole steps exactly"
+    end = "the last whole step" + (" within --token-budget" if budget is not None else "")
+    short = ", 1 cut short" if cut.short else ""
+    documents = f"{cut.documents:,} document{'' if cut.documents == 1 else 's'}"
+    return f"cut: {cut.tokens:,} packed tokens past {end}: {documents} left out{short}"
 
 
 @app.command("list")

@@ -30,6 +30,7 @@ from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
+from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
 from lineage.store import faults
 from lineage.store.durable import guarded_write, remove_abandoned_temps, remove_quietly
 from lineage.store.parts import discard_parts, publish_parts, unpublish_unless_unknown
@@ -54,7 +55,8 @@ class CorpusIngestResult:
     tokenizer: str
     sources: list[dict[str, Any]]
     skipped_hidden: int = 0
-    skipped_links: int = 0
+    skipped_links: int = 0  # links not read (--links skip or refuse); every one counted
+    followed_links: int = 0  # links read: --links follow, and a hub cache's blob links
     parts: list[str] = field(default_factory=list)
     seconds: float = 0.0
     text_index: dict[str, Any] | None = None  # the text_indexes row, when one was built
@@ -76,6 +78,7 @@ def ingest_corpus(
     workers: int | None = None,
     progress: Progress = None,
     fingerprints: bool | None = None,
+    links: str = DEFAULT_LINKS,
 ) -> CorpusIngestResult:
     """Hash, check and record a corpus; re-ingesting identical input changes nothing.
 
@@ -83,6 +86,9 @@ def ingest_corpus(
     and `SOURCE=SPDX` entries (per source first, then the plain one). `fingerprints`
     (default: on for documents with text, off for ready manifests) builds the text index
     (docs/text-spec.md); for ready manifests it reads each document from its local `uri`.
+    `links` says what a symbolic link in a folder becomes (ingest/walk.py): "skip" (the
+    default: not read, counted), "follow" or "refuse" (a link leading out stops the
+    ingest); a hub cache snapshot's links to its own blobs are read in every mode.
     """
     started = time.monotonic()
     started_at = time.time()
@@ -90,7 +96,8 @@ def ingest_corpus(
     licenses = parse_licenses(license)
     store._require_catalog()
     spec = parse_tokenizer(tokenizer)
-    planned = plan_inputs([Path(p) for p in paths], fmt)
+    walked = WalkCounts()
+    planned = plan_inputs([Path(p) for p in paths], fmt, links=links, counts=walked)
     manifests = [p for p in planned if isinstance(p, ShardInput) and p.kind.startswith("manifest")]
     raw = [p for p in planned if p not in manifests]
     if manifests and raw:
@@ -106,8 +113,8 @@ def ingest_corpus(
     for table in ("documents", "document_hashes", *TEXT_TABLES):
         remove_abandoned_temps(store.table_dir(table))
     try:
-        staged, dropped, skipped = _map(raw, staging, corpus, source, spec, workers,
-                                        progress, index_text)
+        staged, dropped = _map(raw, staging, corpus, source, spec, workers,
+                               progress, index_text, links, walked)
         faults.reach("map-done")
         reduced = reduce_corpus(
             corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
@@ -121,7 +128,8 @@ def ingest_corpus(
                 ", ".join(str(p) for p in paths),
                 f"no documents to ingest ({reduced.dropped_empty} empty dropped)",
             )
-        record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at)
+        record = _IngestRecord(corpus, tokenizer_id, planned, source, licenses, fmt, started_at,
+                               links)
         try:
             status, final = _commit(store, reduced, record)
         except BaseException:
@@ -133,8 +141,9 @@ def ingest_corpus(
         corpus=corpus, status=status, manifest_hash=reduced.manifest_hash,
         manifest_spec=MANIFEST_SPEC, documents=reduced.documents, tokens=reduced.tokens,
         bytes=reduced.bytes, dropped_empty=reduced.dropped_empty, tokenizer=tokenizer_id,
-        sources=reduced.sources, skipped_hidden=skipped[0], skipped_links=skipped[1],
-        parts=final, seconds=round(time.monotonic() - started, 3),
+        sources=reduced.sources, skipped_hidden=walked.skipped_hidden,
+        skipped_links=walked.skipped_links, followed_links=walked.followed_links, parts=final,
+        seconds=round(time.monotonic() - started, 3),
         text_index=reduced.text_index.catalog_row(corpus) if reduced.text_index else None,
     )
 
@@ -187,18 +196,21 @@ def _map(
     workers: int | None,
     progress: Progress,
     index_text: bool,
-) -> tuple[StagedParts, int, tuple[int, int]]:
-    """Stage every raw input; returns (staged parts, empty documents, skipped files)."""
+    links: str,
+    walked: WalkCounts,
+) -> tuple[StagedParts, int]:
+    """Stage every raw input; returns (staged parts, empty documents). What the folder
+    walks left out or followed is added to `walked`."""
     summaries: list[ShardSummary] = []
-    hidden = links = 0
     tasks: list[TextShardTask] = []
     for item in raw:
         if isinstance(item, DirectoryInput):
-            listing = list_directory(item.root, source=source)
+            listing = list_directory(item.root, source=source, links=links)
             if item.includes:  # a Croissant FileSet's globs
                 listing.files = [f for f in listing.files if _selected(f.doc_id, item)]
-            hidden += listing.skipped_hidden
-            links += listing.skipped_links
+            walked.skipped_hidden += listing.skipped_hidden
+            walked.skipped_links += listing.skipped_links
+            walked.followed_links += listing.followed_links
             summaries.append(stage_directory(
                 item.root, listing, staging, tokenizer=spec,
                 progress=progress, workers=workers, fingerprints=index_text,
@@ -215,7 +227,7 @@ def _map(
         documents=[s.part for s in summaries if s.part is not None],
         fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
     )
-    return parts, sum(s.dropped_empty for s in summaries), (hidden, links)
+    return parts, sum(s.dropped_empty for s in summaries)
 
 
 def _selected(doc_id: str, item: DirectoryInput) -> bool:
@@ -250,6 +262,7 @@ class _IngestRecord:
     licenses: LicensePlan
     fmt: str
     started_at: float
+    links: str = DEFAULT_LINKS
 
     def inputs_json(self) -> str:
         items = []
@@ -268,7 +281,7 @@ class _IngestRecord:
 
     def parameters_json(self) -> str:
         license = {"default": self.licenses.default, "by_source": dict(self.licenses.by_source)}
-        return json.dumps({"source": self.source, "license": license,
+        return json.dumps({"source": self.source, "license": license, "links": self.links,
                            "tokenizer": self.tokenizer, "format": self.fmt}, sort_keys=True)
 
 

@@ -6,7 +6,7 @@ written, instead of hanging, running out of memory, dying of SIGBUS or coercing 
 
     special-file        a FIFO, socket or device (never opened: reading one may not end)
     unreadable          a file or folder that cannot be listed or read, a dangling link
-    symlink-outside     a link in a corpus folder that leads out of it
+    symlink-outside     a link in a corpus folder that leads out of it (--links refuse)
     symlink-loop        a link that loops
     changed-while-read  size or mtime changed while the file was read, or fewer or more
                         bytes were read than its size (the bytes counted are the bytes
@@ -16,6 +16,9 @@ written, instead of hanging, running out of memory, dying of SIGBUS or coercing 
     not-a-number        NaN or Infinity
     integer-range       an integer outside 0..2^63-1 (or a total that exceeds it)
     nesting-depth       JSON nested deeper than the step logs' limit
+    line-size           a JSONL line longer than 16 MiB, the most DuckDB reads as one
+                        record (its maximum_object_size): refused as soon as reading
+                        passes that, so a huge line never has to fit in memory
     manifest-size       a ready manifest's n_bytes differs from the file it names
     rank-range          a window log rank that does not fit the batch
 
@@ -28,7 +31,9 @@ import errno
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from lineage.errors import InputError, RuleError
 from lineage.formats.file_hash import kind as file_kind
@@ -188,6 +193,27 @@ def is_compressed(path: Path) -> bool:
 def compressed_error(path: object, exc: Exception) -> IngestRuleError:
     return IngestRuleError(path, "compressed-integrity", f"the compressed stream fails its "
                            f"check ({exc}): the file is damaged or cut short")
+
+
+# DuckDB's default maximum_object_size: the longest JSON record its read_json reads. Lines
+# are refused past it before DuckDB sees them (DuckDB itself fails somewhere between one
+# and two times this, by where the line falls in its buffers).
+MAX_LINE_BYTES = 16 << 20
+
+
+def bounded_lines(handle: BinaryIO, path: object) -> Iterator[bytes]:
+    """The lines of a binary stream (LF kept), each refused (`line-size`) once it passes
+    MAX_LINE_BYTES without an LF: at most that much of a line is ever held. The line
+    number is `where`."""
+    number = 0
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise IngestRuleError(path, "line-size", f"a line longer than "
+                                  f"{MAX_LINE_BYTES >> 20} MiB, the most one JSON record may "
+                                  "take (split the record, or store its text in Parquet)",
+                                  where=f"line {number}")
+        yield line
 
 
 def depth_error(path: object, where: str) -> IngestRuleError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +20,15 @@ from typing import Any, BinaryIO
 from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import (
     IngestRuleError,
+    bounded_lines,
     compressed_error,
     depth_error,
     is_compressed,
     open_regular,
-    os_error,
     stat_input,
 )
 from lineage.ingest.step_log import depth_over
+from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts, check_links_mode, walk_folder
 from lineage.runs.chain import MAX_DEPTH
 
 FORMATS = ("auto", "files", "jsonl", "parquet", "manifest")
@@ -57,10 +57,13 @@ class ShardInput:
 Input = DirectoryInput | ShardInput
 
 
-def plan_inputs(paths: list[Path], fmt: str = "auto") -> list[Input]:
-    """Expand and classify every PATH; errors name the path that cannot be read."""
+def plan_inputs(paths: list[Path], fmt: str = "auto", *, links: str = DEFAULT_LINKS,
+                counts: WalkCounts | None = None) -> list[Input]:
+    """Expand and classify every PATH; errors name the path that cannot be read. What the
+    walks of shard folders left out is added to `counts`."""
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    check_links_mode(links)
     if not paths:
         raise UsageError("give at least one PATH to ingest")
     planned: list[Input] = []
@@ -71,7 +74,7 @@ def plan_inputs(paths: list[Path], fmt: str = "auto") -> list[Input]:
             if fmt in ("auto", "files"):
                 planned.append(DirectoryInput(path))
             else:
-                planned.extend(_shards_in(path, fmt))
+                planned.extend(_shards_in(path, fmt, links, counts or WalkCounts()))
         elif fmt == "auto" and _is_croissant(path):
             planned.extend(_croissant_inputs(path))
         else:
@@ -101,44 +104,19 @@ def _croissant_inputs(path: Path) -> list[Input]:
     return planned
 
 
-def _shards_in(folder: Path, fmt: str) -> list[ShardInput]:
-    """Shard files below `folder`, in sorted relative-path order."""
-    found: list[ShardInput] = []
-    root = folder.resolve()
-
-    def refuse(exc: OSError) -> None:  # os.walk would skip an unreadable folder silently
-        raise os_error(exc.filename or folder, exc)
-
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=refuse):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in dirnames:
-            check_link(Path(dirpath) / name, root)
-        for filename in sorted(filenames):
-            path = Path(dirpath) / filename
-            if filename.startswith(".") or not _has_shard_suffix(filename, fmt):
-                continue
-            check_link(path, root)
-            stat_input(path)
-            found.append(_classify(path, path.relative_to(folder).as_posix(), fmt))
-    if not found:
+def _shards_in(folder: Path, fmt: str, links: str, counts: WalkCounts) -> list[ShardInput]:
+    """Shard files below `folder` (ingest/walk.py), in sorted relative-path order, each
+    named by that path."""
+    found = walk_folder(folder, links=links, counts=counts,
+                        wanted=lambda name: _has_shard_suffix(name, fmt))
+    found.sort(key=lambda item: item.rel.encode("utf-8"))
+    shards = []
+    for item in found:
+        stat_input(Path(item.path))
+        shards.append(_classify(Path(item.path), item.rel, fmt))
+    if not shards:
         raise InputError(folder, f"no {fmt} shards found in this directory")
-    return found
-
-
-def check_link(path: Path, root: Path) -> None:
-    """A link below an input folder must resolve, without looping, to a place inside it."""
-    if not path.is_symlink():
-        return
-    try:
-        target = path.resolve(strict=True)
-    except FileNotFoundError as exc:
-        raise IngestRuleError(path, "unreadable", "a link whose target does not exist") \
-            from exc
-    except (OSError, RuntimeError) as exc:  # ELOOP; older Pythons raise RuntimeError
-        raise IngestRuleError(path, "symlink-loop", "a symbolic link that loops") from exc
-    if not target.is_relative_to(root):
-        raise IngestRuleError(path, "symlink-outside", f"a link to {target}, outside "
-                              f"{root}: copy the file in, or give its place as a PATH")
+    return shards
 
 
 def _has_shard_suffix(name: str, fmt: str) -> bool:
@@ -151,7 +129,7 @@ def _has_shard_suffix(name: str, fmt: str) -> bool:
 
 
 def _classify(path: Path, name: str, fmt: str) -> ShardInput:
-    lowered = path.name.lower()
+    lowered = name.lower()
     if lowered.endswith(JSONL_SUFFIXES):
         family = "jsonl"
     elif lowered.endswith(PARQUET_SUFFIXES):
@@ -187,7 +165,7 @@ def _looks_like_manifest(path: Path, family: str) -> bool:
 def _first_jsonl_record(path: Path) -> object:
     try:
         with open_text_stream(path) as handle:
-            for raw in handle:
+            for raw in bounded_lines(handle, path):
                 if raw.strip():
                     if depth_over(raw.decode("utf-8", "replace"), MAX_DEPTH):
                         raise depth_error(path, "line 1")

@@ -148,7 +148,8 @@ def _rebuild_corpus(store: BaseStore, corpus: str, staging: Path) -> dict[str, P
     scratch = open_store(scratch_root)
     result = ingest_corpus(scratch, list(paths), corpus=corpus, source=options.get("source"),
                            license=license_args or None, tokenizer=tokenizer_arg,
-                           fmt=options.get("format") or "auto", fingerprints=bool(indexed))
+                           fmt=options.get("format") or "auto", fingerprints=bool(indexed),
+                           links=options.get("links") or "skip")  # recorded since --links
     if result.manifest_hash != manifest_hash:
         return (f"its inputs now give manifest {result.manifest_hash}, not the recorded "
                 f"{manifest_hash}")

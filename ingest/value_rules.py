@@ -18,6 +18,7 @@ from lineage.errors import InputError
 from lineage.ingest.input_rules import (
     INT64_MAX,
     IngestRuleError,
+    bounded_lines,
     compressed_error,
     depth_error,
     is_compressed,
@@ -55,7 +56,7 @@ def check_jsonl(path: Path, fields: Mapping[str, str]) -> list[int]:
     position = 0
     try:
         with open_text_stream(path) as handle:
-            for line_no, raw in enumerate(handle, start=1):
+            for line_no, raw in enumerate(bounded_lines(handle, path), start=1):
                 if raw.strip():
                     offsets.append(position)
                     check_record(path, f"line {line_no}", raw, fields)

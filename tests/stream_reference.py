@@ -61,7 +61,11 @@ def reference_stream(
                      "epoch": epoch, "stream_start": position,
                      "stream_end": position + doc["n_tokens"]})
         position += doc["n_tokens"] + separator_tokens
-    return {"steps": steps, "windows": steps * batch, "tokens": tokens, "occurrences": rows}
+    # What the end of the stream leaves out of the packed corpus.
+    cut = {"tokens": packed - tokens, "documents": len(occurrences) - len(rows),
+           "short": int(bool(rows) and rows[-1]["stream_end"] > tokens)}
+    return {"steps": steps, "windows": steps * batch, "tokens": tokens, "occurrences": rows,
+            "cut": cut}
 
 
 def occurrences_digest(rows: list[dict[str, Any]]) -> str:

@@ -477,6 +477,11 @@ def test_cli_run_and_chain(run_store: Store, tmp_path: Path) -> None:
     assert [(r["name"], r["closed"]) for r in cli.json("run", "list")] == [("r", True)]
     show = cli("run", "show", "r").stdout
     assert ", closed\n" in show and "skip rule   no rule declared" in show
+    share = f"{shown['progress']:.1%}"  # the list says the progress as show does
+    assert f"recorded, {share} of " in show
+    (row,) = [[c.strip() for c in line.split("│")] for line in
+              cli("run", "list").stdout.splitlines() if "│" in line]
+    assert row[0] == "r" and row[6] == share != f"{shown['progress']:.4g}"
     lines = _lines(log)
     record = json.loads(lines[3])
     record["loss"] = 0.0

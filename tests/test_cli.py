@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import typer
 
-from lineage import __version__
+from lineage import __version__, schemas
 from lineage.cli.docgen import iter_commands, render
 from lineage.cli.main import app
 
 from .conftest import REPO, Cli, run_lineage
+from .test_store import _old_store
 
 
 def test_version(cli: Cli) -> None:
@@ -123,6 +124,16 @@ def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None
 def test_init_twice_and_migrate(cli: Cli) -> None:
     assert "already exists" in cli("init").stdout
     assert cli.json("store", "migrate")["created"] is False
+    # A current store has nothing to migrate, and migrate says that, not "already exists".
+    assert cli("store", "migrate").stdout == (
+        f"store {cli.store_path} is at schema v{schemas.SCHEMA_VERSION} already: nothing to "
+        "migrate\n")
+
+
+def test_migrate_says_what_it_migrated(tmp_path: Path) -> None:
+    store = _old_store(tmp_path / "old", 1)
+    assert Cli(store.root)("store", "migrate").stdout == (
+        f"store {store.root} migrated from schema v1 to v{schemas.SCHEMA_VERSION}\n")
 
 
 def test_the_console_script_runs_out_of_process(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The lean path for `docs --json` and `trained-on FILE --json`: same bytes as the full
+"""The lean path for `docs --json` and `trained-on FILE|DIR --json`: same bytes as the full
 command line, and anything it does not know goes to the full command line."""
 
 from __future__ import annotations
@@ -52,6 +52,21 @@ def test_trained_on_answers_and_exits_like_the_full_command_line(
     outside = str(example_corpus / "python-stdlib" / "chunk.py")
     assert _both(streamed, capsys, "trained-on", inside, "--json")[0] == 0
     assert _both(streamed, capsys, "trained-on", inside, outside, "--json")[0] == 1
+
+
+def test_trained_on_a_folder_answers_like_the_full_command_line(
+        streamed: Store, capsys: pytest.CaptureFixture[str], example_corpus: Path) -> None:
+    plays = str(example_corpus / "shakespeare")
+    code, out = _both(streamed, capsys, "trained-on", plays, "--json")
+    assert '"folders"' in out and code == (1 if '"not-found"' in out or
+                                           '"in-corpus-only"' in out else 0)
+    code, out = _both(streamed, capsys, "trained-on", str(example_corpus),
+                      str(example_corpus / "python-stdlib" / "chunk.py"), "--json")
+    assert code == 1 and out.count('"folder": ') == 1
+    # The console script, which takes the lean path, prints the same bytes.
+    script = run_lineage("--store", str(streamed.root), "trained-on", plays, "--json")
+    assert (script.returncode, script.stdout) == _both(streamed, capsys, "trained-on", plays,
+                                                       "--json")
 
 
 @pytest.mark.parametrize("args", [

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pyarrow.parquet as pq
@@ -14,6 +16,7 @@ import pytest
 from lineage.api import Store
 from lineage.errors import InputError, UsageError
 from lineage.ingest import ingest_corpus
+from lineage.ingest.input_rules import MAX_LINE_BYTES, bounded_lines
 
 
 def _sonnets(example_shards: Path) -> list[dict[str, object]]:
@@ -82,6 +85,38 @@ def test_token_count_column_with_tokenizer_input(
     make_parquet(tmp_path / "n.parquet", {"text": ["aa"]})
     with pytest.raises(InputError, match="token_count"):
         ingest_corpus(store, [tmp_path / "n.parquet"], corpus="d", tokenizer="input")
+
+
+@pytest.mark.parametrize("name", ["s.jsonl", "s.jsonl.gz", "s.jsonl.zst"])
+def test_jsonl_token_counts_are_read_with_tokenizer_input(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path],
+    make_parquet: Callable[..., Path], name: str,
+) -> None:
+    """The same records as JSONL and as Parquet give the same counts and manifest."""
+    records = [{"text": "aa", "id": 1, "token_count": 7},
+               {"text": "bbb", "id": 2, "token_count": 9}]
+    make_jsonl(tmp_path / name, records)
+    make_parquet(tmp_path / "s.parquet", {k: [r[k] for r in records] for k in records[0]})
+    jsonl = ingest_corpus(store, [tmp_path / name], corpus="j", tokenizer="input", source="s")
+    parquet = ingest_corpus(store, [tmp_path / "s.parquet"], corpus="p", tokenizer="input",
+                            source="s")
+    assert (jsonl.tokens, jsonl.bytes, jsonl.tokenizer) == (16, 5, "input:token_count")
+    assert dict(store.sql("SELECT doc_id, n_tokens FROM documents WHERE corpus = 'j'").rows) \
+        == {"1": 7, "2": 9}
+    assert jsonl.manifest_hash == parquet.manifest_hash
+
+
+def test_jsonl_token_counts_are_checked_only_when_read(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    make_jsonl(tmp_path / "s.jsonl", [{"text": "aa", "token_count": "7"}])
+    with pytest.raises(InputError, match=r"line 1: value-type: `token_count` must be an "
+                                         r"integer, not a string"):
+        ingest_corpus(store, [tmp_path / "s.jsonl"], corpus="c", tokenizer="input")
+    assert ingest_corpus(store, [tmp_path / "s.jsonl"], corpus="c").tokens == 2  # bytes
+    make_jsonl(tmp_path / "m.jsonl", [{"text": "aa", "token_count": 3}, {"text": "b"}])
+    with pytest.raises(InputError, match="record 2: --tokenizer input needs a non-negative"):
+        ingest_corpus(store, [tmp_path / "m.jsonl"], corpus="d", tokenizer="input")
 
 
 def test_shards_in_a_directory_with_format(
@@ -174,3 +209,38 @@ def test_real_tokenizer_on_jsonl_in_worker_processes(
                    for r in records)
     assert result.tokens == expected and result.documents == 154
     assert result.tokenizer.startswith("tokenizer.json:blake3:")
+
+
+class _Endless(io.RawIOBase):
+    """A stream of one line that never ends, counting the bytes read from it."""
+
+    def __init__(self) -> None:
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        buffer[:] = b"x" * len(buffer)
+        self.given += len(buffer)
+        return len(buffer)
+
+
+def test_a_huge_line_is_refused_without_reading_it_whole() -> None:
+    endless = _Endless()
+    with pytest.raises(InputError, match="line 1: line-size: a line longer than 16 MiB"):
+        next(bounded_lines(io.BufferedReader(endless), "endless.jsonl"))
+    assert MAX_LINE_BYTES < endless.given <= MAX_LINE_BYTES + (1 << 20)
+
+
+def test_a_line_of_16_mib_is_a_record_and_one_byte_more_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    """The edge of the rule: what DuckDB reads as one record is read, nothing longer."""
+    frame = len(b'{"text": ""}')
+    for name, size in (("edge.jsonl", MAX_LINE_BYTES), ("over.jsonl", MAX_LINE_BYTES + 1)):
+        (tmp_path / name).write_bytes(b'{"text": "' + b"y" * (size - frame) + b'"}\n')
+    result = ingest_corpus(store, [tmp_path / "edge.jsonl"], corpus="c", fingerprints=False)
+    assert result.bytes == MAX_LINE_BYTES - frame
+    with pytest.raises(InputError, match=r"over\.jsonl:line 1: line-size: "):
+        ingest_corpus(store, [tmp_path / "over.jsonl"], corpus="d", fingerprints=False)

@@ -86,7 +86,7 @@ def test_the_golden_folder_becomes_the_records_and_hash_the_spec_gives(
     assert [(r["doc_id"], r["source"], r["license"]) for r in records] == [
         ("code/main.py", "code", None), ("notes.txt", "corpus", None),
         ("web/a.txt", "web", "CC-BY-4.0"), ("web/sub/b.txt", "web", "CC-BY-4.0")]
-    assert left_out == {"hidden": 2, "links": 1, "empty": 1}
+    assert left_out == {"hidden": 2, "links": 1, "followed": 0, "empty": 1}
     store = _fresh_store(tmp_path / "store")
     result = ingest_corpus(store, [folder], corpus="golden", license=["web=CC-BY-4.0"])
     assert _stored(store, "golden") == records
@@ -189,28 +189,103 @@ def test_a_fifo_in_a_corpus_folder_is_an_error_not_a_hang(tmp_path: Path) -> Non
                         result.stderr), result.stderr
 
 
-@pytest.mark.parametrize(("target", "rule"), [
-    ("inside", None), ("outside", "symlink-outside"), ("missing", "unreadable"),
-    ("loop", "symlink-loop"),
-])
-def test_links_are_skipped_only_when_they_stay_inside(
-    tmp_path: Path, target: str, rule: str | None
-) -> None:
+_LINKS = {  # target -> what each --links mode makes of it: read, skipped, or a rule
+    "inside": {"skip": "skipped", "follow": "read", "refuse": "skipped"},
+    "outside": {"skip": "skipped", "follow": "read", "refuse": "symlink-outside"},
+    "outside-folder": {"skip": "skipped", "follow": "read", "refuse": "symlink-outside"},
+    "holding-folder": {"skip": "skipped", "follow": "symlink-loop", "refuse": "skipped"},
+    "missing": dict.fromkeys(("skip", "follow", "refuse"), "unreadable"),
+    "loop": dict.fromkeys(("skip", "follow", "refuse"), "symlink-loop"),
+    "fifo": dict.fromkeys(("skip", "follow", "refuse"), "special-file"),
+}
+
+
+@pytest.mark.parametrize("mode", ["skip", "follow", "refuse"])
+@pytest.mark.parametrize("target", sorted(_LINKS))
+def test_each_links_mode_does_what_the_spec_says(tmp_path: Path, target: str, mode: str) -> None:
     folder = make_folder(tmp_path / "corpus", {"web/a.txt": b"text\n"})
     (tmp_path / "outside.txt").write_bytes(b"not in the corpus\n")
+    make_folder(tmp_path / "elsewhere", {"deep/b.txt": b"elsewhere\n"})
+    os.mkfifo(tmp_path / "pipe")
     link = folder / "web" / "link.txt"
     link.symlink_to({"inside": folder / "web" / "a.txt", "outside": tmp_path / "outside.txt",
-                     "missing": tmp_path / "gone", "loop": link}[target])
+                     "outside-folder": tmp_path / "elsewhere", "holding-folder": folder,
+                     "missing": tmp_path / "gone", "loop": link, "fifo": tmp_path / "pipe",
+                     }[target])
     store = _fresh_store(tmp_path / "store")
-    if rule is None:
-        records, left_out = ref.folder_records(folder)
-        assert left_out["links"] == 1 and [r["doc_id"] for r in records] == ["web/a.txt"]
-        assert ingest_corpus(store, [folder], corpus="c").skipped_links == 1
+    expected = _LINKS[target][mode]
+    if expected in ("read", "skipped"):
+        records, left_out = ref.folder_records(folder, links=mode)
+        result = ingest_corpus(store, [folder], corpus="c", links=mode)
+        assert _stored(store, "c") == records
+        assert result.manifest_hash == ref.manifest_hash(records)
+        assert (result.skipped_links, result.followed_links) == \
+            (left_out["links"], left_out["followed"]) == \
+            ((0, 1) if expected == "read" else (1, 0))
+        ids = [r["doc_id"] for r in records]
+        assert ids == {"skipped": ["web/a.txt"], "read": sorted(
+            ["web/a.txt", "web/link.txt" if target != "outside-folder"
+             else "web/link.txt/deep/b.txt"])}[expected]
         return
-    with pytest.raises(ref.FolderError, match=rule):
-        ref.folder_records(folder)
-    with pytest.raises(InputError, match=f"link.txt: {rule}: "):
-        ingest_corpus(store, [folder], corpus="c")
+    with pytest.raises(ref.FolderError, match=expected):
+        ref.folder_records(folder, links=mode)
+    with pytest.raises(InputError, match=f"link.txt: {expected}: "):
+        ingest_corpus(store, [folder], corpus="c", links=mode)
+
+
+_TARGETS = ("file", "folder", "outside", "outside-folder")
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.dictionaries(st.lists(_name, min_size=1, max_size=3).map("/".join),
+                             st.binary(max_size=20), min_size=1, max_size=6),
+       links=st.lists(st.tuples(_name, st.integers(0, 50), st.sampled_from(_TARGETS),
+                                st.integers(0, 50)), min_size=1, max_size=3),
+       holding=st.booleans(), mode=st.sampled_from(["skip", "follow", "refuse"]))
+def test_random_folders_with_links_are_recorded_as_the_spec_says(
+        tmp_path_factory: pytest.TempPathFactory, fresh_store: Callable[[Path], Store],
+        files: dict[str, bytes], links: list[tuple[str, int, str, int]], holding: bool,
+        mode: str) -> None:
+    """Links to files and folders inside and outside (and with `holding`, one to a folder
+    holding it), in every mode: the plain reference, listing folders in the file system's
+    order, and the ingest agree on every record and count, or both refuse the folder."""
+    base = tmp_path_factory.mktemp("links")
+    root = base / "top"
+    try:
+        make_folder(root, files)
+    except OSError:
+        return  # a name that is both a file and a folder
+    make_folder(base / "elsewhere", {"e.txt": b"elsewhere\n", "sub/f.txt": b"f\n"})
+    folders = sorted({p for p in root.rglob("*") if p.is_dir()} | {root})
+    regular = sorted(p for p in root.rglob("*") if p.is_file()) or [root / "none"]
+    for name, where, kind, which in links:
+        at = folders[where % len(folders)]
+        apart = [f for f in folders if not at.is_relative_to(f)] or [base / "elsewhere"]
+        target = {"file": regular[which % len(regular)], "folder": apart[which % len(apart)],
+                  "outside": base / "elsewhere" / "e.txt",
+                  "outside-folder": base / "elsewhere"}[kind]
+        if not os.path.lexists(at / f"{name}-link"):
+            (at / f"{name}-link").symlink_to(target)
+    if holding:
+        (folders[-1] / "holding-link").symlink_to(root)
+    store = fresh_store(tmp_path_factory.mktemp("store") / "s")
+    try:
+        records, left_out = ref.folder_records(root, links=mode)
+    except ref.FolderError:
+        with pytest.raises(InputError):
+            ingest_corpus(store, [root], corpus="c", links=mode, workers=1)
+        return
+    if not records:
+        with pytest.raises(InputError, match="no documents to ingest"):
+            ingest_corpus(store, [root], corpus="c", links=mode, workers=1)
+        return
+    result = ingest_corpus(store, [root], corpus="c", links=mode, workers=1)
+    assert _stored(store, "c") == records
+    assert result.manifest_hash == ref.manifest_hash(records)
+    assert (result.skipped_hidden, result.skipped_links, result.followed_links,
+            result.dropped_empty) == (left_out["hidden"], left_out["links"],
+                                      left_out["followed"], left_out["empty"])
 
 
 def test_names_that_are_not_utf8_stop_the_ingest_unless_skipped(tmp_path: Path) -> None:

@@ -251,6 +251,22 @@ def test_trained_on_lines(weird: dict) -> None:
     assert match["doc_id"] == SHARD_IDS[0]
 
 
+def test_trained_on_escapes_a_name_of_only_zero_width_characters(tmp_path: Path) -> None:
+    """Inside a line, such a doc_id or source would print as nothing at all."""
+    init_store(tmp_path / "store")
+    store = open_store(tmp_path / "store")
+    shard = tmp_path / "zw.jsonl"
+    shard.write_text(json.dumps({"id": "\u200b\u2060", "text": "zero width named",
+                                 "source": "\u200b"}) + "\n", encoding="utf-8")
+    ingest_corpus(store, [shard], corpus="zw")
+    (tmp_path / "q.txt").write_text("zero width named", encoding="utf-8")
+    out, _ = _both(store, "trained-on", str(tmp_path / "q.txt"), code=1)
+    assert out.splitlines()[1] == "  zw/\\u200b\\u2060 (\\u200b): in no stream"
+    match = _json(store, "trained-on", str(tmp_path / "q.txt"), code=1)["results"][0]
+    assert (match["matches"][0]["doc_id"], match["matches"][0]["source"]) == (
+        "\u200b\u2060", "\u200b")  # exact in JSON
+
+
 def test_stream_and_run_show_and_list(weird: dict) -> None:
     store = weird["store"]
     out, _ = _both(store, "stream", "show", "s")
@@ -304,7 +320,8 @@ def test_errors_and_info_name_things_as_they_are(weird: dict, tmp_path: Path) ->
     missing = tmp_path / "gone:x:[b]\x1b]8;;e.test\x1b\\\n"  # an OSC 8 link, a newline
     _, err = _both(store, "trained-on", str(missing), code=2)
     shown = f"{tmp_path}/gone:x:[b]\\x1b]8;;e.test\\x1b\\\\n"
-    assert err == f"error: {shown}: no such file (trained-on takes files)\n"
+    assert err == (f"error: {shown}: no such file or folder (trained-on takes files and "
+                   "folders)\n")
     sums = tmp_path / "out[b]\x1b.sums"
     _, err = _both(store, "sums", str(weird["weights"]), "-o", str(sums))
     assert err == f"wrote {tmp_path}/out[b]\\x1b.sums\n"

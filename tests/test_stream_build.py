@@ -123,6 +123,7 @@ def test_builder_matches_the_reference(
     assert (built.steps, built.windows, built.tokens) == (
         expected["steps"], expected["windows"], expected["tokens"])
     assert built.occurrences_digest == occurrences_digest(expected["occurrences"])
+    assert built.cut == expected["cut"]
     _assert_hash_copy(store, "s")
 
 
@@ -226,6 +227,13 @@ def test_fractional_epoch_truncates_and_budget_stops(store: Store, tmp_path: Pat
     budget = build_stream(store, corpus="c", name="budget", seed=1, seq_len=8, batch=2,
                           token_budget=1000)
     assert budget.tokens == 1000 // 16 * 16 and budget.steps == 62
+    # The budget's cut is said: every packed token (and separator) past token 992, every
+    # occurrence wholly past it, and the one it cuts in two.
+    rows = _stored(store, "budget")
+    assert budget.cut is not None
+    assert budget.cut.tokens == total + len(docs) - budget.tokens
+    assert budget.cut.documents == len(docs) - len(rows)
+    assert budget.cut.short == int(rows[-1]["stream_end"] > budget.tokens) == 1
 
 
 def test_a_different_seed_gives_a_different_order(store: Store, tmp_path: Path) -> None:
@@ -293,3 +301,23 @@ def test_identical_across_processes_hash_seeds_workers_and_shard_order(
         assert out.returncode == 0, out.stderr
         digests.add(out.stdout.strip())
     assert len(digests) == 1
+
+
+def test_the_command_line_says_what_the_end_of_the_stream_cut(
+    store: Store, example_shards: Path
+) -> None:
+    from .conftest import Cli
+
+    cli = Cli(store.root)
+    ingest_corpus(store, [example_shards / "sonnets.jsonl.gz"], corpus="s")
+    args = ("stream", "build", "--corpus", "s", "--seed", "1", "--seq-len", "64", "--batch",
+            "8", "--token-budget", "5000")
+    answer = cli.json(*args, "--name", "j")
+    cut = answer["cut"]
+    assert cut["documents"] > 0 and cut["short"] == 1
+    shown = cli(*args, "--name", "h").stdout.splitlines()
+    assert shown[-1] == (f"cut: {cut['tokens']:,} packed tokens past the last whole step "
+                         f"within --token-budget: {cut['documents']:,} documents left out, "
+                         "1 cut short")
+    again = cli.json(*args, "--name", "j")  # found built: the catalog does not keep the cut
+    assert again["status"] == "unchanged" and "cut" not in again

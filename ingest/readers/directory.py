@@ -1,12 +1,11 @@
 """A directory of files as a corpus: one file is one document.
 
-`doc_id` is the path relative to the directory with '/' separators. Each immediate
-subfolder is a source unless one is forced; top-level files belong to the forced source
-or to the directory's own name. Hidden files and folders (names starting with '.') and
-symbolic links that stay inside the folder are skipped and counted; a link leading out,
-a looping or dangling link, a folder or file that cannot be read, and any entry that is
-not a regular file or a folder (a FIFO, socket or device) are refused with their rule
-(ingest/input_rules.py). Files are hashed as bytes on all cores.
+`doc_id` is the path relative to the directory with '/' separators (a followed link's
+documents: the link's path). Each immediate subfolder is a source unless one is forced;
+top-level files belong to the forced source or to the directory's own name. Hidden
+entries, links and special files are dealt with by the walk (ingest/walk.py, `--links`);
+a folder or file that cannot be read is refused with its rule (ingest/input_rules.py).
+Files are hashed as bytes on all cores.
 docs/manifest-spec.md states these rules for re-implementers.
 """
 
@@ -24,16 +23,10 @@ import blake3
 
 from lineage.corpora.token_count import TokenizerSpec, count_tokens
 from lineage.errors import InputError
-from lineage.ingest.input_rules import (
-    IngestRuleError,
-    hash_regular,
-    os_error,
-    read_regular,
-    special_file_error,
-)
-from lineage.ingest.inputs import check_link
+from lineage.ingest.input_rules import IngestRuleError, hash_regular, read_regular
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
+from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts, walk_folder
 
 _BATCH_FILES = 512
 _CHUNK_FILES = 16  # files per hashing task
@@ -51,47 +44,23 @@ class DirectoryListing:
     files: list[FileEntry]
     skipped_hidden: int = 0
     skipped_links: int = 0
+    followed_links: int = 0
 
 
-def list_directory(root: Path, *, source: str | None) -> DirectoryListing:
-    """Every regular file below `root`, in sorted doc_id order.
-
-    Walks with `os.scandir` and plain strings: path objects per file cost more than
-    hashing a small file (2,000 files listed in 68 ms with pathlib, a few ms like this).
-    """
-    listing = DirectoryListing(files=[])
-    resolved = root.resolve()
-    top_source = source or resolved.name
-    pending = [(str(root), "")]  # (folder on disk, its doc_id prefix)
-    while pending:
-        folder, prefix = pending.pop()
-        try:
-            with os.scandir(folder) as found:
-                entries = sorted(found, key=lambda entry: entry.name)
-        except OSError as exc:  # never skipped: the corpus would silently lack its files
-            raise os_error(folder, exc) from exc
-        for entry in entries:
-            if entry.name.startswith("."):
-                listing.skipped_hidden += 1
-            elif entry.is_symlink():
-                check_link(Path(entry.path), resolved)  # only links that stay inside pass
-                listing.skipped_links += 1
-            elif entry.is_dir():
-                pending.append((entry.path, f"{prefix}{entry.name}/"))
-            elif not entry.is_file():  # reading a FIFO would wait forever
-                raise special_file_error(entry.path, entry.stat().st_mode)
-            else:
-                rel = prefix + entry.name
-                try:
-                    rel.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise InputError(entry.path, "file name is not valid UTF-8: rename it") \
-                        from exc
-                top, sep, _ = rel.partition("/")
-                doc_source = source or (top if sep else top_source)
-                listing.files.append(FileEntry(entry.path, rel, doc_source))
-    listing.files.sort(key=lambda entry: entry.doc_id.encode("utf-8"))
-    return listing
+def list_directory(root: Path, *, source: str | None,
+                   links: str = DEFAULT_LINKS) -> DirectoryListing:
+    """Every file below `root` (ingest/walk.py: hidden entries, links, special files), in
+    sorted doc_id order."""
+    counts = WalkCounts()
+    found = walk_folder(root, links=links, counts=counts)
+    top_source = source or root.resolve().name
+    files = []
+    for item in found:
+        top, sep, _ = item.rel.partition("/")
+        files.append(FileEntry(item.path, item.rel, source or (top if sep else top_source)))
+    files.sort(key=lambda entry: entry.doc_id.encode("utf-8"))
+    return DirectoryListing(files, counts.skipped_hidden, counts.skipped_links,
+                            counts.followed_links)
 
 
 def hash_file(path: str | Path, *, keep: bool = True) -> tuple[str, int, bytes | None]:

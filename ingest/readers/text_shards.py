@@ -1,10 +1,11 @@
 """JSONL (Dolma style) and Parquet (FineWeb style) shards of documents with text.
 
 JSONL: one JSON object per line with `text` and optional `id`, `source`, `url`,
-`metadata`; plain, gzip or zstd. Parquet: `text` and optional `id`, `url`,
-`token_count`. Each shard's values are checked first (ingest/value_rules.py: types, NaN,
-nesting, integer ranges; a compressed shard read to its end), then DuckDB reads it; each
-text is hashed as its exact UTF-8 bytes.
+`metadata`, `token_count`; plain, gzip or zstd. Parquet: `text` and optional `id`, `url`,
+`token_count` (a document's tokens under `--tokenizer input`). Each shard's values are
+checked first (ingest/value_rules.py: types, NaN, nesting, integer ranges, lines of at
+most 16 MiB; a compressed shard read to its end), then DuckDB reads it; each text is
+hashed as its exact UTF-8 bytes.
 A document without `id` is named `<shard name>#<record>` (1-based, blank lines not
 counted). One call maps one shard to one staged Parquet part; calls are independent,
 so they run in a process pool (or on any engine that can call a function).
@@ -21,7 +22,7 @@ import blake3
 
 from lineage.corpora.token_count import TokenizerSpec, count_tokens
 from lineage.errors import InputError
-from lineage.ingest.input_rules import check_unchanged, stat_of
+from lineage.ingest.input_rules import IngestRuleError, bounded_lines, check_unchanged, stat_of
 from lineage.ingest.inputs import open_text_stream
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
@@ -97,6 +98,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
 
 
 JSONL_FIELDS = {"text": TEXT, "id": ID, "source": STRING, "url": STRING, "metadata": ANY}
+# Read (so checked) only under --tokenizer input: other tokenizers never look at it.
+JSONL_COUNT = {"token_count": COUNT}
 PARQUET_FIELDS = {"text": TEXT, "id": ID, "url": STRING, "token_count": COUNT}
 
 
@@ -104,7 +107,8 @@ def check_shard_values(task: TextShardTask) -> list[int] | None:
     """Refuse what DuckDB would coerce, and a compressed shard that fails its check;
     for JSONL, where each record's line starts."""
     if task.kind == "jsonl":
-        return check_jsonl(Path(task.path), JSONL_FIELDS)
+        counted = task.tokenizer.kind == "input"
+        return check_jsonl(Path(task.path), JSONL_FIELDS | (JSONL_COUNT if counted else {}))
     check_parquet_types(Path(task.path), PARQUET_FIELDS)
     check_parquet_not_null(Path(task.path), "id")
     return None
@@ -115,10 +119,15 @@ def _open_records(con: duckdb.DuckDBPyConnection, task: TextShardTask) -> pa.Rec
 
     try:
         if task.kind == "jsonl":
+            # Under --tokenizer input, token_count was checked to be an integer (or null,
+            # or absent) on every line: DuckDB reads it as it is, coercing nothing.
+            counted = task.tokenizer.kind == "input"
+            count = "token_count" if counted else "NULL::BIGINT AS token_count"
             sql = (
-                "SELECT text, id, source, url, metadata, NULL::BIGINT AS token_count "
+                f"SELECT text, id, source, url, metadata, {count} "
                 "FROM read_json(?, format = 'newline_delimited', columns = {text: 'VARCHAR', "
-                "id: 'VARCHAR', source: 'VARCHAR', url: 'VARCHAR', metadata: 'JSON'})"
+                "id: 'VARCHAR', source: 'VARCHAR', url: 'VARCHAR', metadata: 'JSON'"
+                + (", token_count: 'BIGINT'" if counted else "") + "})"
             )
         else:
             present = {row[0] for row in con.execute(
@@ -255,13 +264,15 @@ def find_jsonl_error(path: Path) -> InputError | None:
     record = 0
     try:
         with open_text_stream(path) as handle:
-            for line_no, raw in enumerate(handle, start=1):
+            for line_no, raw in enumerate(bounded_lines(handle, path), start=1):
                 if not raw.strip():
                     continue
                 record += 1
                 problem = _jsonl_line_problem(raw)
                 if problem:
                     return InputError(path, problem, where=f"line {line_no}")
+    except IngestRuleError as exc:
+        return exc
     except (OSError, EOFError) as exc:
         return InputError(path, f"cannot be decompressed or read ({exc})")
     return None

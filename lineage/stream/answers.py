@@ -86,6 +86,15 @@ def shown_stream(row: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: row[f.name] for f in dataclasses.fields(Stream) if f.name in row}
 
 
+class StreamCut(Answer):
+    """What the end of a stream leaves out of its corpus: a stream is whole steps (within
+    the token budget), and the packed corpus goes on past its last one."""
+
+    tokens: int  # packed tokens (documents' and separators') past the stream's end
+    documents: int  # documents left out: occurrences (a document in one epoch) wholly past it
+    short: int  # 1 when the last occurrence in the stream is cut short (its rest past the end)
+
+
 class StreamBuildResult(Answer):
     """`lineage stream build`: the stream recorded (or found already built) and its shape."""
 
@@ -108,4 +117,7 @@ class StreamBuildResult(Answer):
     steps: int
     occurrences: int
     occurrences_digest: str
+    # What the end cut off, when this call built the stream (not recorded in the catalog:
+    # absent for a stream found already built).
+    cut: StreamCut | None = optional()
     seconds: float = 0.0  # wall time of the build

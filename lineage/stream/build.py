@@ -36,7 +36,7 @@ from lineage.store.parts import (
     report as report_progress,
 )
 from lineage.store.scratch import new_staging_dir
-from lineage.stream.answers import RankRuleAnswer, StreamBuildResult
+from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_sql import order_in_duckdb
 from lineage.stream.schedule import BatchSchedule, RankRule
@@ -117,8 +117,14 @@ def build_stream(
         rank_rule=RankRuleAnswer(**spec.rank_rule.to_json()) if spec.rank_rule else None,
         tokens=built.tokens, windows=built.windows, steps=built.steps,
         occurrences=built.occurrences, occurrences_digest=built.digest,
-        seconds=round(time.monotonic() - started, 3),
+        cut=_cut_answer(built.cut), seconds=round(time.monotonic() - started, 3),
     )
+
+
+def _cut_answer(cut: Cut | None) -> StreamCut | None:
+    if cut is None:
+        return None
+    return StreamCut(tokens=cut.tokens, documents=cut.documents, short=cut.short)
 
 
 def rebuild_parts(store: BaseStore, name: str, staging: Path) -> list[WrittenPart] | str:
@@ -160,6 +166,24 @@ def _declared_schedule(spec: StreamSpec) -> tuple[tuple[int, int], ...] | None:
     return None if spec.schedule is None else spec.schedule.segments
 
 
+@dataclass(frozen=True)
+class Cut:
+    """What a stream built over a corpus leaves out: it ends at the last whole step (of
+    the token budget, when there is one), and the packed corpus goes on past it."""
+
+    tokens: int  # packed tokens (documents' and separators') past the stream's end
+    documents: int  # occurrences (a document in one epoch) with no token in the stream
+    short: int  # occurrences whose first tokens are in the stream and the rest past it
+
+    @staticmethod
+    def of(packed: int, consumed: int, occurrences: int, kept: int,
+           last_end: int | None) -> Cut:
+        """`kept` of `occurrences` start before `consumed`; the last of them ends at
+        `last_end` (None: none does)."""
+        short = int(last_end is not None and last_end > consumed)
+        return Cut(packed - consumed, occurrences - kept, short)
+
+
 @dataclass
 class Built:
     tokens: int
@@ -169,6 +193,7 @@ class Built:
     digest: str
     parts: list[WrittenPart]
     hash_parts: list[WrittenPart]
+    cut: Cut | None = None  # for a stream built over a corpus
 
 
 def _corpus_facts(store: BaseStore, corpus: str) -> tuple[
@@ -284,12 +309,14 @@ def _build_in_memory(
         if len(placed.rid) else 0
     steps, windows, tokens = _steps(spec, corpus, packed)
     kept = int(np.searchsorted(placed.stream_start, tokens))  # stream_start grows
+    last_end = int(placed.stream_start[kept - 1] + placed.n_tokens[kept - 1]) if kept else None
+    cut = Cut.of(packed, tokens, len(placed.rid), kept, last_end)
     corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
     handed = [placed]  # write_canonical drops the arrays once it has what it needs
     del hash_words, placed
     written = write_canonical(con, store, name, corpus, handed, kept, corpus_parts, progress)
     return Built(tokens, windows, steps, written.occurrences, written.digest,
-                 written.parts, written.hash_parts)
+                 written.parts, written.hash_parts, cut)
 
 
 def _build_out_of_core(
@@ -303,10 +330,15 @@ def _build_out_of_core(
         "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
         [spec.separator_tokens]).fetchall()[0]
     steps, windows, tokens = _steps(spec, corpus, int(packed))
+    kept, last_end = con.execute(
+        "SELECT count(*), max(stream_start + n_tokens) FROM ordered WHERE stream_start < ?",
+        [tokens]).fetchall()[0]
+    cut = Cut.of(int(packed), tokens, int(count), int(kept),
+                 None if last_end is None else int(last_end))
     con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
     written = write_occurrences(con, store, name, corpus, progress)
     return Built(tokens, windows, steps, written.occurrences, written.digest,
-                 written.parts, written.hash_parts)
+                 written.parts, written.hash_parts, cut)
 
 
 def _key_prefix(spec: StreamSpec) -> str:

@@ -1,7 +1,8 @@
 """The typed answer of "was this trained on?" (`lineage trained-on`; lineage.answer explains
 the pattern).
 
-A `TrainedOn` holds one `QueryAnswer` per query (files, then texts, then standard input);
+A `TrainedOn` holds one `QueryAnswer` per query (files, a folder's files in path order,
+then texts, then standard input) and, when a folder was asked about, a `FolderSummary`;
 each result holds its matches: an `ExactMatch` (a document with the query's exact bytes)
 or a `TextMatch` (a document with the same normalized words, or passages of it), each
 placed in the streams that hold the document.
@@ -117,6 +118,19 @@ class TextEvidence(Answer):
     min_containment: float  # the share a `partial` verdict needs
 
 
+class FolderSummary(Answer):
+    """A folder asked about: its files by verdict, and what it held that was not asked."""
+
+    folder: str  # as given
+    files: int  # files asked about: one result each, labelled `<folder>/<path>`
+    found: int  # of them, trained on (the exit code's rule: in a stream or matched as text;
+    # with a run, trained by it)
+    verdicts: dict[str, int]  # files per verdict, by verdict name
+    skipped_hidden: int  # entries whose name starts with '.'
+    skipped_links: int  # symbolic links (not followed)
+    skipped_empty: int  # empty files: no corpus records one
+
+
 class TrainedOn(Answer):
     """`lineage trained-on`: was this file or text trained on? One result per query.
 
@@ -135,6 +149,7 @@ class TrainedOn(Answer):
     text_evidence: TextEvidence | None = optional()  # when any query was matched as text
     run: str | None = optional()  # the run asked about
     run_last_step: int | None = optional(present_with="run")  # None: no step recorded
+    folders: tuple[FolderSummary, ...] | None = optional()  # when a folder was asked about
 
     def to_polars(self) -> pl.DataFrame:
         """One row per (query, match); see the class docstring for the columns."""

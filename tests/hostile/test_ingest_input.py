@@ -57,6 +57,17 @@ ENTRIES = (
     Entry("ingest corpus --format jsonl", ("shard-folder", "special"),
           lambda store, p: ingest_corpus(store, [p], corpus="hostile", fmt="jsonl"),
           lambda p: ["ingest", "corpus", str(p), "--corpus", "hostile", "--format", "jsonl"]),
+    Entry("ingest corpus --links refuse", ("folder", "refused-links"),
+          lambda store, p: ingest_corpus(store, [p], corpus="hostile", links="refuse"),
+          lambda p: ["ingest", "corpus", str(p), "--corpus", "hostile", "--links", "refuse"]),
+    Entry("ingest corpus --links follow", ("folder", "followed-links"),
+          lambda store, p: ingest_corpus(store, [p], corpus="hostile", links="follow"),
+          lambda p: ["ingest", "corpus", str(p), "--corpus", "hostile", "--links", "follow"]),
+    Entry("ingest corpus --format jsonl --links refuse", ("refused-shard-links",),
+          lambda store, p: ingest_corpus(store, [p], corpus="hostile", fmt="jsonl",
+                                         links="refuse"),
+          lambda p: ["ingest", "corpus", str(p), "--corpus", "hostile", "--format", "jsonl",
+                     "--links", "refuse"]),
     Entry("ingest corpus --fingerprints", ("manifest-texts",),
           lambda store, p: ingest_corpus(store, [p], corpus="hostile", fingerprints=True),
           lambda p: ["ingest", "corpus", str(p), "--corpus", "hostile", "--fingerprints"]),
@@ -255,6 +266,20 @@ _HEADER = canonical_json({"algorithm": "x", "chain": "foreign-chain", "genesis":
 _SMALL = {"web/a.txt": b"hello hostile world\n"}
 
 
+def _huge_line(name: str, first: dict[str, Any] | None = None) -> Callable[[Path], Path]:
+    """A JSONL file (plain or .gz) whose line after `first` is one byte over 16 MiB."""
+    def build(d: Path) -> Path:
+        opener: Any = gzip.open if name.endswith(".gz") else open
+        with opener(d / name, "wb") as out:
+            if first is not None:
+                out.write(json.dumps(first).encode() + b"\n")
+            text = b"x" * ((16 << 20) + 1 - len(b'{"text": ""}'))
+            out.write(b'{"text": "' + text + b'"}\n')
+        return d / name
+    return build
+
+
+
 def _manifest_for(name: str, data: bytes, n_bytes: int | None = None) -> Callable[[Path], Path]:
     """A ready manifest naming one local file (whose content hash is right)."""
     import blake3
@@ -354,6 +379,12 @@ CASES = (
          _jsonl("m.jsonl", {**_DOC, "n_bytes": 2**62 + 1},
                 {**_DOC, "doc_id": "b", "n_bytes": 2**62},
                 {**_DOC, "doc_id": "c", "n_bytes": 2**62})),
+    Case("huge-first-line", "jsonl", "line 1: line-size: a line longer than 16 MiB",
+         _huge_line("s.jsonl")),
+    Case("huge-line", "jsonl", "line 2: line-size: a line longer than 16 MiB",
+         _huge_line("s.jsonl.gz", {"text": "a"})),
+    Case("windows-huge-line", "windows", "line 2: line-size: a line longer than 16 MiB",
+         _huge_line("w.jsonl", _WIN)),
     Case("windows-deep", "windows", "line 1: nesting-depth",
          _jsonl("w.jsonl", json.dumps(_WIN)[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 +
                 "}")),
@@ -380,19 +411,29 @@ CASES = (
          names="gone.txt"),
     Case("manifest-uri-unreadable", "manifest-texts", "unreadable: cannot be read",
          _manifest_for("doc.txt", b"some text"), _refuse_open("doc.txt")),
-    # -- links leaving the folder, and loops
-    Case("link-out-of-folder", "folder", "symlink-outside: a link to",
+    # -- links leaving the folder (with --links refuse), and loops (in every mode)
+    Case("link-out-of-folder", "refused-links", "symlink-outside: a link to",
          _with(_folder(_SMALL), lambda d, r: ((d / "secret.txt").write_bytes(b"s"),
                                               (r / "web" / "out.txt").symlink_to(
                                                   d / "secret.txt"))),
          names="out.txt"),
-    Case("folder-link-out-of-folder", "folder", "symlink-outside: a link to",
+    Case("folder-link-out-of-folder", "refused-links", "symlink-outside: a link to",
          _with(_folder(_SMALL), lambda d, r: (r / "etc").symlink_to("/etc")), names="etc"),
+    Case("link-to-a-fifo", "folder", "special-file: a FIFO",
+         _with(_folder(_SMALL), lambda d, r: (os.mkfifo(d / "pipe"),
+                                              (r / "web" / "p.txt").symlink_to(d / "pipe"))),
+         names="p.txt"),
+    Case("link-to-a-device", "folder", "special-file: a device",
+         _with(_folder(_SMALL), lambda d, r: (r / "web" / "zero").symlink_to("/dev/zero")),
+         names="zero"),
+    Case("folder-link-holding-itself", "followed-links", "symlink-loop: a link to a folder "
+         "that holds it", _with(_folder(_SMALL), lambda d, r: (r / "web" / "up").symlink_to(
+             r)), names="up"),
     Case("link-loop", "folder", "symlink-loop: a symbolic link that loops",
          _with(_folder(_SMALL), lambda d, r: ((r / "web" / "x").symlink_to(r / "web" / "y"),
                                               (r / "web" / "y").symlink_to(r / "web" / "x"))),
          names="/x"),
-    Case("shard-link-out-of-folder", "shard-folder", "symlink-outside: a link to",
+    Case("shard-link-out-of-folder", "refused-shard-links", "symlink-outside: a link to",
          _shard_folder(lambda d, s: (s / "b.jsonl").symlink_to(write_jsonl(
              d / "elsewhere.jsonl", [{"text": "b"}]))), names="b.jsonl"),
     # -- special files: refused without being opened
