@@ -27,6 +27,9 @@ def run_fast(argv: list[str]) -> int | None:
         from lineage.api import open_store
         from lineage.errors import EXIT_NO
         from lineage.jsonout import json_text
+        from lineage.store.no_pandas import keep_pandas_out
+
+        keep_pandas_out()  # pyarrow would import pandas for its first conversion
 
         store = open_store(store_path)
         # Each question's JSON object as is, not the Store method's typed answer: the

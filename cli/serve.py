@@ -51,6 +51,9 @@ def serve(
     command's --json), /openapi.json and the web explorer, until interrupted."""
     import uvicorn
 
+    from lineage.store.no_pandas import keep_pandas_out
+
+    keep_pandas_out()  # no answer needs pandas: pyarrow would import it per process
     from lineage.serve.app import (
         COPIES_ENV,
         HOSTS_ENV,

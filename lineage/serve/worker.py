@@ -65,6 +65,9 @@ class HandedConnectionsServer(uvicorn.Server):
 
 def main(argv: list[str]) -> None:
     from lineage.serve.tcp import UVICORN_SETTINGS
+    from lineage.store.no_pandas import keep_pandas_out
+
+    keep_pandas_out()  # no answer needs pandas: pyarrow would import it per process
 
     channel = socket.socket(fileno=int(argv[0]))
     config = uvicorn.Config("lineage.serve.app:app_from_environment", factory=True,
