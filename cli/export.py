@@ -131,11 +131,13 @@ def openlineage(
 
 def _read_api_key(path: Path) -> str:
     from lineage.errors import InputError
+    from lineage.userfiles import read_regular
 
+    data = read_regular(path, what="API key file", max_bytes=64 * 1024)
     try:
-        key = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise InputError(path, f"cannot read the API key file: {exc.strerror}") from exc
+        key = data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "the API key file is not UTF-8") from exc
     if not key or "\n" in key:
         raise InputError(path, "the API key file must hold one non-empty line")
     return key

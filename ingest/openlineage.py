@@ -35,14 +35,11 @@ MAX_BYTES = 256 * 1024 * 1024  # a larger events file is refused, not read into 
 def read_events(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(where, event) for every event of the file, each checked; InputError names the
     first line that is not JSON or not a RunEvent."""
+    from lineage.userfiles import read_regular
+
+    data = read_regular(path, what="events file (split it)", max_bytes=MAX_BYTES)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(path, f"the file is {size} bytes, over the {MAX_BYTES} an "
-                             "events file may have; split it")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text (byte {exc.start})") from exc
     found = _parsed(path, text)

@@ -150,3 +150,19 @@ def test_export_output_writes_a_regular_file(tmp_path: Path) -> None:
         result = cli(*command, "-o", str(target))
         assert target.read_text() != "old" and target.stat().st_size > 0, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "ol.jsonl", "store"]
+
+
+def test_a_fifo_given_to_the_store_commands_is_refused_at_once(
+        fifo: Path, tmp_path: Path) -> None:
+    """An events file and an API key file that are FIFOs: refused, not waited on."""
+    from lineage.api import init_store
+
+    from .conftest import Cli
+
+    init_store(tmp_path / "store")
+    cli = Cli(tmp_path / "store")
+    for command in (["ingest", "openlineage", str(fifo)],
+                    ["export", "openlineage", "--url", "http://127.0.0.1:9", "--api-key-file",
+                     str(fifo)]):
+        result = cli(*command, code=2)
+        assert "not-a-regular-file: a FIFO" in result.stderr, result.stderr
