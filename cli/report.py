@@ -10,6 +10,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, store_root
 from lineage.errors import EXIT_NO
+from lineage.userfiles import check_output_path, write_output
 
 ContextOption = Annotated[int, typer.Option(
     help="Context length for the memory estimate (clamped to the model's maximum positions).",
@@ -66,9 +67,11 @@ def report(
     """A due-diligence report: risks, integrity, weights, cost, provenance, licence."""
     from lineage.diligence.api import report as report_text
 
+    if out is not None:
+        check_output_path(out)  # a device, FIFO or folder is refused before any work
     text = report_text(folder, format=fmt, sums=sums, context=context, batch=batch,
                        store=_store(ctx), hash_files=hash_files)
     if out is None:
         output.emit_raw(text)
     else:
-        output.write_file(out, text)
+        output.info(f"wrote {write_output(out, text)}")

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, require_folder
+from lineage.cli.common import JsonOption
 from lineage.errors import EXIT_NO
+from lineage.userfiles import check_output_path, write_output
 
 AllowRiskOption = Annotated[
     list[str] | None,
@@ -19,9 +20,20 @@ AllowRiskOption = Annotated[
 ]
 
 
+def require_model_path(path: Path) -> Path:
+    """The folder or model file a command was given, or an error (exit 2) before any
+    work: a missing path, a device or FIFO, a hub cache's own folders (pointed at their
+    snapshots). A parameter callback."""
+    from lineage.diligence.verify import require_model_path as check
+
+    check(path)
+    return path
+
+
 def verify(
-    folder: Annotated[Path, typer.Argument(help="A model or checkpoint folder.",
-                                           callback=require_folder)],
+    folder: Annotated[Path, typer.Argument(
+        help="A model or checkpoint folder, or one model file (a GGUF file, ...).",
+        callback=require_model_path)],
     sums: Annotated[
         Path | None, typer.Option(help="A trusted SHA256SUMS list (GNU or BSD lines).")
     ] = None,
@@ -36,6 +48,9 @@ def verify(
 ) -> None:
     """Four separate verdicts: structure, risks, checksums, load (not tested); exit 1 on a fail.
 
+    A model file is checked with its split parts (`x-00001-of-00003.gguf`): against --sums,
+    only the list's lines for those files count, and each must be listed. A hub cache or
+    one of its repository folders is refused with the snapshot to verify instead.
     Checksums come from --sums when given. Without it, a Hugging Face cache snapshot
     (`models--ORG--NAME/snapshots/REV/`) is checked against its blob names: LFS blobs are
     named by their SHA-256, other files by their Git blob SHA-1. Any other folder's
@@ -103,7 +118,9 @@ def _checksum_lines(checksums: dict[str, Any]) -> list[str]:
 
 
 def sums(
-    folder: Annotated[Path, typer.Argument(help="The folder to list.", callback=require_folder)],
+    folder: Annotated[Path, typer.Argument(
+        help="The folder to list, or one model file (listed with its split parts).",
+        callback=require_model_path)],
     out: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
@@ -115,8 +132,10 @@ def sums(
     """
     from lineage.diligence.verify import folder_sums
 
+    if out is not None:
+        check_output_path(out)  # a device, FIFO or folder is refused before any hashing
     text = folder_sums(folder, sums_name=out.name if out else "SHA256SUMS")
     if out is None:
         output.emit_raw(text)
     else:
-        output.write_file(out, text)
+        output.info(f"wrote {write_output(out, text)}")

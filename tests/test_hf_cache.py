@@ -168,8 +168,11 @@ def test_cli_verify_names_the_source_and_the_revision(snapshot: Path, tmp_path: 
     assert result["snapshot"]["revision"] == REVISION and result["snapshot"]["refs"] == ["main"]
     text = cli("verify", str(snapshot)).stdout
     assert f"revision {REVISION} (main)" in text and "13/13 files match" in text
-    plain = cli.json("verify", str(snapshot.parent.parent.parent), code=1)  # not a snapshot
-    assert plain["checksums"]["source"] is None and plain["snapshot"] is None
+    cache = snapshot.parent.parent.parent
+    pointed = cli("verify", str(cache), code=2)  # the cache itself: pointed at --cache
+    assert pointed.stderr == (f"error: {cache}: cache-repository: a hub cache, not a model "
+                              f"folder: `lineage verify --cache {cache}` checks every "
+                              "snapshot of every repository in it\n")
 
 
 @pytest.mark.parametrize(("rel", "offset"), [("model.safetensors", 50_000), ("config.json", 3)])
@@ -309,7 +312,7 @@ def test_sums_and_verify_of_a_missing_folder_are_errors(tmp_path: Path) -> None:
     absent = tmp_path / "nonexistent"
     for args in (["sums", str(absent)], ["verify", str(absent), "--sums", "x"]):
         result = cli(*args, code=2)
-        assert result.stderr == f"error: {absent}: no-folder: no such directory\n"
+        assert result.stderr == f"error: {absent}: no-folder: no such file or folder\n"
 
 
 def test_a_list_checks_a_snapshot_through_its_vetted_links(snapshot: Path, tmp_path: Path) -> None:

@@ -405,7 +405,7 @@ def test_unreadable_cases(tmp_path: Path) -> None:
 def test_size_cap(tmp_path: Path) -> None:
     write_json(tmp_path, "config.json", LLAMA_31_8B)
     error = error_of(lambda f: read_config(f, max_bytes=100), tmp_path)
-    assert error.rule_id == "unreadable" and "max_bytes" in str(error)
+    assert error.rule_id == "unreadable" and "too-large: 737 bytes" in str(error)
 
 
 def test_symlinks(tmp_path: Path) -> None:

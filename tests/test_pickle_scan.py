@@ -963,10 +963,13 @@ def test_member_and_total_byte_caps(tmp_path: Path) -> None:
 
 
 def test_file_that_cannot_be_opened(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot open"):
+    with pytest.raises(InputError, match="pickle file not found"):
         scan_pickle_file(tmp_path / "missing.pt")
-    with pytest.raises(InputError, match="not a regular file"):
+    with pytest.raises(InputError, match="not-a-regular-file: a folder"):
         scan_pickle_file(tmp_path)
+    os.mkfifo(tmp_path / "pipe.pt")  # refused at once, not waited on
+    with pytest.raises(InputError, match="not-a-regular-file: a FIFO"):
+        scan_pickle_file(tmp_path / "pipe.pt")
 
 
 def test_empty_file_is_not_clean(tmp_path: Path) -> None:

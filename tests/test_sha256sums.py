@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from lineage.errors import InputError
 from lineage.formats.sha256sums import (
+    MAX_LIST_BYTES,
     SumEntry,
     SumsReport,
     parse_sums,
@@ -209,7 +210,25 @@ def test_missing_or_unreadable_sums_file_raises(tmp_path: Path) -> None:
     assert rule_of(caught.value) == "missing-file" and caught.value.path.endswith("absent")
     with pytest.raises(InputError) as caught:
         read_sums(tmp_path)  # a folder given as the list
-    assert rule_of(caught.value) == "unreadable-file"
+    assert rule_of(caught.value) == "not-a-regular-file"
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_or_fifo_given_as_the_list_is_refused_unread(tmp_path: Path,
+                                                            device: str) -> None:
+    os.mkfifo(tmp_path / "pipe")  # reading it would wait for a writer forever
+    for path in (Path(device), tmp_path / "pipe"):
+        with pytest.raises(InputError, match="not-a-regular-file: a (character device|FIFO), "
+                                             "not a SHA256SUMS list"):
+            read_sums(path)
+
+
+def test_a_list_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    with sums.open("wb") as handle:
+        handle.truncate(MAX_LIST_BYTES + 1)  # sparse: no memory, no disk
+    with pytest.raises(InputError, match="too-large: 67,108,865 bytes, over the 64 MiB limit"):
+        read_sums(sums)
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\r\n"])

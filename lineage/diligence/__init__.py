@@ -7,5 +7,5 @@ risks, hashes), `render` writes the report as Markdown or HTML.
 typed answers in `answers`.
 
 Layer 7. May import: lineage.runs, lineage.stream, lineage.corpora, lineage.formats,
-lineage.store, lineage.errors, lineage.version.
+lineage.store, lineage.userfiles, lineage.errors, lineage.version.
 """

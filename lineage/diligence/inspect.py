@@ -21,9 +21,9 @@ from lineage.diligence.memory import estimate_memory
 from lineage.diligence.provenance import provenance
 from lineage.diligence.quantization import quantization
 from lineage.diligence.risks import folder_risks
-from lineage.diligence.verify import checksums_verdict
+from lineage.diligence.verify import checksums_verdict, chosen_files, require_model_path
 from lineage.diligence.weights import weights_summary
-from lineage.errors import InputError, UsageError
+from lineage.errors import UsageError
 from lineage.formats.folder import FolderModel, read_folder
 from lineage.store.base import BaseStore
 
@@ -40,8 +40,7 @@ def inspect_model(
     to at most 1 GiB (None, the default; lineage.diligence.hashes).
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "no such file or folder")
+    require_model_path(path)  # a device or FIFO is refused unopened; a cache is pointed
     if context < 1 or batch < 1:
         raise UsageError("--context and --batch must be at least 1")
     model = read_folder(path)  # the folder model verify and the exp gate use too
@@ -112,7 +111,8 @@ def _precision_warnings(weights: dict[str, Any], config: Any) -> list[str]:
 
 def _integrity(model: FolderModel, sums: str | Path | None) -> dict[str, Any]:
     """Three verdicts never merged; the structure one is the folder model's (as in verify)."""
-    checksums = checksums_verdict(model.root, sums, snapshot=model.snapshot)
+    checksums = checksums_verdict(model.root, sums, snapshot=model.snapshot,
+                                  only=chosen_files(model))
     return {"structure": model.structure,
             "checksums": {"ok": checksums["ok"], "source": checksums["source"],
                           "files": checksums["files"]},

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lineage.diligence.card import declared_license, readable
+from lineage.errors import InputError
+from lineage.userfiles import open_regular, read_regular
 
 _KNOWN = (
     ("Apache License", "Apache-2.0"), ("MIT License", "MIT"),
@@ -28,7 +30,7 @@ def find_license(folder: Path, gguf_license: str | None = None,
         sources.append({"file": "README.md", "license": declared, "how": "front matter"})
     for path in sorted(folder.glob("LICEN[CS]E*")):
         if readable(path):
-            text = path.read_bytes()[:_MAX].decode("utf-8", "replace")
+            text = _head(path, _MAX).decode("utf-8", "replace")
             guess = next((spdx for marker, spdx in _KNOWN if marker.lower() in text.lower()),
                          UNRECOGNISED)
             sources.append({"file": path.name, "license": guess, "how": "licence text"})
@@ -53,11 +55,20 @@ def _config_license(path: Path) -> str | None:
     if not readable(path):
         return None
     try:
-        document = json.loads(path.read_bytes()[:_MAX * 16])
-    except (ValueError, OSError):
+        document = json.loads(read_regular(path, what="config.json", max_bytes=_MAX * 16))
+    except (ValueError, OSError, InputError):
         return None
     value = document.get("license") if isinstance(document, dict) else None
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _head(path: Path, limit: int) -> bytes:
+    """The first `limit` bytes of a licence text (b"" when it cannot be read)."""
+    try:
+        with open_regular(path, what="licence text") as handle:
+            return handle.read(limit)
+    except (InputError, OSError):
+        return b""
 
 
 def _disagreements(sources: list[dict[str, str]]) -> list[str]:

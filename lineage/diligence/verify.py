@@ -1,10 +1,11 @@
 """`lineage verify DIR`: four verdicts on a model or checkpoint folder, never merged.
 
-structure  one verdict for the whole folder from the folder model (lineage.formats.folder):
-           safetensors (every header rule, dtype x shape = byte length, the index), GGUF
-           (single or split), ONNX (with its external data), torch pickles (the opcode
-           stream decodes), and downloads that are not what they claim (a download in
-           progress, a git-LFS pointer, an error page, an incomplete set); warnings (no
+structure  one verdict for the whole folder (or one model file and its split parts) from the
+           folder model (lineage.formats.folder): safetensors (every header rule, dtype x
+           shape = byte length, the index), GGUF (single or split), ONNX (with its external
+           data), torch pickles (the opcode stream decodes), and downloads that are not
+           what they claim (a download in progress, a git-LFS pointer, an error page, an
+           incomplete set), and special files (FIFOs, devices: never opened); warnings (no
            config, no tokenizer) never fail it
 risks      is it safe to open: no dangerous or unknown finding (lineage.diligence.risks), except
            the kinds allowed by name (`allow_risks`)
@@ -13,21 +14,24 @@ checksums  the folder against a trusted source of hashes: a SHA256SUMS list when
            of the cache's blobs ("hf-cache-blobs"); else not checked (`ok` and `source` null)
 load       "not-tested": lineage reads files, it never loads or runs a model
 
-Passing one verdict says nothing of the others. A path that is not a folder is bad input
-(InputError, exit 2), not a failed verdict.
+Passing one verdict says nothing of the others. A path that is neither a folder nor a
+regular file is bad input (InputError, exit 2), not a failed verdict; so is a hub cache or
+one of its repository folders (the error names a snapshot to verify instead). A model file
+(one GGUF, safetensors, ONNX or pickle file) is checked with its split parts: against a
+list, only the list's entries for those files count, and the list must name each.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
 from lineage.diligence.risks import folder_risks, risk_verdict
 from lineage.errors import InputError, UsageError
 from lineage.formats import hf_cache
-from lineage.formats.folder import read_folder
+from lineage.formats.folder import FolderModel, check_model_path, read_folder, sibling_names
 from lineage.formats.sha256sums import SumsReport, read_sums, verify_sums, write_sums
 
 LOAD_NOT_TESTED = "not-tested"
@@ -37,16 +41,17 @@ def verify_folder(
     folder: str | Path, *, sums: str | Path | None = None, max_header_mib: float = 16,
     workers: int | None = None, strict: bool = False, allow_risks: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The four verdicts on a folder. `strict`: files the list does not name fail it."""
+    """The four verdicts on a folder, or on one model file (with its split parts).
+    `strict`: files the list does not name fail it."""
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
-    require_folder(folder)
+    require_model_path(folder)
     model = read_folder(folder, max_header_bytes=int(max_header_mib * 2**20))
     snapshot = model.snapshot
     risks = risk_verdict(folder_risks(model), allow=allow_risks)
-    checksums = checksums_verdict(folder, sums, workers=workers, strict=strict,
-                                  snapshot=snapshot)
+    checksums = checksums_verdict(model.root, sums, workers=workers, strict=strict,
+                                  snapshot=snapshot, only=chosen_files(model))
     ran = [model.structure["ok"], risks["ok"]]
     ran += [checksums["ok"]] if checksums["ok"] is not None else []
     return {"folder": str(folder), "ok": all(ran), "structure": model.structure,
@@ -56,39 +61,62 @@ def verify_folder(
 
 def checksums_verdict(
     folder: Path, sums: str | Path | None, *, workers: int | None = None, strict: bool = False,
-    snapshot: hf_cache.Snapshot | None = None,
+    snapshot: hf_cache.Snapshot | None = None, only: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The folder against a trusted source: a SHA256SUMS list, else a snapshot's blob names.
 
-    `ok` is None when there is neither.
+    `ok` is None when there is neither. `only`: the files of one model file's set (its
+    paths in the folder); the list's other entries are not checked, and it must name these.
     """
     vetted = snapshot.blobs if snapshot else None
     if sums is not None:
         entries = read_sums(Path(sums))  # a missing or malformed list is an error (exit 2)
         report = verify_sums(folder, entries, workers=workers, list_path=Path(sums),
-                             strict=strict, vetted_links=vetted)
+                             strict=strict, vetted_links=vetted, only=only)
         return _checksums(report, listed=str(sums))
     if snapshot is not None:
-        return _checksums(hf_cache.verify_snapshot(snapshot, workers=workers))
+        return _checksums(hf_cache.verify_snapshot(snapshot, workers=workers, only=only))
     return {"ok": None, "source": None, "files": [], "problems": [], "list": None,
             "unlisted": []}
 
 
+def chosen_files(model: FolderModel) -> list[str] | None:
+    """The paths a model file was read with (None: the whole folder was)."""
+    return None if model.whole else [f["path"] for f in model.files]
+
+
 def folder_sums(folder: str | Path, *, sums_name: str = "SHA256SUMS",
                 workers: int | None = None) -> str:
-    """SHA256SUMS lines for a folder; a cache snapshot is listed through its vetted blobs."""
+    """SHA256SUMS lines for a folder, or for one model file and its split parts (named as
+    in their folder); a cache snapshot is listed through its vetted blobs."""
     folder = Path(folder)
-    require_folder(folder)
-    snapshot = hf_cache.find_snapshot(folder)
+    require_model_path(folder)
+    whole = check_model_path(folder)
+    root = folder if whole else folder.parent
+    names = None if whole else sibling_names(folder)
+    snapshot = hf_cache.find_snapshot(root)
     if snapshot is not None:
-        return hf_cache.write_snapshot_sums(snapshot, workers=workers)
-    return write_sums(folder, sums_name=sums_name, workers=workers)
+        chosen = snapshot if names is None else snapshot.restricted(names)
+        return hf_cache.write_snapshot_sums(chosen, workers=workers)
+    files = None if names is None else [Path(name) for name in sorted(names)]
+    return write_sums(root, files, sums_name=sums_name, workers=workers)
 
 
 def require_folder(folder: Path) -> None:
     if not folder.is_dir():
         problem = "not a directory" if os.path.lexists(folder) else "no such directory"
         raise InputError(folder, f"no-folder: {problem}")
+
+
+def require_model_path(path: Path) -> None:
+    """A folder or a regular file that is no hub cache or cache repository folder (those
+    are pointed at their snapshots); InputError (exit 2) otherwise, before any work."""
+    if not os.path.lexists(path):
+        raise InputError(path, "no-folder: no such file or folder")
+    check_model_path(path)  # refuses a device, FIFO or socket unopened
+    problem = hf_cache.not_a_model_folder(path) if path.is_dir() else None
+    if problem is not None:
+        raise InputError(path, problem)
 
 
 def _checksums(report: SumsReport, *, listed: str | None = None) -> dict[str, Any]:

@@ -26,12 +26,14 @@ relative to the folder.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from lineage.errors import InputError
+from lineage.userfiles import open_regular, read_regular
 
 __all__ = [
     "IN_PROGRESS_SUFFIXES",
@@ -56,6 +58,7 @@ WEIGHT_SUFFIXES = (
 LFS_POINTER_MAX_BYTES = 1024  # git-lfs reads no further when it looks for a pointer
 HEAD_BYTES = 512
 JSON_PAGE_MAX_BYTES = 1 << 20
+INDEX_MAX_BYTES = 16 << 20  # as the safetensors reader caps an index
 _LFS_VERSIONS = (b"version https://git-lfs.github.com/spec/", b"version https://hawser.github.com/spec/")
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{1,6})-of-(?P<count>\d{1,6})(?P<ext>\.[^-]+)$")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "spiece.model",
@@ -79,9 +82,9 @@ def content_problem(path: Path, rel: str, size: int) -> dict[str, Any] | None:
     if size > LFS_POINTER_MAX_BYTES and not weights_name:
         return None
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # never waits on a FIFO swapped in
             head = handle.read(max(LFS_POINTER_MAX_BYTES, HEAD_BYTES))
-    except OSError:
+    except (InputError, OSError):
         return None  # the format reader reports what it cannot read
     if size <= LFS_POINTER_MAX_BYTES and head.startswith(_LFS_VERSIONS):
         return _lfs_pointer(rel, head)
@@ -129,8 +132,8 @@ def _json_document(path: Path, size: int) -> bool:
     if size > JSON_PAGE_MAX_BYTES:
         return True  # text from the first byte, starting like JSON: no weights format does
     try:
-        json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        json.loads(read_regular(path, what="JSON file", max_bytes=JSON_PAGE_MAX_BYTES))
+    except (InputError, OSError, ValueError):
         return False
     return True
 
@@ -178,11 +181,10 @@ def _shard_problem(label: str, parts: list[tuple[int, int, str]]) -> str | None:
 def index_problems(root: Path, index_rel: str, present: set[str]) -> list[dict[str, Any]]:
     """The files an `*.index.json` weight_map names that are not in the folder."""
     try:
-        if os.path.getsize(root / index_rel) > 16 * 2**20:
-            return []  # the format reader reports oversized indexes
-        document = json.loads((root / index_rel).read_bytes())
-    except (OSError, ValueError):
-        return []  # an unreadable index is the format reader's rule (index-json)
+        document = json.loads(read_regular(root / index_rel, what="index JSON",
+                                           max_bytes=INDEX_MAX_BYTES))
+    except (InputError, OSError, ValueError):
+        return []  # oversized or unreadable: the format reader's rule (index-json)
     weight_map = document.get("weight_map") if isinstance(document, dict) else None
     if not isinstance(weight_map, dict):
         return []

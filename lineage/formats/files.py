@@ -1,39 +1,57 @@
-"""What each file of a model folder is, decided by its bytes first and its name second."""
+"""What each file of a model folder is, decided by its bytes first and its name second.
+
+A folder is listed without following links, and nothing but a regular file is ever opened:
+a FIFO, device or socket below the folder is listed with the format `special` (opening a
+FIFO waits for a writer forever; reading /dev/zero never ends), and the folder model reports
+it by the rule `not-a-regular-file` (lineage.userfiles).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from lineage.errors import InputError
 from lineage.formats.names import parse_model_name
+from lineage.userfiles import NOT_REGULAR, file_kind, open_regular
 
 WEIGHT_FORMATS = {"safetensors", "gguf", "onnx", "pickle", "onnx-data"}
 # Formats whose files loading may unpickle: every one of them is scanned for risks.
 PICKLE_BEARING = frozenset({"pickle", "zip", "npy", "npz"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
+SPECIAL = "special"  # the format of a FIFO, device or socket: listed, never opened
 _SNIFF = 16
 # pickle_kind's answers as file formats: torch archives and legacy files are pickles.
 _PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
                    "compressed-pickle": "pickle", "npy": "npy", "npz": "npz", "zip": "zip"}
+# The name suffixes that decide a format when the bytes did not (a pickle is by its bytes).
+_BY_SUFFIX = ((".json", "json"), (".py", "python"), (".jinja", "jinja"), (".md", "text"),
+              (".txt", "text"), (".model", "tokenizer"))
 
 
 def sniff(path: Path) -> str:
-    """safetensors, gguf, onnx, pickle, npy, npz, zip, json, python, jinja, text or other.
+    """safetensors, gguf, onnx, pickle, npy, npz, zip, json, python, jinja, text, other,
+    or `unreadable` (it could not be opened as a regular file).
 
     Pickles are recognised by content whatever the name (pickle_kind: protocols 0-5, torch
     archives and legacy files, NumPy arrays and archives); a pickle suffix on anything else
     still means pickle, so the risk scan looks at it.
     """
-    from lineage.formats.pickle_scan import pickle_kind
-
-    name = path.name.lower()
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SNIFF)
-    except OSError:
+        with open_regular(path) as handle:
+            return sniff_open(handle, path.name.lower())
+    except (InputError, OSError):
         return "unreadable"
-    kind = pickle_kind(path)  # first: a pickle can be shaped to pass the checks below
+
+
+def sniff_open(handle: BinaryIO, name: str) -> str:
+    """`sniff` of a file already opened (at its start), `name` lower-cased."""
+    from lineage.formats.pickle_scan import pickle_kind_of
+
+    head = handle.read(_SNIFF)
+    handle.seek(0)
+    kind = pickle_kind_of(handle)  # first: a pickle can be shaped to pass the checks below
     if kind is not None:
         return "pickle" if kind == "zip" and name.endswith(PICKLE_SUFFIXES) else \
             _PICKLE_FORMATS[kind]
@@ -48,36 +66,104 @@ def sniff(path: Path) -> str:
         return "pickle"
     if name.endswith((".onnx_data", ".onnx.data")):
         return "onnx-data"
-    for suffix, kind in ((".json", "json"), (".py", "python"), (".jinja", "jinja"),
-                         (".md", "text"), (".txt", "text"), (".model", "tokenizer")):
-        if name.endswith(suffix):
-            return kind
-    return "other"
+    return next((kind for suffix, kind in _BY_SUFFIX if name.endswith(suffix)), "other")
 
 
-def list_files(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def list_files(folder: Path, *, names: set[str] | None = None
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file below `folder` and the symlinks found. Links are not followed, except a
-    hub cache snapshot's vetted links into its own blobs: those are files too."""
-    files, links = [], []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames) + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
-            path = Path(dirpath) / name
-            rel = path.relative_to(folder).as_posix()
-            if path.is_symlink():
-                target = os.path.realpath(path)
-                inside = Path(target).is_relative_to(folder.resolve())
-                cache_blob = _vetted_cache_blob(path)
-                links.append({"path": rel, "target": target, "inside": inside,
-                              "cache_blob": cache_blob is not None})
-                if cache_blob is None:
-                    continue
-            anatomy = parse_model_name(path.name)
-            files.append({"path": rel, "format": sniff(path), "size": path.stat().st_size,
-                          "shard": list(anatomy["shard"]) if anatomy["shard"] else None,
-                          "name": {k: v for k, v in anatomy.items()
-                                   if v and k not in ("shard", "extra")}})
+    hub cache snapshot's vetted links into its own blobs: those are files too. A FIFO,
+    device or socket is a file entry of format `special` (size 0), never opened.
+
+    `names`: list only these entries of the folder itself (one model file and its split
+    siblings), not the folder's whole tree.
+    """
+    files: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    root_real = Path(os.path.realpath(folder))
+    for path, rel, kind in _walk(folder, names):
+        if kind == "link":
+            target = os.path.realpath(path)
+            cache_blob = _vetted_cache_blob(path)
+            links.append({"path": rel, "target": target,
+                          "inside": Path(target).is_relative_to(root_real),
+                          "cache_blob": cache_blob is not None})
+            if cache_blob is not None:
+                files.append(_entry(path, rel, cache_blob))
+        else:
+            files.append(_entry(path, rel, None, special=kind == "special"))
     return files, links
+
+
+def _walk(folder: Path, names: set[str] | None) -> list[tuple[Path, str, str]]:
+    """(path, '/'-joined relative name, "file" | "link" | "special") of every entry that
+    is not a folder, in os.walk's order; a link to a folder is an entry (never descended
+    into). The kinds come from the listing itself (no stat per file)."""
+    found: list[tuple[Path, str, str]] = []
+    stack: list[tuple[Path, str]] = [(folder, "")]
+    while stack:
+        here, prefix = stack.pop()
+        try:
+            with os.scandir(here) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue  # as os.walk does: a folder that cannot be listed adds nothing
+        leaves: list[tuple[Path, str, str]] = []
+        links: list[tuple[Path, str, str]] = []
+        subfolders: list[tuple[Path, str]] = []
+        for entry in entries:
+            if names is not None and entry.name not in names:
+                continue
+            path, rel = Path(entry.path), prefix + entry.name
+            if entry.is_symlink():
+                (links if _leads_to_folder(path) else leaves).append((path, rel, "link"))
+            elif entry.is_dir(follow_symlinks=False):
+                subfolders.append((path, rel + "/"))
+            else:
+                kind = "file" if entry.is_file(follow_symlinks=False) else "special"
+                leaves.append((path, rel, kind))
+        found += leaves + links
+        if names is None:
+            stack.extend(reversed(subfolders))
+    return found
+
+
+def _leads_to_folder(link: Path) -> bool:
+    return os.path.isdir(link)  # False for a loop or a dangling link, as os.walk has it
+
+
+def _entry(path: Path, rel: str, blob: Path | None, *, special: bool = False
+           ) -> dict[str, Any]:
+    anatomy = parse_model_name(path.name)
+    entry: dict[str, Any] = {"path": rel, "format": "unreadable", "size": 0,
+                             "shard": list(anatomy["shard"]) if anatomy["shard"] else None,
+                             "name": {k: v for k, v in anatomy.items()
+                                      if v and k not in ("shard", "extra")}}
+    if special:
+        entry["format"] = SPECIAL  # never opened: the folder model names what it is
+        return entry
+    try:
+        with open_regular(blob or path) as handle:
+            entry["size"] = os.fstat(handle.fileno()).st_size
+            entry["format"] = sniff_open(handle, path.name.lower())
+    except InputError as exc:  # swapped for a FIFO or device since it was listed
+        entry["format"] = SPECIAL if exc.rule.startswith(NOT_REGULAR) else "unreadable"
+    except OSError:
+        pass  # unreadable: the format readers say why
+    if entry["format"] == "unreadable":
+        try:
+            entry["size"] = os.stat(blob or path).st_size
+        except OSError:
+            pass
+    return entry
+
+
+def special_kind(path: Path) -> str:
+    """What a special file is, in words ("a FIFO", "a character device", ...)."""
+    try:
+        return file_kind(os.lstat(path).st_mode)
+    except OSError:
+        return "a special file"
 
 
 def _vetted_cache_blob(link: Path) -> Path | None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,10 @@ from typing import Any
 from lineage.errors import InputError
 from lineage.formats import downloads, gguf, hf_cache, hf_config, onnx_reader
 from lineage.formats import safetensors as st
+from lineage.formats.files import SPECIAL, special_kind
+from lineage.formats.names import parse_model_name
 from lineage.formats.pickle_scan import PickleScan, scan_pickle_file
+from lineage.userfiles import NOT_REGULAR, file_kind
 
 __all__ = ["ACTIONS", "STRUCTURAL_FINDINGS", "FolderModel", "failure_type", "list_folder",
            "read_folder"]
@@ -87,6 +91,8 @@ ACTIONS: dict[str, tuple[str, str]] = {
                          "revision into the folder"),
     "json": ("bad config", "re-fetch the JSON file named; never edit it to fit"),
     "config": ("bad config", "re-fetch the JSON file named; never edit it to fit"),
+    NOT_REGULAR: ("special file", "remove it from the model folder: a loader that opens a "
+                  "FIFO waits forever, one that reads a device never ends"),
 }
 _CORRUPT = ("corrupt shard", _REFETCH)
 
@@ -109,13 +115,17 @@ class FolderModel:
     python: list[str] = field(default_factory=list)
     gguf_chat_template: bool = False
     snapshot: hf_cache.Snapshot | None = None  # when the folder is a hub cache snapshot
+    whole: bool = True  # False: one model file (and its split siblings) was read
 
 
-def list_folder(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every file below the folder ({path, format, size, shard, name}) and its symlinks."""
+def list_folder(folder: Path, *, names: set[str] | None = None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every file below the folder ({path, format, size, shard, name}) and its symlinks
+    (`names`: only these entries of the folder itself). A FIFO, device or socket is listed
+    with the format `special`, never opened."""
     from lineage.formats.files import list_files
 
-    return list_files(folder)
+    return list_files(folder, names=names)
 
 
 def read_folder(
@@ -125,36 +135,59 @@ def read_folder(
 
     A hub cache snapshot's links into its own repository's blobs (vetted by `hf_cache`)
     are read as files; every other link stays a link.
-    Raises InputError when the path does not exist; every problem inside is reported.
+    Raises InputError when the path does not exist or is neither a folder nor a regular
+    file (a device, FIFO or socket, refused before it is opened); every problem inside a
+    folder is reported.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "no such file or folder")
-    root = path if path.is_dir() else path.parent
-    files, links = list_folder(root)
+    whole = check_model_path(path)
+    root = path if whole else path.parent
+    files, links = list_folder(root, names=None if whole else sibling_names(path))
     # A git clone's object store (.git/lfs/objects holds copies of the weights) is not
     # the model: nothing loads from it.
     files = [f for f in files if not f["path"].startswith(".git/")]
     links = [lk for lk in links if not lk["path"].startswith(".git/")]
-    if path.is_file():
-        files, links = _select(files, path.name), []
+    if not whole:
+        links = []
     snapshot = hf_cache.find_snapshot(root)
     check = _Check(root, files, links, max_header_bytes, snapshot.blobs if snapshot else {})
-    check.run(whole_folder=path.is_dir())
+    check.run(whole_folder=whole)
     model = check.model()
     model.snapshot = snapshot
+    model.whole = whole
     return model
 
 
-def _select(files: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """One file, plus the other parts of its split set."""
-    chosen = next((f for f in files if f["path"] == name), None)
-    if chosen is None or not chosen["shard"]:
-        return [f for f in files if f["path"] == name]
-    stem = name.rsplit("-", 3)[0]
-    suffix = Path(name).suffix
-    return [f for f in files if f["shard"] and "/" not in f["path"]
-            and f["path"].rsplit("-", 3)[0] == stem and f["path"].endswith(suffix)]
+def check_model_path(path: Path) -> bool:
+    """True for a folder, False for a regular file (a model file); InputError for a path
+    that is missing or anything else, before anything is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, "no such file or folder") from None
+    except OSError as exc:
+        raise InputError(path, f"unreadable: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        return True
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"{NOT_REGULAR}: {file_kind(mode)}, not a model file or folder")
+    return False
+
+
+def sibling_names(path: Path) -> set[str]:
+    """The names a model file is read with: itself and, for a part of a split set
+    (`x-00001-of-00003.gguf`), the other parts beside it."""
+    name = path.name
+    if parse_model_name(name)["shard"] is None:
+        return {name}
+    stem, suffix = name.rsplit("-", 3)[0], Path(name).suffix
+    try:
+        present = os.listdir(path.parent)
+    except OSError:
+        return {name}
+    return {name} | {other for other in present if other.endswith(suffix)
+                     and other.rsplit("-", 3)[0] == stem
+                     and parse_model_name(other)["shard"] is not None}
 
 
 class _Check:
@@ -202,6 +235,11 @@ class _Check:
         written = {n[: -len(".aria2")] for n in names if n.lower().endswith(".aria2")}
         for entry in self.files:
             rel = entry["path"]
+            if entry["format"] == SPECIAL:  # listed, never opened
+                self.flagged.add(rel)
+                self._add(self.download, rel, NOT_REGULAR,
+                          f"{special_kind(self.root / rel)} in the model folder: never opened")
+                continue
             suffix = downloads.in_progress_suffix(rel) or (".aria2" if rel in written else None)
             if suffix:
                 entry["format"] = "partial-download"
@@ -349,9 +387,11 @@ class _Check:
             except InputError as exc:
                 found.append(None)
                 rel = self._rel(exc.path)
+                message = getattr(exc, "message", str(exc))
+                rule = NOT_REGULAR if message.startswith(NOT_REGULAR) else \
+                    getattr(exc, "rule_id", "json")
                 if rel not in self.flagged:  # an LFS pointer config is reported as one
-                    self._add(self.errors, rel, getattr(exc, "rule_id", "json"),
-                              getattr(exc, "message", str(exc)))
+                    self._add(self.errors, rel, rule, message.removeprefix(f"{rule}: "))
         self.configs = (found[0], found[1], found[2])
 
     # -- the verdict ----------------------------------------------------------------------------

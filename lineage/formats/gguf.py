@@ -63,14 +63,14 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
-from lineage.errors import RuleError
+from lineage.errors import InputError, RuleError
 from lineage.formats.messages import show as _show
+from lineage.userfiles import open_regular
 
 __all__ = [
     "DEFAULT_ALIGNMENT",
@@ -442,8 +442,7 @@ def read_gguf(
 ) -> GGUFFile:
     """Read and check one file's header and tensor infos; raise on the first violated rule."""
     path = Path(path)
-    fd = _open(path)
-    with os.fdopen(fd, "rb", buffering=2**16) as stream:
+    with _open(path) as stream:
         file_size = os.fstat(stream.fileno()).st_size
         reader = _Reader(path, stream, file_size, max_metadata_bytes)
         return _read(reader, max_array_len, max_tensors)
@@ -473,17 +472,14 @@ def _error_dict(exc: GGUFInputError) -> dict[str, str | None]:
     return {"file": exc.path, "rule": exc.rule_id, "message": exc.message, "where": exc.where}
 
 
-def _open(path: Path) -> int:
+def _open(path: Path) -> BinaryIO:
+    """Opened without waiting on a FIFO; anything but a regular file is `unreadable`."""
     try:
-        # O_NONBLOCK: opening a FIFO named *.gguf must not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        problem = getattr(exc, "strerror", None) or exc
-        raise GGUFInputError(path, "unreadable", f"cannot open ({problem})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise GGUFInputError(path, "unreadable", "not a regular file")
-    return fd
+        return open_regular(path, what="GGUF file")
+    except InputError as exc:
+        raise GGUFInputError(path, "unreadable", exc.rule) from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise GGUFInputError(path, "unreadable", f"cannot open ({exc})") from None
 
 
 def _read(reader: _Reader, max_array_len: int, max_tensors: int) -> GGUFFile:

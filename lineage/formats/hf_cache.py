@@ -40,18 +40,20 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError
 from lineage.formats.file_hash import Progress, Refusal, hash_files
 from lineage.formats.sha256sums import SumProblem, SumsReport, format_sums
+from lineage.userfiles import read_regular
 
 SOURCE = "hf-cache-blobs"
 REPO_KINDS = {"models": "model", "datasets": "dataset", "spaces": "space"}
 SHARED_STORE_MARKER = ".huggingface-shared-blobs"
+CACHE_REPOSITORY = "cache-repository"  # the rule: a cache or repository folder given
 _REPO_FOLDER = re.compile(r"(models|datasets|spaces)--(.+)")
 _SHA256_NAME = re.compile(r"[0-9a-f]{64}")
 _SHA1_NAME = re.compile(r"[0-9a-f]{40}")
@@ -98,6 +100,11 @@ class Snapshot:
     def blobs(self) -> dict[str, Path]:
         """Snapshot path -> vetted blob file: links a structure check may follow."""
         return {rel: f.blob for rel, f in self.files.items()}
+
+    def restricted(self, paths: Collection[str]) -> Snapshot:
+        """The same snapshot with only these entries (one model file and its parts)."""
+        return replace(self, files={p: f for p, f in self.files.items() if p in paths},
+                       problems=tuple(p for p in self.problems if p.path in paths))
 
     def describe(self) -> dict[str, object]:
         return {"repo_id": self.repo_id, "kind": self.kind, "revision": self.revision,
@@ -150,6 +157,61 @@ def find_snapshot(path: str | Path) -> Snapshot | None:
                     problems=tuple(problems))
 
 
+def repository_folder(path: str | Path) -> Path | None:
+    """The resolved repository folder when `path` is one (`<cache>/models--ORG--NAME`
+    holding `snapshots/`) or its `snapshots/` folder; else None."""
+    real = Path(os.path.realpath(path))
+    if real.name == "snapshots" and _REPO_FOLDER.fullmatch(real.parent.name):
+        return real.parent
+    if _REPO_FOLDER.fullmatch(real.name) and (real / "snapshots").is_dir():
+        return real
+    return None
+
+
+def repository_folders(cache: str | Path) -> list[Path]:
+    """The repository folders of a hub cache (`models--*`, `datasets--*`, `spaces--*`
+    folders), sorted; [] for any other folder."""
+    try:
+        with os.scandir(cache) as listing:
+            return sorted(Path(e.path) for e in listing if _REPO_FOLDER.fullmatch(e.name)
+                          and e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def revisions(repo: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(revision, refs naming it) for each snapshot folder of a repository, the ones a ref
+    names first."""
+    try:
+        with os.scandir(repo / "snapshots") as listing:
+            names = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    found = [(name, _refs_naming(repo / "refs", name)) for name in names]
+    return sorted(found, key=lambda item: (not item[1], "main" not in item[1], item[0]))
+
+
+def not_a_model_folder(path: str | Path) -> str | None:
+    """Why `path` is a hub cache or one of its repository folders rather than a model
+    folder, with where to point instead (None for any other path)."""
+    repo = repository_folder(path)
+    if repo is not None:
+        found = revisions(repo)
+        shown = Path(path) if Path(path).name != "snapshots" else Path(path).parent
+        if not found:
+            return f"{CACHE_REPOSITORY}: a hub cache repository folder with no snapshot"
+        rev, refs = found[0]
+        more = f" (or one of {len(found) - 1} more)" if len(found) > 1 else ""
+        named = f" ({', '.join(refs)})" if refs else ""
+        return (f"{CACHE_REPOSITORY}: a hub cache repository folder, not a model folder: "
+                f"verify its snapshot {shown / 'snapshots' / rev}{named}{more}, or every "
+                f"snapshot with `lineage verify --cache {shown.parent}`")
+    if Path(path).is_dir() and repository_folders(path):
+        return (f"{CACHE_REPOSITORY}: a hub cache, not a model folder: `lineage verify "
+                f"--cache {path}` checks every snapshot of every repository in it")
+    return None
+
+
 def vetted_blob(link: str | Path) -> Path | None:
     """The blob behind one snapshot link, if that link passes every rule; else None."""
     link = Path(link)
@@ -164,9 +226,13 @@ def vetted_blob(link: str | Path) -> Path | None:
 def _refs_naming(refs: Path, revision: str) -> tuple[str, ...]:
     names = []
     for ref in sorted(refs.rglob("*")) if refs.is_dir() else []:
-        if ref.is_symlink() or not ref.is_file() or ref.stat().st_size > _MAX_REF_BYTES:
+        if ref.is_symlink() or not ref.is_file():
             continue
-        if ref.read_bytes().strip() == revision.encode():
+        try:
+            named = read_regular(ref, what="ref", max_bytes=_MAX_REF_BYTES).strip()
+        except InputError:
+            continue  # oversized, or swapped for something else: names no revision
+        if named == revision.encode():
             names.append(ref.relative_to(refs).as_posix())
     return tuple(names)
 
@@ -288,8 +354,8 @@ def _is_shared_store(store: Path) -> bool:
     marker = store / SHARED_STORE_MARKER
     try:
         return (not store.is_symlink() and not marker.is_symlink() and marker.is_file()
-                and marker.read_bytes() == b"1\n")
-    except OSError:
+                and read_regular(marker, what="marker", max_bytes=16) == b"1\n")
+    except (OSError, InputError):
         return False
 
 
@@ -297,13 +363,17 @@ def _is_shared_store(store: Path) -> bool:
 
 
 def verify_snapshot(
-    snapshot: Snapshot, *, workers: int | None = None, progress: Progress | None = None
+    snapshot: Snapshot, *, workers: int | None = None, progress: Progress | None = None,
+    only: Collection[str] | None = None,
 ) -> SumsReport:
     """Hash every vetted file and compare it with its blob's name; never raises for a file.
 
     The report has the shape of `verify_sums`'s, with `source` "hf-cache-blobs". `ok` only
     when the snapshot holds at least one file and every entry was vetted and matches.
+    `only`: check these snapshot paths alone (one model file and its split parts).
     """
+    if only is not None:
+        snapshot = snapshot.restricted(only)
     algorithms = {f.blob: f.algorithm for f in snapshot.files.values()}
     digests = hash_files(sorted(algorithms), algorithm=algorithms, workers=workers,
                          progress=progress)

@@ -25,7 +25,6 @@ names the file.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from lineage.errors import InputError, RuleError
 from lineage.formats.messages import json_type as _json_type
 from lineage.formats.messages import show_value
 from lineage.formats.strict_json import loads_strict
+from lineage.userfiles import read_regular
 
 _VALUE_LIMIT = 60  # characters of an offending value quoted in a message
 
@@ -203,25 +203,12 @@ def _is_vetted_cache_link(path: Path) -> bool:
 
 
 def _read_bounded(path: Path, max_bytes: int) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
-    except OSError as exc:
-        _fail(path, "unreadable", f"cannot open ({exc.strerror or exc})")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            _fail(path, "unreadable", "not a regular file")
-        if info.st_size > max_bytes:
-            _fail(path, "unreadable", f"{info.st_size} bytes exceeds max_bytes ({max_bytes})")
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            data = stream.read(max_bytes + 1)  # the file may have grown since fstat
+    try:  # never waits on a FIFO; refused past the cap, even if it grows while read
+        return read_regular(path, what="JSON file", max_bytes=max_bytes)
+    except InputError as exc:
+        _fail(path, "unreadable", exc.rule)
     except OSError as exc:
         _fail(path, "unreadable", f"cannot read ({exc.strerror or exc})")
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        _fail(path, "unreadable", f"more than max_bytes ({max_bytes}) bytes")
-    return data
 
 
 def _object(path: Path, document: object, what: str = "the document") -> dict[str, Any]:

@@ -28,16 +28,15 @@ field alone: `card_fields` skips it and says so; the other fields are still read
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
-from lineage.errors import RuleError
+from lineage.errors import InputError, RuleError
+from lineage.userfiles import open_regular
 
 CARD_NAME = "README.md"
 MAX_FRONT_MATTER = 64 * 1024
@@ -72,9 +71,11 @@ def read_card(path: Path) -> CardBytes:
     head = b""
     limit = MAX_FRONT_MATTER + 1024  # room for the opening line and the closing `---`
     try:
-        with open(path, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                _fail(path, "card-unreadable", "not a regular file")
+        stream = open_regular(path, what="model card")  # never waits on a FIFO
+    except InputError as exc:
+        _fail(path, "card-unreadable", exc.rule)
+    try:
+        with stream:
             size = 0
             while chunk := stream.read(1 << 20):
                 if len(head) < limit:

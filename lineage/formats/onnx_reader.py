@@ -49,10 +49,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
-from lineage.errors import RuleError
+from lineage.errors import InputError, RuleError
 from lineage.formats.messages import show as _show
+from lineage.userfiles import TOO_LARGE, open_regular
 
 __all__ = [
     "DATA_TYPES",
@@ -841,9 +842,9 @@ def read_onnx(
 ) -> OnnxModel:
     """Decode an .onnx file's structure; raise OnnxInputError on the first violated rule."""
     path = Path(path)
-    fd = _open(path)
-    try:
-        size = _regular_size(path, fd, max_bytes)
+    with _open(path, max_bytes) as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
         src = _Source(path, fd, size, max_depth)
         model = _parse_model(src)
         if model.graph is None:
@@ -852,8 +853,6 @@ def read_onnx(
             )
         folder = _Folder(src)
         initializers = tuple(_initializer(src, t, folder) for t in model.graph.initializers)
-    finally:
-        os.close(fd)
     graph = model.graph
     return OnnxModel(
         path=str(path),
@@ -873,23 +872,14 @@ def read_onnx(
     )
 
 
-def _open(path: Path) -> int:
+def _open(path: Path, max_bytes: int) -> BinaryIO:
+    """Opened without waiting on a FIFO: anything but a regular file is `unreadable`, a
+    file over `max_bytes` `too-large`."""
     try:
-        # O_NONBLOCK: opening a FIFO named *.onnx must not wait for a writer.
-        return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise OnnxInputError(
-            path, "unreadable", f"cannot open ({getattr(exc, 'strerror', None) or exc})"
-        ) from None
-
-
-def _regular_size(path: Path, fd: int, max_bytes: int) -> int:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise OnnxInputError(path, "unreadable", "not a regular file")
-    if info.st_size > max_bytes:
-        raise OnnxInputError(
-            path, "too-large", f"{info.st_size} bytes exceeds max_bytes ({max_bytes})"
-        )
-    return info.st_size
+        return open_regular(path, what="ONNX file", max_bytes=max_bytes)
+    except InputError as exc:
+        rule = "too-large" if exc.rule.startswith(TOO_LARGE) else "unreadable"
+        raise OnnxInputError(path, rule, exc.rule) from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise OnnxInputError(path, "unreadable", f"cannot open ({exc})") from None
 

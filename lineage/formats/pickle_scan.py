@@ -107,7 +107,6 @@ from __future__ import annotations
 
 import io
 import os
-import stat
 import zipfile
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -138,6 +137,7 @@ from lineage.formats.pickle_globals import (
 )
 from lineage.formats.pickle_opcodes import _OPCODES, _SNIFF_BYTES, _has_pickle_header
 from lineage.formats.pickle_source import _CountingFile, _Source
+from lineage.userfiles import open_regular
 
 __all__ = [
     "DANGEROUS_LAST_NAMES",
@@ -175,7 +175,7 @@ def scan_pickle_file(
 ) -> PickleScan:
     """Scan a pickle, torch checkpoint or zip archive; raise only if it cannot be opened."""
     path = Path(path)
-    raw = _open_regular(path)
+    raw = open_regular(path, what="pickle file")  # never waits on a FIFO
     scan = _Scan(max_member_bytes, max_depth, _Budget(max_total_bytes))
     with raw:
         counting = _CountingFile(raw)
@@ -208,28 +208,33 @@ def pickle_kind(path: Path | str) -> str | None:
     None for anything else or a file that cannot be read.
     """
     try:
-        raw = _open_regular(Path(path))
+        raw = open_regular(path)
     except InputError:
         return None
     with raw:
-        try:
-            head = raw.read(_SNIFF_BYTES)
-            if head.startswith(_ZIP_MAGICS):
-                return _zip_kind(raw, os.fstat(raw.fileno()).st_size)
-            if head.startswith(_NPY_SNIFF):
-                return "npy"
-            if head.startswith(_LEGACY_MAGIC):
-                return "torch-legacy"
-            if _has_pickle_header(head) and head[2:3] and head[2] in _OPCODES:
-                return "pickle"  # PROTO and a first opcode (a safetensors length can be 80 02 00)
-            method = compression_of(head)
-            if method is not None:
-                return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None
-            if not head or head[0] not in _OPCODES:
-                return None
-            window = head + raw.read(SNIFF_WINDOW - len(head) + 1)
-        except OSError:
+        return pickle_kind_of(raw)
+
+
+def pickle_kind_of(raw: BinaryIO) -> str | None:
+    """`pickle_kind` of a regular file opened for reading, at its start."""
+    try:
+        head = raw.read(_SNIFF_BYTES)
+        if head.startswith(_ZIP_MAGICS):
+            return _zip_kind(raw, os.fstat(raw.fileno()).st_size)
+        if head.startswith(_NPY_SNIFF):
+            return "npy"
+        if head.startswith(_LEGACY_MAGIC):
+            return "torch-legacy"
+        if _has_pickle_header(head) and head[2:3] and head[2] in _OPCODES:
+            return "pickle"  # PROTO and a first opcode (a safetensors length can be 80 02 00)
+        method = compression_of(head)
+        if method is not None:
+            return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None
+        if not head or head[0] not in _OPCODES:
             return None
+        window = head + raw.read(SNIFF_WINDOW - len(head) + 1)
+    except OSError:
+        return None
     return "pickle" if _decodes_as_pickle(window) else None
 
 
@@ -284,20 +289,6 @@ def _zip_kind(raw: BinaryIO, size: int) -> str:
     if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
         return "torch-zip"
     return "npz" if any(name.endswith(".npy") for name in names) else "zip"
-
-
-def _open_regular(path: Path) -> BinaryIO:
-    try:  # O_NONBLOCK: opening a FIFO must not hang
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise InputError(path, f"cannot open ({exc.strerror or exc})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(path, "not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _scan_file(counting: _CountingFile, size: int, scan: _Scan) -> str:

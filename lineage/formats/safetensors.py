@@ -47,18 +47,18 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from lineage.errors import InputError, RuleError
 from lineage.formats.messages import json_type as _json_type
 from lineage.formats.messages import show as _show
 from lineage.formats.messages import show_value as _show_value
 from lineage.formats.strict_json import loads_strict
+from lineage.userfiles import open_regular, read_regular
 
 __all__ = [
     "DEFAULT_MAX_HEADER_BYTES",
@@ -214,23 +214,24 @@ def _fail(path: Path, rule_id: str, message: str, where: str | None = None) -> N
 
 def _read_prefix_and_header(path: Path, max_header_bytes: int) -> tuple[int, bytes]:
     """Return (file size, header bytes), reading no more than 8 + min(N, cap) bytes."""
-    try:
-        # O_NONBLOCK: opening a FIFO named *.safetensors must not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        _fail(path, "unreadable", f"cannot open ({getattr(exc, 'strerror', None) or exc})")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            _fail(path, "unreadable", "not a regular file")
-        size = info.st_size
+    with _open(path, "safetensors file") as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
         if size < PREFIX_BYTES:
             _fail(path, "short-prefix", f"file is {size} bytes, shorter than the 8-byte prefix")
         (header_len,) = struct.unpack("<Q", _read_exact(path, fd, 0, PREFIX_BYTES))
         _check_header_length(path, header_len, size, max_header_bytes)
         return size, _read_exact(path, fd, PREFIX_BYTES, header_len)
-    finally:
-        os.close(fd)
+
+
+def _open(path: Path, what: str, max_bytes: int | None = None) -> BinaryIO:
+    """Opened without waiting on a FIFO; anything but a regular file is `unreadable`."""
+    try:
+        return open_regular(path, what=what, max_bytes=max_bytes)
+    except InputError as exc:
+        _fail(path, "unreadable", exc.rule)
+    except ValueError as exc:  # a NUL byte in the path
+        _fail(path, "unreadable", f"cannot open ({exc})")
 
 
 def _read_exact(path: Path, fd: int, offset: int, count: int) -> bytes:
@@ -579,30 +580,9 @@ def _read_small_file(path: Path, cap: int) -> bytes:
     if path.is_symlink():
         raise InputError(path, "index file is a symbolic link")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise InputError(path, f"cannot open ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(path, "not a regular file")
-        if info.st_size > cap:
-            raise InputError(path, f"{info.st_size} bytes exceeds the local cap of {cap} bytes")
-        return b"".join(_read_chunks(fd, info.st_size))
+        return read_regular(path, what="index file", max_bytes=cap)
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-
-
-def _read_chunks(fd: int, size: int) -> Iterator[bytes]:
-    offset = 0
-    while offset < size:
-        chunk = os.pread(fd, min(size - offset, 2**20), offset)
-        if not chunk:
-            return
-        offset += len(chunk)
-        yield chunk
 
 
 def _check_index_paths(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,10 @@ from lineage.formats.file_hash import Refusal as _Refusal
 from lineage.formats.file_hash import kind as _kind
 from lineage.formats.file_hash import reason as _reason
 from lineage.formats.file_hash import sha256_files as sha256_files  # re-exported
+from lineage.userfiles import read_regular
 
 SUMS_NAME = "SHA256SUMS"
+MAX_LIST_BYTES = 64 << 20  # about 600,000 lines of 110 bytes
 WARNING_RULES = frozenset({"duplicate-entry"})  # reported, but `ok` stays True
 _SIGNATURE_SUFFIXES = (".asc", ".sig", ".gpg", ".minisig", ".sigstore")
 _HUB_METADATA = ".cache/huggingface"  # written by `hf download --local-dir`
@@ -78,10 +80,10 @@ class SumsReport:
 
 def read_sums(path: Path) -> list[SumEntry]:
     """Parse a sums file; InputError names the file, the line and the rule broken."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "missing-file: no such SHA256SUMS list") from None
+    if not os.path.lexists(path):
+        raise InputError(path, "missing-file: no such SHA256SUMS list")
+    try:  # a FIFO or device is refused before it is read; so is a list past the cap
+        data = read_regular(path, what="SHA256SUMS list", max_bytes=MAX_LIST_BYTES)
     except OSError as exc:
         raise InputError(path, f"unreadable-file: cannot read ({exc.strerror or exc})") from exc
     return _parse_lines(data.split(b"\n"), source=str(path))
@@ -245,6 +247,7 @@ def verify_sums(
     list_path: Path | None = None,
     strict: bool = False,
     vetted_links: Mapping[str, Path] | None = None,
+    only: Collection[str] | None = None,
 ) -> SumsReport:
     """Check every entry against the files below `folder`; never raises for a file.
 
@@ -255,18 +258,26 @@ def verify_sums(
     counted. `vetted_links` maps names to the files a caller vetted them to link to (a hub
     cache snapshot's blobs); other links must stay inside the folder. `progress(done,
     total)` is called after each distinct file.
+
+    `only`: check these files alone (one model file and its split parts): entries naming
+    other files are left out, and a file of `only` the list does not name fails the check.
     """
     root = Path(folder).resolve()
+    if only is not None:
+        entries = [entry for entry in entries if entry.path in only]
+        strict = True  # a file the list does not name was not checked at all
     checks = [_classify(root, entry, vetted_links or {}) for entry in entries]
     _refuse_conflicts(checks)
     warnings = _duplicate_warnings(checks)
     targets = sorted({c.target for c in checks if c.target is not None})
     digests = hash_files(targets, workers=workers, progress=progress)
     files = [_finish(check, digests) for check in checks]
-    unlisted = find_unlisted(root, {e.path for e in entries}, list_path=list_path)
+    listed = {e.path for e in entries}
+    unlisted = find_unlisted(root, listed, list_path=list_path) if only is None else \
+        sorted(set(only) - listed)
     problems = [c.problem for c in checks if c.problem is not None] + warnings + [
         SumProblem(None, rel, "unlisted-file", "on disk but not in the list") for rel in unlisted]
-    if not entries:
+    if not entries and only is None:
         problems.append(SumProblem(None, None, "empty-list", "the list has no entries"))
     problems.sort(key=lambda p: (p.line or 0, p.rule, p.path or ""))
     allowed = WARNING_RULES if strict else WARNING_RULES | {"unlisted-file"}
