@@ -10,7 +10,7 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption
-from lineage.errors import EXIT_NO
+from lineage.errors import EXIT_NO, UsageError
 from lineage.userfiles import check_output_path, write_output
 
 AllowRiskOption = Annotated[
@@ -31,9 +31,9 @@ def require_model_path(path: Path) -> Path:
 
 
 def verify(
-    folder: Annotated[Path, typer.Argument(
-        help="A model or checkpoint folder, or one model file (a GGUF file, ...).",
-        callback=require_model_path)],
+    folder: Annotated[Path | None, typer.Argument(
+        help="A model or checkpoint folder, or one model file (a GGUF file, ...); with "
+             "--cache, the hub cache (or HF_HOME).", show_default=False)] = None,
     sums: Annotated[
         Path | None, typer.Option(help="A trusted SHA256SUMS list (GNU or BSD lines).")
     ] = None,
@@ -44,6 +44,10 @@ def verify(
         float, typer.Option(help="Largest safetensors header accepted (a local policy).")
     ] = 16.0,
     allow_risk: AllowRiskOption = None,
+    cache: Annotated[bool, typer.Option(
+        "--cache", help="Check every snapshot of every repository of a Hugging Face hub "
+                        "cache against its blob names (default: the cache huggingface_hub "
+                        "uses).")] = False,
     json: JsonOption = False,
 ) -> None:
     """Four separate verdicts: structure, risks, checksums, load (not tested); exit 1 on a fail.
@@ -56,20 +60,68 @@ def verify(
     named by their SHA-256, other files by their Git blob SHA-1. Any other folder's
     checksums are not checked. With --sums, files on disk that the list does not name are
     a warning (a failure with --strict); the list and its signatures are not counted.
+
+    With --cache: every snapshot `hf cache scan` lists (HF_HUB_CACHE, HF_HOME/hub or
+    ~/.cache/huggingface/hub unless FOLDER is given) against its blob names, each blob
+    hashed once; a table of snapshots, exit 1 when one fails.
     """
+    if cache:
+        if sums is not None or strict or allow_risk:
+            raise UsageError("--cache checks blob names only: it takes no --sums, --strict "
+                             "or --allow-risk")
+        _verify_cache(folder, json=json)
+        return
+    if folder is None:
+        raise UsageError("verify needs a FOLDER (or a model file), or --cache")
     from lineage.diligence.api import verify as verify_path
 
+    require_model_path(folder)
     answer = verify_path(folder, sums=sums, strict=strict, allow_risk=allow_risk or (),
                          max_header_mib=max_header_mib)
     report = answer.to_dict()
     if json:
-        output.emit_json(answer.to_dict())
+        output.emit_json(report)
     else:
         output.emit_lines(_snapshot_lines(report["snapshot"])
                           + _structure_lines(report["structure"]) + _risk_lines(report["risks"])
                           + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"])
     if not answer.ok:
         raise typer.Exit(EXIT_NO)
+
+
+def _verify_cache(folder: Path | None, *, json: bool) -> None:
+    from lineage.diligence.api import verify_cache
+
+    answer = verify_cache(folder)
+    if json:
+        output.emit_json(answer.to_dict())
+    else:
+        _cache_table(answer.to_dict())
+    if not answer.ok:
+        raise typer.Exit(EXIT_NO)
+
+
+def _cache_table(report: dict[str, Any]) -> None:
+    rows = report["snapshots"]
+    failed = [r for r in rows if not r["ok"]]
+    output.emit_table(
+        ["repository", "kind", "revision", "refs", "files", "checksums"],
+        [[r["repo_id"], r["kind"], r["revision"][:12], ", ".join(r["refs"]) or "-",
+          f"{r['matched']}/{r['files']}", "ok" if r["ok"] else "FAILED"] for r in rows],
+        title=f"{report['cache']}: {_count(report['repositories'], 'repository')}, "
+              f"{_count(len(rows), 'snapshot')}")
+    lines = [f"  {r['repo_id']} {r['revision'][:12]}: {p['path'] or '.'}: {p['rule']}: "
+             f"{p['message']}" for r in failed for p in r["problems"]]
+    lines += [f"  {p['repository']}: {p['rule']}: {p['message']}" for p in report["problems"]]
+    verdict = "ok" if report["ok"] else "FAILED"
+    output.emit_lines([f"checksums: {verdict} ({len(rows) - len(failed)}/{len(rows)} snapshots "
+                       f"match their blob names; {report['bytes_hashed']:,} bytes hashed)",
+                       *lines])
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n} {noun if n == 1 else plural}"
 
 
 def _snapshot_lines(snap: dict[str, Any] | None) -> list[str]:

@@ -123,6 +123,45 @@ class FolderVerification(Answer):
     snapshot: Snapshot | None
 
 
+# -- lineage verify --cache ------------------------------------------------------------------
+
+
+class CachedSnapshot(Answer):
+    """One snapshot of a hub cache, checked against its repository's blob names."""
+
+    repo_id: str
+    kind: str  # model, dataset or space
+    revision: str  # the snapshot folder's name: the commit
+    refs: tuple[str, ...]  # branch and tag names pointing at it
+    folder: str
+    ok: bool  # it has files, and every one was vetted and matches its blob's name
+    files: int  # entries checked (vetted or refused)
+    matched: int  # files whose digest is their blob's name
+    bytes: int  # bytes of its files read
+    problems: tuple[ChecksumProblem, ...]  # mismatches, refused links, missing blobs
+
+
+class CacheProblem(Answer):
+    """A repository folder of the cache that holds no snapshot to check."""
+
+    repository: str  # the folder's name, e.g. models--ORG--NAME
+    rule: str  # no-snapshot
+    message: str
+
+
+class CacheVerification(Answer):
+    """`lineage verify --cache`: every snapshot of every repository of a hub cache."""
+
+    ROWS: ClassVar[str | None] = "snapshots"
+
+    cache: str  # the hub cache folder
+    ok: bool  # every snapshot passed and no repository folder is broken
+    repositories: int
+    snapshots: tuple[CachedSnapshot, ...]
+    problems: tuple[CacheProblem, ...]
+    bytes_hashed: int  # each distinct blob once
+
+
 # -- lineage inspect ---------------------------------------------------------------------------
 
 

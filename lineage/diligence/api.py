@@ -5,6 +5,7 @@ keyword-only after the path) and the same answer, typed (lineage.diligence.answe
 
     lineage.inspect("models/minilm")            # Inspection: `lineage inspect --json`
     lineage.verify("models/minilm", sums="SHA256SUMS")   # FolderVerification
+    verify_cache("~/.cache/huggingface")                 # `lineage verify --cache`
     lineage.report("models/minilm", format="html")       # the text `lineage report` writes
 
 Files are read, never loaded or executed. Bad input (no such folder, a malformed list, an
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lineage.diligence.answers import FolderVerification, Inspection
+    from lineage.diligence.answers import CacheVerification, FolderVerification, Inspection
     from lineage.store.base import BaseStore
 
 PathLike = str | os.PathLike[str]
@@ -63,6 +64,18 @@ def verify(path: PathLike, *, sums: PathLike | None = None, strict: bool = False
     return FolderVerification.from_dict(verify_folder(
         os.fspath(path), sums=_fspath(sums), max_header_mib=max_header_mib, workers=workers,
         strict=strict, allow_risks=tuple(allow_risk)))
+
+
+def verify_cache(cache: PathLike | None = None, *,
+                 workers: int | None = None) -> CacheVerification:
+    """`lineage verify --cache [DIR]`: every snapshot of every repository of a Hugging Face
+    hub cache against its blob names, each distinct blob hashed once. `cache`: a hub cache
+    or HF_HOME holding one as `hub/`; None: the cache huggingface_hub uses (HF_HUB_CACHE,
+    HF_HOME, ~/.cache/huggingface/hub). `ok` when every snapshot passed."""
+    from lineage.diligence.answers import CacheVerification
+    from lineage.diligence.cache import verify_cache as check
+
+    return CacheVerification.from_dict(check(_fspath(cache), workers=workers))
 
 
 def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,

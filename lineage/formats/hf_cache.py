@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError
-from lineage.formats.file_hash import Progress, Refusal, hash_files
+from lineage.formats.file_hash import Outcome, Progress, Refusal, hash_files
 from lineage.formats.sha256sums import SumProblem, SumsReport, format_sums
 from lineage.userfiles import read_regular
 
@@ -364,19 +364,19 @@ def _is_shared_store(store: Path) -> bool:
 
 def verify_snapshot(
     snapshot: Snapshot, *, workers: int | None = None, progress: Progress | None = None,
-    only: Collection[str] | None = None,
+    only: Collection[str] | None = None, digests: Mapping[Path, Outcome] | None = None,
 ) -> SumsReport:
     """Hash every vetted file and compare it with its blob's name; never raises for a file.
 
     The report has the shape of `verify_sums`'s, with `source` "hf-cache-blobs". `ok` only
     when the snapshot holds at least one file and every entry was vetted and matches.
     `only`: check these snapshot paths alone (one model file and its split parts).
+    `digests`: the blobs already hashed (`hash_blobs`, several snapshots at once).
     """
     if only is not None:
         snapshot = snapshot.restricted(only)
-    algorithms = {f.blob: f.algorithm for f in snapshot.files.values()}
-    digests = hash_files(sorted(algorithms), algorithm=algorithms, workers=workers,
-                         progress=progress)
+    if digests is None:
+        digests = hash_blobs([snapshot], workers=workers, progress=progress)
     rows = [_row(f, digests[f.blob]) for f in snapshot.files.values()]
     rows += [{"path": p.path, "expected": None, "actual": None, "status": p.status,
               "line": None, "algorithm": None} for p in snapshot.problems]
@@ -387,9 +387,20 @@ def verify_snapshot(
         problems.append(SumProblem(None, None, "empty-snapshot", "the snapshot has no files"))
     rows.sort(key=lambda r: r["path"])
     problems.sort(key=lambda p: (p.path or "", p.rule))
-    bytes_hashed = sum(d[1] for d in digests.values() if not isinstance(d, Refusal))
+    blobs = {f.blob for f in snapshot.files.values()}
+    bytes_hashed = sum(d[1] for blob, d in digests.items()
+                       if blob in blobs and not isinstance(d, Refusal))
     return SumsReport(ok=not problems, files=rows, problems=problems,
                       bytes_hashed=bytes_hashed, source=SOURCE)
+
+
+def hash_blobs(snapshots: Collection[Snapshot], *, workers: int | None = None,
+               progress: Progress | None = None) -> dict[Path, Outcome]:
+    """Each distinct blob of the snapshots hashed once, by the algorithm its name implies
+    (snapshots of one repository share most of their blobs)."""
+    algorithms = {f.blob: f.algorithm for s in snapshots for f in s.files.values()}
+    return hash_files(sorted(algorithms), algorithm=algorithms, workers=workers,
+                      progress=progress)
 
 
 def _row(cached: CachedFile, outcome: tuple[str, int] | Refusal) -> dict[str, Any]:
