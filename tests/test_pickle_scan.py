@@ -711,6 +711,50 @@ def test_torch_save_of_a_reduce_payload() -> None:
     assert ref.name == "system" and ref.member == "torch_malicious_reduce/data.pkl"
 
 
+def with_local_name_changed(source: Path, target: Path) -> Path:
+    """A copy of a real torch.save archive whose local header calls `data.pkl` `data.txt`,
+    its central directory untouched. torch finds members by the central directory (the
+    edited benign archive loads with weights_only=True); Python's zipfile refuses it."""
+    data = bytearray(source.read_bytes())
+    with zipfile.ZipFile(source) as archive:
+        [info] = [i for i in archive.infolist() if i.filename.endswith("/data.pkl")]
+    start = info.header_offset + 30  # the local header's fixed part, then the name
+    assert bytes(data[start:start + len(info.filename)]) == info.filename.encode()
+    data[start + len(info.filename) - 3:start + len(info.filename)] = b"txt"
+    target.write_bytes(bytes(data))
+    with zipfile.ZipFile(target) as archive, pytest.raises(zipfile.BadZipFile, match="differ"):
+        archive.read(info.filename)
+    return target
+
+
+def test_a_local_header_name_hides_nothing_torch_would_load(tmp_path: Path) -> None:
+    evil = with_local_name_changed(TORCH / "torch_malicious_reduce.pt", tmp_path / "evil.pt")
+    result = scan_pickle_file(evil)
+    assert result.format == "torch-zip" and result.verdict == "dangerous"
+    assert ("posix", "system") in names(result.globals)
+    [renamed] = [f for f in result.findings if f.kind == "local-name-mismatch"]
+    assert renamed.member == "torch_malicious_reduce/data.pkl"
+    assert renamed.severity == "unknown" and "'torch_malicious_reduce/data.txt'" in renamed.detail
+    benign = with_local_name_changed(TORCH / "torch_state_dict.pt", tmp_path / "benign.pt")
+    found = scan_pickle_file(benign)
+    assert found.verdict == "unknown" and names(found.globals) == names(
+        scan_pickle_file(TORCH / "torch_state_dict.pt").globals)
+    assert kinds(found.findings) == {"calls", "persistent-id", "local-name-mismatch"}
+
+
+def test_inspect_fails_on_the_payload_behind_a_renamed_local_header(tmp_path: Path) -> None:
+    from .conftest import Cli
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    with_local_name_changed(TORCH / "torch_malicious_reduce.pt", folder / "pytorch_model.bin")
+    cli = Cli(tmp_path / "unused-store")
+    risks = cli.json("inspect", str(folder), code=1)["risks"]
+    assert ("pytorch_model.bin", "dangerous") in {(r["file"], r["severity"]) for r in risks}
+    verified = cli.json("verify", str(folder), code=1)
+    assert verified["structure"]["ok"] and not verified["risks"]["ok"]
+
+
 def test_hand_built_torch_layout_matches_the_real_writer(tmp_path: Path) -> None:
     path = write_zip(
         tmp_path / "model.pt", torch_like_members("model", torch_like_data_pkl(), bytes(48))
@@ -898,8 +942,10 @@ def test_bad_zip_archive_and_bad_local_header(tmp_path: Path) -> None:
     assert result.format == "zip" and kinds(result.findings) == {"bad-zip"}
     renamed = whole.replace(b"data.pkl", b"evil.pkl", 1)  # local header only: names differ
     path.write_bytes(renamed)
-    result = scan_pickle_file(path)
-    assert kinds(result.findings) == {"bad-zip"} and result.verdict == "unknown"
+    result = scan_pickle_file(path)  # read as the central directory says, as torch does
+    assert kinds(result.findings) == {"local-name-mismatch"} and result.verdict == "unknown"
+    assert result.members_scanned == ["data.pkl"]
+
 
 
 def test_central_directory_larger_than_the_cap(tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def _scan_member(
         scan.add(name, "unsupported-compression", "unverifiable", detail)
         return
     _check_compression(info, name, scan)
-    with archive.open(_without_crc(info)) as stream:  # errors: reported by the caller
+    with _open_member(archive, info, name, scan) as stream:  # errors: reported by the caller
         head = stream.read(_SNIFF_BYTES)
         kind = _member_kind(info.filename, head)
         if kind == "zip":
@@ -234,6 +234,50 @@ def _without_crc(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     clone = copy.copy(info)
     del clone.CRC
     return clone
+
+
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... name length, extra length
+_UTF8_NAME = 0x800
+
+
+def _open_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
+                 scan: _Scan) -> IO[bytes]:
+    """The bytes the member's central directory entry points at, whatever name its local
+    header gives. torch (miniz) finds members by the central directory and reads the local
+    header only for where the data starts; zipfile refuses a name that differs, which would
+    leave the bytes torch loads unscanned. A differing name is reported and read past."""
+    clone = _without_crc(info)
+    try:
+        return archive.open(clone)
+    except zipfile.BadZipFile:
+        local = _local_name(archive, info)
+        if local is None or local == info.orig_filename:
+            raise  # another damage: the caller reports it
+    scan.add(name, "local-name-mismatch", "unknown",
+             f"the local header names it {_show(local)}: tools that read local headers "
+             "(unzip, streaming extractors) see another member than torch loads; the bytes "
+             "the central directory points at are the ones scanned")
+    clone.orig_filename = local
+    return archive.open(clone)
+
+
+def _local_name(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """The name in the member's local header, decoded as zipfile decodes it (None: no
+    readable header there; zipfile then reports what is wrong)."""
+    fp = archive.fp
+    if fp is None:
+        return None
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL_HEADER.size)
+    if len(header) < _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+        return None
+    fields = _LOCAL_HEADER.unpack(header)
+    raw = fp.read(fields[9])
+    encoding = "utf-8" if fields[2] & _UTF8_NAME else (archive.metadata_encoding or "cp437")
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError:
+        return None
 
 
 def _member_kind(filename: str, head: bytes) -> str | None:

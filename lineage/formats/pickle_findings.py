@@ -29,6 +29,7 @@ FINDING_KINDS = (
     "unknown-global",
     "data-after-stop",
     "duplicate-member",
+    "local-name-mismatch",
     "compression-bomb",
     "unknown-opcode",
     "broken-opcode",

@@ -59,6 +59,9 @@ Finding kinds (severity):
     data-after-stop     (unknown)       bytes follow the STOP of a pickle (another pickle.load
                                         would read them); they are scanned as further pickles
     duplicate-member    (unknown)       two archive entries share a name: readers disagree on which
+    local-name-mismatch (unknown)       a member's local header names it otherwise than the central
+                                        directory does; the bytes the directory points at (what
+                                        torch loads) are scanned
     compression-bomb    (unknown)       a compressed member over 1 MiB declares a ratio above
                                         MAX_COMPRESSION_RATIO, or any size above max_member_bytes
     unknown-opcode      (unverifiable)  a byte that is no pickle opcode: decoding stops there
