@@ -9,6 +9,7 @@ import string
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -580,3 +581,29 @@ def test_round_trip_and_single_byte_flips(files: dict[str, bytes], data: st.Data
         assert not report.ok
         assert {p: s for p, s in statuses(report).items() if s != "ok"} == {victim: "mismatch"}
         assert [(p.path, p.rule) for p in report.problems] == [(victim, "hash-mismatch")]
+
+
+_NAME_PIECES = st.sampled_from(["a", "b.txt", ".", "..", "", " ", "-", "x\\y", "\r", "é", "*"])
+_LINE_NAMES = st.lists(_NAME_PIECES, min_size=1, max_size=4).map("/".join)
+
+
+@given(digest=st.text("0123456789abcdefABCDEF", min_size=63, max_size=65),
+       marker=st.sampled_from(["  ", " *", " ", "   ", "\t "]), name=_LINE_NAMES,
+       ending=st.sampled_from(["", "\r"]))
+def test_the_fast_line_path_reads_as_the_full_rules_do(digest: str, marker: str, name: str,
+                                                       ending: str) -> None:
+    """A plain `<hex>  <name>` line is read without the full rules; any line must come out
+    the same either way: the same entry, or the same refusal."""
+    from lineage.formats.file_hash import Refusal
+    from lineage.formats.sha256sums import _parse_any_line, _parse_line
+
+    line = f"{digest}{marker}{name}{ending}"
+
+    def outcome(parse: Any) -> object:
+        try:
+            return parse(7, line)
+        except Refusal as refusal:
+            return (refusal.rule, refusal.message)
+
+    assert outcome(_parse_line) == outcome(_parse_any_line)
+

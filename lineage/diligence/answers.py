@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from lineage.answer import Answer, optional
-from lineage.diligence.document import Document
+from lineage.diligence.document import Document, ScalarDocument
 
 # -- shared by verify and inspect ------------------------------------------------------------
 
@@ -61,7 +61,7 @@ class RiskFinding(Answer):
 # -- lineage verify ---------------------------------------------------------------------------
 
 
-class ChecksumFile(Document):
+class ChecksumFile(ScalarDocument):
     """One file checked against its expected hash."""
 
     path: str

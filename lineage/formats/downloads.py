@@ -57,6 +57,7 @@ WEIGHT_SUFFIXES = (
 )
 LFS_POINTER_MAX_BYTES = 1024  # git-lfs reads no further when it looks for a pointer
 HEAD_BYTES = 512
+CONTENT_HEAD_BYTES = max(LFS_POINTER_MAX_BYTES, HEAD_BYTES)  # what content_problem reads
 JSON_PAGE_MAX_BYTES = 1 << 20
 INDEX_MAX_BYTES = 16 << 20  # as the safetensors reader caps an index
 _LFS_VERSIONS = (b"version https://git-lfs.github.com/spec/", b"version https://hawser.github.com/spec/")
@@ -76,16 +77,19 @@ def in_progress_suffix(rel: str) -> str | None:
     return None
 
 
-def content_problem(path: Path, rel: str, size: int) -> dict[str, Any] | None:
-    """An LFS pointer or an error page in place of a file, from its first bytes; else None."""
+def content_problem(path: Path, rel: str, size: int,
+                    head: bytes | None = None) -> dict[str, Any] | None:
+    """An LFS pointer or an error page in place of a file, from its first bytes (`head`:
+    its first CONTENT_HEAD_BYTES, when the caller read them already); else None."""
     weights_name = rel.lower().endswith(WEIGHT_SUFFIXES)
     if size > LFS_POINTER_MAX_BYTES and not weights_name:
         return None
-    try:
-        with open_regular(path) as handle:  # never waits on a FIFO swapped in
-            head = handle.read(max(LFS_POINTER_MAX_BYTES, HEAD_BYTES))
-    except (InputError, OSError):
-        return None  # the format reader reports what it cannot read
+    if head is None:
+        try:
+            with open_regular(path) as handle:  # never waits on a FIFO swapped in
+                head = handle.read(CONTENT_HEAD_BYTES)
+        except (InputError, OSError):
+            return None  # the format reader reports what it cannot read
     if size <= LFS_POINTER_MAX_BYTES and head.startswith(_LFS_VERSIONS):
         return _lfs_pointer(rel, head)
     if weights_name:

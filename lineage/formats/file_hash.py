@@ -24,6 +24,7 @@ from lineage.errors import InputError
 
 ALGORITHMS = ("sha256", "git-sha1")
 _READ_CHUNK = 1 << 20
+_TASKS_PER_WORKER = 16  # small enough for progress and balance, large enough to amortise
 
 Progress = Callable[[int, int], object]
 
@@ -82,22 +83,31 @@ def hash_files(
     `progress(done, total)` is called after each file.
     """
     results: dict[Path, Outcome] = {}
+    targets = list(dict.fromkeys(targets))
     if not targets:
         return results
     chosen = (lambda t: algorithm) if isinstance(algorithm, str) else algorithm.__getitem__
     count = max(1, min(workers or os.cpu_count() or 1, len(targets)))
+    # Tasks of several files: a task per file costs more than hashing a small file does.
+    size = max(1, len(targets) // (count * _TASKS_PER_WORKER))
+    batches = [targets[i:i + size] for i in range(0, len(targets), size)]
     with ThreadPoolExecutor(max_workers=count) as pool:
-        futures = {pool.submit(_digest_or_refusal, t, chosen(t)): t for t in targets}
-        for done, future in enumerate(as_completed(futures), start=1):
-            results[futures[future]] = future.result()
+        futures = [pool.submit(_digest_batch, batch, chosen) for batch in batches]
+        for future in as_completed(futures):
+            results.update(future.result())
             if progress is not None:
-                progress(done, len(targets))
+                progress(len(results), len(targets))
     return results
 
 
-def _digest_or_refusal(target: Path, algorithm: str) -> Outcome:
+def _digest_batch(batch: list[Path], chosen: Callable[[Path], str]) -> dict[Path, Outcome]:
+    buffer = bytearray(_READ_CHUNK)  # one per task: zeroing 1 MiB per small file cost more
+    return {target: _digest_or_refusal(target, chosen(target), buffer) for target in batch}
+
+
+def _digest_or_refusal(target: Path, algorithm: str, buffer: bytearray) -> Outcome:
     try:
-        return digest_regular_file(target, algorithm)
+        return digest_regular_file(target, algorithm, buffer=buffer)
     except Refusal as refusal:
         return refusal
     except FileNotFoundError:  # gone since it was located: missing, not a mismatch
@@ -106,9 +116,11 @@ def _digest_or_refusal(target: Path, algorithm: str) -> Outcome:
         return Refusal("unreadable-file", reason(exc))
 
 
-def digest_regular_file(target: Path, algorithm: str = "sha256") -> tuple[str, int]:
+def digest_regular_file(target: Path, algorithm: str = "sha256", *,
+                        buffer: bytearray | None = None) -> tuple[str, int]:
     """Hash a resolved path. O_NONBLOCK keeps a FIFO swapped in from hanging us, O_NOFOLLOW
-    refuses a symlink swapped in after resolution, fstat confirms it is still regular."""
+    refuses a symlink swapped in after resolution, fstat confirms it is still regular.
+    `buffer`: where to read (a caller hashing many files reuses one)."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -119,7 +131,8 @@ def digest_regular_file(target: Path, algorithm: str = "sha256") -> tuple[str, i
             raise Refusal("not-a-regular-file", kind(info.st_mode))
         digest = hashlib.sha256() if algorithm == "sha256" else hashlib.sha1(
             b"blob %d\0" % info.st_size, usedforsecurity=False)
-        buffer = bytearray(_READ_CHUNK)
+        if buffer is None:
+            buffer = bytearray(_READ_CHUNK)
         view = memoryview(buffer)
         total = 0
         while size := handle.readinto(buffer):

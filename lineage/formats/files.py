@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lineage.errors import InputError
-from lineage.formats.names import parse_model_name
+from lineage.formats.downloads import CONTENT_HEAD_BYTES
+from lineage.formats.names import EXTENSIONS, parse_model_name
 from lineage.userfiles import NOT_REGULAR, file_kind, open_regular
 
 WEIGHT_FORMATS = {"safetensors", "gguf", "onnx", "pickle", "onnx-data"}
@@ -21,6 +22,8 @@ WEIGHT_FORMATS = {"safetensors", "gguf", "onnx", "pickle", "onnx-data"}
 PICKLE_BEARING = frozenset({"pickle", "zip", "npy", "npz"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 SPECIAL = "special"  # the format of a FIFO, device or socket: listed, never opened
+# Weights names: their anatomy is read whatever the bytes are (an LFS pointer, a bad magic).
+_MODEL_SUFFIXES = (*EXTENSIONS, *PICKLE_SUFFIXES)
 _SNIFF = 16
 # pickle_kind's answers as file formats: torch archives and legacy files are pickles.
 _PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
@@ -69,14 +72,16 @@ def sniff_open(handle: BinaryIO, name: str) -> str:
     return next((kind for suffix, kind in _BY_SUFFIX if name.endswith(suffix)), "other")
 
 
-def list_files(folder: Path, *, names: set[str] | None = None
+def list_files(folder: Path, *, names: set[str] | None = None,
+               heads: dict[str, bytes] | None = None
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file below `folder` and the symlinks found. Links are not followed, except a
     hub cache snapshot's vetted links into its own blobs: those are files too. A FIFO,
     device or socket is a file entry of format `special` (size 0), never opened.
 
     `names`: list only these entries of the folder itself (one model file and its split
-    siblings), not the folder's whole tree.
+    siblings), not the folder's whole tree. `heads`: filled with each file's first bytes
+    (downloads.CONTENT_HEAD_BYTES), read while sniffing, so no check opens it again.
     """
     files: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
@@ -89,9 +94,9 @@ def list_files(folder: Path, *, names: set[str] | None = None
                           "inside": Path(target).is_relative_to(root_real),
                           "cache_blob": cache_blob is not None})
             if cache_blob is not None:
-                files.append(_entry(path, rel, cache_blob))
+                files.append(_entry(path, rel, cache_blob, heads=heads))
         else:
-            files.append(_entry(path, rel, None, special=kind == "special"))
+            files.append(_entry(path, rel, None, special=kind == "special", heads=heads))
     return files, links
 
 
@@ -132,30 +137,38 @@ def _leads_to_folder(link: Path) -> bool:
     return os.path.isdir(link)  # False for a loop or a dangling link, as os.walk has it
 
 
-def _entry(path: Path, rel: str, blob: Path | None, *, special: bool = False
-           ) -> dict[str, Any]:
-    anatomy = parse_model_name(path.name)
-    entry: dict[str, Any] = {"path": rel, "format": "unreadable", "size": 0,
-                             "shard": list(anatomy["shard"]) if anatomy["shard"] else None,
-                             "name": {k: v for k, v in anatomy.items()
-                                      if v and k not in ("shard", "extra")}}
-    if special:
-        entry["format"] = SPECIAL  # never opened: the folder model names what it is
-        return entry
+def _entry(path: Path, rel: str, blob: Path | None, *, special: bool = False,
+           heads: dict[str, bytes] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": rel, "format": SPECIAL, "size": 0, "shard": None,
+                             "name": {}}
+    if not special:  # a special file is never opened: the folder model names what it is
+        entry["format"], entry["size"] = _sniffed(blob or path, path.name.lower(), rel, heads)
+    if entry["format"] in WEIGHT_FORMATS or path.name.lower().endswith(_MODEL_SUFFIXES):
+        anatomy = parse_model_name(path.name)  # what a weights file's name says
+        entry["shard"] = list(anatomy["shard"]) if anatomy["shard"] else None
+        entry["name"] = {k: v for k, v in anatomy.items() if v and k not in ("shard", "extra")}
+    return entry
+
+
+def _sniffed(path: Path, name: str, rel: str, heads: dict[str, bytes] | None
+             ) -> tuple[str, int]:
+    """(format, size) of a file, its first bytes kept in `heads`."""
     try:
-        with open_regular(blob or path) as handle:
-            entry["size"] = os.fstat(handle.fileno()).st_size
-            entry["format"] = sniff_open(handle, path.name.lower())
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if heads is not None:
+                heads[rel] = handle.read(CONTENT_HEAD_BYTES)
+                handle.seek(0)
+            return sniff_open(handle, name), size
     except InputError as exc:  # swapped for a FIFO or device since it was listed
-        entry["format"] = SPECIAL if exc.rule.startswith(NOT_REGULAR) else "unreadable"
+        if exc.rule.startswith(NOT_REGULAR):
+            return SPECIAL, 0
     except OSError:
         pass  # unreadable: the format readers say why
-    if entry["format"] == "unreadable":
-        try:
-            entry["size"] = os.stat(blob or path).st_size
-        except OSError:
-            pass
-    return entry
+    try:
+        return "unreadable", os.stat(path).st_size
+    except OSError:
+        return "unreadable", 0
 
 
 def special_kind(path: Path) -> str:

@@ -118,14 +118,16 @@ class FolderModel:
     whole: bool = True  # False: one model file (and its split siblings) was read
 
 
-def list_folder(folder: Path, *, names: set[str] | None = None
+def list_folder(folder: Path, *, names: set[str] | None = None,
+                heads: dict[str, bytes] | None = None
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file below the folder ({path, format, size, shard, name}) and its symlinks
-    (`names`: only these entries of the folder itself). A FIFO, device or socket is listed
-    with the format `special`, never opened."""
+    (`names`: only these entries of the folder itself; `heads`: filled with each file's
+    first bytes). A FIFO, device or socket is listed with the format `special`, never
+    opened."""
     from lineage.formats.files import list_files
 
-    return list_files(folder, names=names)
+    return list_files(folder, names=names, heads=heads)
 
 
 def read_folder(
@@ -142,7 +144,8 @@ def read_folder(
     path = Path(path)
     whole = check_model_path(path)
     root = path if whole else path.parent
-    files, links = list_folder(root, names=None if whole else sibling_names(path))
+    heads: dict[str, bytes] = {}
+    files, links = list_folder(root, names=None if whole else sibling_names(path), heads=heads)
     # A git clone's object store (.git/lfs/objects holds copies of the weights) is not
     # the model: nothing loads from it.
     files = [f for f in files if not f["path"].startswith(".git/")]
@@ -151,6 +154,7 @@ def read_folder(
         links = []
     snapshot = hf_cache.find_snapshot(root)
     check = _Check(root, files, links, max_header_bytes, snapshot.blobs if snapshot else {})
+    check.heads = heads
     check.run(whole_folder=whole)
     model = check.model()
     model.snapshot = snapshot
@@ -209,6 +213,7 @@ class _Check:
         self.chat_template = False
         self.configs: tuple[Any, Any, Any] = (None, None, None)
         self.whole_folder = True
+        self.heads: dict[str, bytes] = {}  # first bytes of each file, read when listed
 
     def run(self, *, whole_folder: bool) -> None:
         self.whole_folder = whole_folder
@@ -248,7 +253,8 @@ class _Check:
                 self._add(self.download, rel, "download-in-progress",
                           f"{said}: a download still being written (or abandoned)")
                 continue
-            problem = downloads.content_problem(self.root / rel, rel, entry["size"])
+            problem = downloads.content_problem(self.root / rel, rel, entry["size"],
+                                                self.heads.get(rel))
             if problem:
                 entry["format"] = problem["rule"]
                 self.flagged.add(rel)

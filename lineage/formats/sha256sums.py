@@ -86,7 +86,11 @@ def read_sums(path: Path) -> list[SumEntry]:
         data = read_regular(path, what="SHA256SUMS list", max_bytes=MAX_LIST_BYTES)
     except OSError as exc:
         raise InputError(path, f"unreadable-file: cannot read ({exc.strerror or exc})") from exc
-    return _parse_lines(data.split(b"\n"), source=str(path))
+    try:
+        lines: list[bytes] | list[str] = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:  # line by line, so the refusal names the line
+        lines = data.split(b"\n")
+    return _parse_lines(lines, source=str(path))
 
 
 def parse_sums(text: str, *, source: str = "<sums>") -> list[SumEntry]:
@@ -132,6 +136,27 @@ def _check_duplicate(entry: SumEntry, first_seen: dict[str, SumEntry]) -> None:
 
 def _parse_line(number: int, line: str) -> SumEntry | None:
     """One entry, or None for a blank or comment line."""
+    name = _plain_gnu_name(line)
+    if name is not None:  # the common line, already in normal form: no more checks apply
+        return SumEntry(line=number, path=name, sha256=line[:_HEX_LEN].lower())
+    return _parse_any_line(number, line)
+
+
+def _plain_gnu_name(line: str) -> str | None:
+    """The name of a `<64 hex>  <name>` (or ` *<name>`) line whose name is already
+    normalised and needs no escape; None for any other line (parsed in full)."""
+    if len(line) <= _HEX_LEN + 2 or line[_HEX_LEN] != " " or line[_HEX_LEN + 1] not in " *" \
+            or not _HEX.fullmatch(line, 0, _HEX_LEN):
+        return None
+    name = line[_HEX_LEN + 2:]
+    framed = f"/{name}/"
+    if name == "-" or "//" in framed or "/./" in framed or "/../" in framed \
+            or "\0" in name or "\r" in name:
+        return None
+    return name
+
+
+def _parse_any_line(number: int, line: str) -> SumEntry | None:
     if line.endswith("\r"):  # CRLF lists from Windows editors or transfers
         line = line[:-1]
     if not line.strip() or line.startswith("#"):
@@ -266,10 +291,11 @@ def verify_sums(
     if only is not None:
         entries = [entry for entry in entries if entry.path in only]
         strict = True  # a file the list does not name was not checked at all
-    checks = [_classify(root, entry, vetted_links or {}) for entry in entries]
+    locate = _Locator(root)
+    checks = [_classify(locate, entry, vetted_links or {}) for entry in entries]
     _refuse_conflicts(checks)
     warnings = _duplicate_warnings(checks)
-    targets = sorted({c.target for c in checks if c.target is not None})
+    targets = list(dict.fromkeys(c.target for c in checks if c.target is not None))
     digests = hash_files(targets, workers=workers, progress=progress)
     files = [_finish(check, digests) for check in checks]
     listed = {e.path for e in entries}
@@ -302,28 +328,72 @@ def find_unlisted(
     companions = {name + suffix for name in (list_name, SUMS_NAME)
                   for suffix in ("", *_SIGNATURE_SUFFIXES)}
     own = os.path.realpath(list_path) if list_path is not None else None
+    own_rel = _inside(own, os.path.realpath(root)) if own is not None else None
     found: list[str] = []
-    for dirpath, dirnames, names in os.walk(root):  # does not descend into symlinked dirs
-        dirnames.sort()
-        here = Path(dirpath)
-        if here.relative_to(root).as_posix() == _HUB_METADATA:
-            dirnames.clear()
+    stack = [(str(root), "")]
+    while stack:  # os.walk's walk, on the listing's own types: no stat per file
+        here, prefix = stack.pop()
+        if prefix == _HUB_METADATA + "/":
             continue
-        links = [d for d in dirnames if (here / d).is_symlink()
-                 and not any(p.startswith(_rel(here / d, root) + "/") for p in listed)]
-        for name in sorted(names) + links:
-            rel = _rel(here / name, root)
-            if rel in listed or name in companions or os.path.realpath(here / name) == own:
+        try:
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, rel + "/"))
+            elif rel in listed or entry.name in companions or rel == own_rel:
                 continue
-            found.append(rel)
+            elif entry.is_symlink() and (os.path.realpath(entry.path) == own
+                                         or _listed_through(rel, entry.path, listed)):
+                continue
+            else:
+                found.append(rel)
     return sorted(found)
+
+
+def _inside(path: str, root: str) -> str | None:
+    """`path` relative to `root` ('/'-joined) when it lies below it, else None."""
+    rel = os.path.relpath(path, root)
+    return None if rel == os.curdir or rel.startswith(os.pardir) else Path(rel).as_posix()
+
+
+def _listed_through(rel: str, path: str, listed: set[str]) -> bool:
+    """A linked folder counts as listed when the list names a file through it."""
+    return os.path.isdir(path) and any(p.startswith(rel + "/") for p in listed)
 
 
 def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _classify(root: Path, entry: SumEntry, vetted: Mapping[str, Path]) -> _Check:
+class _Locator:
+    """`_locate`, with a shortcut for the common case: a regular file in a folder whose
+    path inside the root has no link (each folder checked once, not once per file)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.prefix = os.path.join(root, "")
+        self.plain: dict[str, bool] = {"": True}
+
+    def __call__(self, rel: str) -> Path:
+        folder = rel.rpartition("/")[0]
+        plain = self.plain.get(folder)
+        if plain is None:
+            lexical = self.prefix + folder
+            plain = self.plain[folder] = os.path.realpath(lexical) == lexical
+        if plain:
+            try:
+                if stat.S_ISREG(os.lstat(self.prefix + rel).st_mode):
+                    return Path(self.prefix + rel)
+            except OSError:
+                pass  # missing or unreadable: the full rules say which
+        return _locate(self.root, rel)
+
+
+def _classify(locate: _Locator, entry: SumEntry, vetted: Mapping[str, Path]) -> _Check:
     """Apply the list rules again (entries may be built by hand), then locate the file."""
     check = _Check(entry)
     try:
@@ -331,7 +401,7 @@ def _classify(root: Path, entry: SumEntry, vetted: Mapping[str, Path]) -> _Check
             raise _Refusal("malformed-line", f"{entry.path!r} is not a normalised name")
         if not _HEX.fullmatch(entry.sha256):
             raise _Refusal("malformed-line", f"expected hash is not {_HEX_LEN} hex digits")
-        check.target = vetted.get(entry.path) or _locate(root, entry.path)
+        check.target = vetted.get(entry.path) or locate(entry.path)
     except _Refusal as refusal:
         status = "missing" if refusal.rule == "missing-file" else "refused"
         _fail(check, status, refusal.rule, refusal.message)
