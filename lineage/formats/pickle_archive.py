@@ -273,7 +273,8 @@ def _local_name(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
         return None
     fields = _LOCAL_HEADER.unpack(header)
     raw = fp.read(fields[9])
-    encoding = "utf-8" if fields[2] & _UTF8_NAME else (archive.metadata_encoding or "cp437")
+    encoding = "utf-8" if fields[2] & _UTF8_NAME else \
+        (getattr(archive, "metadata_encoding", None) or "cp437")  # as zipfile decodes it
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError:
