@@ -108,14 +108,14 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
                       "--seq-len", "8", "--batch", "1")],
     "stream list": [(*NS, "stream", "list")],
     "stream show": [(*S, "stream", "show", "nope"), (*NS, "stream", "show", "nope")],
-    "sums": [("sums", "{MISSING}"), ("sums", "{FILE}")],
+    "sums": [("sums", "{MISSING}")],  # a file is a model file: listed
     "trace": [(*S, "trace", "--run", "nope", "--clipped"),
               (*NS, "trace", "--run", "nope", "--step", "0")],
     "trained-on": [(*S, "trained-on", "{MISSING}"), (*S, "trained-on", "{MISSING}", "--json"),
                    (*S, "trained-on", "--text", "words", "--run", "nope"),
                    (*S, "trained-on", "--text", "words", "--stream", "nope"),
                    (*NS, "trained-on", "{FILE}", "--json")],
-    "verify": [("verify", "{MISSING}"), ("verify", "{FILE}"),
+    "verify": [("verify", "{MISSING}"), ("verify", "--cache", "{MISSING}"),
                ("verify", "{DIR}", "--sums", "{MISSING}")],
 }
 
