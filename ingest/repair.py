@@ -20,9 +20,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from lineage.errors import StoreFullError, StoreWriteError
 from lineage.store.answers import PartProblem, RepairAction, StoreRepair
 from lineage.store.base import BaseStore, init_store
-from lineage.store.durable import guarded_write, remove_quietly, sha256_file
+from lineage.store.durable import remove_quietly, sha256_file, write_failure
 from lineage.store.integrity import verify_store
 from lineage.store.repair import (
     Lost,
@@ -36,10 +37,26 @@ from lineage.store.repair import (
 from lineage.store.scratch import new_staging_dir
 
 
-@guarded_write
 def repair_store(store: BaseStore, *, drop_lost: bool = False,
                  logs_min_age: float | None = None) -> StoreRepair:
-    """Repair `store` (see the module docstring); the answer lists every action."""
+    """Repair `store` (see the module docstring); the answer lists every action.
+
+    Each step commits on its own, so a disk that fails midway stops the repair with
+    what it did before kept (StoreWriteError or StoreFullError saying so); running it
+    again goes on from there."""
+    try:
+        return _repair(store, drop_lost=drop_lost, logs_min_age=logs_min_age)
+    except Exception as exc:
+        kind = write_failure(exc)
+        if kind is None:
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        error = StoreFullError if kind == "full" else StoreWriteError
+        raise error(f"{store.root}: repair stopped ({first}); what it did before stays "
+                    "done: run it again once the disk has room") from exc
+
+
+def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) -> StoreRepair:
     store._require_catalog()
     actions: list[RepairAction] = []
     if fold_log(store):
@@ -69,6 +86,9 @@ def repair_store(store: BaseStore, *, drop_lost: bool = False,
     age = {} if logs_min_age is None else {"min_age": logs_min_age}
     for path in remove_garbage(store, **age):
         actions.append(RepairAction("removed", path, "no commit registered it"))
+    if fold_log(store):  # a commit of this repair that its own detach could not move
+        actions.append(RepairAction("moved-log", "catalog.duckdb.wal",
+                                    "moved this repair's commits into catalog.duckdb"))
     problems = tuple(PartProblem(i.path, i.table, i.status, i.message,
                                  f"{i.owner_kind} {i.owner}") for i in remaining)
     return StoreRepair(store=str(store.root), ok=not problems, actions=tuple(actions),

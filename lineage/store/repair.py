@@ -53,11 +53,20 @@ def fold_log(store: BaseStore) -> bool:
     write's detach does, and a failed one left undone). True when there was a log.
     Raises StoreError when the catalog cannot be opened or the move fails (a full disk
     still): the log is never deleted here."""
+    from lineage.errors import StoreError
+
     wal = log_path(store)
     if not wal.exists() or wal.stat().st_size == 0:
         return False
-    with _attached_cursor(store.catalog_path, writable=True) as (con, _):
-        con.execute("SELECT 1").fetchall()  # attaching replays it; detaching writes it in
+    try:
+        with _attached_cursor(store.catalog_path, writable=True) as (con, _):
+            con.execute("SELECT 1").fetchall()  # attaching replays it; detaching writes it in
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreError(
+            f"{wal}: its commits could not be moved into {store.catalog_path.name} ({first}); "
+            "the store answers as it is (every open replays the log): run `lineage store "
+            "repair` again once the disk has room") from exc
     return True
 
 
