@@ -15,16 +15,17 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lineage.errors import InputError, StoreError
-from lineage.exp.log_files import find_log, log_name, store_log_file
+from lineage.exp.log_files import find_log, log_name, store_log_file, stored_content
 from lineage.exp.records import get_record, record_id, save_record
 from lineage.exp.runner import STREAMS
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.base import BaseStore
-from lineage.store.durable import blake3_file, publish, remove_quietly, temp_path_for
+from lineage.store.durable import blake3_file, remove_quietly
 from lineage.store.scratch import new_staging_dir
+from lineage.userfiles import check_output_path, write_output
 
 BUNDLE_SPEC = "lineage-experiment-bundle/2"
 _READABLE_SPECS = ("lineage-experiment-bundle/1", BUNDLE_SPEC)
@@ -33,6 +34,9 @@ _CHUNK = 1 << 20
 
 
 def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[str, Any]:
+    """Write the bundle to `output` (a new path or a regular file, replaced by temp file
+    and rename: lineage.userfiles.write_output, checked before anything is read)."""
+    check_output_path(output)
     members: dict[str, bytes] = {}
     logs: dict[str, Path] = {}
     for exp_id in ids:
@@ -52,15 +56,16 @@ def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[
     listed = {name: blake3_hex(data) for name, data in members.items()}
     listed |= {name: "blake3:" + blake3_file(path) for name, path in logs.items()}
     manifest = _manifest(listed)
-    output = Path(output)
-    temp = temp_path_for(output.resolve())
-    with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name in sorted(members):
-            archive.writestr(_entry(name), members[name])
-        for name in sorted(logs):
-            _write_file(archive, name, logs[name])
-        archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
-    publish(temp, output.resolve())
+
+    def write(handle: BinaryIO) -> None:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name in sorted(members):
+                archive.writestr(_entry(name), members[name])
+            for name in sorted(logs):
+                _write_file(archive, name, logs[name])
+            archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
+
+    write_output(output, write)
     return {"bundle": str(output), "records": len(ids), "logs": len(logs),
             "digest": manifest["digest"]}
 
@@ -97,13 +102,13 @@ def _store_logs(store: BaseStore, bundle: Path, records: list[dict[str, Any]],
         command = record.get("command") or {}
         for stream in STREAMS:
             summary = command.get(stream) or {}
-            name = log_name(summary["blake3"]) if summary.get("blake3") else None
+            content, n_bytes = stored_content(summary) if summary.get("blake3") else ("", 0)
+            name = log_name(content) if content else None
             if name not in logs and name not in stored:
                 continue
             if name not in stored:
                 try:
-                    stored[name] = store_log_file(store, logs[name], summary["blake3"],
-                                                  summary["bytes"])
+                    stored[name] = store_log_file(store, logs[name], content, n_bytes)
                 except StoreError as exc:
                     raise InputError(bundle, f"{name} does not match its record: refused"
                                      ) from exc
