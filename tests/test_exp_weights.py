@@ -184,6 +184,7 @@ def test_one_gguf_file_in_a_snapshot_is_checked_against_its_blob(
     linked = snapshot / "tiny.gguf"
     assert linked.is_symlink() and os.readlink(linked).startswith("../../blobs/")
     record = _run(cli, linked, REVISION[:8], "--", "true")
+    assert record["weights"]["path"] == str(linked)  # its name, not its blob's
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
     assert record["weights"]["files"] == [{"path": "tiny.gguf", "size": gguf.stat().st_size,
                                            "sha256": digest}]

@@ -142,13 +142,19 @@ def _new_record(*, revision: str, name: str | None, attempt: int | None, target:
         "revision": revision, "revision_override": revision_override,
         "quantization": quantization, "source": source,
         "allow_fallback": allow_fallback, "allowed_risks": sorted(set(allow_risks)),
-        "weights": {"path": str(target.resolve()), "files": [], "digest": None,
+        "weights": {"path": _weights_path(target), "files": [], "digest": None,
                     "snapshot": None},
         "sums": None, "checks": [], "failure": None, "command": None, "report": {},
         "params": dict(sorted(params.items())), "metrics": None, "env": env, "git": None,
         "host": host_facts(), "runtime": None, "lineage": lineage_version(),
         "interrupted": None, "outcome": "passed", "warnings": [],
     }
+
+
+def _weights_path(target: Path) -> str:
+    """A folder as its real path; a file by its own name (resolving a cache snapshot's
+    link would name its blob)."""
+    return str(target.resolve() if target.is_dir() else Path(os.path.abspath(target)))
 
 
 def _gate_checks(record: dict[str, Any], target: Path, sums: str | Path | None,

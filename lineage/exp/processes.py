@@ -51,11 +51,14 @@ def read_process(pid: int) -> Process | None:
         text = (_PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None  # gone
-    # comm is in parentheses and may itself hold spaces and parentheses
-    name = text[text.index("(") + 1 : text.rindex(")")]
-    fields = text[text.rindex(")") + 2 :].split()
-    return Process(pid=pid, ppid=int(fields[1]), group=int(fields[2]),
-                   session=int(fields[3]), state=fields[0], start=int(fields[19]), name=name)
+    try:  # comm is in parentheses and may itself hold spaces and parentheses
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        return Process(pid=pid, ppid=int(fields[1]), group=int(fields[2]),
+                       session=int(fields[3]), state=fields[0], start=int(fields[19]),
+                       name=name)
+    except (ValueError, IndexError):  # not the layout proc(5) documents: not one we know
+        return None
 
 
 def _all_processes() -> Iterator[Process]:

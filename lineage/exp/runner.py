@@ -144,14 +144,14 @@ def run_command(
     """
     started = time.monotonic()
     with interruptions() as guard, adopting_orphans():
-        leftovers = Leftovers(children())
+        before = children()
         try:
             proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:  # not found, not executable, a wrong-architecture binary
             return _not_started(argv, cwd, exc, on_output)
         assert proc.stdout is not None and proc.stderr is not None  # both are PIPE
-        leftovers.group = proc.pid
+        leftovers = Leftovers(proc.pid, before)
         captures = [Capture(name, pipe, on_output,
                             logs_dir / f"{name}.zst" if logs_dir else None, max_log)
                     for name, pipe in zip(STREAMS, (proc.stdout, proc.stderr), strict=True)]
@@ -162,8 +162,9 @@ def run_command(
                 timed_out = _wait(proc, timeout, leftovers)
         finally:
             escaped = leftovers.end_all(proc)  # whatever the command left behind
+            drained = time.monotonic() + _DRAIN_S
             for capture in captures:
-                capture.thread.join(_DRAIN_S)
+                capture.thread.join(max(0.0, drained - time.monotonic()))
     code = proc.returncode
     result: dict[str, Any] = {
         "argv": argv, "cwd": str(cwd), "exit_code": code,
@@ -179,9 +180,9 @@ def run_command(
 class Leftovers:
     """The command's process group and the processes that left it, found and ended."""
 
-    def __init__(self, before: set[int]) -> None:
+    def __init__(self, group: int, before: set[int]) -> None:
+        self.group = group  # the command's pid: it leads its own session and group
         self.before = before  # this process's children from before: not the command's
-        self.group = 0
         self.escaped: dict[int, Process] = {}
 
     def found(self) -> list[Process]:
