@@ -95,8 +95,6 @@ class _Log:
         sink = open(self.path, "wb")  # noqa: SIM115 (closed with the writer)
         # level 1 keeps up with a chatty command; text still shrinks many times
         self.writer = zstandard.ZstdCompressor(level=1).stream_writer(sink)
-        if self.tail_cap:
-            self.ring = open(self.path.with_name(self.path.name + ".tail"), "w+b")  # noqa: SIM115
 
     def write(self, chunk: bytes) -> None:
         if self.error is None:
@@ -109,7 +107,9 @@ class _Log:
             self.writer.write(first)
             self.kept_hash.update(first)
             self.head += len(first)
-        if rest and self.ring is not None:
+        if rest and self.tail_cap:
+            if self.ring is None:  # only a stream longer than the head needs one
+                self.ring = open(self.path.with_name(self.path.name + ".tail"), "w+b")  # noqa: SIM115
             self._to_ring(rest[-self.tail_cap:], self.ring_bytes + len(rest))
         self.ring_bytes += len(rest)
 
