@@ -462,6 +462,19 @@ def test_output_held_by_a_process_out_of_reach_is_marked_incomplete(
             os.waitpid(escaped, 0)  # adopted by this process while the command ran
     assert record["outcome"] == "passed"
     assert "incomplete" in record["command"]["stdout"]
+    assert record["warnings"] == [
+        f"the command's {stream} is not stored (a process lineage could not end still holds "
+        "the stream); its BLAKE3 and length are recorded" for stream in ("stdout", "stderr")]
+
+
+def test_a_log_the_disk_refuses_is_left_out_with_a_warning(weights: Path,
+                                                           tmp_path: Path) -> None:
+    record = run_experiment(weights=weights, revision="r", logs_dir=tmp_path / "gone",
+                            command=["echo", "hi"])
+    assert record["outcome"] == "passed" and record["command"]["stdout"]["bytes"] == 3
+    assert "FileNotFoundError" in record["command"]["stdout"]["log_error"]
+    assert [w.split(" (")[0] for w in record["warnings"]] == [
+        "the command's stdout is not stored", "the command's stderr is not stored"]
 
 
 def test_gc_removes_log_files_no_record_registers(cli: Cli, store: Store, weights: Path) -> None:

@@ -122,6 +122,7 @@ def run_experiment(
         if stopped is not None:
             return stopped
         _run(record, command, env, workdir, timeout, on_output, logs_dir, max_log)
+        record["warnings"] += _unkept_logs(record["command"])
         if metrics is not None:
             record["metrics"] = read_metrics(workdir / metrics)
             if record["metrics"].get("refused"):
@@ -149,6 +150,18 @@ def _new_record(*, revision: str, name: str | None, attempt: int | None, target:
         "host": host_facts(), "runtime": None, "lineage": lineage_version(),
         "interrupted": None, "outcome": "passed", "warnings": [],
     }
+
+
+def _unkept_logs(command: dict[str, Any]) -> list[str]:
+    """A stream the store could not keep: its digest is recorded, its bytes are not."""
+    found = []
+    for stream in ("stdout", "stderr"):
+        summary = command.get(stream) or {}
+        why = summary.get("log_error") or summary.get("incomplete")
+        if why:
+            found.append(f"the command's {stream} is not stored ({why}); its BLAKE3 and "
+                         "length are recorded")
+    return found
 
 
 def _weights_path(target: Path) -> str:
