@@ -92,10 +92,6 @@ def run_experiment(
         raise UsageError("give the command to run after `--`")
     target = weights_path(weights)
     allowed = tuple(check_risk_kinds(allow_risks))
-    sums_text = None if sums is None else read_regular(sums, what="checksum list",
-                                                      max_bytes=MAX_SUMS_BYTES)
-    snapshot = find_snapshot(target)
-    mismatch = check_revision(snapshot, revision, override=revision_override)
     workdir = Path(cwd).resolve() if cwd else Path.cwd()
     env = {**os.environ, "LINEAGE_EXP_WEIGHTS": str(target)}
     # A Python command writing to a pipe holds its output back in a block buffer:
@@ -105,12 +101,7 @@ def run_experiment(
                          quantization=quantization, source=source, params=params or {},
                          allow_fallback=allow_fallback, allow_risks=allowed,
                          env=env_facts(env_names, env), revision_override=revision_override)
-    record["weights"]["snapshot"] = describe_snapshot(snapshot)
-    record["warnings"] += [mismatch] if mismatch else []
-    if sums is not None and sums_text is not None:
-        record["sums"] = {"path": str(Path(sums).resolve()),
-                          "sha256": hashlib.sha256(sums_text).hexdigest(),
-                          "text": sums_text.decode("utf-8", errors="replace")}
+    _given_inputs(record, target, sums)
     with interruptions() as guard:
         try:
             with guard.raising():
@@ -124,13 +115,32 @@ def run_experiment(
         _run(record, command, env, workdir, timeout, on_output, logs_dir, max_log)
         record["warnings"] += _unkept_logs(record["command"])
         if metrics is not None:
-            record["metrics"] = read_metrics(workdir / metrics)
-            if record["metrics"].get("refused"):
-                record["warnings"].append(f"{record['metrics']['error']} (the metrics are "
-                                          "recorded as refused)")
+            _read_metrics(record, workdir / metrics)
         if guard.signum is not None:
             return _interrupted(record, guard.signum, "command")
     return _judge_command(record, allow_fallback)
+
+
+def _given_inputs(record: dict[str, Any], target: Path, sums: str | Path | None) -> None:
+    """The snapshot the weights are (its revision must be the one given: InputError
+    otherwise, unless overridden) and the checksum list, read once, before anything runs."""
+    snapshot = find_snapshot(target)
+    mismatch = check_revision(snapshot, record["revision"],
+                              override=record["revision_override"])
+    record["weights"]["snapshot"] = describe_snapshot(snapshot)
+    record["warnings"] += [mismatch] if mismatch else []
+    if sums is not None:
+        text = read_regular(sums, what="checksum list", max_bytes=MAX_SUMS_BYTES)
+        record["sums"] = {"path": str(Path(sums).resolve()),
+                          "sha256": hashlib.sha256(text).hexdigest(),
+                          "text": text.decode("utf-8", errors="replace")}
+
+
+def _read_metrics(record: dict[str, Any], path: Path) -> None:
+    record["metrics"] = read_metrics(path)
+    if record["metrics"].get("refused"):
+        record["warnings"].append(f"{record['metrics']['error']} (the metrics are recorded "
+                                  "as refused)")
 
 
 def _new_record(*, revision: str, name: str | None, attempt: int | None, target: Path,
