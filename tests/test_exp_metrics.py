@@ -9,6 +9,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,21 @@ def test_a_jsonl_metrics_file_is_the_metrics_history(cli: Cli, weights: Path,
     assert "a last row cut short left out" in shown
 
 
+def test_a_command_logs_its_metrics_as_mlflow_does(
+    cli: Cli, weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # --metrics is relative to the working directory
+    script = ("from lineage.exp.providers import log_metric\n"
+              "for i in range(5):\n    log_metric('loss', 1 / (i + 1))\n"
+              "log_metric('acc', 0.5, step=10)\n")
+    record = _run(cli, weights, "--metrics", "m.jsonl", "--", sys.executable, "-c", script)
+    history = record["metrics"]["history"]
+    assert history["loss"] == {"steps": [0, 1, 2, 3, 4], "values": [1, 0.5, 1 / 3, 0.25, 0.2],
+                               "points": 5}
+    assert history["acc"] == {"steps": [10], "values": [0.5], "points": 1}
+    assert record["metrics"]["path"] == str(tmp_path / "m.jsonl")
+
+
 def test_a_bad_row_is_refused_with_its_line(cli: Cli, weights: Path, tmp_path: Path) -> None:
     path = _rows(tmp_path / "m.jsonl", [{"step": 0, "loss": 1.0}, {"step": "one", "loss": 2}])
     record = _run(cli, weights, "--metrics", str(path), "--", "true", code=2)
@@ -144,7 +160,9 @@ def test_history_holds_each_row_in_file_order(
     path = _rows(tmp_path_factory.mktemp("m") / "m.jsonl", written)
     metrics = read_metrics(path)
     for key in ("loss", "acc", "lr"):
-        having = [(10 * i if steps else i, row[key]) for i, row in enumerate(rows) if key in row]
+        having = [(10 * i, row[key]) for i, row in enumerate(rows) if key in row]
+        if not steps:  # without a step, a point's step counts the metric's points before it
+            having = [(n, value) for n, (_, value) in enumerate(having)]
         if not having:
             assert key not in metrics["history"]
             continue

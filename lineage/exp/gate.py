@@ -24,9 +24,9 @@ from lineage.diligence.verify import checksums_verdict
 from lineage.errors import EXIT_ERROR, UsageError
 from lineage.exp.capture import DEFAULT_MAX_LOG
 from lineage.exp.facts import env_facts, git_facts, host_facts, lineage_version
-from lineage.exp.metrics import read_metrics, read_report
+from lineage.exp.metrics import JSONL_SUFFIXES, read_metrics, read_report
 from lineage.exp.probe import probe_runtime
-from lineage.exp.providers import REPORT_ENV
+from lineage.exp.providers import METRICS_ENV, REPORT_ENV
 from lineage.exp.runner import (
     EXIT_CANNOT_RUN,
     EXIT_NOT_FOUND,
@@ -97,6 +97,8 @@ def run_experiment(
     # A Python command writing to a pipe holds its output back in a block buffer:
     # unbuffered, it shows as it comes.
     env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED") or "1"
+    if metrics is not None and Path(metrics).suffix.lower() in JSONL_SUFFIXES:
+        env[METRICS_ENV] = str(workdir / metrics)  # for providers.log_metric
     record = _new_record(revision=revision, name=name, attempt=attempt, target=target,
                          quantization=quantization, source=source, params=params or {},
                          allow_fallback=allow_fallback, allow_risks=allowed,

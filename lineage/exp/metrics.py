@@ -12,11 +12,12 @@ Two forms (docs/experiments.md, "Metrics"):
 - `*.jsonl` or `*.ndjson`: one JSON object a line, appended as the command goes, as
   MLflow's `log_metric(key, value, step)` keeps a history. A row is either wide,
   `{"step": 10, "loss": 2.3, "lr": 0.0001}` (every number but `step` a metric), or
-  long, `{"key": "loss", "value": 2.3, "step": 10}`. `step` is an integer, and the row's
-  number in the file when absent. Each metric keeps its points in file order (at most
-  MAX_POINTS, evenly thinned beyond: the count of all is kept), and its last value is
-  its value, as MLflow shows a run's latest value. A last line cut short (the command
-  was killed mid-write) is left out and counted, not refused.
+  long, `{"key": "loss", "value": 2.3, "step": 10}` (what `providers.log_metric` writes).
+  `step` is an integer; when absent, it counts that metric's points before this one.
+  Each metric keeps its points in file order (at most MAX_POINTS, evenly thinned
+  beyond: the count of all is kept), and its last value is its value, as MLflow shows a
+  run's latest value. A last line cut short (the command was killed mid-write) is left
+  out and said, not refused.
 """
 
 from __future__ import annotations
@@ -163,20 +164,20 @@ def _history(data: bytes) -> dict[str, Any]:
             raise
         rows += 1
         cut = cut and number != len(lines)
-        step, metrics = _row(row, rows - 1, number)
+        step, metrics = _row(row, number)
         for key, value in metrics.items():
             values[key] = value
             if _is_number(value):
                 steps, kept = points.setdefault(key, ([], []))
-                steps.append(step)
+                steps.append(len(steps) if step is None else step)
                 kept.append(value)
     history = {key: _thinned(steps, kept) for key, (steps, kept) in points.items()}
     return {"values": values, "history": history, "rows": rows, "cut_last_line": cut}
 
 
-def _row(row: dict[str, Any], index: int, line: int) -> tuple[int, dict[str, Any]]:
-    step = row.get("step", index)
-    if not isinstance(step, int) or isinstance(step, bool):
+def _row(row: dict[str, Any], line: int) -> tuple[int | None, dict[str, Any]]:
+    step = row.get("step")
+    if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
         raise Refused("invalid-row", f"step must be an integer, not {json.dumps(step)[:40]}",
                       line=line)
     if "key" in row and "value" in row:  # MLflow's long form: one metric a row
