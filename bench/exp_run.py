@@ -1,7 +1,9 @@
 """`lineage exp run` overhead: a command that writes a lot, run directly and under lineage
 (live pass-through, BLAKE3, zstd into the store), with lineage's peak memory.
 
-    .venv/bin/python bench/exp_run.py [--runs 3] [--mib 256] [--workdir DIR]
+    .venv/bin/python bench/exp_run.py [--runs 3] [--mib 256] [--max-log SIZE] [--workdir DIR]
+
+`--max-log` is passed to `exp run` (default: its own, 64 MiB a stream; `none` keeps all).
 
 Results go to bench/out/exp_run.json.
 """
@@ -47,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--max-log", default=None)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="lineage-bench-exp-"))
@@ -58,14 +61,15 @@ def main() -> None:
     results = {}
     for label, argv in commands(args.mib).items():
         direct = [measure(argv) for _ in range(args.runs)]
+        cap = ["--max-log", args.max_log] if args.max_log else []
         under = [measure([*LINEAGE, "--store", str(store), "exp", "run", "--weights",
-                          str(weights), "--revision", "bench", "--", *argv])
+                          str(weights), "--revision", "bench", *cap, "--", *argv])
                  for _ in range(args.runs)]
         results[label] = {
             "direct_s": statistics.median(t for t, _ in direct),
             "lineage_s": statistics.median(t for t, _ in under),
             "lineage_peak_rss_mib": round(max(r for _, r in under) / 1024, 1),
-            "runs": args.runs, "mib": args.mib,
+            "runs": args.runs, "mib": args.mib, "max_log": args.max_log or "default",
         }
         print(label, results[label], flush=True)
     logs = sum(p.stat().st_size for p in (store / "logs").iterdir())

@@ -11,7 +11,7 @@ from typer.core import TyperCommand
 
 from lineage.cli import exp_render as render
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store, require_folder
+from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO, UsageError
 
 app = typer.Typer(help="Experiment records that travel across rented machines.",
@@ -32,9 +32,12 @@ class _CommandAfterDashes(TyperCommand):
 @app.command("run", cls=_CommandAfterDashes, options_metavar="[OPTIONS] -- COMMAND [ARGS]...")
 def run(
     ctx: typer.Context,
-    weights: Annotated[Path, typer.Option(help="The frozen weights folder.",
-                                          callback=require_folder)],
-    revision: Annotated[str, typer.Option(help="The model revision id actually obtained.")],
+    weights: Annotated[Path, typer.Option(
+        help="The frozen weights: a folder, a Hugging Face cache snapshot "
+             "(.../snapshots/REV) or one model file (a GGUF).", callback=_weights)],
+    revision: Annotated[str, typer.Option(
+        help="The model revision id actually obtained; on a cache snapshot it must name "
+             "the snapshot (its commit, 7+ hex digits of it, or a ref naming it).")],
     sums: Annotated[Path | None, typer.Option(help="Trusted SHA256SUMS list.")] = None,
     quantization: Annotated[str | None, typer.Option(help="Quantization setting.")] = None,
     source: Annotated[str | None, typer.Option(help="Where the weights came from.")] = None,
@@ -62,18 +65,30 @@ def run(
     ] = None,
     metrics: Annotated[
         Path | None,
-        typer.Option(help="A JSON object the command writes; read after it exits."),
+        typer.Option(help="A file the command writes, read after it exits: a JSON object "
+                     "(final values), or JSON lines (.jsonl: rows with a step, the "
+                     "metrics' history). At most 16 MiB."),
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(metavar="SECONDS", min=0.0, help="Stop the command's process group "
-                     "after this long (exit 124)."),
+        typer.Option(metavar="SECONDS", min=0.0, help="Stop the command's process group, "
+                     "and the processes that left it, after this long (exit 124)."),
     ] = None,
+    revision_override: Annotated[
+        bool, typer.Option("--revision-override", help="Record a --revision that does not "
+                           "name the cache snapshot given, with the snapshot's own.")
+    ] = False,
+    max_log: Annotated[
+        str, typer.Option(metavar="SIZE", help="Keep at most this much of each output "
+                          "stream: its first and last halves (e.g. 1MiB, 500KB; 'none' "
+                          "keeps all). The whole stream's BLAKE3 and length are recorded.")
+    ] = "64MiB",
     json: JsonOption = False,
 ) -> None:
     """Checks, then the command after `--`: its output passes through live and is kept
-    whole; the record is committed whatever happens; lineage exits with the command's
-    exit code (1 when a check stopped it, 130/143 when interrupted)."""
+    (up to --max-log); the record is committed whatever happens; lineage exits with the
+    command's exit code (1 when a check stopped it, 124 on a timeout, 130/143 when
+    interrupted, 2 when it succeeded but its metrics file was refused)."""
     from lineage.exp.api import env_names, run_experiment
 
     command = list(ctx.meta.get("exp_command") or [])
@@ -84,6 +99,7 @@ def run(
         quantization=quantization, source=source, name=name, attempt=attempt,
         allow_fallback=allow_fallback, allow_risk=allow_risk or (), env=env_names(env or ()),
         param=_params(param or []), metrics=metrics, timeout=timeout,
+        revision_override=revision_override, max_log=log_size(max_log),
         on_output=output.passthrough(stdout_to_stderr=json))
     record = answer.to_dict()
     for warning in answer.warnings or ():
@@ -93,6 +109,31 @@ def run(
     else:
         output.info_lines(render.run_summary(record.pop("id"), record))
     raise typer.Exit(answer.exit_code)
+
+
+def _weights(path: Path) -> Path:
+    """A parameter callback: the weights must exist before anything runs (exit 2)."""
+    from lineage.exp.weights import weights_path
+
+    return weights_path(path)
+
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "KB": 1000, "M": 1 << 20,
+          "MIB": 1 << 20, "MB": 1000**2, "G": 1 << 30, "GIB": 1 << 30, "GB": 1000**3}
+
+
+def log_size(text: str) -> int | None:
+    """--max-log: bytes (1MiB, 500KB, 2G = 2 GiB, 4096) or 'none' for no cap."""
+    import re
+
+    if text.strip().lower() in ("none", "unlimited"):
+        return None
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = found.group(2).upper() if found else ""
+    if not found or unit not in _UNITS:
+        raise UsageError(f"--max-log {text!r}: give a size such as 64MiB, 500KB or 4096, "
+                         "or 'none'")
+    return int(float(found.group(1)) * _UNITS[unit])
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -113,10 +154,18 @@ def logs(
     exp_id: Annotated[str, typer.Argument(metavar="ID", help="Id, id prefix, name or NAME#N.")],
     stderr: Annotated[bool, typer.Option("--stderr", help="The command's stderr.")] = False,
 ) -> None:
-    """The command's stdout (or stderr) exactly as it wrote it, checked against its BLAKE3."""
-    from lineage.exp.api import log_chunks
+    """The command's stdout (or stderr) as it wrote it, checked against its BLAKE3 (the
+    head and tail only when --max-log cut it: a warning on stderr says how much is left
+    out)."""
+    from lineage.exp.api import log_chunks, show_experiment
 
-    output.emit_bytes(log_chunks(current_store(ctx), exp_id, stderr=stderr))
+    store = current_store(ctx)
+    output.emit_bytes(log_chunks(store, exp_id, stderr=stderr))
+    record = show_experiment(store, exp_id)
+    stream = "stderr" if stderr else "stdout"
+    kept = ((record.command and record.command[stream]) or {}).get("kept")
+    if kept:
+        output.warning(render.cut_note(stream, kept))
 
 
 @app.command("list")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any
+
+SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 32
 
 
 def readable(value: Any) -> str:
@@ -34,6 +38,9 @@ def run_summary(exp_id: str, record: dict[str, Any]) -> list[str]:
     command = record.get("command")
     if command:
         lines.append(f"  command: {_exit(command)} in {command['duration_s']} s")
+        lines += [f"  {note}" for note in _process_notes(command)]
+        lines += [f"  {cut_note(s, command[s]['kept'])}" for s in ("stdout", "stderr")
+                  if (command.get(s) or {}).get("kept")]
     if record.get("interrupted"):
         stop = record["interrupted"]
         lines.append(f"  interrupted by {stop['signal']} during the {stop['during']}")
@@ -54,6 +61,7 @@ def show_lines(record: dict[str, Any]) -> list[str]:
         f"  source {readable(record.get('source'))}",
         f"weights     {weights['path']} ({len(weights['files'])} files"
         + (f", {weights['digest']})" if weights.get("digest") else ")"),
+        *_snapshot_lines(record),
         "checks      " + (", ".join(f"{c['name']} exit {c['exit_code']}"
                                      for c in record["checks"]) or "(none)"),
     ]
@@ -70,6 +78,7 @@ def show_lines(record: dict[str, Any]) -> list[str]:
                                          if v is not None} or None),
               f"params      {readable(record.get('params') or None)}",
               f"metrics     {_metrics(record.get('metrics'))}",
+              *metric_history_lines(record.get("metrics")),
               f"host        {_host(record['host'])}"]
     lines += [f"warning     {w}" for w in record.get("warnings", [])]
     return lines
@@ -83,10 +92,87 @@ def _command_lines(record: dict[str, Any], command: dict[str, Any]) -> list[str]
              f"{command['duration_s']} s"]
     for stream in ("stdout", "stderr"):
         kept = command.get(stream) or {}
-        note = kept.get("incomplete") or kept.get("log_error") or ""
+        note = kept.get("incomplete") or kept.get("log_error") or (
+            cut_note(stream, kept["kept"]) if kept.get("kept") else "")
         lines.append(f"{stream:<11} {readable(kept.get('bytes'))} bytes, {kept.get('blake3')}"
                      + (f" ({note})" if note else ""))
+    lines += [f"processes   {note}" for note in _process_notes(command)]
     return lines
+
+
+def cut_note(stream: str, kept: dict[str, Any]) -> str:
+    """What --max-log left out of a stream."""
+    return (f"{stream} cut by --max-log: its first {kept['head']:,} and last "
+            f"{kept['tail']:,} bytes are kept, {kept['omitted']:,} between them left out")
+
+
+def _process_notes(command: dict[str, Any]) -> list[str]:
+    escaped = command.get("escaped") or []
+    ended = [f"{p['name']} ({p['pid']})" for p in escaped if p.get("ended")]
+    alive = [f"{p['name']} ({p['pid']})" for p in escaped if not p.get("ended")]
+    notes = []
+    if ended:
+        notes.append(f"ended {len(ended)} process(es) that had left the command's group: "
+                     + ", ".join(ended))
+    if alive:
+        notes.append(f"could not end {len(alive)} process(es) that had left the command's "
+                     "group: " + ", ".join(alive))
+    return notes
+
+
+def _snapshot_lines(record: dict[str, Any]) -> list[str]:
+    snapshot = (record.get("weights") or {}).get("snapshot")
+    if not snapshot:
+        return []
+    refs = f" (refs: {', '.join(snapshot['refs'])})" if snapshot.get("refs") else ""
+    override = "; --revision-override: the given revision does not name it" \
+        if record.get("revision_override") else ""
+    return [f"snapshot    {snapshot['kind']} {snapshot['repo_id']} at revision "
+            f"{snapshot['revision']}{refs}{override}"]
+
+
+def metric_history_lines(metrics: dict[str, Any] | None) -> list[str]:
+    """One line a metric with a history: a sparkline of its points, first and last value."""
+    history = (metrics or {}).get("history") or {}
+    width = max((len(name) for name in history), default=0)
+    lines = []
+    for name, series in sorted(history.items()):
+        values = [v for v in series["values"] if _finite(v)]
+        if not values:
+            continue
+        steps = series["steps"]
+        lines.append(f"            {name:<{width}} {sparkline(series['values'])} "
+                     f"{_number(values[0])} → {_number(values[-1])} "
+                     f"({series['points']:,} points, steps {steps[0]:,}–{steps[-1]:,})")
+    return lines
+
+
+def sparkline(values: list[Any], width: int = SPARK_WIDTH) -> str:
+    """The values in at most `width` characters, each the mean of its share of the points
+    on eight levels from the lowest to the highest; a share with no finite value is a
+    space."""
+    count = min(width, len(values))
+    buckets = [values[len(values) * i // count: len(values) * (i + 1) // count]
+               for i in range(count)]
+    means = [_mean([v for v in bucket if _finite(v)]) for bucket in buckets]
+    known = [m for m in means if m is not None] or [0.0]
+    low, high = min(known), max(known)
+    return "".join(" " if m is None else SPARKS[0 if high == low else
+                                                round((m - low) / (high - low) * 7)]
+                   for m in means)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        math.isfinite(value)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
 
 
 def _report_lines(report: dict[str, Any]) -> list[str]:
@@ -137,9 +223,14 @@ def _git(git: Any) -> str:
 def _metrics(metrics: dict[str, Any] | None) -> str:
     if not metrics:
         return "-"
+    if metrics.get("refused"):
+        return f"refused: {metrics['error']}"
     if metrics.get("error"):
         return f"error: {metrics['error']}"
-    return readable(metrics.get("values"))
+    rows = f" (last of {metrics['rows']:,} rows" + (
+        ", a last row cut short left out)" if metrics.get("cut_last_line") else ")") \
+        if "rows" in metrics else ""
+    return readable(metrics.get("values")) + rows
 
 
 def _host(host: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ the command's own interpreter, strict options, attempts, baselines, diff and bun
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -79,19 +80,25 @@ def test_a_damaged_log_is_refused_not_printed(cli: Cli, store: Store, weights: P
     assert [p["path"] for p in verified["problems"]] == [log.relative_to(store.root).as_posix()]
 
 
-@pytest.mark.parametrize(("args", "expected", "outcome"), [
-    (["--", "bash", "-c", "exit 3"], 3, "command-failed"),
-    (["--", "true"], 0, "passed"),
-    (["--", "no-such-command-xyz"], 127, "command-failed"),
-    (["--", "/"], 126, "command-failed"),  # a directory: not executable
-    (["--timeout", "0.5", "--", "sleep", "30"], 124, "command-failed"),
-    (["--", "bash", "-c", "kill -KILL $$"], 137, "command-failed"),
+@pytest.mark.parametrize(("args", "expected", "outcome", "failure"), [
+    (["--", "bash", "-c", "exit 3"], 3, "command-failed", "command failed"),
+    (["--", "true"], 0, "passed", None),
+    (["--", "no-such-command-xyz"], 127, "command-failed", "command not found"),
+    (["--", "bash", "-c", "no-such-command-xyz"], 127, "command-failed", "command not found"),
+    (["--", "/"], 126, "command-failed", "cannot run"),  # a directory: not executable
+    (["--timeout", "0.5", "--", "sleep", "30"], 124, "timed-out", "timeout"),
+    (["--", "bash", "-c", "kill -KILL $$"], 137, "command-failed", "command failed"),
 ])
 def test_lineage_exits_with_the_command_exit_code(
-    cli: Cli, weights: Path, args: list[str], expected: int, outcome: str
+    cli: Cli, weights: Path, args: list[str], expected: int, outcome: str,
+    failure: str | None
 ) -> None:
     record = json.loads(_run(cli, weights, "--json", *args, code=expected).stdout)
     assert record["outcome"] == outcome
+    assert (record["failure"] or {}).get("type") == failure
+    if failure in ("command not found", "cannot run"):  # no advice about the model
+        assert "memory" not in record["failure"]["action"]
+        assert "architecture" not in record["failure"]["action"] or failure == "cannot run"
     assert cli.json("exp", "show", record["id"])["outcome"] == outcome  # committed
 
 
@@ -251,17 +258,24 @@ def test_git_env_params_and_metrics_are_recorded(
     assert record["command"]["cwd"] == str(repo)
 
 
-def test_malformed_metrics_are_an_error_in_the_record(
+def test_malformed_metrics_are_refused_in_a_committed_record(
     cli: Cli, weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    record = json.loads(_run(cli, weights, "--json", "--metrics", "m.json", "--", "bash", "-c",
-                             "echo '[1, 2' > m.json").stdout)
-    assert record["outcome"] == "passed" and "not valid JSON" in record["metrics"]["error"]
+    result = _run(cli, weights, "--json", "--metrics", "m.json", "--", "bash", "-c",
+                  "echo '[1, 2' > m.json", code=2)  # the command succeeded: exit 2
+    record = json.loads(result.stdout)
+    assert record["outcome"] == "passed" and record["metrics"]["refused"]
+    assert record["metrics"]["rule"] == "invalid-json"
+    assert f"{tmp_path / 'm.json'}: invalid-json: not valid JSON" in result.stderr
+    assert cli.json("exp", "show", record["id"])["metrics"] == record["metrics"]
     assert record["git"] == "not a git repository"
     missing = json.loads(_run(cli, weights, "--json", "--metrics", "none.json", "--",
-                              "true").stdout)
+                              "true").stdout)  # not written is not refused: exit 0
     assert "did not write" in missing["metrics"]["error"]
+    assert "refused" not in missing["metrics"]
+    failed = _run(cli, weights, "--json", "--metrics", "m.json", "--", "false", code=1)
+    assert json.loads(failed.stdout)["metrics"]["refused"]  # the command's code comes first
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -428,10 +442,13 @@ def test_a_second_signal_kills_a_command_that_ignores_the_first(
     assert record["command"]["signal"] == "SIGKILL" and record["outcome"] == "interrupted"
 
 
-def test_output_held_by_an_escaped_process_is_marked_incomplete(
+def test_output_held_by_a_process_out_of_reach_is_marked_incomplete(
     weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Where lineage cannot find what left the group (no /proc), the stream it holds is
+    marked incomplete after a while, and the run still ends."""
     monkeypatch.setattr("lineage.exp.runner._DRAIN_S", 0.5)
+    monkeypatch.setattr("lineage.exp.runner.descendants", lambda exclude: [])
     pidfile = tmp_path / "escaped"
     script = (f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 30' & "
               f"until [ -s {pidfile} ]; do sleep 0.05; done; echo done")
@@ -439,9 +456,25 @@ def test_output_held_by_an_escaped_process_is_marked_incomplete(
         record = run_experiment(weights=weights, revision="r", logs_dir=tmp_path,
                                 command=["bash", "-c", script])
     finally:
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)  # out of lineage's reach
+        escaped = int(pidfile.read_text())
+        os.kill(escaped, signal.SIGKILL)  # out of lineage's reach
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(escaped, 0)  # adopted by this process while the command ran
     assert record["outcome"] == "passed"
     assert "incomplete" in record["command"]["stdout"]
+    assert record["warnings"] == [
+        f"the command's {stream} is not stored (a process lineage could not end still holds "
+        "the stream); its BLAKE3 and length are recorded" for stream in ("stdout", "stderr")]
+
+
+def test_a_log_the_disk_refuses_is_left_out_with_a_warning(weights: Path,
+                                                           tmp_path: Path) -> None:
+    record = run_experiment(weights=weights, revision="r", logs_dir=tmp_path / "gone",
+                            command=["echo", "hi"])
+    assert record["outcome"] == "passed" and record["command"]["stdout"]["bytes"] == 3
+    assert "FileNotFoundError" in record["command"]["stdout"]["log_error"]
+    assert [w.split(" (")[0] for w in record["warnings"]] == [
+        "the command's stdout is not stored", "the command's stderr is not stored"]
 
 
 def test_gc_removes_log_files_no_record_registers(cli: Cli, store: Store, weights: Path) -> None:
@@ -532,13 +565,13 @@ def test_the_gate_checks_a_hub_cache_snapshot_as_verify_does(
     its own blobs are vetted with a list, and without a list its blob names are the source."""
     from lineage.diligence.verify import folder_sums
 
-    from .test_hf_cache import blob_of, flip_byte, put_in_cache
+    from .test_hf_cache import REVISION, blob_of, flip_byte, put_in_cache
 
     snapshot = put_in_cache(minilm_folder, tmp_path / "hub")
     sums = tmp_path / "SHA256SUMS"
     sums.write_text(folder_sums(snapshot))
     listed = json.loads(_run(cli, snapshot, "--sums", str(sums), "--json", "--",
-                             sys.executable, "-c", "pass").stdout)
+                             sys.executable, "-c", "pass", revision=REVISION).stdout)
     (checked,) = [c for c in listed["checks"] if c["name"] == "checksums"]
     assert listed["outcome"] == "passed" and checked["ok"]
     assert {f["status"] for f in checked["files"]} == {"ok"}
@@ -547,7 +580,7 @@ def test_the_gate_checks_a_hub_cache_snapshot_as_verify_does(
     flip_byte(blob, blob.stat().st_size // 2)  # inside a tensor: the structure still holds
     marker = tmp_path / "ran"
     stopped = json.loads(_run(cli, snapshot, "--json", "--", "touch", str(marker),
-                              code=1, revision="r2").stdout)
+                              code=1, revision="main").stdout)
     (checked,) = [c for c in stopped["checks"] if c["name"] == "checksums"]
     assert stopped["outcome"] == "check-failed" and not checked["ok"]
     assert stopped["failure"]["type"] == "hash mismatch"

@@ -22,7 +22,7 @@ class ExperimentSummary(Answer):
     id: str  # exp- + 12 hex of the record's BLAKE3
     name: str | None
     attempt: int | None  # None for records without a name
-    outcome: str  # passed, check-failed, command-failed, interrupted
+    outcome: str  # passed, check-failed, command-failed, timed-out, interrupted
     revision: str | None
     created_at: str  # when it was recorded (UTC)
     host_cpu: str | None
@@ -38,11 +38,12 @@ class WeightsFile(Document):
 
 
 class ExperimentWeights(Document):
-    """The weights folder the command ran on."""
+    """The weights the command ran on: a folder, a hub cache snapshot or one file."""
 
     path: str  # absolute
-    files: tuple[WeightsFile, ...]
+    files: tuple[WeightsFile, ...]  # a snapshot's through their blobs; a file and its parts
     digest: str | None  # blake3:<hex> of the sorted (path, sha256) list; None before spec 2
+    snapshot: dict[str, Any] | None  # repo_id, kind, revision, refs, folder; None before 3
 
 
 class ExperimentCommand(Document):
@@ -55,8 +56,11 @@ class ExperimentCommand(Document):
     timed_out: bool | None
     duration_s: float
     not_started: str | None  # why the command could not start (exit code 127 or 126)
-    stdout: dict[str, Any]  # blake3, bytes, and incomplete or log_error when so
-    stderr: dict[str, Any]
+    max_log: int | None  # bytes of each stream the store keeps at most (None: all)
+    escaped: tuple[dict[str, Any], ...] | None  # processes that had left the group: pid,
+    # name, ended (whether lineage ended them); None before spec 3
+    stdout: dict[str, Any]  # blake3, bytes (whole stream); kept (head, tail, omitted,
+    stderr: dict[str, Any]  # bytes, blake3) when --max-log cut it; incomplete, log_error
 
 
 class ExperimentFailure(Document):
@@ -80,11 +84,12 @@ class Experiment(Document):
     """`lineage exp show ID`: one experiment record in full (keys as stored: sorted)."""
 
     id: str
-    spec: str | None  # lineage-experiment/2
+    spec: str | None  # lineage-experiment/3
     name: str | None
     attempt: int | None
     created_at: str | None
     revision: str | None
+    revision_override: bool | None  # --revision-override was given (spec 3)
     quantization: str | None
     source: str | None
     allow_fallback: bool | None
@@ -96,14 +101,15 @@ class Experiment(Document):
     command: ExperimentCommand | None  # None when a check stopped the run
     report: dict[str, Any] | None  # what the command reported (first_load, providers, ...)
     params: dict[str, str] | None
-    metrics: dict[str, Any] | None  # {path, values} or {path, error}
+    metrics: dict[str, Any] | None  # {path, values[, history, rows, cut_last_line]},
+    # {path, error} when none was written, {path, error, rule, refused} when refused
     env: dict[str, str | None] | None
     git: dict[str, Any] | str | None  # commit, dirty, remote, ...; or "not a git repository"
     host: dict[str, Any] | None  # os, release, machine, cpu, cores, memory, accelerators
     runtime: dict[str, Any] | None  # the interpreter's versions as probed
     lineage: str | None  # lineage's version
     interrupted: Interruption | None
-    outcome: str | None  # passed, check-failed, command-failed, interrupted
+    outcome: str | None  # passed, check-failed, command-failed, timed-out, interrupted
     warnings: tuple[str, ...] | None
 
 
@@ -112,7 +118,7 @@ class ExperimentRun(Experiment):
 
     `exit_code` (not a JSON key) is what `lineage exp run` exits with: the command's own
     exit code, 1 when a check stopped it, 124 on a timeout, 128 + N when signal N
-    interrupted it.
+    interrupted it, 2 when the command succeeded but its metrics file was refused.
     """
 
     @property

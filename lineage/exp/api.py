@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from lineage.exp.capture import DEFAULT_MAX_LOG
+
 if TYPE_CHECKING:
     from lineage.answer import AnswerList
     from lineage.exp.answers import (
@@ -43,26 +45,32 @@ def run_experiment(
     allow_risk: Iterable[str] = (), env: Iterable[str] = (),
     param: Mapping[str, object] | None = None, metrics: PathLike | None = None,
     timeout: float | None = None, cwd: PathLike | None = None, echo: bool = True,
-    on_output: OutputCallback | None = None,
+    on_output: OutputCallback | None = None, revision_override: bool = False,
+    max_log: int | None = DEFAULT_MAX_LOG,
 ) -> ExperimentRun:
-    """`lineage exp run -- COMMAND`: the checks on `weights`, then `command` (a list of
-    arguments, never a shell line); the record is committed whatever happens and returned.
+    """`lineage exp run -- COMMAND`: the checks on `weights` (a folder, a Hugging Face
+    cache snapshot or one model file), then `command` (a list of arguments, never a shell
+    line); the record is committed whatever happens and returned.
 
-    Nothing is raised for a failed check, a failed command, a timeout or an interruption:
-    the record says so (`outcome`, `failure`, `interrupted`) and `exit_code` is what the
-    command line would exit with. Bad input (no weights folder, a name already taken
-    without `attempt`, a foreign checksum list) raises before anything runs.
+    Nothing is raised for a failed check, a failed command, a timeout, an interruption or
+    a refused metrics file: the record says so (`outcome`, `failure`, `interrupted`,
+    `metrics`) and `exit_code` is what the command line would exit with. Bad input (no
+    weights, a name already taken without `attempt`, a foreign checksum list, a `revision`
+    that does not name the snapshot given without `revision_override`) raises before
+    anything runs.
 
     Output: with `echo` (the default) the command's stdout and stderr pass through to
     `sys.stdout` and `sys.stderr` as they come, as on the command line; `echo=False` shows
     nothing (read them back with `logs`); `on_output(stream, chunk)` receives them instead.
-    Either way they are kept whole in the store. Nothing else is printed: the record's
-    `warnings` say what the command line would warn about.
+    Either way the store keeps up to `max_log` bytes of each (its first and last halves;
+    None keeps all) with the whole stream's BLAKE3 and length. Nothing else is printed:
+    the record's `warnings` say what the command line would warn about.
 
     The other parameters are the command's options: `param` the --param KEY=VALUE pairs
     (values are recorded as text), `env` the names of variables to record, `allow_risk`
-    the risk kinds accepted, `metrics` a JSON file the command writes (relative to `cwd`),
-    `timeout` seconds before its process group is stopped; `cwd` the working directory
+    the risk kinds accepted, `metrics` a JSON (final values) or JSON-lines (their history)
+    file the command writes (relative to `cwd`), `timeout` seconds before its process
+    group, and the processes that left it, are stopped; `cwd` the working directory
     (default: the current one).
     """
     from lineage.errors import UsageError
@@ -75,6 +83,8 @@ def run_experiment(
         raise UsageError("give the command after `--`, e.g. -- python run.py")
     if timeout is not None and timeout < 0:
         raise UsageError("--timeout must be at least 0 seconds")
+    if max_log is not None and max_log < 0:
+        raise UsageError("--max-log must be at least 0 bytes")
     exp_id, record = record_experiment(
         store, weights=os.fspath(weights), revision=revision, command=list(command),
         sums=None if sums is None else os.fspath(sums), quantization=quantization,
@@ -82,8 +92,8 @@ def run_experiment(
         allow_risks=tuple(allow_risk), env_names=env_names(env),
         params={str(k): str(v) for k, v in (param or {}).items()},
         metrics=None if metrics is None else os.fspath(metrics), timeout=timeout,
-        cwd=None if cwd is None else os.fspath(cwd),
-        on_output=on_output or (_passthrough() if echo else None))
+        cwd=None if cwd is None else os.fspath(cwd), revision_override=revision_override,
+        max_log=max_log, on_output=on_output or (_passthrough() if echo else None))
     return ExperimentRun.from_dict({"id": exp_id, **record})
 
 

@@ -12,27 +12,33 @@ before logs were kept (`lineage-experiment-bundle/1`) import as they are.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lineage.errors import InputError, StoreError
-from lineage.exp.log_files import find_log, log_name, store_log_file
+from lineage.exp.gate import EXPERIMENT_SPEC
+from lineage.exp.log_files import find_log, log_name, store_log_file, stored_content
+from lineage.exp.metrics import Refused, parse_json
 from lineage.exp.records import get_record, record_id, save_record
 from lineage.exp.runner import STREAMS
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.base import BaseStore
-from lineage.store.durable import blake3_file, publish, remove_quietly, temp_path_for
+from lineage.store.durable import blake3_file, remove_quietly
 from lineage.store.scratch import new_staging_dir
+from lineage.userfiles import check_output_path, open_regular, write_output
 
 BUNDLE_SPEC = "lineage-experiment-bundle/2"
 _READABLE_SPECS = ("lineage-experiment-bundle/1", BUNDLE_SPEC)
+RECORD_SPECS = ("lineage-experiment/1", "lineage-experiment/2", EXPERIMENT_SPEC)
 _MAX_MEMBER = 64 * 2**20  # records and checksum lists; logs are streamed
 _CHUNK = 1 << 20
 
 
 def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[str, Any]:
+    """Write the bundle to `output` (a new path or a regular file, replaced by temp file
+    and rename: lineage.userfiles.write_output, checked before anything is read)."""
+    check_output_path(output)
     members: dict[str, bytes] = {}
     logs: dict[str, Path] = {}
     for exp_id in ids:
@@ -52,15 +58,16 @@ def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[
     listed = {name: blake3_hex(data) for name, data in members.items()}
     listed |= {name: "blake3:" + blake3_file(path) for name, path in logs.items()}
     manifest = _manifest(listed)
-    output = Path(output)
-    temp = temp_path_for(output.resolve())
-    with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name in sorted(members):
-            archive.writestr(_entry(name), members[name])
-        for name in sorted(logs):
-            _write_file(archive, name, logs[name])
-        archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
-    publish(temp, output.resolve())
+
+    def write(handle: BinaryIO) -> None:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name in sorted(members):
+                archive.writestr(_entry(name), members[name])
+            for name in sorted(logs):
+                _write_file(archive, name, logs[name])
+            archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
+
+    write_output(output, write)
     return {"bundle": str(output), "records": len(ids), "logs": len(logs),
             "digest": manifest["digest"]}
 
@@ -72,7 +79,7 @@ def import_bundle(store: BaseStore, bundle: str | Path) -> dict[str, Any]:
         members, logs = _read_verified(bundle, staging)
         records = []
         for name in sorted(n for n in members if n.startswith("records/")):
-            record = json.loads(members[name])
+            record = _record(bundle, name, members[name])
             if f"records/{record_id(record)}.json" != name:
                 raise InputError(bundle, f"{name}: its content does not give its id")
             records.append(record)
@@ -97,13 +104,13 @@ def _store_logs(store: BaseStore, bundle: Path, records: list[dict[str, Any]],
         command = record.get("command") or {}
         for stream in STREAMS:
             summary = command.get(stream) or {}
-            name = log_name(summary["blake3"]) if summary.get("blake3") else None
+            content, n_bytes = stored_content(summary) if summary.get("blake3") else ("", 0)
+            name = log_name(content) if content else None
             if name not in logs and name not in stored:
                 continue
             if name not in stored:
                 try:
-                    stored[name] = store_log_file(store, logs[name], summary["blake3"],
-                                                  summary["bytes"])
+                    stored[name] = store_log_file(store, logs[name], content, n_bytes)
                 except StoreError as exc:
                     raise InputError(bundle, f"{name} does not match its record: refused"
                                      ) from exc
@@ -135,11 +142,13 @@ def _entry(name: str) -> zipfile.ZipInfo:
 def _read_verified(bundle: Path, staging: Path) -> tuple[dict[str, bytes], dict[str, Path]]:
     """Small members in memory, logs copied to `staging`; all checked against the
     manifest, and the manifest against its digest."""
+    handle = open_regular(bundle, what="bundle")  # a FIFO would block, a device not end
     try:
-        archive = zipfile.ZipFile(bundle)
+        archive = zipfile.ZipFile(handle)
     except (OSError, zipfile.BadZipFile) as exc:
+        handle.close()
         raise InputError(bundle, f"not a readable bundle ({exc})") from exc
-    with archive:
+    with handle, archive:
         names = archive.namelist()
         for info in archive.infolist():
             is_log = info.filename.startswith("logs/")
@@ -148,7 +157,7 @@ def _read_verified(bundle: Path, staging: Path) -> tuple[dict[str, bytes], dict[
                 raise InputError(bundle, f"{info.filename}: refused (size or path)")
         if "MANIFEST.json" not in names:
             raise InputError(bundle, "no MANIFEST.json: not a lineage bundle")
-        manifest = json.loads(archive.read("MANIFEST.json"))
+        manifest = _object(bundle, "MANIFEST.json", archive.read("MANIFEST.json"))
         if manifest.get("spec") not in _READABLE_SPECS:
             raise InputError(bundle, f"unknown bundle spec {manifest.get('spec')!r}")
         listed = manifest.get("members", {})
@@ -165,6 +174,44 @@ def _read_verified(bundle: Path, staging: Path) -> tuple[dict[str, bytes], dict[
         if "blake3:" + blake3_file(path) != listed[name]:
             raise InputError(bundle, f"{name} does not match the manifest: refused")
     return members, logs
+
+
+def _object(bundle: Path, name: str, data: bytes) -> dict[str, Any]:
+    """A member that is one JSON object, read with the bounds every JSON lineage reads
+    has (lineage.exp.metrics.parse_json: nesting, text); InputError otherwise."""
+    try:
+        value = parse_json(data)
+    except Refused as exc:
+        raise InputError(bundle, f"{name}: {exc.rule}: {exc}") from None
+    if not isinstance(value, dict):
+        raise InputError(bundle, f"{name}: not-an-object: a {type(value).__name__}, not a "
+                         "JSON object")
+    return value
+
+
+def _record(bundle: Path, name: str, data: bytes) -> dict[str, Any]:
+    """A record of a spec lineage reads, with the parts every reader relies on."""
+    record = _object(bundle, name, data)
+    weights, created = record.get("weights"), record.get("created_at")
+    if record.get("spec") not in RECORD_SPECS:
+        raise InputError(bundle, f"{name}: unknown record spec {str(record.get('spec'))[:40]!r}")
+    shaped = (isinstance(weights, dict) and isinstance(weights.get("files"), list)
+              and isinstance(record.get("host"), dict) and isinstance(record.get("outcome"), str)
+              and isinstance(created, str) and _timestamp(created))
+    if not shaped:
+        raise InputError(bundle, f"{name}: not an experiment record (weights, host, outcome "
+                         "or created_at missing or of the wrong type)")
+    return record
+
+
+def _timestamp(text: str) -> bool:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _copy_member(archive: zipfile.ZipFile, name: str, staging: Path) -> Path:

@@ -60,6 +60,10 @@ def _weights(record: dict[str, Any]) -> Iterator[Fact]:
         yield "files", item["path"], item["sha256"]
     for field in ("revision", "quantization", "source"):
         yield field, None, record.get(field)
+    snapshot = record.get("weights", {}).get("snapshot") or {}
+    yield "snapshot", "repo_id", snapshot.get("repo_id")
+    yield "snapshot", "revision", snapshot.get("revision")
+    yield "revision_override", None, record.get("revision_override")
     yield "sums", None, (record.get("sums") or {}).get("sha256")
 
 

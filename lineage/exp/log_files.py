@@ -1,11 +1,13 @@
-"""The whole stdout and stderr of experiment commands, kept in the store.
+"""The stdout and stderr of experiment commands, kept in the store (up to `--max-log`).
 
-Each stream is a zstd file under `logs/`, named by the BLAKE3 of the bytes the command
-wrote (`logs/<hex>.zst`), so the same output is stored once. A file is written durably
-(temp file, fsync, rename, fsync of the folder) before the record that names it is
-committed, and `experiment_logs` registers it with the size and SHA-256 of the
+Each stream is a zstd file under `logs/`, named by the BLAKE3 of the bytes it holds
+(`logs/<hex>.zst`), so the same output is stored once: the bytes the command wrote, or,
+when they were more than `--max-log`, their head and tail (the record's `kept` says which
+and gives their BLAKE3; the whole stream's BLAKE3 and length stay in the record). A file
+is written durably (temp file, fsync, rename, fsync of the folder) before the record that
+names it is committed, and `experiment_logs` registers it with the size and SHA-256 of the
 compressed file (`lineage store verify` re-checks them) next to the BLAKE3 and length of
-the bytes as written (checked again on every read). A file no record registers is garbage
+the bytes it holds (checked again on every read). A file no record registers is garbage
 from an interrupted run; `lineage store gc` removes it.
 """
 
@@ -31,11 +33,18 @@ def log_name(content: str) -> str:
     return f"{LOGS_DIR}/{content.split(':', 1)[1]}.zst"
 
 
+def stored_content(summary: dict[str, Any]) -> tuple[str, int]:
+    """(BLAKE3, length) of the bytes stored for a stream: the whole stream, or, when
+    --max-log cut it, its head and tail (`kept`)."""
+    kept = summary.get("kept") or summary
+    return kept["blake3"], kept["bytes"]
+
+
 def publish_logs(store: BaseStore, staging: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Move a run's staged logs into the store; the rows to register with the record.
 
-    A stream whose capture was incomplete (a process outside the command's group still
-    held it, or the disk failed) is left out: its digest stays in the record.
+    A stream whose capture was incomplete (a process lineage could not end still held
+    it, or the disk failed) is left out: its digest stays in the record.
     """
     command = record.get("command") or {}
     rows = []
@@ -44,14 +53,15 @@ def publish_logs(store: BaseStore, staging: Path, record: dict[str, Any]) -> lis
         summary, staged = command.get(stream), staging / f"{stream}.zst"
         if not summary or not staged.is_file() or set(summary) & {"incomplete", "log_error"}:
             continue
-        final = store.root / log_name(summary["blake3"])
+        content, n_bytes = stored_content(summary)
+        final = store.root / log_name(content)
         if final.is_file():
             remove_quietly(staged)  # the same bytes are already stored
         else:
             publish(staged, final)
-        rows.append({"stream": stream, "content": summary["blake3"],
-                     "n_bytes": summary["bytes"], "path": log_name(summary["blake3"]),
-                     "stored_bytes": final.stat().st_size, "stored_sha256": sha256_file(final)})
+        rows.append({"stream": stream, "content": content, "n_bytes": n_bytes,
+                     "path": log_name(content), "stored_bytes": final.stat().st_size,
+                     "stored_sha256": sha256_file(final)})
     return rows
 
 

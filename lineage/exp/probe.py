@@ -60,7 +60,7 @@ def probe_runtime(argv: list[str], *, env: dict[str, str], cwd: Path) -> dict[st
         done = subprocess.run(probe, capture_output=True, text=True, env=env, cwd=cwd,
                               timeout=PROBE_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
         found = json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+    except (OSError, subprocess.TimeoutExpired, ValueError, RecursionError) as exc:
         return {"status": "probe failed", "interpreter": interpreter,
                 "reason": f"{type(exc).__name__}: {exc}"}
     if not isinstance(found, dict):

@@ -15,6 +15,7 @@ from typing import Any
 from lineage.errors import InputError, UsageError
 
 REPORT_ENV = "LINEAGE_EXP_REPORT"
+METRICS_ENV = "LINEAGE_EXP_METRICS"  # the --metrics file, when it is JSON lines
 
 
 def providers_report(requested: list[str], obtained: list[str],
@@ -70,3 +71,18 @@ def record_facts(**facts: Any) -> None:
     current.update(facts)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(current, handle, sort_keys=True)
+
+
+def log_metric(key: str, value: float, step: int | None = None) -> None:
+    """For commands run under `lineage exp run --metrics FILE.jsonl`: append one row
+    `{"key", "value", "step"}` to that file (named by $LINEAGE_EXP_METRICS), as MLflow's
+    `log_metric(key, value, step)` logs a point of a metric's history; no-op without it.
+    Without `step`, the point's step is the count of that metric's points before it."""
+    path = os.environ.get(METRICS_ENV)
+    if not path:
+        return
+    row: dict[str, Any] = {"key": key, "value": value}
+    if step is not None:
+        row["step"] = step
+    with open(path, "a", encoding="utf-8") as handle:  # one write a row: a kill tears one
+        handle.write(json.dumps(row) + "\n")

@@ -40,7 +40,7 @@ def record_experiment(
         with interruptions():  # from here on, a signal is recorded, never lost
             record = run_experiment(revision=revision, name=name, attempt=number, sums=sums,
                                     logs_dir=staging, **options)
-            record["warnings"] = baseline_warnings(store, record) + _renumber(store, record)
+            record["warnings"] += baseline_warnings(store, record) + _renumber(store, record)
             exp_id, _ = save_record(store, record, publish_logs(store, staging, record))
     finally:
         remove_quietly(staging)

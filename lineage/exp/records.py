@@ -50,7 +50,7 @@ def list_records(store: BaseStore) -> list[dict[str, Any]]:
         record = json.loads(text)
         result.append({"id": exp_id, "name": name, "attempt": record.get("attempt"),
                        "outcome": outcome, "revision": revision, "created_at": str(created),
-                       "host_cpu": record["host"].get("cpu"),
+                       "host_cpu": (record.get("host") or {}).get("cpu"),
                        "exit_code": (record.get("command") or {}).get("exit_code")})
     return result
 

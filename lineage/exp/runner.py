@@ -1,12 +1,12 @@
-"""Running the command of `lineage exp run`: live output, whole logs, signals, no orphans.
+"""Running the command of `lineage exp run`: live output, capped logs, signals, no orphans.
 
 The command starts in its own session (so its own process group): a Ctrl-C at the
 terminal reaches lineage alone, which forwards it (and SIGTERM) to the whole group, waits
 for the command to finish, and records that it was interrupted. On the way out the group
-is killed, so nothing the command started outlives lineage. Its stdout and stderr are
-read as they come, handed to a callback (the terminal), hashed (BLAKE3 of the bytes as
-written) and, when a folder is given, compressed with zstd into a file: memory stays at
-one read buffer per stream whatever the command prints.
+is killed, and so is every process the command started that left the group (found below
+lineage, lineage.exp.processes), so nothing the command started outlives lineage; those
+that had left are recorded (`escaped`). Its stdout and stderr are read as they come,
+handed to a callback (the terminal), hashed and kept up to a cap (lineage.exp.capture).
 """
 
 from __future__ import annotations
@@ -17,20 +17,31 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import blake3
+
+from lineage.exp.capture import DEFAULT_MAX_LOG, Capture
+from lineage.exp.processes import (
+    Process,
+    adopting_orphans,
+    children,
+    descendants,
+    read_process,
+    reap,
+    send,
+)
 
 OutputCallback = Callable[[str, bytes], None]
 STREAMS = ("stdout", "stderr")
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_RUN, EXIT_NOT_FOUND = 126, 127  # as a shell
 TERM_GRACE_S = 5.0  # after SIGTERM on a timeout, before SIGKILL
-_READ_SIZE = 1 << 16
-_DRAIN_S = 5.0  # how long to wait for output still held by an escaped process
+_DRAIN_S = 5.0  # how long to wait for output still held by a process lineage cannot end
 _GROUP_END_S = 2.0  # for killed members to be reaped (a zombie still counts as a member)
+_POLL_S = 0.02
 
 
 class Interrupted(BaseException):
@@ -120,146 +131,133 @@ def kill_group(group: int, signum: int) -> None:
         pass  # the group is already gone
 
 
-class _Capture:
-    """One output stream: to the callback as it comes, hashed, optionally compressed."""
-
-    def __init__(self, name: str, pipe: IO[bytes], on_output: OutputCallback | None,
-                 log_path: Path | None) -> None:
-        self.name, self.pipe, self.on_output = name, pipe, on_output
-        self.hasher = blake3.blake3()
-        self.size = 0
-        self.log_path = log_path
-        self.log_error: str | None = None
-        self.thread = threading.Thread(target=self._pump, name=f"lineage-{name}", daemon=True)
-
-    def _pump(self) -> None:
-        import zstandard
-
-        writer = None
-        if self.log_path:
-            try:
-                sink = open(self.log_path, "wb")  # noqa: SIM115 (closed with the writer)
-            except OSError as exc:
-                self.log_error = f"{type(exc).__name__}: {exc}"
-            else:
-                # level 1 keeps up with a chatty command; text still shrinks many times
-                writer = zstandard.ZstdCompressor(level=1).stream_writer(sink)
-        with self.pipe:  # the thread owns it: an escaped process may hold it open long
-            while chunk := os.read(self.pipe.fileno(), _READ_SIZE):
-                self.hasher.update(chunk)
-                self.size += len(chunk)
-                if writer:
-                    writer = self._log(writer, chunk)
-                if self.on_output:
-                    self._tell(chunk)
-        if writer:
-            self._log(writer, None)
-
-    def _log(self, writer: Any, chunk: bytes | None) -> Any:
-        """Write (or, with None, finish) the log; a failing disk stops the log, never
-        the draining of the pipe (a full pipe would stall the command)."""
-        import zstandard
-
-        try:
-            if chunk is None:
-                writer.flush(zstandard.FLUSH_FRAME)
-                writer.close()  # closes the file too
-            else:
-                writer.write(chunk)
-            return writer
-        except OSError as exc:
-            self.log_error = f"{type(exc).__name__}: {exc}"
-            return None
-
-    def _tell(self, chunk: bytes) -> None:
-        try:
-            self.on_output(self.name, chunk)  # type: ignore[misc]
-        except (OSError, ValueError):
-            self.on_output = None  # the terminal went away: keep recording regardless
-
-    def summary(self) -> dict[str, Any]:
-        summary: dict[str, Any] = {"blake3": "blake3:" + self.hasher.hexdigest(),
-                                   "bytes": self.size}
-        if self.thread.is_alive():
-            summary["incomplete"] = "a process that left the command's group holds the stream"
-        if self.log_error:
-            summary["log_error"] = self.log_error
-        return summary
-
-
 def run_command(
     argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float | None = None,
     on_output: OutputCallback | None = None, logs_dir: Path | None = None,
+    max_log: int | None = DEFAULT_MAX_LOG,
 ) -> dict[str, Any]:
-    """Run `argv`; return exit code, signal, duration and a digest of each stream.
+    """Run `argv`; return exit code, signal, duration, a digest of each stream and the
+    processes that had left its group (`escaped`), each ended by lineage.
 
-    With `logs_dir`, each stream is also written to `<logs_dir>/<stream>.zst`.
+    With `logs_dir`, each stream is also written to `<logs_dir>/<stream>.zst`, at most
+    `max_log` bytes of it (None: no cap; lineage.exp.capture).
     """
     started = time.monotonic()
-    with interruptions() as guard:
+    with interruptions() as guard, adopting_orphans():
+        before = children()
         try:
             proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True)
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        except OSError as exc:  # not found, not executable, a wrong-architecture binary
             return _not_started(argv, cwd, exc, on_output)
         assert proc.stdout is not None and proc.stderr is not None  # both are PIPE
-        captures = [_Capture(name, pipe, on_output,
-                             logs_dir / f"{name}.zst" if logs_dir else None)
+        leftovers = Leftovers(proc.pid, before)
+        captures = [Capture(name, pipe, on_output,
+                            logs_dir / f"{name}.zst" if logs_dir else None, max_log)
                     for name, pipe in zip(STREAMS, (proc.stdout, proc.stderr), strict=True)]
         for capture in captures:
             capture.thread.start()
         try:
             with guard.forwarding(proc.pid):
-                timed_out = _wait(proc, timeout)
+                timed_out = _wait(proc, timeout, leftovers)
         finally:
-            kill_group(proc.pid, signal.SIGKILL)  # whatever the command left behind
-            proc.wait()
-            _await_group_end(proc.pid)
+            escaped = leftovers.end_all(proc)  # whatever the command left behind
+            drained = time.monotonic() + _DRAIN_S
             for capture in captures:
-                capture.thread.join(_DRAIN_S)
+                capture.thread.join(max(0.0, drained - time.monotonic()))
     code = proc.returncode
     result: dict[str, Any] = {
         "argv": argv, "cwd": str(cwd), "exit_code": code,
         "signal": signal.Signals(-code).name if code < 0 else None,
         "timed_out": timed_out, "duration_s": round(time.monotonic() - started, 3),
+        "max_log": max_log, "escaped": escaped,
     }
     for capture in captures:
         result[capture.name] = capture.summary()
     return result
 
 
-def _await_group_end(group: int) -> None:
-    """Give the killed members a moment to go, so none is left when lineage exits."""
-    deadline = time.monotonic() + _GROUP_END_S
-    while time.monotonic() < deadline:
+class Leftovers:
+    """The command's process group and the processes that left it, found and ended."""
+
+    def __init__(self, group: int, before: set[int]) -> None:
+        self.group = group  # the command's pid: it leads its own session and group
+        self.before = before  # this process's children from before: not the command's
+        self.escaped: dict[int, Process] = {}
+
+    def found(self) -> list[Process]:
+        """The command's processes still in the table; remembers those outside its group."""
+        below = descendants(exclude=self.before)
+        for process in below:
+            if process.group != self.group and not process.zombie:
+                self.escaped.setdefault(process.pid, process)
+        return below
+
+    def signal(self, signum: int) -> None:
+        kill_group(self.group, signum)
+        for process in self.found():
+            if process.group != self.group and not process.zombie:
+                send(process, signum)
+
+    def running(self) -> bool:
+        """Whether any of them is still alive (a zombie is not; the adopted ones are
+        reaped here, and the group's others are reaped by their parents)."""
+        below = self.found()
+        reap(below, keep=self.group)
+        if any(not p.zombie for p in below):
+            return True
         try:
-            os.killpg(group, 0)
+            os.killpg(self.group, 0)  # without /proc, the group is all there is to see
         except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.01)
+            return False
+        return True
+
+    def end_all(self, proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
+        """SIGKILL the group and every process found below lineage, reap the orphans
+        lineage adopted, until none is left (or _GROUP_END_S passed); what had escaped."""
+        deadline = time.monotonic() + _GROUP_END_S
+        while True:
+            kill_group(self.group, signal.SIGKILL)
+            for process in self.found():
+                if not process.zombie:
+                    send(process, signal.SIGKILL)
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(_POLL_S)
+            if proc.returncode is not None and not self.running():
+                break
+            if time.monotonic() > deadline:
+                break
+        proc.wait()
+        return [{"pid": p.pid, "name": p.name, "ended": not _alive(p)}
+                for p in sorted(self.escaped.values(), key=lambda p: p.pid)]
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Wait for the command; on a timeout, SIGTERM its group, then SIGKILL. True if it
-    timed out."""
+def _alive(process: Process) -> bool:
+    now = read_process(process.pid)
+    return now is not None and now.start == process.start and not now.zombie
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float | None, leftovers: Leftovers) -> bool:
+    """Wait for the command; on a timeout, SIGTERM its group and whatever left it, give
+    them TERM_GRACE_S to end (SIGKILL follows in end_all). True if it timed out."""
     try:
         proc.wait(timeout)
         return False
     except subprocess.TimeoutExpired:
-        kill_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid, signal.SIGKILL)
-        proc.wait()
+        leftovers.signal(signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not leftovers.running():
+            break
+        time.sleep(_POLL_S)
     return True
 
 
 def _not_started(argv: list[str], cwd: Path, exc: OSError,
                  on_output: OutputCallback | None) -> dict[str, Any]:
     """A command that could not start: recorded like a shell reports it (127, 126)."""
-    found = isinstance(exc, FileNotFoundError)
-    reason = "command not found" if found else f"cannot run ({exc.strerror})"
+    found = isinstance(exc, FileNotFoundError) and exc.filename != str(cwd)
+    reason = "command not found" if found else f"cannot run ({exc.strerror or exc})"
     message = f"lineage: {reason}: {argv[0]}\n".encode()
     if on_output:
         on_output("stderr", message)
@@ -267,7 +265,7 @@ def _not_started(argv: list[str], cwd: Path, exc: OSError,
     return {"argv": argv, "cwd": str(cwd), "exit_code": EXIT_NOT_FOUND if found
             else EXIT_CANNOT_RUN, "signal": None,
             "timed_out": False, "duration_s": 0.0, "not_started": f"{reason}: {argv[0]}",
-            "stdout": dict(empty), "stderr": dict(empty)}
+            "escaped": [], "stdout": dict(empty), "stderr": dict(empty)}
 
 
 def exit_status(code: int | None) -> int:

@@ -47,7 +47,7 @@ FULL = os.environ.get("LINEAGE_FAULT_MATRIX") == "full"
 VOLATILE = {
     "schema_info": {"value"},  # the last commit's random mark (the version is checked on open)
     "ingests": {"id", "lineage_version"},
-    "experiments": {"id", "record", "digest"},
+    "experiments": {"id", "record", "record_digest"},
     "experiment_logs": {"experiment"},
     "audit_records": {"id", "record"},
 }

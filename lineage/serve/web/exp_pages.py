@@ -1,8 +1,10 @@
 """An experiment record (`lineage exp show`) and its differences from another record
-(`lineage exp diff`, with `?diff=OTHER`)."""
+(`lineage exp diff`, with `?diff=OTHER`). A metric with a history (`--metrics` as JSON
+lines) is drawn as a line plot over its steps."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from lineage.jsonout import json_text
@@ -19,6 +21,7 @@ from lineage.serve.web.markup import (
     url,
 )
 from lineage.serve.web.respond import page_routes, text_param
+from lineage.serve.web.svg import line_plot
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -56,6 +59,7 @@ def render_experiment(data: dict[str, Any]) -> tuple[str, Markup]:
         section("Weights", _weights(record.get("weights"))),
         section("Checks before the command", _checks(record.get("checks"))),
         section("Command", _command(record.get("command"), record.get("failure"))),
+        section("Metrics", _metrics(record.get("metrics"))),
         section("Compare", _diff_form(name, data["others"]), _diff(data["diff"])),
         section("The whole record", tag("details", Markup(tag("summary", "as stored"))
                                          + tag("pre", json_text(record))))])
@@ -71,7 +75,11 @@ def _weights(weights: dict[str, Any] | None) -> Markup:
         return tag("p", "no weights recorded", cls="muted")
     files = table(["file", "bytes", "sha256"], ([f["path"], f["size"], code(f["sha256"])]
                                                 for f in weights.get("files") or ()))
-    return join([facts([("folder", code(weights.get("path"))),
+    snapshot = weights.get("snapshot") or {}
+    where = [("snapshot", f"{snapshot.get('repo_id')} at revision {snapshot.get('revision')}"
+              + (f" (refs: {', '.join(snapshot['refs'])})" if snapshot.get("refs") else ""))
+             ] if snapshot else []
+    return join([facts([("path", code(weights.get("path"))), *where,
                         ("digest", code(weights.get("digest")))]), files])
 
 
@@ -103,6 +111,31 @@ def _command(command: dict[str, Any] | None, failure: dict[str, Any] | None) -> 
     if failure:
         parts.append(tag("p", f"{failure.get('type')}: {failure.get('action')}", cls="bad"))
     return join(parts)
+
+
+def _metrics(metrics: dict[str, Any] | None) -> Markup:
+    """The final values, then one plot a metric with a history (at most 2,000 points are
+    drawn: svg.line_plot thins them; the record below has every point kept)."""
+    if not metrics:
+        return tag("p", "No metrics recorded (--metrics).", cls="muted")
+    if metrics.get("error"):
+        word = "refused" if metrics.get("refused") else "not read"
+        return tag("p", f"{word}: {metrics['error']}", cls="bad")
+    values = metrics.get("values") or {}
+    parts = [facts([("file", code(metrics.get("path"))), ("rows", metrics.get("rows"))]),
+             table(["metric", "last value"], ([k, code(json_text(v))]
+                                               for k, v in sorted(values.items())))]
+    for name, series in sorted((metrics.get("history") or {}).items()):
+        ys = [v if _finite(v) else None for v in series.get("values") or ()]
+        title = f"{name}: {series.get('points', len(ys)):,} points"
+        parts.append(line_plot(series.get("steps") or [], ys, title=title, y_label=name,
+                               height=200))
+    return join(parts)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 def _diff_form(name: str, others: list[str]) -> Markup:
