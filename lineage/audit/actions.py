@@ -10,14 +10,13 @@ The command line parses its options, calls one of these and renders the answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.errors import InputError
 from lineage.store.base import BaseStore
+from lineage.userfiles import check_output_path, write_output
 
 if TYPE_CHECKING:
     from lineage.audit.answers import (
@@ -76,26 +75,9 @@ def add_record_files(store: BaseStore, paths: Iterable[str | Path]) -> RecordsAd
 def read_records(path: str | Path) -> list[Any]:
     """The values of a JSON file (one record, or a list of them) or a JSONL file (one
     record a line), unchecked: the ledger checks each one."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"unreadable: {exc}") from None
-    try:  # a JSON file: one record, or a list of them
-        value = json.loads(text)
-        return value if isinstance(value, list) else [value]
-    except json.JSONDecodeError:
-        pass  # JSONL: one record a line
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"json: not JSON ({exc.msg})",
-                                 where=f"line {number}") from None
-    return records
+    from lineage.audit.record_files import read_records_file
+
+    return read_records_file(path)[0]
 
 
 def replay_and_record(store: BaseStore, run: str, step: int, *, replayer: str,
@@ -144,6 +126,7 @@ def export_bundle(store: BaseStore, run: str, out: str | Path) -> BundleWritten:
     from lineage.audit.ledger import iter_records
     from lineage.runs.query import get_run
 
+    check_output_path(out)
     get_run(store, run)  # an unknown run is an error, not an empty bundle
     return BundleWritten.from_dict(write_bundle(iter_records(store, run), out, run=run))
 
@@ -174,15 +157,12 @@ def sign_file(path: str | Path, key: str | Path, *,
     from lineage.audit.bundle import records_text, sign_records_file
     from lineage.audit.records import record_id
 
+    if out is not None:
+        check_output_path(out)  # before the key and the records are read
     signed, form = sign_records_file(path, key)
     text = records_text(signed, form)
     if out is not None:
-        from lineage.store.durable import publish, temp_path_for
-
-        final = Path(out).resolve()
-        temp = temp_path_for(final)
-        temp.write_text(text, encoding="utf-8")
-        publish(temp, final)
+        write_output(out, text)
     return RecordsSigned(
         file=str(path), output=str(out) if out else None,
         ids=tuple(record_id(record) for record in signed),
@@ -197,17 +177,10 @@ def write_report(store: BaseStore, run: str, fmt: str = "md", *,
     from lineage.audit.report import check_format, coverage_report, render
 
     check_format(fmt)  # before the ledger is read
+    if out is not None:
+        check_output_path(out)
     answer = coverage_report(store, run)
     text = render(answer, fmt)
     if out is not None:
-        from lineage.store.durable import publish, temp_path_for
-
-        final = Path(out).resolve()
-        temp = temp_path_for(final)
-        try:
-            temp.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise InputError(out, f"cannot write: {exc.strerror or exc}") from None
-        publish(temp, final)
+        write_output(out, text)
     return answer, text
