@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +14,7 @@ from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO, UsageError
 
 if TYPE_CHECKING:
-    from lineage.audit.answers import AuditStatus, ReplayOutcome
+    from lineage.audit.answers import AuditStatus, AuditStep, ReplayOutcome
 
 app = typer.Typer(help="The audit ledger: who verified which steps of a run, and how far "
                   "it is covered.", no_args_is_help=True)
@@ -83,12 +83,21 @@ def show(
         lines.append(f"attestation  {record['result']} by {record['auditor']['name']} "
                      f"({record['unit']}, from {start['kind']}, {machine['backend']} "
                      f"{machine['device']}{', swapped' if machine['swapped'] else ''}, "
-                     f"{record['duration_s']:g} s, {record['created_at']})")
+                     f"{record['duration_s']:g} s, {record['created_at']})"
+                     + _signatures(answer, record))
     lines += [f"checkpoint   by {r['auditor']['name']} at {r['location']} ({r['state_hash']})"
-              for r in answer.checkpoints]
+              + _signatures(answer, r) for r in answer.checkpoints]
     lines += [f"claim        steps {r['first_step']}-{r['last_step']} by "
-              f"{r['auditor']['name']} until {r['expires_at']}" for r in answer.claims]
+              f"{r['auditor']['name']} until {r['expires_at']}" + _signatures(answer, r)
+              for r in answer.claims]
     output.emit_lines(lines)
+
+
+def _signatures(answer: AuditStep, record: dict[str, Any]) -> str:
+    from lineage.audit.records import record_id
+
+    keys = answer.signed_by.get(record_id(record), ())
+    return f", signed by {len(keys)} key(s)" if keys else ""
 
 
 @app.command("who")
@@ -143,7 +152,12 @@ def record(
         output.emit_json(answer.to_dict())
         return
     output.emit_lines([f"added {len(answer.added)} record(s); {len(answer.present)} already "
-                       "in the ledger"])
+                       "in the ledger" + _newly_signed(answer.newly_signed)])
+
+
+def _newly_signed(ids: tuple[str, ...]) -> str:
+    return f"; signatures added to {len(ids)} record(s) it held (each counted once)" \
+        if ids else ""
 
 
 def _step_range(text: str) -> tuple[int, int]:
@@ -296,7 +310,8 @@ def import_(
     else:
         output.emit_lines([f"imported {len(result.added)} records, "
                            f"{len(result.already_present)} already present "
-                           f"({result.signed} of {result.records} signed)"])
+                           f"({result.signed} of {result.records} signed)"
+                           + _newly_signed(result.newly_signed)])
 
 
 @app.command("sign")

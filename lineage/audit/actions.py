@@ -65,11 +65,14 @@ def add_record_files(store: BaseStore, paths: Iterable[str | Path]) -> RecordsAd
     batches = [(path, read_records(path)) for path in paths]
     added: list[str] = []
     present: list[str] = []
+    newly_signed: list[str] = []
     for path, records in batches:
         result = add_records(store, records, source=str(path))
         added += result.added
         present += result.present
-    return RecordsAdded(added=tuple(added), present=tuple(present))
+        newly_signed += result.newly_signed
+    return RecordsAdded(added=tuple(added), present=tuple(present),
+                        newly_signed=tuple(newly_signed))
 
 
 def read_records(path: str | Path) -> list[Any]:
@@ -146,7 +149,8 @@ def import_bundle(store: BaseStore, path: str | Path, *,
     return BundleImported(
         bundle=str(path), records=len(records),
         signed=sum(1 for record in records if record.get("signature") is not None),
-        added=tuple(added.added), already_present=tuple(added.present))
+        added=tuple(added.added), already_present=tuple(added.present),
+        newly_signed=tuple(added.newly_signed))
 
 
 def sign_file(path: str | Path, key: str | Path, *,

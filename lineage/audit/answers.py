@@ -72,6 +72,8 @@ class AuditStep(Answer):
     attestations: tuple[dict[str, Any], ...]  # the records, as lineage-audit/1 JSON
     checkpoints: tuple[dict[str, Any], ...]  # intermediate checkpoints after the step
     claims: tuple[dict[str, Any], ...]  # claims covering the step, expired ones included
+    # the keys whose signatures each listed record carries (over all its versions), by id
+    signed_by: dict[str, tuple[str, ...]]
     spec: str
 
 
@@ -98,10 +100,13 @@ class AuditWho(Answer):
 
 
 class RecordsAdded(Answer):
-    """`lineage audit record`: the ids added now and the ids the ledger already held."""
+    """`lineage audit record`: by the ids given, the records added now, the records the
+    ledger already held (as given, or as another version that adds nothing), and the
+    versions that added a signature to a record it held (counted once all the same)."""
 
     added: tuple[str, ...]
     present: tuple[str, ...]
+    newly_signed: tuple[str, ...]
 
 
 class ClaimMade(Answer):
@@ -138,6 +143,7 @@ class BundleImported(Answer):
     signed: int  # records carrying a signature (each verified)
     added: tuple[str, ...]
     already_present: tuple[str, ...]
+    newly_signed: tuple[str, ...]  # versions that signed a record the ledger held
 
 
 class RecordsSigned(Answer):

@@ -1,0 +1,188 @@
+"""Versions of one record in a ledger (docs/audit-spec.md, "Identity and versions").
+
+Signing writes the key into `auditor.public_key`, so the same attestation arrives under a
+new id each time someone signs it (or under the id of a key's version once unsigned). The
+ledger keeps each version that adds a signature, since a version is what a signature and
+a reference (`start.checkpoint`, `checkpoint.attestation`) name; everything that counts
+reads one version per identity (records.record_identity):
+
+- `audit_hidden(id)`: the versions not counted, every version but one per identity (the
+  signed one with the lowest id, else the lowest id, whatever order they came in);
+- `audit_refs(ref, id)`: where a reference does not name the counted version, the counted
+  version it means: a hidden version's id, or a record's identity when no version of it
+  is held under that id (a record signed after a relay named it unsigned).
+
+Identities are computed only for rows that could share one: rows that agree on kind,
+steps, auditor name and creation time (an ordinary ledger has none; a GROUP BY finds
+them), and for the records a dangling reference could mean. So a status costs what it did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from lineage.audit.records import record_identity
+
+HIDDEN = "audit_hidden"
+REFS = "audit_refs"
+
+_SHARED = """
+SELECT a.id, a.signed, a.record FROM audit_records a
+JOIN (SELECT kind, step, last_step, auditor, created_at FROM audit_records WHERE run = $run
+      GROUP BY ALL HAVING count(*) > 1) d
+  ON a.kind = d.kind AND a.step = d.step AND a.last_step = d.last_step
+     AND a.auditor = d.auditor AND a.created_at = d.created_at
+WHERE a.run = $run
+"""
+# References that name no version the ledger holds, with the kind and step of the record
+# they mean.
+_DANGLING = """
+WITH refs AS (
+    SELECT start_ref AS ref, 'checkpoint' AS kind, step - 1 AS step FROM audit_records
+    WHERE run = $run AND kind = 'attestation' AND start_kind = 'intermediate'
+    UNION
+    SELECT json_extract_string(record, '$.attestation'), 'attestation', step
+    FROM audit_records WHERE run = $run AND kind = 'checkpoint'
+)
+SELECT r.ref, r.kind, r.step FROM refs r
+WHERE NOT EXISTS (SELECT 1 FROM audit_records a WHERE a.id = r.ref)
+"""
+
+
+@contextmanager
+def counted_versions(con: Any, run: str) -> Iterator[None]:
+    """`audit_hidden` and `audit_refs` of the run, registered on `con` while in use."""
+    import pyarrow as pa
+
+    hidden, refs = resolve_versions(con, run)
+    con.register(HIDDEN, pa.table({"id": pa.array(sorted(hidden), pa.string())}))
+    con.register(REFS, pa.table({"ref": pa.array(list(refs), pa.string()),
+                                 "id": pa.array(list(refs.values()), pa.string())}))
+    try:
+        yield
+    finally:
+        con.unregister(HIDDEN)
+        con.unregister(REFS)
+
+
+def resolve_versions(con: Any, run: str) -> tuple[set[str], dict[str, str]]:
+    """The run's hidden versions, and each reference that needs mapping to the counted
+    version it means (see the module docstring)."""
+    groups: dict[str, list[tuple[bool, str]]] = {}
+    for id_, signed, record in con.execute(_SHARED, {"run": run}).fetchall():
+        groups.setdefault(record_identity(json.loads(record)), []).append((not signed, id_))
+    hidden: set[str] = set()
+    refs: dict[str, str] = {}
+    for versions in groups.values():
+        counted = min(versions)[1]
+        for _, id_ in versions:
+            if id_ != counted:
+                hidden.add(id_)
+                refs[id_] = counted
+    for ref, kind, step in con.execute(_DANGLING, {"run": run}).fetchall():
+        if ref is not None and (found := _by_identity(con, run, ref, kind, step)):
+            refs[ref] = refs.get(found, found)
+    return hidden, refs
+
+
+def _by_identity(con: Any, run: str, identity: str, kind: str, step: int) -> str | None:
+    """The id of a held version of the record of `kind` at `step` whose identity is
+    `identity`, preferring a signed version."""
+    rows = con.execute("SELECT id, signed, record FROM audit_records WHERE run = ? AND kind = ?"
+                       " AND step = ? ORDER BY signed DESC, id", [run, kind, step]).fetchall()
+    for id_, _, record in rows:
+        if record_identity(json.loads(record)) == identity:
+            return str(id_)
+    return None
+
+
+# -- adding: what a record of a batch is to the ledger ---------------------------------
+
+
+class Version(NamedTuple):
+    """A record as add_records is about to write it."""
+
+    id: str
+    signed: bool  # carries a signature that verified
+    key: tuple[Any, ...]  # kind, run, steps, auditor name, creation time: all versions share it
+    record: str  # its canonical JSON, signature included
+
+
+@dataclass
+class Sorting:
+    """What each version of a batch is: ids by what they are to the ledger, and places
+    in the batch of the rows to insert and of the rows that sign a held unsigned copy."""
+
+    added: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    newly_signed: list[str] = field(default_factory=list)
+    fresh: list[int] = field(default_factory=list)
+    to_sign: list[int] = field(default_factory=list)
+
+
+def sort_out(versions: list[Version], held: dict[str, bool],
+             shared: list[tuple[tuple[Any, ...], str]]) -> Sorting:
+    """Sort a batch out against the ledger: `held` maps the ids it holds to whether their
+    copy is signed; `shared` is (key, JSON) of the held records whose key a version has.
+
+    A version whose id is held (or came earlier in the batch) adds nothing, unless it is
+    signed and that copy is not: then it signs it. A version of a record held under
+    another id (same identity) is kept only when it is signed, by a key no held version
+    has (one that had it would have its id). Anything else is a new record."""
+    sorting = Sorting()
+    keys_needing = _keys_needing(versions, shared)
+    known = {record_identity(json.loads(record)) for key, record in shared}
+    pending: dict[str, int] = {}  # id -> place in sorting.fresh
+    for place, version in enumerate(versions):
+        if version.id in held or version.id in pending:
+            _again(sorting, versions, place, held, pending)
+            continue
+        identity = record_identity(json.loads(version.record)) \
+            if version.key in keys_needing else None
+        if identity is not None and identity in known and not version.signed:
+            sorting.present.append(version.id)
+            continue
+        if identity is not None and identity in known:
+            sorting.newly_signed.append(version.id)
+        else:
+            sorting.added.append(version.id)
+            if identity is not None:
+                known.add(identity)
+        pending[version.id] = len(sorting.fresh)
+        sorting.fresh.append(place)
+    return sorting
+
+
+def _keys_needing(versions: list[Version],
+                  shared: list[tuple[tuple[Any, ...], str]]) -> set[tuple[Any, ...]]:
+    """The keys of the batch another version has (held, or in the batch): only versions
+    with such a key need their identity computed."""
+    seen: set[tuple[Any, ...]] = set()
+    twice = {key for key, _ in shared}
+    for version in versions:
+        if version.key in seen:
+            twice.add(version.key)
+        seen.add(version.key)
+    return twice
+
+
+def _again(sorting: Sorting, versions: list[Version], place: int, held: dict[str, bool],
+           pending: dict[str, int]) -> None:
+    """A version whose id is held or came earlier in the batch."""
+    version = versions[place]
+    if version.id in held:
+        if version.signed and not held[version.id]:
+            held[version.id] = True
+            sorting.to_sign.append(place)
+            sorting.newly_signed.append(version.id)
+        else:
+            sorting.present.append(version.id)
+        return
+    at = pending[version.id]
+    if version.signed and not versions[sorting.fresh[at]].signed:
+        sorting.fresh[at] = place  # the signed copy is the one written
+    sorting.present.append(version.id)
