@@ -10,17 +10,19 @@ reads one version per identity (records.record_identity):
   signed one with the lowest id, else the lowest id, whatever order they came in);
 - `audit_refs(ref, id)`: where a reference does not name the counted version, the counted
   version it means: a hidden version's id, or a record's identity when no version of it
-  is held under that id (a record signed after a relay named it unsigned).
+  is held under that id (a record signed after a relay named it unsigned; the status
+  looks these up only for the relays whose references found nothing).
 
 Identities are computed only for rows that could share one: rows that agree on kind,
 steps, auditor name and creation time (an ordinary ledger has none; a GROUP BY finds
-them), and for the records a dangling reference could mean. So a status costs what it did.
+them), and for the records a dangling reference could mean. An ordinary ledger costs a
+GROUP BY more than it did.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -38,40 +40,65 @@ JOIN (SELECT kind, step, last_step, auditor, created_at FROM audit_records WHERE
      AND a.auditor = d.auditor AND a.created_at = d.created_at
 WHERE a.run = $run
 """
-# References that name no version the ledger holds, with the kind and step of the record
-# they mean.
-_DANGLING = """
-WITH refs AS (
-    SELECT start_ref AS ref, 'checkpoint' AS kind, step - 1 AS step FROM audit_records
-    WHERE run = $run AND kind = 'attestation' AND start_kind = 'intermediate'
-    UNION
-    SELECT json_extract_string(record, '$.attestation'), 'attestation', step
-    FROM audit_records WHERE run = $run AND kind = 'checkpoint'
-)
-SELECT r.ref, r.kind, r.step FROM refs r
-WHERE NOT EXISTS (SELECT 1 FROM audit_records a WHERE a.id = r.ref)
-"""
+
+
+@dataclass
+class Counted:
+    """The run's versions as the readers count them, registered on a connection."""
+
+    con: Any
+    run: str
+    hidden: set[str]
+    refs: dict[str, str]
+    missed: set[tuple[str, str, int]] = field(default_factory=set)  # looked up, not found
+
+    def where(self, column: str = "id") -> str:
+        """A SQL condition that holds for the versions that count (TRUE when every
+        version counts, so an ordinary ledger pays nothing)."""
+        return f"{column} NOT IN (SELECT id FROM {HIDDEN})" if self.hidden else "TRUE"
+
+    def resolve(self, dangling: Iterable[tuple[str, str, int]]) -> bool:
+        """Map references that name no held version, (ref, kind, step of the record
+        meant), to the record whose identity they are; True when one was found."""
+        found = False
+        for ref, kind, step in set(dangling):
+            if ref in self.refs or (ref, kind, step) in self.missed:
+                continue
+            match = _by_identity(self.con, self.run, ref, kind, step)
+            if match is None:
+                self.missed.add((ref, kind, step))
+            else:
+                self.refs[ref] = self.refs.get(match, match)
+                found = True
+        if found:
+            self._register()
+        return found
+
+    def _register(self) -> None:
+        import pyarrow as pa
+
+        self.con.register(HIDDEN, pa.table({"id": pa.array(sorted(self.hidden), pa.string())}))
+        self.con.register(REFS, pa.table({
+            "ref": pa.array(list(self.refs), pa.string()),
+            "id": pa.array(list(self.refs.values()), pa.string())}))
 
 
 @contextmanager
-def counted_versions(con: Any, run: str) -> Iterator[None]:
-    """`audit_hidden` and `audit_refs` of the run, registered on `con` while in use."""
-    import pyarrow as pa
-
-    hidden, refs = resolve_versions(con, run)
-    con.register(HIDDEN, pa.table({"id": pa.array(sorted(hidden), pa.string())}))
-    con.register(REFS, pa.table({"ref": pa.array(list(refs), pa.string()),
-                                 "id": pa.array(list(refs.values()), pa.string())}))
+def counted_versions(con: Any, run: str) -> Iterator[Counted]:
+    """The run's hidden versions and references (`audit_hidden`, `audit_refs`),
+    registered on `con` while in use."""
+    hidden, refs = _versions(con, run)
+    counted = Counted(con, run, hidden, refs)
+    counted._register()
     try:
-        yield
+        yield counted
     finally:
         con.unregister(HIDDEN)
         con.unregister(REFS)
 
 
-def resolve_versions(con: Any, run: str) -> tuple[set[str], dict[str, str]]:
-    """The run's hidden versions, and each reference that needs mapping to the counted
-    version it means (see the module docstring)."""
+def _versions(con: Any, run: str) -> tuple[set[str], dict[str, str]]:
+    """The versions not counted, and each one's counted version (see the docstring)."""
     groups: dict[str, list[tuple[bool, str]]] = {}
     for id_, signed, record in con.execute(_SHARED, {"run": run}).fetchall():
         groups.setdefault(record_identity(json.loads(record)), []).append((not signed, id_))
@@ -83,9 +110,6 @@ def resolve_versions(con: Any, run: str) -> tuple[set[str], dict[str, str]]:
             if id_ != counted:
                 hidden.add(id_)
                 refs[id_] = counted
-    for ref, kind, step in con.execute(_DANGLING, {"run": run}).fetchall():
-        if ref is not None and (found := _by_identity(con, run, ref, kind, step)):
-            refs[ref] = refs.get(found, found)
     return hidden, refs
 
 
