@@ -13,10 +13,10 @@ reads one version per identity (records.record_identity):
   is held under that id (a record signed after a relay named it unsigned; the status
   looks these up only for the relays whose references found nothing).
 
-Identities are computed only for rows that could share one: rows that agree on kind,
-steps, auditor name and creation time (an ordinary ledger has none; a GROUP BY finds
-them), and for the records a dangling reference could mean. An ordinary ledger costs a
-GROUP BY more than it did.
+Versions are told apart only among rows that could be versions of one record: rows that
+agree on kind, steps, auditor name and creation time (an ordinary ledger has none; a
+GROUP BY finds them), and identities are computed in Python only for the records a
+dangling reference could mean. An ordinary ledger costs a GROUP BY more than it did.
 """
 
 from __future__ import annotations
@@ -32,13 +32,30 @@ from lineage.audit.records import record_identity
 HIDDEN = "audit_hidden"
 REFS = "audit_refs"
 
-_SHARED = """
-SELECT a.id, a.signed, a.record FROM audit_records a
-JOIN (SELECT kind, step, last_step, auditor, created_at FROM audit_records WHERE run = $run
-      GROUP BY ALL HAVING count(*) > 1) d
-  ON a.kind = d.kind AND a.step = d.step AND a.last_step = d.last_step
-     AND a.auditor = d.auditor AND a.created_at = d.created_at
-WHERE a.run = $run
+# The rows that could be versions of one record: they agree on kind, steps, auditor name and
+# creation time (an ordinary ledger has none). Among them, versions of one record are
+# the rows whose canonical JSON is the same once the signature and auditor.public_key
+# are taken out (a JSON merge patch, in DuckDB), which is their identity being the same:
+# the column holds the canonical JSON the identity hashes. Each row with the counted
+# version of its record: the signed one with the lowest id, else the lowest id.
+def unsigned_body(column: str) -> str:
+    """SQL for the canonical JSON in `column` without its signature and auditor.public_key:
+    two records have the same one exactly when they have the same identity."""
+    return (f"CAST(json_merge_patch({column}, "
+            """'{"signature": null, "auditor": {"public_key": null}}') AS VARCHAR)""")
+
+
+_SHARED = f"""
+WITH shared AS (
+    SELECT a.id, a.signed, {unsigned_body("a.record")} AS body
+    FROM audit_records a
+    JOIN (SELECT kind, step, last_step, auditor, created_at FROM audit_records
+          WHERE run = $run GROUP BY ALL HAVING count(*) > 1) d
+      ON a.kind = d.kind AND a.step = d.step AND a.last_step = d.last_step
+         AND a.auditor = d.auditor AND a.created_at = d.created_at
+    WHERE a.run = $run
+)
+SELECT id, first_value(id) OVER (PARTITION BY body ORDER BY signed DESC, id) FROM shared
 """
 
 
@@ -99,18 +116,9 @@ def counted_versions(con: Any, run: str) -> Iterator[Counted]:
 
 def _versions(con: Any, run: str) -> tuple[set[str], dict[str, str]]:
     """The versions not counted, and each one's counted version (see the docstring)."""
-    groups: dict[str, list[tuple[bool, str]]] = {}
-    for id_, signed, record in con.execute(_SHARED, {"run": run}).fetchall():
-        groups.setdefault(record_identity(json.loads(record)), []).append((not signed, id_))
-    hidden: set[str] = set()
-    refs: dict[str, str] = {}
-    for versions in groups.values():
-        counted = min(versions)[1]
-        for _, id_ in versions:
-            if id_ != counted:
-                hidden.add(id_)
-                refs[id_] = counted
-    return hidden, refs
+    refs = {id_: counted for id_, counted in con.execute(_SHARED, {"run": run}).fetchall()
+            if id_ != counted}
+    return set(refs), refs
 
 
 def _by_identity(con: Any, run: str, identity: str, kind: str, step: int) -> str | None:

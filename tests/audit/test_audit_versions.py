@@ -235,6 +235,43 @@ def test_coverage_is_the_same_whatever_versions_arrive_in_whatever_order(unsigne
     assert {r[0] for r in store.sql("SELECT id FROM audit_records").rows} == kept
 
 
+# -- the ledger's SQL tells versions apart as the identity does ---------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(extras=st.lists(_JSON, min_size=2, max_size=2), names=st.sampled_from(["ann", "ann\u2028"]),
+       keyed=st.lists(st.booleans(), min_size=2, max_size=2),
+       signed=st.lists(st.booleans(), min_size=2, max_size=2), same=st.booleans())
+def test_the_sql_body_is_the_same_exactly_when_the_identity_is(extras, names, keyed, signed,
+                                                                same):
+    import duckdb
+
+    from lineage.audit.versions import unsigned_body
+
+    records = []
+    for extra, has_key, has_signature in zip(extras if not same else extras[:1] * 2, keyed,
+                                             signed, strict=True):
+        record = {"spec": "lineage-audit/1", "kind": "claim", "run": RUN,
+                  "auditor": {"name": names, "payout": None,
+                              "public_key": "ssh-ed25519 AAAA" if has_key else None},
+                  "created_at": "2026-12-01T12:00:00Z", "extra": extra}
+        if has_signature:
+            record["signature"] = "-----BEGIN SSH SIGNATURE-----\nAAAA\n"
+        records.append(record)
+    con = duckdb.connect()
+    bodies = [con.execute(f"SELECT {unsigned_body('?')}", [canonical_json(r)]).fetchone()[0]
+              for r in records]
+    assert (bodies[0] == bodies[1]) == (R.record_identity(records[0]) ==
+                                        R.record_identity(records[1]))
+
+
 # -- the identity, as docs/audit-spec.md defines it -----------------------------------------
 
 SPEC = Path(__file__).parents[2] / "docs" / "audit-spec.md"
