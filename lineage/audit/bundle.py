@@ -53,7 +53,7 @@ def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -
     data = "".join(line + "\n" for line in lines.values()).encode("utf-8")
     if len(data) > MAX_RECORDS_BYTES:  # a bundle no lineage would import
         raise UsageError(f"the ledger of {run!r} is {len(data):,} bytes of records, over the "
-                         f"{MAX_RECORDS_BYTES >> 20} MiB a bundle may hold")
+                         f"{_size(MAX_RECORDS_BYTES)} a bundle may hold")
     manifest = _manifest(run, list(lines), {RECORDS_MEMBER: blake3_hex(data)})
 
     def write(handle: BinaryIO) -> None:
@@ -64,6 +64,10 @@ def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -
     write_output(path, write)
     return {"bundle": str(path), "spec": BUNDLE_SPEC, "run": run, "records": len(lines),
             "digest": manifest["digest"]}
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
 def _manifest(run: str, ids: list[str], members: dict[str, str]) -> dict[str, Any]:
@@ -114,7 +118,7 @@ def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any],
     for info in archive.infolist():
         if info.file_size > MAX_RECORDS_BYTES:
             raise InputError(path, f"{info.filename}: refused ({info.file_size:,} bytes, over "
-                             f"the {MAX_RECORDS_BYTES >> 20} MiB a member may hold)")
+                             f"the {_size(MAX_RECORDS_BYTES)} a member may hold)")
     manifest = _parse_manifest(path, archive.read(MANIFEST_MEMBER))
     for name in names:
         if name != MANIFEST_MEMBER and name not in manifest["members"]:

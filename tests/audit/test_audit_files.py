@@ -166,3 +166,15 @@ def test_output_refuses_a_fifo_and_leaves_it_as_it_was(fresh, keys, tmp_path, co
     _one_line_error(result, f"{fifo}: cannot write: it is a FIFO, not a regular file")
     assert fifo.is_fifo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.zip", "out", "r.json", "store"]
+
+
+def test_export_refuses_a_ledger_no_import_would_read(fresh, tmp_path, monkeypatch):
+    store, chain = fresh
+    from lineage.audit.ledger import add_records
+
+    add_records(store, [chain.initial()], source="test")
+    monkeypatch.setattr(bundle, "MAX_RECORDS_BYTES", 100)  # one record is ~700 bytes
+    out = tmp_path / "ledger.zip"
+    result = Cli(store.root)("audit", "export", RUN, "-o", str(out), code=None)
+    _one_line_error(result, f"the ledger of {RUN!r} is", "over the 100 bytes a bundle may hold")
+    assert not out.exists()
