@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -12,10 +11,10 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
-from lineage.errors import EXIT_NO, InputError, UsageError
+from lineage.errors import EXIT_NO, UsageError
 
 if TYPE_CHECKING:
-    from lineage.audit.answers import AuditStatus
+    from lineage.audit.answers import AuditStatus, AuditStep, ReplayOutcome
 
 app = typer.Typer(help="The audit ledger: who verified which steps of a run, and how far "
                   "it is covered.", no_args_is_help=True)
@@ -24,15 +23,6 @@ RunArgument = Annotated[str, typer.Argument(help="The run name.")]
 SignKeyOption = Annotated[Path | None, typer.Option(
     "--sign-key", metavar="KEY", help="Sign the records with this ed25519 private key "
     "(OpenSSH format, as ssh-keygen writes it; `ssh-keygen -Y verify` checks them).")]
-
-
-def _signed(records: list[dict[str, Any]], key: Path | None) -> list[dict[str, Any]]:
-    """The records signed with `key`, or as they are without one."""
-    if key is None:
-        return records
-    from lineage.audit.sshsig import sign_record
-
-    return [sign_record(record, key) for record in records]
 
 # -- ledger: status, show, who, claim, record -------------------------------------------
 
@@ -93,12 +83,21 @@ def show(
         lines.append(f"attestation  {record['result']} by {record['auditor']['name']} "
                      f"({record['unit']}, from {start['kind']}, {machine['backend']} "
                      f"{machine['device']}{', swapped' if machine['swapped'] else ''}, "
-                     f"{record['duration_s']:g} s, {record['created_at']})")
+                     f"{record['duration_s']:g} s, {record['created_at']})"
+                     + _signatures(answer, record))
     lines += [f"checkpoint   by {r['auditor']['name']} at {r['location']} ({r['state_hash']})"
-              for r in answer.checkpoints]
+              + _signatures(answer, r) for r in answer.checkpoints]
     lines += [f"claim        steps {r['first_step']}-{r['last_step']} by "
-              f"{r['auditor']['name']} until {r['expires_at']}" for r in answer.claims]
+              f"{r['auditor']['name']} until {r['expires_at']}" + _signatures(answer, r)
+              for r in answer.claims]
     output.emit_lines(lines)
+
+
+def _signatures(answer: AuditStep, record: dict[str, Any]) -> str:
+    from lineage.audit.records import record_id
+
+    keys = answer.signed_by.get(record_id(record), ())
+    return f", signed by {len(keys)} key(s)" if keys else ""
 
 
 @app.command("who")
@@ -126,25 +125,16 @@ def claim(
     json: JsonOption = False,
 ) -> None:
     """Claim a step range for a while: claims are visible, expire, and block no one."""
-    from lineage.audit.answers import ClaimMade
-    from lineage.audit.ledger import add_records, run_head
-    from lineage.audit.records import auditor as auditor_of
-    from lineage.audit.records import claim as claim_record
-    from lineage.audit.records import record_id
+    from lineage.audit.actions import make_claim
 
-    store = current_store(ctx)
     first, last = _step_range(steps)
-    record = claim_record(run=run, chain_head=run_head(store, run), first_step=first,
-                          last_step=last, auditor=auditor_of(auditor),
-                          expires=_duration(expires))
-    (record,) = _signed([record], sign_key)
-    added = add_records(store, [record], source="claim")
-    answer = ClaimMade(id=record_id(record), added=bool(added.added), record=record)
+    answer = make_claim(current_store(ctx), run, first_step=first, last_step=last,
+                        auditor=auditor, expires=_duration(expires), sign_key=sign_key)
     if json:
         output.emit_json(answer.to_dict())
         return
     output.emit_lines([f"claimed steps {first}-{last} of {run} for {auditor} until "
-                       f"{record['expires_at']} ({answer.id})"])
+                       f"{answer.record['expires_at']} ({answer.id})"])
 
 
 @app.command("record")
@@ -155,45 +145,19 @@ def record(
     json: JsonOption = False,
 ) -> None:
     """Add records made elsewhere to the ledger; a record already held is left as it is."""
-    from lineage.audit.answers import RecordsAdded
-    from lineage.audit.ledger import add_records
+    from lineage.audit.actions import add_record_files
 
-    store = current_store(ctx)
-    batches = [(path, _read_records(path)) for path in files]
-    added: list[str] = []
-    present: list[str] = []
-    for path, records in batches:
-        result = add_records(store, records, source=str(path))
-        added += result.added
-        present += result.present
-    answer = RecordsAdded(added=tuple(added), present=tuple(present))
+    answer = add_record_files(current_store(ctx), files)
     if json:
         output.emit_json(answer.to_dict())
         return
-    output.emit_lines([f"added {len(added)} record(s); {len(present)} already in the ledger"])
+    output.emit_lines([f"added {len(answer.added)} record(s); {len(answer.present)} already "
+                       "in the ledger" + _newly_signed(answer.newly_signed)])
 
 
-def _read_records(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"unreadable: {exc}") from None
-    try:  # a JSON file: one record, or a list of them
-        value = json.loads(text)
-        return value if isinstance(value, list) else [value]
-    except json.JSONDecodeError:
-        pass  # JSONL: one record a line
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"json: not JSON ({exc.msg})",
-                                 where=f"line {number}") from None
-    return records
+def _newly_signed(ids: tuple[str, ...]) -> str:
+    return f"; signatures added to {len(ids)} record(s) it held (each counted once)" \
+        if ids else ""
 
 
 def _step_range(text: str) -> tuple[int, int]:
@@ -262,46 +226,23 @@ def replay(
 ) -> None:
     """Replay one step with your replay function and attest whether it reaches the
     chain's state hash; exit 0 on a match, 1 on a mismatch (recorded either way)."""
-    from lineage.audit.replay import load_replayer, replay_step
+    from lineage.audit.actions import replay_and_record
 
-    store = current_store(ctx)
-    public_key = None
-    if sign_key is not None:  # read the key first: a bad key must not cost a replay
-        from lineage.audit.sshsig import public_key_line
-
-        public_key = public_key_line(sign_key)
-    function, source = load_replayer(replayer)
-    result = replay_step(store, run, step, function, replayer_name=replayer,
-                         replayer_source=source, start=from_, save=save,
-                         auditor=auditor or _user_name(), public_key=public_key)
-    made = [r for r in (result["attestation"], result["checkpoint"]) if r is not None]
-    records = _signed(made, sign_key)
-    result = {"attestation": records[0], "checkpoint": records[1] if len(records) > 1 else None}
-    if not no_record:
-        from lineage.audit.ledger import add_records
-
-        add_records(store, records, source="replay")
+    result = replay_and_record(current_store(ctx), run, step, replayer=replayer, start=from_,
+                               save=save, auditor=auditor, sign_key=sign_key,
+                               record=not no_record)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
         output.emit_lines(_replay_lines(result, recorded=not no_record, save=save))
-    if result["attestation"]["result"] != "match":
+    if result.attestation["result"] != "match":
         raise typer.Exit(EXIT_NO)
 
 
-def _user_name() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no user name in the environment or password database
-        return "anonymous"
-
-
-def _replay_lines(result: dict[str, Any], *, recorded: bool, save: Path | None) -> list[str]:
+def _replay_lines(result: ReplayOutcome, *, recorded: bool, save: Path | None) -> list[str]:
     from lineage.audit.records import record_id
 
-    att, ckpt = result["attestation"], result["checkpoint"]
+    att, ckpt = result.attestation, result.checkpoint
     start, machine = att["start"], att["machine"]
     began = {"published": f"published checkpoint of step {start.get('step')}",
              "intermediate": f"relay checkpoint of step {start.get('step')} "
@@ -335,19 +276,14 @@ def export(
     json: JsonOption = False,
 ) -> None:
     """Write the run's audit records as a self-verifying bundle (signatures kept)."""
-    from lineage.audit.bundle import write_bundle
-    from lineage.runs.query import get_run
+    from lineage.audit.actions import export_bundle
 
-    store = current_store(ctx)
-    get_run(store, run)  # an unknown run is an error, not an empty bundle
-    from lineage.audit.ledger import iter_records
-
-    result = write_bundle(iter_records(store, run), out, run=run)
+    result = export_bundle(current_store(ctx), run, out)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
-        output.emit_lines([f"wrote {result['bundle']}: {result['records']} records of "
-                           f"{run}, digest {result['digest']}"])
+        output.emit_lines([f"wrote {result.bundle}: {result.records} records of "
+                           f"{run}, digest {result.digest}"])
 
 
 @app.command("import")
@@ -365,23 +301,17 @@ def import_(
     json: JsonOption = False,
 ) -> None:
     """Check a bundle (ids, digests, signatures) and add its records (idempotent)."""
-    from lineage.audit.bundle import read_bundle
+    from lineage.audit.actions import import_bundle
 
-    records = read_bundle(bundle, allowed_signers=allowed_signers,
-                          require_signed=require_signed)  # all checked before the store
-    from lineage.audit.ledger import add_records
-
-    added = add_records(current_store(ctx), records, source=f"bundle {bundle.name}")
-    result: dict[str, Any] = {
-        "bundle": str(bundle), "records": len(records),
-        "signed": sum(1 for record in records if record.get("signature") is not None),
-        "added": list(added.added), "already_present": list(added.present)}
+    result = import_bundle(current_store(ctx), bundle, allowed_signers=allowed_signers,
+                           require_signed=require_signed)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
-        output.emit_lines([f"imported {len(result['added'])} records, "
-                           f"{len(result['already_present'])} already present "
-                           f"({result['signed']} of {result['records']} signed)"])
+        output.emit_lines([f"imported {len(result.added)} records, "
+                           f"{len(result.already_present)} already present "
+                           f"({result.signed} of {result.records} signed)"
+                           + _newly_signed(result.newly_signed)])
 
 
 @app.command("sign")
@@ -398,22 +328,17 @@ def sign(
 ) -> None:
     """Sign records with an SSH key: the key's public line becomes auditor.public_key and
     the signature (SSHSIG, namespace lineage-audit) covers the rest."""
-    from lineage.audit.bundle import records_text, sign_records_file
-    from lineage.audit.records import record_id
+    from lineage.audit.actions import sign_file
 
-    signed, form = sign_records_file(file, key)
-    text = records_text(signed, form)
-    summary = {"file": str(file), "output": str(out) if out else None,
-               "ids": [record_id(record) for record in signed],
-               "public_key": signed[0]["auditor"]["public_key"] if signed else None}
+    answer, text = sign_file(file, key, out=out)
     if out is not None:
-        output.write_file(out, text)
+        output.info(f"wrote {out}")
     if json:
-        output.emit_json(summary if out else {**summary, "records": signed})
+        output.emit_json(answer.to_dict())
     elif out is None:
         output.emit_raw(text)
     else:
-        output.emit_lines([f"signed {len(signed)} records with {summary['public_key']}"])
+        output.emit_lines([f"signed {len(answer.ids)} records with {answer.public_key}"])
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -432,24 +357,12 @@ def report(
     """The run's audit coverage as one page: every interval coloured by status, relay
     chains, participants, machines, and what a match proves. The HTML is one
     self-contained file (no scripts, no network)."""
-    from lineage.audit.report import check_format, coverage_report, render
+    from lineage.audit.actions import write_report
 
-    check_format(fmt)  # before the ledger is read
-    answer = coverage_report(current_store(ctx), run)
-    text = render(answer, fmt)
+    answer, text = write_report(current_store(ctx), run, fmt, out=out)
     if out is None:
         output.emit_raw(text)
         return
-    from lineage.store.durable import publish, temp_path_for
-
-    final = out.resolve()
-    temp = temp_path_for(final)
-    try:
-        temp.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise InputError(out, f"cannot write: {exc.strerror or exc}") from None
-    publish(temp, final)
     counts = answer.status.intervals
     output.emit_lines([f"wrote {out} ({fmt}): {run}, " + ", ".join(
         f"{n:,} {name}" for name, n in counts.items()) + f"; {answer.status.steps_verified:,}"

@@ -187,6 +187,7 @@ CREATE TABLE experiment_logs (
 
 -- Audit records (schema 8): the ledger of docs/audit-spec.md (lineage-audit/1), one row per
 -- attestation, claim or intermediate checkpoint record, immutable; adding one twice is a no-op.
+-- A signed version of a held record is a row of its own; readers count each record once.
 CREATE TABLE audit_records (
     id          VARCHAR PRIMARY KEY,  -- 'blake3:<hex>' of the canonical record (signature left out)
     kind        VARCHAR NOT NULL,     -- 'attestation', 'claim' or 'checkpoint'

@@ -5,7 +5,8 @@ steps, a step each, record what they found, and anyone can see how far the run i
 `status` applies the status rules, typed by `answers`; `replay` runs an audit unit with
 the auditor's own replay function (`state_files`, `machine` serve it); `sshsig` signs and
 checks records in the format of `ssh-keygen -Y`, and `bundle` carries ledgers between
-machines; `report` draws the coverage page.
+machines; `report` draws the coverage page; `actions` is what each `lineage audit`
+command does, one function each, for the command line, the server and Python alike.
 
 Layer 7. May import: lineage.runs, lineage.stream, lineage.corpora, lineage.formats,
 lineage.store, lineage.errors, lineage.version.

@@ -1,12 +1,12 @@
 """The typed answers of the audit questions (lineage.answer explains the pattern):
-`audit status`, `audit show`, `audit who`, `audit report`, and what `audit claim` and
-`audit record` added."""
+`audit status`, `audit show`, `audit who`, `audit report`, and what `audit claim`,
+`audit record`, `audit replay`, `audit export`, `audit import` and `audit sign` did."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from lineage.answer import Answer
+from lineage.answer import Answer, optional
 
 
 class AuditIntervals(Answer):
@@ -72,6 +72,8 @@ class AuditStep(Answer):
     attestations: tuple[dict[str, Any], ...]  # the records, as lineage-audit/1 JSON
     checkpoints: tuple[dict[str, Any], ...]  # intermediate checkpoints after the step
     claims: tuple[dict[str, Any], ...]  # claims covering the step, expired ones included
+    # the keys whose signatures each listed record carries (over all its versions), by id
+    signed_by: dict[str, tuple[str, ...]]
     spec: str
 
 
@@ -98,10 +100,13 @@ class AuditWho(Answer):
 
 
 class RecordsAdded(Answer):
-    """`lineage audit record`: the ids added now and the ids the ledger already held."""
+    """`lineage audit record`: by the ids given, the records added now, the records the
+    ledger already held (as given, or as another version that adds nothing), and the
+    versions that added a signature to a record it held (counted once all the same)."""
 
     added: tuple[str, ...]
     present: tuple[str, ...]
+    newly_signed: tuple[str, ...]
 
 
 class ClaimMade(Answer):
@@ -110,6 +115,45 @@ class ClaimMade(Answer):
     id: str
     added: bool
     record: dict[str, Any]
+
+
+class ReplayOutcome(Answer):
+    """`lineage audit replay`: the attestation, and the relay checkpoint record when the
+    replay matched and its state was saved (both signed when a key was given)."""
+
+    attestation: dict[str, Any]
+    checkpoint: dict[str, Any] | None
+
+
+class BundleWritten(Answer):
+    """`lineage audit export`: the bundle written, its records and its digest."""
+
+    bundle: str
+    spec: str  # lineage-audit-bundle/1
+    run: str
+    records: int
+    digest: str  # the manifest's digest
+
+
+class BundleImported(Answer):
+    """`lineage audit import`: a bundle checked whole, and what it added."""
+
+    bundle: str
+    records: int
+    signed: int  # records carrying a signature (each verified)
+    added: tuple[str, ...]
+    already_present: tuple[str, ...]
+    newly_signed: tuple[str, ...]  # versions that signed a record the ledger held
+
+
+class RecordsSigned(Answer):
+    """`lineage audit sign`: the records signed, by id, and the key that signed them."""
+
+    file: str
+    output: str | None  # where they were written; None: printed
+    ids: tuple[str, ...]
+    public_key: str | None  # None for a file without records
+    records: tuple[dict[str, Any], ...] | None = optional()  # only when printed
 
 
 class AuditMachine(Answer):

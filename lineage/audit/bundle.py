@@ -17,8 +17,14 @@ import json
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from lineage.audit.record_files import (
+    MAX_RECORDS_BYTES,
+    depth_error,
+    read_records_file,
+    too_deep,
+)
 from lineage.audit.records import SPEC as RECORD_SPEC
 from lineage.audit.records import record_id
 from lineage.audit.sshsig import (
@@ -28,13 +34,12 @@ from lineage.audit.sshsig import (
     verify_record,
 )
 from lineage.errors import InputError, RuleError, UsageError
-from lineage.runs.chain import blake3_hex, canonical_json
-from lineage.store.durable import publish, remove_quietly, temp_path_for
+from lineage.runs.chain import MAX_DEPTH, blake3_hex, canonical_json
+from lineage.userfiles import open_regular, write_output
 
 BUNDLE_SPEC = "lineage-audit-bundle/1"
 RECORDS_MEMBER = "records.jsonl"
 MANIFEST_MEMBER = "MANIFEST.json"
-_MAX_MEMBER = 1 << 30  # a zip bomb stops here; 100,000 records are ~150 MB
 
 
 def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -> dict[str, Any]:
@@ -46,20 +51,23 @@ def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -
             raise UsageError(f"a record of run {record.get('run')!r} in the bundle of {run!r}")
         lines.setdefault(record_id(record), canonical_json(record))
     data = "".join(line + "\n" for line in lines.values()).encode("utf-8")
+    if len(data) > MAX_RECORDS_BYTES:  # a bundle no lineage would import
+        raise UsageError(f"the ledger of {run!r} is {len(data):,} bytes of records, over the "
+                         f"{_size(MAX_RECORDS_BYTES)} a bundle may hold")
     manifest = _manifest(run, list(lines), {RECORDS_MEMBER: blake3_hex(data)})
-    final = Path(path).resolve()
-    temp = temp_path_for(final)
-    try:
-        with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+
+    def write(handle: BinaryIO) -> None:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr(_entry(RECORDS_MEMBER), data)
             archive.writestr(_entry(MANIFEST_MEMBER), canonical_json(manifest))
-        publish(temp, final)
-    except OSError as exc:
-        raise UsageError(f"cannot write the bundle {path}: {exc.strerror or exc}") from exc
-    finally:
-        remove_quietly(temp)
+
+    write_output(path, write)
     return {"bundle": str(path), "spec": BUNDLE_SPEC, "run": run, "records": len(lines),
             "digest": manifest["digest"]}
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
 def _manifest(run: str, ids: list[str], members: dict[str, str]) -> dict[str, Any]:
@@ -93,11 +101,12 @@ def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
 
 
 def _read_members(path: Path) -> tuple[dict[str, Any], bytes]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return _read_archive(path, archive)
-    except (OSError, zipfile.BadZipFile, zlib.error) as exc:
-        raise InputError(path, f"not a readable bundle ({exc})") from exc
+    with open_regular(path, what="bundle", max_bytes=MAX_RECORDS_BYTES) as handle:
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                return _read_archive(path, archive)
+        except (OSError, zipfile.BadZipFile, zlib.error) as exc:
+            raise InputError(path, f"not a readable bundle ({exc})") from exc
 
 
 def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any], bytes]:
@@ -107,8 +116,9 @@ def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any],
     if MANIFEST_MEMBER not in names:
         raise InputError(path, "no MANIFEST.json: not an audit bundle")
     for info in archive.infolist():
-        if info.file_size > _MAX_MEMBER:
-            raise InputError(path, f"{info.filename}: refused ({info.file_size} bytes)")
+        if info.file_size > MAX_RECORDS_BYTES:
+            raise InputError(path, f"{info.filename}: refused ({info.file_size:,} bytes, over "
+                             f"the {_size(MAX_RECORDS_BYTES)} a member may hold)")
     manifest = _parse_manifest(path, archive.read(MANIFEST_MEMBER))
     for name in names:
         if name != MANIFEST_MEMBER and name not in manifest["members"]:
@@ -122,7 +132,10 @@ def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any],
 
 def _parse_manifest(path: Path, data: bytes) -> dict[str, Any]:
     try:
-        manifest = json.loads(data)
+        text = data.decode("utf-8")
+        if too_deep(text, MAX_DEPTH):
+            raise depth_error(path, MANIFEST_MEMBER)
+        manifest = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(path, f"MANIFEST.json is not JSON ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("spec") != BUNDLE_SPEC:
@@ -153,7 +166,10 @@ def _parse_records(path: str | Path, data: bytes,
     for number, (line, expected) in enumerate(zip(lines, listed, strict=True), start=1):
         where = f"{RECORDS_MEMBER}:{number}"
         try:
-            record = json.loads(line)
+            text = line.decode("utf-8")
+            if too_deep(text, MAX_DEPTH):
+                raise depth_error(path, where)
+            record = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(path, f"record {expected} is not JSON: refused", where=where
                              ) from exc
@@ -186,36 +202,6 @@ def _check_signature(path: str | Path, record: dict[str, Any],
                          f"as {name!r} in {allowed_path}: refused")
 
 
-def read_records_file(path: str | Path) -> tuple[list[dict[str, Any]], str]:
-    """The records of a JSON file (one object, or a list of them) or a JSONL file (one
-    object per line), and which of the three it was: "object", "list" or "jsonl"."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the records ({exc})") from exc
-    try:
-        whole = json.loads(text)
-    except ValueError:
-        whole = None
-    if isinstance(whole, dict):
-        return [whole], "object"
-    if isinstance(whole, list) and all(isinstance(item, dict) for item in whole):
-        return whole, "list"
-    records = []
-    for number, line in enumerate(text.split("\n"), start=1):  # as in _parse_records
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise InputError(path, "not a JSON record, a JSON list of records or JSON lines",
-                             where=f"line {number}") from exc
-        if not isinstance(record, dict):
-            raise InputError(path, "a record is a JSON object", where=f"line {number}")
-        records.append(record)
-    return records, "jsonl"
-
-
 def records_text(records: list[dict[str, Any]], form: str) -> str:
     """Records written back in the form `read_records_file` found them in."""
     if form == "object" and len(records) == 1:
@@ -234,7 +220,8 @@ def sign_records_file(path: str | Path, key_path: str | Path
     public_key_line(key_path)  # a key that cannot sign is refused before the records are read
     records, form = read_records_file(path)
     for number, record in enumerate(records, start=1):
-        if record.get("spec") != RECORD_SPEC:
+        if not isinstance(record, dict) or record.get("spec") != RECORD_SPEC:
+            spec = record.get("spec") if isinstance(record, dict) else None
             raise InputError(path, f"record {number} is not a {RECORD_SPEC} record "
-                             f"(spec {record.get('spec')!r})")
+                             f"(spec {spec!r})")
     return [sign_record(record, key_path) for record in records], form

@@ -1,10 +1,13 @@
 """The ledger: audit records kept in the catalog's `audit_records` table.
 
 Records are immutable and named by their id, so adding a record twice is a no-op and
-ledgers from many machines merge by union. Every record is checked before any is
-written: its form (records.validate), its run and chain head, an attestation's `expected`
-against the chain, and its signature when it carries one; then the new ones are written
-in one writer transaction, so a batch is added whole or not at all.
+ledgers from many machines merge by union. A record is one record whatever its versions:
+a version of a record the ledger holds (the same identity, records.record_identity) is
+kept only when it brings a signature, and then reported as newly signed, not added.
+Every record is checked before any is written: its form (records.validate), its run and
+chain head, an attestation's `expected` against the chain, and its signature when it
+carries one; then the new ones are written in one writer transaction, so a batch is
+added whole or not at all.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineage.audit.records import parse_time, record_id, validate
+from lineage.audit.versions import Version, sort_out
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.runs.chain import canonical_json
 from lineage.store.base import BaseStore
@@ -28,10 +32,13 @@ COLUMNS = ("id", "kind", "run", "chain_head", "step", "last_step", "auditor", "p
 
 @dataclass
 class AddedRecords:
-    """What add_records did: ids written now, and ids the ledger already held."""
+    """What add_records did, by the ids given: records new to the ledger; records it held
+    (as given, or as another version that adds nothing); versions that brought a
+    signature to a record it held."""
 
     added: list[str] = field(default_factory=list)
     present: list[str] = field(default_factory=list)
+    newly_signed: list[str] = field(default_factory=list)
 
 
 def run_head(store: BaseStore, run: str) -> str:
@@ -62,22 +69,16 @@ def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,
     with store.reader(views=False) as con:
         _check_runs(con, checked, source)
         _check_expected(con, checked, source)
-    result = AddedRecords()
-    seen: set[str] = set()
     with store.writer() as con:
-        ids = [row[0] for row in rows]
-        held = _held(con, ids)
-        fresh = []
-        for row in rows:
-            if row[0] in held or row[0] in seen:
-                result.present.append(row[0])
-            else:
-                seen.add(row[0])
-                fresh.append(row)
-                result.added.append(row[0])
-        if fresh:
-            _insert(con, fresh)
-    return result
+        versions = [_version(row) for row in rows]
+        held = _held(con, [v.id for v in versions])
+        sorting = sort_out(versions, held, _sharing(con, [v.key for v in versions]))
+        if sorting.fresh:
+            _insert(con, [rows[i] for i in sorting.fresh])
+        for i in sorting.to_sign:  # the same record (same id), now with its signature
+            con.execute("UPDATE audit_records SET signed = true, record = ? "
+                        "WHERE id = ? AND NOT signed", [versions[i].record, versions[i].id])
+    return AddedRecords(sorting.added, sorting.present, sorting.newly_signed)
 
 
 def _signed(record: dict[str, Any], source: str, place: int) -> bool:
@@ -171,18 +172,50 @@ def _row(record: dict[str, Any], signed: bool) -> tuple[Any, ...]:
             parse_time(record["created_at"]), canonical_json(record))
 
 
-def _held(con: Any, ids: list[str]) -> set[str]:
+_KEY_COLUMNS = ("kind", "run", "step", "last_step", "auditor", "created_at")
+
+
+def _version(row: tuple[Any, ...]) -> Version:
+    at = {name: row[COLUMNS.index(name)] for name in ("id", "signed", "record", *_KEY_COLUMNS)}
+    return Version(at["id"], at["signed"], tuple(at[name] for name in _KEY_COLUMNS),
+                   at["record"])
+
+
+def _held(con: Any, ids: list[str]) -> dict[str, bool]:
+    """Which of `ids` the ledger holds, and whether each copy is signed."""
     if not ids:
-        return set()
+        return {}
     import pyarrow as pa
 
     con.register("audit_incoming_ids", pa.table({"id": ids}))
     try:
-        return {r[0] for r in con.execute(
-            "SELECT a.id FROM audit_records a JOIN audit_incoming_ids i ON a.id = i.id"
-        ).fetchall()}
+        return {r[0]: bool(r[1]) for r in con.execute(
+            "SELECT a.id, a.signed FROM audit_records a JOIN audit_incoming_ids i "
+            "ON a.id = i.id").fetchall()}
     finally:
         con.unregister("audit_incoming_ids")
+
+
+def _sharing(con: Any, keys: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], str]]:
+    """(version key, record JSON) of the held records whose version key is among `keys`:
+    the only ones a record of the batch could be another version of."""
+    if not keys:
+        return []
+    import pyarrow as pa
+
+    names = _KEY_COLUMNS
+    types = _arrow_types()
+    con.register("audit_incoming_keys", pa.table(
+        {name: pa.array([key[i] for key in keys], type=types[name])
+         for i, name in enumerate(names)}))
+    try:
+        rows = con.execute(
+            f"SELECT {', '.join('a.' + n for n in names)}, a.record FROM audit_records a "
+            f"SEMI JOIN audit_incoming_keys k ON "
+            + " AND ".join(f"a.{n} = k.{n}" for n in names)).fetchall()
+    finally:
+        con.unregister("audit_incoming_keys")
+    return [(tuple(row[:-1]), row[-1]) for row in rows]
 
 
 def _insert(con: Any, rows: list[tuple[Any, ...]]) -> None:

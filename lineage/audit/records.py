@@ -3,7 +3,10 @@
 A record is a JSON object with `"spec": "lineage-audit/1"` and a `kind`: `attestation` (one
 audit unit replayed), `claim` (an auditor means to cover a step range, until it expires)
 or `checkpoint` (an intermediate checkpoint offered for a relay). Its id is the BLAKE3 of
-its canonical JSON without the `signature` key, so a signature never changes an id.
+its canonical JSON without the `signature` key, so a signature never changes an id. Its
+identity is the id it has unsigned and naming no key (`auditor.public_key` null): signing
+writes the key into the record, which changes its id, never its identity, so the versions
+of one record (as made, and as each key signed it) count as one.
 """
 
 from __future__ import annotations
@@ -49,6 +52,15 @@ class _Broken(Exception):
 def record_id(record: Mapping[str, Any]) -> str:
     """`blake3:<hex>` of the canonical JSON of the record without its signature."""
     return blake3_hex(canonical_bytes(record))
+
+
+def record_identity(record: Mapping[str, Any]) -> str:
+    """`blake3:<hex>` of the canonical JSON of the record without its signature and with
+    `auditor.public_key` null: what every version of the record, signed or not, shares."""
+    body = {key: value for key, value in record.items() if key != "signature"}
+    if isinstance(body.get("auditor"), Mapping):
+        body["auditor"] = {**body["auditor"], "public_key": None}
+    return blake3_hex(canonical_json(body).encode("utf-8"))
 
 
 def canonical_bytes(record: Mapping[str, Any]) -> bytes:

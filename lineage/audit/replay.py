@@ -32,6 +32,7 @@ from typing import Any
 
 from lineage.audit import machine
 from lineage.audit import records as audit_records
+from lineage.audit.record_files import read_records_file
 from lineage.audit.records import SPEC, record_id
 from lineage.audit.state_files import read_state, require_new_folder, write_state
 from lineage.errors import InputError, NotFoundError, UnknownObjectError, UsageError
@@ -230,19 +231,10 @@ def intermediate_start(folder: Path, target: RunStep) -> dict[str, Any]:
 
 def _folder_records(folder: Path) -> list[dict[str, Any]]:
     path = folder / RECORDS_FILE
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+    if not path.exists():
         return []
-    records = []
-    for number, line in enumerate(lines, 1):
-        try:
-            value = json.loads(line) if line.strip() else None
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"json: {exc.msg}", where=f"line {number}") from None
-        if isinstance(value, dict) and value.get("spec") == SPEC:
-            records.append(value)
-    return records
+    values, _ = read_records_file(path)
+    return [value for value in values if isinstance(value, dict) and value.get("spec") == SPEC]
 
 
 def checked_state(folder: Path, target: RunStep) -> dict[str, Any]:

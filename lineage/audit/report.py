@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.audit.records import SPEC, format_time, utc_now
 from lineage.audit.status import STATUSES, audit_status, participants
+from lineage.audit.versions import counted_versions
 from lineage.errors import UsageError
 from lineage.store.base import BaseStore
 from lineage.version import __version__
@@ -53,6 +54,7 @@ SELECT json_extract_string(record, '$.machine.backend') AS backend,
        count(*) AS replays, coalesce(sum(duration_s), 0) AS seconds,
        count(*) FILTER (WHERE swapped) AS swapped
 FROM audit_records WHERE run = ? AND kind = 'attestation'
+    AND {counted}
 GROUP BY ALL ORDER BY backend, device, memory_bytes
 """
 
@@ -73,8 +75,8 @@ def coverage_report(store: BaseStore, run: str, *, now: datetime | None = None) 
 
 def machines(store: BaseStore, run: str) -> list[dict[str, Any]]:
     """The machines the run's attestations name, by backend, device and memory."""
-    with store.reader(views=False) as con:
-        rows = con.execute(_MACHINES, [run]).fetchall()
+    with store.reader(views=False) as con, counted_versions(con, run) as counted:
+        rows = con.execute(_MACHINES.replace("{counted}", counted.where()), [run]).fetchall()
     return [{"backend": backend, "device": device, "memory_bytes": memory, "replays": n,
              "replay_hours": round(float(seconds) / 3600, 3), "swapped": swapped}
             for backend, device, memory, n, seconds, swapped in rows]

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from lineage.audit.records import canonical_bytes, record_id
 from lineage.errors import InputError, RuleError
+from lineage.userfiles import read_regular
 
 NAMESPACE = "lineage-audit"
 MAGIC = b"SSHSIG"
@@ -41,6 +42,8 @@ BEGIN = "-----BEGIN SSH SIGNATURE-----"
 END = "-----END SSH SIGNATURE-----"
 _LINE = 70  # the armor's line width, as ssh-keygen writes it
 _SIGNATURE_LABEL = "SSH signature"
+MAX_KEY_BYTES = 64 << 10  # an ed25519 private key is about 400 bytes, an RSA one a few KB
+MAX_ALLOWED_SIGNERS_BYTES = 16 << 20  # about 150,000 lines of a key each
 
 
 # --- the wire format ---------------------------------------------------------------
@@ -120,10 +123,7 @@ def _load_private_key(path: str | Path) -> Any:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(path, f"key: cannot read the key ({exc.strerror or exc})") from exc
+    data = read_regular(path, what="private key", max_bytes=MAX_KEY_BYTES)
     try:
         key = load_ssh_private_key(data, password=None)
     except TypeError as exc:  # cryptography's way of saying "a passphrase is needed"
@@ -318,9 +318,10 @@ def parse_allowed_signers(path: str | Path) -> list[AllowedSigner]:
     """The entries of an allowed_signers file (ssh-keygen(1), ALLOWED SIGNERS): lines of
     `principals [options] keytype base64 [comment]`; `#` comments and blank lines skipped.
     A line that does not parse is an InputError naming the file and the line."""
+    data = read_regular(path, what="allowed_signers file", max_bytes=MAX_ALLOWED_SIGNERS_BYTES)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(path, f"allowed-signers: cannot read the file ({exc})") from exc
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):

@@ -24,6 +24,7 @@ from lineage.errors import InputError, UsageError
 from lineage.formats import safetensors as st
 from lineage.runs.chain import GRADIENTS_PREFIX, OPTIMIZER_PREFIX, WEIGHTS_PREFIX
 from lineage.runs.checkpoint_evidence import OPTIMIZER_FILE
+from lineage.userfiles import open_regular
 
 MODEL_FILE = "model.safetensors"
 # safetensors dtype names -> NumPy dtypes (little-endian); BF16 and FP8 have no NumPy type.
@@ -51,7 +52,7 @@ def read_tensors(path: Path) -> dict[str, np.ndarray]:
     header = st.read_header(path)
     base = st.PREFIX_BYTES + header.header_len
     tensors: dict[str, np.ndarray] = {}
-    with open(path, "rb") as handle:
+    with open_regular(path, what="safetensors file") as handle:
         for info in header.tensors:
             if info.dtype not in _DTYPES:
                 raise InputError(path, f"dtype: tensor {info.name!r} is {info.dtype}, which "

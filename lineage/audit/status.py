@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.audit.ledger import chain_head_of
 from lineage.audit.records import SPEC, utc_now
+from lineage.audit.versions import Counted, counted_versions
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.store.base import BaseStore
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 STATUSES = ("confirmed", "provisional", "claimed", "untouched", "disputed", "mismatch")
 NEXT_UNCLAIMED = 10
-
 # Every step-replay attestation of the run, with whether its start is grounded: the
 # initial state (step 0), or a published checkpoint of the run at step-1 that matches the
 # chain and whose weights digest is the one the replay started from.
@@ -38,6 +38,7 @@ WITH att AS (
         AND c.step = a.step - 1 AND c.matches_chain
         AND c.weights_digest = json_extract_string(a.record, '$.start.weights_digest')
     WHERE a.run = $run AND a.kind = 'attestation' AND a.unit = 'step-replay'
+        AND {counted}
 )
 """
 _PER_STEP = _GROUNDED + """
@@ -49,19 +50,25 @@ FROM att GROUP BY step
 """
 # Matching replays from an intermediate checkpoint, with what their custody depends on:
 # the checkpoint record (its step, state hash against the chain, state digest against the
-# replay's start) and the attestation that produced it.
+# replay's start) and the attestation that produced it, each reference taken to the
+# counted version of the record it names (lineage.audit.versions); the last four columns
+# say which references found nothing.
 _RELAYS = _GROUNDED + """
 SELECT b.id, b.step, b.auditor,
        c.id IS NOT NULL AND c.step = b.step - 1
            AND json_extract_string(c.record, '$.state_hash') IS NOT DISTINCT FROM s.state_hash
            AND json_extract_string(c.record, '$.state_digest')
                = json_extract_string(r.record, '$.start.state_digest') AS checkpoint_ok,
-       p.id, p.step, p.result = 'match', p.grounded, p.start_kind = 'intermediate', p.auditor
+       p.id, p.step, p.result = 'match', p.grounded, p.start_kind = 'intermediate', p.auditor,
+       b.start_ref, c.id IS NULL, json_extract_string(c.record, '$.attestation'), p.id IS NULL
 FROM att b
 JOIN audit_records r ON r.id = b.id
-LEFT JOIN audit_records c ON c.id = b.start_ref AND c.kind = 'checkpoint' AND c.run = $run
+LEFT JOIN audit_refs cr ON cr.ref = b.start_ref
+LEFT JOIN audit_records c ON c.id = coalesce(cr.id, b.start_ref) AND c.kind = 'checkpoint'
+    AND c.run = $run
 LEFT JOIN steps s ON s.run = $run AND s.step = b.step - 1
-LEFT JOIN att p ON p.id = json_extract_string(c.record, '$.attestation')
+LEFT JOIN audit_refs pr ON pr.ref = json_extract_string(c.record, '$.attestation')
+LEFT JOIN att p ON p.id = coalesce(pr.id, json_extract_string(c.record, '$.attestation'))
 WHERE b.start_kind = 'intermediate' AND b.result = 'match'
 ORDER BY b.step, b.id
 """
@@ -89,12 +96,12 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
     """Apply the status rules to the run's ledger, at time `now` (claims expire)."""
     import numpy as np
 
-    with store.reader(views=False) as con:
+    with store.reader(views=False) as con, counted_versions(con, run) as counted:
         head = chain_head_of(con, run)
         interval, steps = _shape(con, run)
         counts = {name: np.zeros(steps, np.int64)
                   for name in ("matches", "mismatches", "swapped", "grounded")}
-        rows = con.execute(_PER_STEP, {"run": run}).fetchnumpy()
+        rows = con.execute(_counting(_PER_STEP, counted), {"run": run}).fetchnumpy()
         at = np.asarray(rows["step"], dtype=np.int64)
         inside = at < steps  # records are checked against the chain; this is belt and braces
         for name, target in counts.items():
@@ -103,15 +110,36 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
         cov = Coverage(run, head, interval, steps, counts["matches"], counts["mismatches"],
                        counts["swapped"], verified=(grounded > 0) & (counts["mismatches"] == 0),
                        claimed=np.zeros(steps, bool))
-        _follow_relays(cov, con.execute(_RELAYS, {"run": run}).fetchall())
-        _mark_claims(cov, con, now or utc_now())
+        _follow_relays(cov, _relays(con, run, counted))
+        _mark_claims(cov, con, now or utc_now(), counted)
         cov.participants = [r[0] for r in con.execute(
             "SELECT DISTINCT auditor FROM audit_records WHERE run = ? ORDER BY auditor",
             [run]).fetchall()]
-        seconds = con.execute("SELECT coalesce(sum(duration_s), 0) FROM audit_records "
-                              "WHERE run = ? AND kind = 'attestation'", [run]).fetchall()
+        seconds = con.execute(f"SELECT coalesce(sum(duration_s), 0) FROM audit_records "
+                              f"WHERE run = ? AND kind = 'attestation' AND {counted.where()}",
+                              [run]).fetchall()
         cov.replay_seconds = float(seconds[0][0])
     return cov
+
+
+def _counting(sql: str, counted: Counted) -> str:
+    return sql.replace("{counted}", counted.where("a.id"))
+
+
+def _relays(con: Any, run: str, counted: Counted) -> list[tuple[Any, ...]]:
+    """The relay rows. A reference that found nothing is looked up by identity (a record
+    signed after a relay named it unsigned), and the rows are read again: a checkpoint
+    found that way may name its attestation so too, hence at most three reads."""
+    sql = _counting(_RELAYS, counted)
+    for _ in range(3):
+        rows = con.execute(sql, {"run": run}).fetchall()
+        dangling = [(start_ref, "checkpoint", step - 1) if no_checkpoint else
+                    (made_by, "attestation", step - 1)
+                    for _, step, *_, start_ref, no_checkpoint, made_by, no_producer in rows
+                    if no_checkpoint or (no_producer and made_by is not None)]
+        if not dangling or not counted.resolve(dangling):
+            break
+    return [row[:-4] for row in rows]
 
 
 def _shape(con: Any, run: str) -> tuple[int, int]:
@@ -143,10 +171,11 @@ def _follow_relays(cov: Coverage, rows: list[tuple[Any, ...]]) -> None:
             cov.verified[step] = True
 
 
-def _mark_claims(cov: Coverage, con: Any, now: datetime) -> None:
+def _mark_claims(cov: Coverage, con: Any, now: datetime, counted: Counted) -> None:
     for first, last in con.execute(
             "SELECT step, last_step FROM audit_records WHERE run = ? AND kind = 'claim' "
-            "AND expires_at > ? AND created_at <= ?", [cov.run, now, now]).fetchall():
+            f"AND expires_at > ? AND created_at <= ? AND {counted.where()}",
+            [cov.run, now, now]).fetchall():
         cov.claimed[first:last + 1] = True
 
 
@@ -254,38 +283,46 @@ def step_records(store: BaseStore, run: str, step: int, *,
     cov = coverage(store, run, now=moment)
     if not 0 <= step < cov.steps:
         raise UnknownObjectError(f"run {run!r} has no step {step} (steps 0..{cov.steps - 1})")
-    with store.reader(views=False) as con:
+    with store.reader(views=False) as con, counted_versions(con, run) as counted:
         expected = con.execute("SELECT state_hash FROM steps WHERE run = ? AND step = ?",
                                [run, step]).fetchall()
         rows = con.execute(
             "SELECT kind, record, kind = 'claim' AND expires_at > ? AND created_at <= ? "
             "FROM audit_records WHERE run = ? AND step <= ? AND last_step >= ? "
-            "ORDER BY created_at, id", [moment, moment, run, step, step]).fetchall()
+            f"AND {counted.where()} ORDER BY created_at, id", [moment, moment, run, step, step]
+        ).fetchall()
+        signers = con.execute(
+            "SELECT coalesce(m.id, a.id), list(DISTINCT a.public_key ORDER BY a.public_key) "
+            "FROM audit_records a LEFT JOIN audit_refs m ON m.ref = a.id WHERE a.run = ? "
+            "AND a.step <= ? AND a.last_step >= ? AND a.signed GROUP BY ALL",
+            [run, step, step]).fetchall()
     by_kind: dict[str, list[dict[str, Any]]] = {"attestation": [], "checkpoint": [], "claim": []}
     for kind, record, _ in rows:
         by_kind[kind].append(json.loads(record))
+    signed_by = {record_id: keys for record_id, keys in sorted(signers)}
     return {"run": run, "chain_head": cov.chain_head, "step": step,
             "expected": expected[0][0] if expected else None,
             "status": step_status(cov, step), "verified": bool(cov.verified[step]),
             "claimed_by": sorted({json.loads(r)["auditor"]["name"] for _, r, live in rows
                                   if live}),
             "attestations": by_kind["attestation"], "checkpoints": by_kind["checkpoint"],
-            "claims": by_kind["claim"], "spec": SPEC}
+            "claims": by_kind["claim"], "signed_by": signed_by, "spec": SPEC}
 
 
 def participants(store: BaseStore, run: str) -> dict[str, Any]:
     """The `lineage audit who --json` object: everyone with a record, alphabetically."""
-    with store.reader(views=False) as con:
+    with store.reader(views=False) as con, counted_versions(con, run) as counted:
         chain_head_of(con, run)
+        kept = counted.where()
         rows = con.execute(
             "SELECT auditor, list(DISTINCT public_key ORDER BY public_key) "
             "FILTER (WHERE public_key IS NOT NULL), "
-            "count(*) FILTER (WHERE kind = 'attestation'), "
-            "count(DISTINCT step) FILTER (WHERE kind = 'attestation'), "
-            "count(*) FILTER (WHERE kind = 'claim'), "
-            "count(*) FILTER (WHERE kind = 'checkpoint'), "
-            "coalesce(sum(duration_s), 0) FROM audit_records WHERE run = ? "
-            "GROUP BY auditor ORDER BY auditor", [run]).fetchall()
+            f"count(*) FILTER (WHERE kind = 'attestation' AND {kept}), "
+            f"count(DISTINCT step) FILTER (WHERE kind = 'attestation' AND {kept}), "
+            f"count(*) FILTER (WHERE kind = 'claim' AND {kept}), "
+            f"count(*) FILTER (WHERE kind = 'checkpoint' AND {kept}), "
+            f"coalesce(sum(duration_s) FILTER (WHERE {kept}), 0) FROM audit_records "
+            "WHERE run = ? GROUP BY auditor ORDER BY auditor", [run]).fetchall()
     keys = ("name", "public_keys", "attestations", "steps", "claims", "checkpoints")
     people = [{**dict(zip(keys, (r[0], r[1] or [], *r[2:6]), strict=True)),
                "replay_hours": round(float(r[6]) / 3600, 3)} for r in rows]

@@ -80,7 +80,7 @@ def test_sign_refuses_what_is_not_an_audit_record(cli, keys, tmp_path):
     _one_line_error(result, str(source), "record 1 is not a lineage-audit/1 record")
     result = cli("audit", "sign", str(tmp_path / "missing.json"), "--key",
                  str(keys["alice"]), code=None)
-    _one_line_error(result, "missing.json", "cannot read the records")
+    _one_line_error(result, "missing.json", "file of audit records not found")
 
 
 # `audit export` and `audit import` on a real run's ledger (tests/audit_run.py).

@@ -134,7 +134,7 @@ def test_a_file_that_is_not_a_key_is_a_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("not a key\n")
     with pytest.raises(InputError, match="key-format: not an OpenSSH private key"):
         sshsig.sign(b"data", tmp_path / "notes.txt")
-    with pytest.raises(InputError, match="key: cannot read the key"):
+    with pytest.raises(InputError, match="private key not found"):
         sshsig.sign(b"data", tmp_path / "missing")
 
 
