@@ -55,14 +55,25 @@ def publish_logs(store: BaseStore, staging: Path, record: dict[str, Any]) -> lis
             continue
         content, n_bytes = stored_content(summary)
         final = store.root / log_name(content)
-        if final.is_file():
+        if _holds(final, content, n_bytes):
             remove_quietly(staged)  # the same bytes are already stored
-        else:
+        else:  # none yet, or a leftover that does not hold them: the staged file wins
             publish(staged, final)
         rows.append({"stream": stream, "content": content, "n_bytes": n_bytes,
                      "path": log_name(content), "stored_bytes": final.stat().st_size,
                      "stored_sha256": sha256_file(final)})
     return rows
+
+
+def _holds(path: Path, content: str, n_bytes: int) -> bool:
+    """`path` exists and decompresses to `n_bytes` bytes with BLAKE3 `content`."""
+    if not path.is_file():
+        return False
+    try:
+        _check_content(path, content, n_bytes)
+    except Exception:  # damaged, or not zstd: a write that was interrupted left it
+        return False
+    return True
 
 
 def store_log_file(store: BaseStore, compressed: Path, content: str,
