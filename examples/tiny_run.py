@@ -2,9 +2,11 @@
 
 A byte-level bigram model (embedding 257 x 16, output 16 x 257) in NumPy, trained with
 Adam on the windows `StreamReader` gives it, step by step, as a world of 2 ranks would
-read them. Gradients are clipped to a norm of CLIP; a pre-clip norm above SKIP skips the
-step and the next four (the rule of a published auditable run, with a threshold for this
-model), and the chain header declares that rule so `lineage chain verify` checks every
+read them. Its arithmetic gives the same bits on every CPU (sums in a fixed order, no
+BLAS, `exp` and `log` from basic operations), so its chain does too. Gradients are
+clipped to a norm of CLIP; a pre-clip norm above SKIP skips the step and the next four
+(the rule of a published auditable run, with a threshold for this model), and the chain
+header declares that rule so `lineage chain verify` checks every
 step against it. Each step is appended to a lineage-chain/2 step log (tensors digested,
 batch digests from the reader); every CHECKPOINT_EVERY steps (declared too) the weights
 go to model.safetensors and the optimizer moments and clipped gradients, under their
@@ -19,6 +21,7 @@ runs one step again from a checkpoint, for `lineage audit replay`:
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import numpy as np
@@ -47,28 +50,66 @@ def init_weights(seed: int = SEED) -> dict[str, np.ndarray]:
 
 
 def loss_and_grads(w: dict[str, np.ndarray], windows: list) -> tuple[float, dict[str, np.ndarray]]:
+    """The batch's mean cross-entropy of each next token and its gradients.
+
+    A bigram model's logits depend only on the previous token, so everything follows
+    from the batch's bigram counts: the same numbers as token by token, but computed in
+    float64 with every sum in a fixed order (`_dot`, `math.fsum`) and `exp`/`log` from
+    + - * / alone, so the same bits come out on every CPU (BLAS matmuls and numpy's SIMD
+    `exp` round differently from one CPU to another, and the chain would too)."""
     tokens = np.concatenate([np.frombuffer(win, dtype=np.uint16) for win in windows])
     x, y = tokens[:-1].astype(np.int64), tokens[1:].astype(np.int64)
-    hidden = w["embed"][x]                                   # (n, DIM)
-    logits = hidden @ w["out"]                               # (n, VOCAB)
+    pairs = np.bincount(x * VOCAB + y, minlength=VOCAB * VOCAB).reshape(VOCAB, VOCAB)
+    seen = pairs.sum(axis=1).astype(np.float64)[:, None]      # exact: integers
+    pairs = pairs.astype(np.float64)
+    embed, out = w["embed"].astype(np.float64), w["out"].astype(np.float64)
+    logits = _dot(embed, out)                                # (VOCAB, VOCAB): after each token
     logits -= logits.max(axis=1, keepdims=True)
-    probs = np.exp(logits)
-    probs /= probs.sum(axis=1, keepdims=True)
-    loss = float(-np.log(probs[np.arange(len(y)), y] + 1e-12).mean())
-    probs[np.arange(len(y)), y] -= 1.0
-    probs /= len(y)
-    grad_out = hidden.T @ probs
-    grad_hidden = probs @ w["out"].T
-    grad_embed = np.zeros_like(w["embed"])
-    np.add.at(grad_embed, x, grad_hidden)
+    probs = _exp(logits)
+    probs /= np.array([math.fsum(row) for row in probs])[:, None]
+    loss = math.fsum((pairs * -_log(probs + 1e-12)).ravel()) / len(x)
+    grad_logits = (seen * probs - pairs) / len(x)            # summed over each token's uses
+    grad_out = _dot(embed.T, grad_logits)
+    grad_embed = _dot(grad_logits, out.T)
     return loss, {"embed": grad_embed.astype(np.float32), "out": grad_out.astype(np.float32)}
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b with each element's terms added in index order (a product, then an add)."""
+    total = np.zeros((a.shape[0], b.shape[1]))
+    for j in range(a.shape[1]):
+        total += a[:, j, None] * b[None, j, :]
+    return total
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    """exp of float64 values: 2^k * exp(r), |r| <= ln2/2, a degree-13 Taylor polynomial."""
+    k = np.rint(x * 1.4426950408889634)
+    r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10
+    poly = np.full_like(r, 1 / math.factorial(13))
+    for i in range(12, -1, -1):
+        poly = poly * r + 1 / math.factorial(i)
+    return np.ldexp(poly, k.astype(np.int64))
+
+
+def _log(x: np.ndarray) -> np.ndarray:
+    """log of positive float64 values: e*ln2 + 2*atanh((m-1)/(m+1)), m in [sqrt(1/2), sqrt 2)."""
+    m, e = np.frexp(x)
+    low = m < 0.7071067811865476
+    m, e = np.where(low, m * 2, m), np.where(low, e - 1, e)
+    f = (m - 1) / (m + 1)
+    s = f * f
+    series = np.full_like(s, 1 / 25)
+    for i in range(11, -1, -1):
+        series = series * s + 1 / (2 * i + 1)
+    return e * 6.93147180369123816490e-01 + (2 * f * series + e * 1.90821492927058770002e-10)
 
 
 def clip_gradients(grads: dict[str, np.ndarray],
                    clip: float) -> tuple[float, bool, dict[str, np.ndarray]]:
     """The pre-clip global norm, whether it was clipped, and the gradients after."""
-    norm = float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum())
-                             for g in grads.values())))
+    norm = math.sqrt(math.fsum(float(v) for g in grads.values()
+                               for v in (g.astype(np.float64) ** 2).ravel()))
     if norm > clip:
         grads = {k: (g * (clip / norm)).astype(np.float32) for k, g in grads.items()}
     return norm, norm > clip, grads
@@ -138,9 +179,18 @@ def adam(w: dict[str, np.ndarray], g: dict[str, np.ndarray], m: dict[str, np.nda
     for k in w:
         m[f"{k}.m"] = (b1 * m[f"{k}.m"] + (1 - b1) * g[k]).astype(np.float32)
         m[f"{k}.v"] = (b2 * m[f"{k}.v"] + (1 - b2) * g[k] * g[k]).astype(np.float32)
-        m_hat = m[f"{k}.m"] / (1 - b1**t)
-        v_hat = m[f"{k}.v"] / (1 - b2**t)
+        m_hat = m[f"{k}.m"] / (1 - _power(b1, t))
+        v_hat = m[f"{k}.v"] / (1 - _power(b2, t))
         w[k] = (w[k] - lr * m_hat / (np.sqrt(v_hat) + eps)).astype(np.float32)
+
+
+def _power(base: float, exponent: int) -> float:
+    """base ** exponent by repeated multiplication (a float ** goes to the C library's
+    pow, which can differ in the last bit from one machine to another)."""
+    result = 1.0
+    for _ in range(exponent):
+        result *= base
+    return result
 
 
 def replay(state: dict[str, np.ndarray], batch: list, *, step: int, record: dict,

@@ -544,7 +544,7 @@ def test_verify_a_missing_folder_is_bad_input(cli: Cli, tmp_path: Path) -> None:
                               "or folder\n")
     gate = cli("exp", "run", "--weights", str(tmp_path / "nonexistent"), "--revision", "r",
                "--", "true", code=2)
-    assert gate.stderr.count("\n") == 1 and "no-folder: no such directory" in gate.stderr
+    assert gate.stderr == f"error: {tmp_path / 'nonexistent'}: no such weights folder or file\n"
     assert cli.json("exp", "list") == []  # bad input leaves no record
 
 

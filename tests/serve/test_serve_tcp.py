@@ -162,6 +162,9 @@ def test_an_answer_the_client_does_not_read_is_dropped(demo_root: Path) -> None:
         raw.sendall(f"POST /api/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
                     f"{len(query)}\r\n\r\n{query}".encode())
         deadline = time.monotonic() + WAIT
+        while not server.server.server_state.connections:  # until the server has it
+            assert time.monotonic() < deadline, "the connection never arrived"
+            time.sleep(0.01)
         while server.server.server_state.connections:
             assert time.monotonic() < deadline, "the connection was kept"
             time.sleep(0.05)
