@@ -289,7 +289,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     cases = sum(s["cases"] for s in found)
     reached = sum(s["reached"] for s in found)
     how = ("ENOSPC, EIO and SIGKILL at each point" if all(s["full"] for s in found) else
-           "each point failed once, the actions in turn; all three at the catalog's")
+           "each point's first call failed once, the actions in turn")
     terminalreporter.write_line(
         f"fault matrix: {len(found)} commands, {points} write points, {cases} cases "
         f"({how}), {reached} reached")

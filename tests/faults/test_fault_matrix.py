@@ -37,9 +37,9 @@ from .injector import Injector, Point, build_library, cases, copy_store, points
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = REPO / "test-artifacts" / "fault-matrix"
-# `make test` fails every point once (the actions in turn, all three at the catalog's
-# points); LINEAGE_FAULT_MATRIX=full (`make test-faults`, run by CI too) every action at
-# every point.
+# `make test` fails each point's first call once, the actions in turn (injector.cases);
+# LINEAGE_FAULT_MATRIX=full (`make test-faults`, run by CI too) every action at every
+# point.
 FULL = os.environ.get("LINEAGE_FAULT_MATRIX") == "full"
 
 # Columns that differ between two clean runs of the same command (times, random ids,
