@@ -30,6 +30,7 @@ from lineage.ingest.orders.megatron_docs import (
     tag,
     untag_all,
 )
+from lineage.ingest.orders.megatron_indices import check_blend, check_gpt
 from lineage.ingest.orders.megatron_rebuild import check_rebuilt, rebuild_cache, recorded_cache
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
@@ -78,6 +79,7 @@ def import_megatron(
     manifest_hash, tokens_of = _corpus(store, corpus)
     datasets = [map_dataset(read_indexed(prefix), docs[data.index(prefix)], tokens_of)
                 for prefix in prefixes]
+    _check_indices(cached, datasets, int(run.add_extra_token))
     schedule = run.schedule()
     window_len = _sequence_length(cached) + int(run.add_extra_token)
     windows = _windows(cached, schedule, run.train_iters)
@@ -109,6 +111,14 @@ def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
     if by_name:
         raise UsageError(f"--data {', '.join(sorted(by_name))}: not part of the cached run")
     return ordered
+
+
+def _check_indices(cached: CachedRun, datasets: list[Dataset], extra: int) -> None:
+    """Every cached array is the one megatron-core makes from its description."""
+    for member, dataset in zip(cached.datasets, datasets, strict=True):
+        check_gpt(member, dataset.data.sequence_lengths, extra)
+    if cached.blend is not None:
+        check_blend(cached.blend, cached.datasets)
 
 
 def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:

@@ -25,9 +25,9 @@ from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
+    check_shuffles,
     read_global_indices,
     rebuilt_epochs,
-    shuffle_check,
     training_order,
 )
 from lineage.ingest.orders.olmo_tokens import (
@@ -215,7 +215,8 @@ def _epochs(run: OlmoRun, dataset_size: int) -> tuple[list[EpochIndices], int | 
     if run.seed is not None and seed is not None and run.seed != seed:
         raise UsageError(f"--seed {run.seed}, but the global indices were made with seed "
                          f"{seed}")
-    return epochs, seed if seed is not None else run.seed, shuffle_check(epochs)
+    seed = seed if seed is not None else run.seed
+    return epochs, seed, check_shuffles(epochs, seed)
 
 
 def _check_epochs(epochs: list[EpochIndices]) -> int | None:
