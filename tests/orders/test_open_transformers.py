@@ -60,7 +60,7 @@ def test_the_committed_run_is_what_the_generator_writes(tmp_path: Path) -> None:
 
 def test_each_step_and_rank_reads_back_the_harness_tokens(shakespeare: Store) -> None:
     result = _import(shakespeare, HARNESS)
-    assert result["status"] == "added" and result["spec"] == "imported/1"
+    assert result["status"] == "added" and result["spec"] == "imported/2"
     assert result["framework"] == "open-transformers"
     assert result["schedule"] == [[0, 4], [16, 8]]  # 16,384 tokens = 16 steps of 4 x 256
     assert result["rank_rule"] == {"micro_batch": 2, "rule": "micro-batches"}
@@ -273,7 +273,7 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                    str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert out["status"] == "added" and out["steps"] == 34 and out["windows"] == 208
     shown = cli.json("stream", "show", "h")
-    assert (shown["spec"], shown["spec_hash"]) == ("imported/1", out["spec_hash"])
+    assert (shown["spec"], shown["spec_hash"]) == ("imported/2", out["spec_hash"])
     assert shown["schedule"] == [[0, 4], [16, 8]] and shown["seed"] is None
     docs = cli.json("docs", "--step", "20", "--stream", "h", "--rank", "0",
                     "--world-size", "2")
