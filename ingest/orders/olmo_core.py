@@ -11,7 +11,6 @@ and each must hold exactly the tokens the corpus counted for it (docs/importers.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ import numpy as np
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import artifact_hash, store_order
+from lineage.ingest.orders.json_input import parse_json
 from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
@@ -117,7 +117,7 @@ def _read_mixture(path: Path) -> list[tuple[str, int]]:
     """The mixture's path index in dataset order: `[[path, tokens], ...]` (what
     `SourceMixtureDataset.to_index()` holds, keyed by (path, position))."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = parse_json(path, path.read_bytes())
         pairs = [(str(p), int(t)) for p, t in value]
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(path, f"expected a JSON list of [path, tokens] pairs ({exc})") from exc

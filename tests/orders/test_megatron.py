@@ -388,3 +388,12 @@ def test_cli_refuses_a_broken_run_with_exit_2(cli: Any, corpus: Store, copied: P
     assert "sonnets.idx" in result.stderr and "MMIDIDX" in result.stderr
     assert "Traceback" not in result.stderr
     assert cli.json("stream", "list") == []
+
+
+def test_deep_json_in_the_preprocessing_input_is_refused(corpus: Store, copied: Path) -> None:
+    """The nesting-depth rule of every JSON reader (before: "unexpected RecursionError")."""
+    lines = (copied / "poems.jsonl").read_text().splitlines()
+    lines[2] = '{"id": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (copied / "poems.jsonl").write_text("\n".join(lines) + "\n")
+    _refused(corpus, "poems.jsonl:line 3: nesting-depth: JSON nested deeper than 32 levels",
+             folder=copied)

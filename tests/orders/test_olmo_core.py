@@ -382,3 +382,12 @@ def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
     with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
         import_olmo_core(store, corpus="poetry", stream="bpe-other",
                          run=dataclasses.replace(run, tokenizer=other))
+
+
+def test_a_deep_mixture_index_is_refused(poetry: Store, tmp_path: Path) -> None:
+    """The nesting-depth rule of every JSON reader (before: "unexpected RecursionError")."""
+    index = tmp_path / "mixture.json"
+    index.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="mixture.json: nesting-depth: JSON nested deeper "
+                       "than 32 levels"):
+        import_case(poetry, "mixture", tmp_path, mixture_index=index)

@@ -390,3 +390,27 @@ def test_cli_names_a_missing_corpus_with_exit_2(cli: Any) -> None:
                  "--manifest", str(HARNESS / "manifest.json"), "--shards",
                  str(HARNESS / "shards"), "--corpus", "nope", "--stream", "h", code=2)
     assert result.stderr == "error: no corpus named 'nope': `lineage corpus list` shows them\n"
+
+
+@pytest.mark.parametrize("depth", [33, 100_000])
+def test_deep_json_in_the_manifest_is_refused_by_the_nesting_depth_rule(
+        cli: Any, shakespeare: Store, harness: Path, depth: int) -> None:
+    """Before: 100,000 levels gave "unexpected RecursionError" (and 33 were accepted);
+    now the rule every JSON reader applies, with exit 2 and nothing stored."""
+    manifest = json.loads((harness / "manifest.json").read_text())
+    text = json.dumps(manifest)
+    nested = "[" * (depth - 2) + "1" + "]" * (depth - 2)  # + the manifest and run objects
+    (harness / "manifest.json").write_text(text.replace('"run": {', f'"run": {{"x": {nested}, ', 1))
+    result = cli("ingest", "order", "open-transformers", str(harness / "doc_map.parquet"),
+                 "--manifest", str(harness / "manifest.json"), "--shards",
+                 str(harness / "shards"), "--corpus", "shakespeare", "--stream", "h", code=2)
+    assert result.stderr == (f"error: {harness / 'manifest.json'}: nesting-depth: JSON "
+                             "nested deeper than 32 levels\n")
+    assert cli.json("stream", "list") == []
+
+
+def test_json_at_the_depth_limit_is_read(shakespeare: Store, harness: Path) -> None:
+    manifest = json.loads((harness / "manifest.json").read_text())
+    manifest["run"]["x"] = json.loads("[" * 30 + "1" + "]" * 30)  # 32 levels with the two
+    (harness / "manifest.json").write_text(json.dumps(manifest))
+    assert _import(shakespeare, harness)["settings"]["x"] is not None
