@@ -34,6 +34,7 @@ from lineage.ingest.orders.megatron_indices import check_blend, check_gpt
 from lineage.ingest.orders.megatron_rebuild import check_rebuilt, rebuild_cache, recorded_cache
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
+from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress, part_files
 from lineage.stream.imported import ImportedSpec
@@ -63,7 +64,7 @@ def import_megatron(
     store: BaseStore, *, data: Sequence[Path], docs: Sequence[Path], cache: Path,
     corpus: str, stream: str, run: MegatronRun, index_hash: str | None = None,
     tokenizer: Path | None = None, sample_windows: int = 16, rebuild: bool = False,
-    progress: Progress = None,
+    verify: str = "sample", progress: Progress = None,
 ) -> dict[str, Any]:
     """Read a Megatron run's order and store it as stream `stream` of `corpus`. With
     `rebuild`, the cache of stream `stream` (imported before) is first written anew into
@@ -71,6 +72,7 @@ def import_megatron(
     the recorded hash; the import then answers "unchanged"."""
     if len(data) != len(docs) or not data:
         raise UsageError("give one --docs per --data, in the same order")
+    check_verify(verify)
     recorded = recorded_cache(store, stream) if rebuild else None
     if recorded is not None:
         rebuild_cache(recorded.description, data, cache, add_extra_token=run.add_extra_token)
@@ -85,7 +87,7 @@ def import_megatron(
     windows = _windows(cached, schedule, run.train_iters)
     parts = _all_parts(cached, datasets, windows, window_len, int(run.add_extra_token))
     checked = check_tokens(store, corpus, datasets, parts, windows, sample=sample_windows,
-                           tokenizer=tokenizer)
+                           tokenizer=tokenizer, verify=verify)
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=window_len, schedule=schedule,
         rank_rule=RankRule("micro-batches", run.micro_batch_size), framework="megatron",
