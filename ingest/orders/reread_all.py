@@ -15,7 +15,7 @@ as `docs` checks them; the token files are read by runs of neighbouring document
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from lineage.store.parts import part_files
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 Array = np.ndarray[Any, Any]
 VERIFY = ("sample", "all")  # --verify: the default's sampled windows, or every one
@@ -60,19 +61,22 @@ def reread_all(store: BaseStore, corpus: str, encode: Encoder, files: TokenFiles
     """Compare every document; InputError naming the token file, the window and the
     first token that differs. What was compared."""
     with store.reader(views=False) as con:
-        places = _corpus_places(con, store, corpus, files.rids)
-        compared = 0
-        for batch in _batches(places):
-            texts = read_all_checked(con, [places[1][i] for i in batch])
-            compared += _compare(files, [int(places[0][i]) for i in batch],
-                                 [texts[places[1][i].doc_id] for i in batch], encode, locate)
+        order, places = _corpus_places(con, store, corpus, files.rids)
+        compared, done = 0, 0
+        for batch in _batches(places.drop_columns([places.column_names[0]])):
+            texts = read_all_checked(con, batch)
+            docs = order[done:done + len(batch)].tolist()
+            compared += _compare(files, docs, [texts[d.doc_id] for d in batch], encode,
+                                 locate)
+            done += len(batch)
     return {"documents": len(files.rids), "tokens": compared}
 
 
 def _corpus_places(con: duckdb.DuckDBPyConnection, store: BaseStore, corpus: str,
-                   rids: Array) -> tuple[Array, list[StoredDocument]]:
-    """Each document's place in the corpus (input file, record, line start), in the
-    corpus's order: (the documents' indices in that order, their places)."""
+                   rids: Array) -> tuple[Array, pa.Table]:
+    """Each document's place in the corpus (doc_id, content hash, input file, record,
+    line start), in the corpus's order: (the documents' indices in that order, the
+    places as a table of those columns)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -86,89 +90,102 @@ def _corpus_places(con: duckdb.DuckDBPyConnection, store: BaseStore, corpus: str
             if lines else "")
     offset = "t.byte_offset" if lines else "NULL::BIGINT"
     try:
-        found = con.execute(
+        found = con.sql(
             f"SELECT w.k, d.doc_id, d.content_hash, d.origin, d.record, {offset} "
             "FROM wanted w JOIN (SELECT p.first + c.file_row_number AS rid, c.doc_id, "
             "c.content_hash, c.origin, c.record FROM read_parquet(?, filename = true, "
             "file_row_number = true) c JOIN part_rows p ON p.path = c.filename) d "
             f"USING (rid) {text} ORDER BY d.origin, d.record, w.k",
-            [documents, *([lines] if lines else [])]).fetchall()
+            params=[documents, *([lines] if lines else [])]).to_arrow_table()
     finally:
         con.unregister("wanted")
         con.unregister("part_rows")
-    order = np.array([row[0] for row in found], dtype=np.int64)
-    places = [StoredDocument(row[1], row[2], row[3], row[4], row[5]) for row in found]
-    return order, places
+    order = np.asarray(found.column(0).to_numpy(), dtype=np.int64)
+    return order, found
 
 
-def _batches(places: tuple[Array, list[StoredDocument]]) -> list[list[int]]:
-    """Positions into `places`, a file's records at a time (all of a compressed file's)."""
-    out: list[list[int]] = []
-    for i, place in enumerate(places[1]):
-        whole = needs_scan(place)
-        if out and places[1][out[-1][-1]].origin == place.origin and (
-                whole or len(out[-1]) < BATCH):
-            out[-1].append(i)
-        else:
-            out.append([i])
-    return out
+def _batches(places: pa.Table) -> Iterator[list[StoredDocument]]:
+    """The places (doc_id, content hash, origin, record, line start), a file's records
+    at a time: up to BATCH, or all of a compressed file's (read by one scan)."""
+    origin = places.column(2).dictionary_encode().combine_chunks().indices
+    codes = np.asarray(origin.fill_null(-1).to_numpy(zero_copy_only=False))
+    bounds = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1,
+                             [len(codes)])).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        first = StoredDocument(*places.slice(lo, 1).to_pylist()[0].values())
+        step = hi - lo if needs_scan(first) else BATCH
+        for start in range(lo, hi, step):
+            rows = places.slice(start, min(step, hi - start)).to_pylist()
+            yield [StoredDocument(*row.values()) for row in rows]
 
 
 def _compare(files: TokenFiles, docs: list[int], texts: list[bytes], encode: Encoder,
              locate: Locate) -> int:
-    """Documents `docs` (with their corpus bytes `texts`) against the token files."""
-    found = _read_tokens(files, docs)
-    compared = 0
-    for k, text, tokens in zip(docs, texts, found, strict=True):
-        expected = encode(text)
-        count = int(files.n_tokens[k])
-        if len(expected) != count:
-            raise InputError("corpus", f"a document re-tokenizes to {len(expected)} tokens, "
-                             f"not the {count} the corpus recorded")
-        if files.eod is not None:
-            expected = np.append(expected.astype(np.int64), files.eod)
-        differs = np.flatnonzero(tokens[:len(expected)] != expected)
-        if len(differs):
-            where = locate(k, differs)
-            if where is not None:
-                path = files.paths[int(files.file[k])]
-                raise InputError(path, f"{where}: token {int(differs[0])} differs from the "
-                                 "corpus document's (--verify all; nothing stored)")
-        compared += len(expected)
-    return compared
-
-
-def _read_tokens(files: TokenFiles, docs: list[int]) -> list[Array]:
-    """Each document's tokens (its count, + 1 with an EOD), read by runs of neighbours."""
+    """Documents `docs` (with their corpus bytes `texts`) against the token files: one
+    comparison of the batch's tokens laid end to end, in token-file order."""
+    picked = np.asarray(docs, dtype=np.int64)
+    order = np.lexsort((files.start[picked], files.file[picked]))
+    picked = picked[order]
+    encoded = [encode(texts[i]) for i in order.tolist()]
+    counts = files.n_tokens[picked]
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    wrong = np.flatnonzero(lengths != counts)
+    if len(wrong):
+        raise InputError("corpus", f"a document re-tokenizes to {int(lengths[wrong[0]])} "
+                         f"tokens, not the {int(counts[wrong[0]])} the corpus recorded")
     extra = int(files.eod is not None)
-    keys = sorted(range(len(docs)), key=lambda i: (int(files.file[docs[i]]),
-                                                   int(files.start[docs[i]])))
-    out: list[Array] = [np.zeros(0)] * len(docs)
-    run: list[int] = []
-    for i in keys:
-        if run and not _neighbours(files, docs[run[-1]], docs[i], extra):
-            _read_run(files, [docs[j] for j in run], run, out, extra)
-            run = []
-        run.append(i)
-    if run:
-        _read_run(files, [docs[j] for j in run], run, out, extra)
-    return out
+    widths = counts + extra
+    ends = np.cumsum(widths)
+    expected = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+    if files.eod is not None:
+        expected[ends - 1] = files.eod
+        body = np.ones(len(expected), dtype=bool)
+        body[ends - 1] = False
+        expected[body] = np.concatenate(encoded) if encoded else []
+    elif encoded:
+        expected[:] = np.concatenate(encoded)
+    found = _gather(files, picked, widths)
+    differs = np.flatnonzero(found != expected)
+    if len(differs):
+        _refuse(files, picked, ends - widths, differs, locate)
+    return len(expected)
 
 
-def _neighbours(files: TokenFiles, a: int, b: int, extra: int) -> bool:
-    end = int(files.start[a]) + int(files.n_tokens[a]) + extra
-    return bool(files.file[a] == files.file[b] and files.start[b] - end <= _GAP)
+def _refuse(files: TokenFiles, picked: Array, firsts: Array, differs: Array,
+            locate: Locate) -> None:
+    """The first document whose differing tokens a window reads, refused."""
+    owner = np.searchsorted(firsts, differs, side="right") - 1
+    for row in np.unique(owner).tolist():
+        positions = differs[owner == row] - firsts[row]
+        k = int(picked[row])
+        where = locate(k, positions)
+        if where is not None:
+            path = files.paths[int(files.file[k])]
+            raise InputError(path, f"{where}: token {int(positions[0])} differs from the "
+                             "corpus document's (--verify all; nothing stored)")
 
 
-def _read_run(files: TokenFiles, docs: list[int], slots: list[int], out: list[Array],
-              extra: int) -> None:
-    path = files.paths[int(files.file[docs[0]])]
-    first = int(files.start[docs[0]])
-    last = max(int(files.start[k]) + int(files.n_tokens[k]) + extra for k in docs)
-    span = read_elements(path, files.dtypes[int(files.file[docs[0]])], first, last)
-    for k, slot in zip(docs, slots, strict=True):
-        begin = int(files.start[k]) - first
-        out[slot] = span[begin:begin + int(files.n_tokens[k]) + extra]
+def _gather(files: TokenFiles, picked: Array, widths: Array) -> Array:
+    """The documents' tokens end to end (they are in file order), read by runs of
+    neighbours: one read of a run, then one gather."""
+    starts, which = files.start[picked], files.file[picked]
+    if not len(picked):
+        return np.zeros(0, dtype=np.int64)
+    gap = starts[1:] - (starts[:-1] + widths[:-1])
+    breaks = np.flatnonzero((which[1:] != which[:-1]) | (gap < 0) | (gap > _GAP)) + 1
+    pieces = []
+    for lo, hi in zip(np.concatenate(([0], breaks)).tolist(),
+                      np.concatenate((breaks, [len(picked)])).tolist(), strict=True):
+        first = int(starts[lo])
+        last = int((starts[lo:hi] + widths[lo:hi]).max())
+        span = read_elements(files.paths[int(which[lo])], files.dtypes[int(which[lo])],
+                             first, last)
+        run_widths = widths[lo:hi]
+        before = np.cumsum(run_widths) - run_widths
+        index = np.repeat(starts[lo:hi] - first - before, run_widths) + \
+            np.arange(int(run_widths.sum()), dtype=np.int64)
+        pieces.append(span[index])
+    return np.concatenate(pieces)
 
 
 def read_elements(path: Path, dtype: np.dtype[Any], first: int, last: int) -> Array:
