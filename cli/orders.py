@@ -103,6 +103,9 @@ def open_transformers(
         int, typer.Option(help="Windows re-read from the .bin and compared with the "
                           "corpus (first and last included).", min=0)
     ] = 16,
+    verify: Annotated[str, typer.Option(
+        help="sample: re-read --sample-windows windows; all: every window (every document "
+        "the windows read, once and whole) against the corpus.")] = "sample",
     json: JsonOption = False,
 ) -> None:
     """Import an Open-1B harness run's order, checked against its shards and the corpus.
@@ -113,7 +116,7 @@ def open_transformers(
 
     result = ingest_open_transformers(
         current_store(ctx), doc_map, manifest=manifest, shards=shards, corpus=corpus,
-        stream=stream, tokenizer=tokenizer, sample_windows=sample_windows)
+        stream=stream, tokenizer=tokenizer, sample_windows=sample_windows, verify=verify)
     if json:
         output.emit_json(result)
         return

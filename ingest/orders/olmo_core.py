@@ -21,7 +21,7 @@ from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.json_input import parse_json
-from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
+from lineage.ingest.orders.olmo_checks import check_all, check_lengths, check_sample
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
@@ -38,6 +38,7 @@ from lineage.ingest.orders.olmo_tokens import (
     read_doc_ids,
     short_names,
 )
+from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress
 from lineage.stream.imported import ImportedSpec
@@ -67,12 +68,14 @@ class OlmoRun:
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
-                     progress: Progress = None) -> dict[str, Any]:
-    """Read, check and store the run's order as stream `stream` of corpus `corpus`."""
+                     verify: str = "sample", progress: Progress = None) -> dict[str, Any]:
+    """Read, check and store the run's order as stream `stream` of corpus `corpus`;
+    `verify` "all" re-reads every document the windows read instead of a sample."""
     if not is_valid_name(stream):  # before the reading, not after it
         raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     if run.sequence_length < 1:
         raise UsageError("--sequence-length must be at least 1")
+    check_verify(verify)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
     entries = _dataset_entries(files, run)
     layout = _layout(files, run)
@@ -85,8 +88,10 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
     segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
-    checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
-               "global_indices": shuffle}
+    reread = check_all(store, corpus, files, layout, segments, docs_read, rids,
+                       run.tokenizer) if verify == "all" else \
+        check_sample(store, corpus, files, layout, docs_read, run.tokenizer)
+    checked = {**reread, "global_indices": shuffle}
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
         rank_rule=RankRule("strided"), framework="olmo-core",

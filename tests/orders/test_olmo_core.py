@@ -19,7 +19,7 @@ from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import StreamReader
 from tests.conftest import Cli
 
-from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD
+from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD, corpus_documents
 from .olmo_helpers import (
     copy_of,
     corpus_texts,
@@ -391,3 +391,25 @@ def test_a_deep_mixture_index_is_refused(poetry: Store, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="mixture.json: nesting-depth: JSON nested deeper "
                        "than 32 levels"):
         import_case(poetry, "mixture", tmp_path, mixture_index=index)
+
+
+def test_verify_all_re_reads_every_document_and_names_the_window(
+        poetry: Store, tmp_path: Path) -> None:
+    """--verify all re-reads every document the windows read, whole (the default: 16;
+    this run reads 15, so both read them all); a changed token is refused naming the
+    first window that reads it."""
+    run = run_of(FIXTURES / "plain", tmp_path)
+    good = import_olmo_core(poetry, corpus="poetry", stream="good", run=run, verify="all")
+    assert good["checked"]["verify"] == "all" and good["checked"]["re_read"] == 15
+    first = run.token_files[0]
+    raw = np.fromfile(first, dtype=np.uint16)
+    start = int(np.flatnonzero(raw == EOS["uint16"])[0]) + 1  # document 1 of the file
+    doc_id = corpus_documents()[1][1]  # the files hold the corpus's documents in order
+    reader = StreamReader(poetry, "good")
+    window = min(s.window for step in range(good["steps"]) for s in reader.segments(step)
+                 if s.doc_id == doc_id and s.token_start <= 10 < s.token_end)
+    raw[start + 10] ^= 1
+    raw.tofile(first)
+    with pytest.raises(InputError, match=rf"sonnets-0.npy: window {window}: document 1 "
+                       rf"\('{doc_id}'\): token 10 differs from the corpus document's"):
+        import_olmo_core(poetry, corpus="poetry", stream="all", run=run, verify="all")

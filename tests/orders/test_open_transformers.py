@@ -414,3 +414,29 @@ def test_json_at_the_depth_limit_is_read(shakespeare: Store, harness: Path) -> N
     manifest["run"]["x"] = json.loads("[" * 30 + "1" + "]" * 30)  # 32 levels with the two
     (harness / "manifest.json").write_text(json.dumps(manifest))
     assert _import(shakespeare, harness)["settings"]["x"] is not None
+
+
+def test_verify_all_finds_one_changed_token_the_sample_misses(
+        shakespeare: Store, harness: Path) -> None:
+    """Every document the windows read, whole (its end-of-document token too), against
+    the corpus: one changed token the 16 sampled windows miss is refused, naming the
+    first window that reads it."""
+    from lineage.ingest.orders.indexed import read_indexed
+    from lineage.stream.reader import StreamReader
+
+    good = _import(shakespeare, harness, stream="good", verify="all")
+    assert good["checked"]["windows"] == "all"
+    assert good["checked"]["status"] == "equal to the corpus's tokens"
+    data = read_indexed(harness / "shards" / "sonnets" / "00000")
+    manifest = json.loads((harness / "manifest.json").read_text())
+    doc_id = manifest["shards"][0]["doc_ids"][3]
+    reader = StreamReader(shakespeare, "good")
+    window = min(s.window for step in range(good["steps"]) for s in reader.segments(step)
+                 if s.doc_id == doc_id and s.token_start <= 100 < s.token_end)
+    raw = np.fromfile(data.bin, dtype=data.dtype)
+    raw[int(data.sequence_pointers[3]) // raw.itemsize + 100] ^= 1
+    raw.tofile(data.bin)
+    assert _import(shakespeare, harness, stream="sampled")["status"] == "added"
+    with pytest.raises(InputError, match=rf"00000.bin: window {window}: local document 3 "
+                       rf"\('{doc_id}'\): token 100 differs from the corpus document's"):
+        _import(shakespeare, harness, stream="all", verify="all")
