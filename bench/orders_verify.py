@@ -4,7 +4,7 @@ window is re-read from the .bin and compared with the corpus's text.
     .venv/bin/python bench/orders_verify.py [--documents 1000000] [--runs 1] [--workdir DIR]
 
 A corpus with text (a ready manifest has none to compare): `--documents` JSONL records of
-pseudo-English, 40-400 bytes each (uniform; seeded), in doc_id order, in 8 plain JSONL
+8-80 words drawn from a small pseudo-English vocabulary (seeded), in doc_id order, in 8 plain JSONL
 shards, ingested with the byte tokenizer (the text index on, as by default, so a record
 is one seek). The Megatron run reads them all: one indexed dataset of every document's
 bytes + an EOD (uint16, the real tokens), one epoch's cache as megatron-core's builder
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import subprocess
 import sys
 import time
@@ -66,16 +65,19 @@ def write_corpus(out: Path, documents: int) -> list[Path]:
     if all(p.exists() for p in shards):
         return shards
     out.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(0)
+    rng = np.random.default_rng(0)
+    words = np.array(WORDS, dtype=object)
     per = -(-documents // SHARDS)
     for k, path in enumerate(shards):
+        first, stop = k * per, min(documents, (k + 1) * per)
+        # 40-400 bytes of words a document (the words hold no character JSON escapes)
+        counts = rng.integers(8, 80, size=stop - first)
+        picked = words[rng.integers(0, len(words), size=int(counts.sum()))]
+        bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
         with path.open("w", encoding="utf-8") as handle:
-            for i in range(k * per, min(documents, (k + 1) * per)):
-                text, size = [], rng.randint(40, 400)
-                while sum(len(w) + 1 for w in text) < size:
-                    text.append(rng.choice(WORDS))
-                handle.write(json.dumps({"id": f"d{i:09d}", "text": " ".join(text)},
-                                        ensure_ascii=False) + "\n")
+            handle.writelines(
+                f'{{"id": "d{first + i:09d}", "text": "{" ".join(picked[a:b])}"}}\n'
+                for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)))
     return shards
 
 
