@@ -5,11 +5,11 @@
 The corpus is bench/stream.py's (a ready manifest from gen_manifest.py). The Megatron run
 is synthetic but laid out exactly as megatron-core lays it: one indexed dataset holding
 every document (+ an EOD) in manifest order (the .bin a sparse file of the right size:
-a ready manifest has no text to re-read), one epoch's document index shuffled, the
-sample index of `sequence_length + 1`-token samples starting every `sequence_length`
-tokens, a shuffled sample order. Both sides use 2048-token windows and 64 windows a
-step. Each import and build runs in a child process; results go to
-bench/out/megatron_order.json.
+a ready manifest has no text to re-read), and one epoch's document, sample and shuffle
+indices as megatron-core's builder makes them for seed 1234 (made by lineage's numpy
+re-implementation, which the importer checks them against). Both sides use 2048-token
+windows and 64 windows a step. Each import and build runs in a child process; results
+go to bench/out/megatron_order.json.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 from stream import BUILD, prepare, timed_streams, timing  # noqa: E402
+
+from lineage.ingest.orders.megatron_indices import gpt_indices  # noqa: E402
 
 SEQUENCE_LENGTH = 2047  # + the extra token: windows of 2048, as the stream build's
 BATCH = 64
@@ -60,26 +62,25 @@ def synthetic_run(store: Path, out: Path) -> dict[str, int]:
     _write_idx(out / "data.idx", lengths)
     with (out / "data.bin").open("wb") as handle:
         handle.truncate(int(lengths.sum()) * 2)
-    rng = np.random.default_rng(1234)
-    document_index = rng.permutation(len(lengths)).astype(np.int32)
-    ends = np.cumsum(lengths[document_index].astype(np.int64))
-    samples = (int(ends[-1]) - 1) // SEQUENCE_LENGTH
-    starts = np.arange(samples + 1, dtype=np.int64) * SEQUENCE_LENGTH
-    position = np.searchsorted(ends, starts, side="right")
-    offset = starts - np.concatenate(([0], ends))[position]
-    sample_index = np.stack([position, offset], axis=1).astype(np.int32)
-    shuffle = rng.permutation(samples).astype(np.uint32)
-    description = json.dumps({"class": "GPTDataset", "dataset_path": "data",
-                              "num_samples": None, "index_split": "train",
-                              "random_seed": 1234, "sequence_length": SEQUENCE_LENGTH},
-                             indent=4)
+    description_of = {"class": "GPTDataset", "dataset_path": "data", "num_samples": None,
+                      "index_split": "train", "random_seed": 1234,
+                      "sequence_length": SEQUENCE_LENGTH, "split": "100,0,0",
+                      "split_matrix": [[0, 1.0], None, None],
+                      "tokenizer": {"class": "bench"}}
+    # megatron-core's own arrays for this description (the importer makes them again and
+    # refuses any other), by lineage's numpy re-implementation of its builder
+    made = gpt_indices(description_of, lengths, extra=1, where=out)
+    document_index, sample_index, shuffle = (made.document_index, made.sample_index,
+                                             made.shuffle_index)
+    samples = len(shuffle)
+    description = json.dumps(description_of, indent=4)
     digest = hashlib.md5(description.encode(), usedforsecurity=False).hexdigest()
     cache = out / "cache"
     cache.mkdir()
     base = cache / f"{digest}-GPTDataset-train-"
     Path(f"{base}description.txt").write_text(description)
     np.save(f"{base}document_index.npy", document_index)
-    np.save(f"{base}sample_index.npy", sample_index)
+    np.save(f"{base}sample_index.npy", sample_index.astype(np.int32))
     np.save(f"{base}shuffle_index.npy", shuffle)
     shape = {"documents": len(lengths), "samples": samples}
     (out / "run.json").write_text(json.dumps(shape))
@@ -104,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     store = prepare(args.workdir, args.documents)
-    run = args.workdir / f"megatron-{args.documents}"
+    run = args.workdir / f"megatron-{args.documents}-megatron-arrays"
     shape = synthetic_run(store, run)
     imported = timing(timed_streams(IMPORT, lambda name: [str(store), str(run), name],
                                       args.runs, "m"))

@@ -51,6 +51,9 @@ def megatron(
     sample_windows: Annotated[int, typer.Option(
         help="Windows re-read from the .bin and compared with the corpus (first and last "
         "included).", min=0)] = 16,
+    verify: Annotated[str, typer.Option(
+        help="sample: re-read --sample-windows windows; all: every window (every document "
+        "the windows read, once and whole) against the corpus.")] = "sample",
     rebuild_cache: Annotated[bool, typer.Option(
         help="The cache is lost: write it anew into --cache (an empty folder) with "
         "megatron-core's own builder, from the config recorded with --stream (imported "
@@ -74,7 +77,7 @@ def megatron(
     result = import_megatron(
         current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
         run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows,
-        rebuild=rebuild_cache)
+        rebuild=rebuild_cache, verify=verify)
     if json:
         output.emit_json(result)
         return
@@ -100,6 +103,9 @@ def open_transformers(
         int, typer.Option(help="Windows re-read from the .bin and compared with the "
                           "corpus (first and last included).", min=0)
     ] = 16,
+    verify: Annotated[str, typer.Option(
+        help="sample: re-read --sample-windows windows; all: every window (every document "
+        "the windows read, once and whole) against the corpus.")] = "sample",
     json: JsonOption = False,
 ) -> None:
     """Import an Open-1B harness run's order, checked against its shards and the corpus.
@@ -110,7 +116,7 @@ def open_transformers(
 
     result = ingest_open_transformers(
         current_store(ctx), doc_map, manifest=manifest, shards=shards, corpus=corpus,
-        stream=stream, tokenizer=tokenizer, sample_windows=sample_windows)
+        stream=stream, tokenizer=tokenizer, sample_windows=sample_windows, verify=verify)
     if json:
         output.emit_json(result)
         return
@@ -120,8 +126,10 @@ def open_transformers(
 def _summary(result: dict[str, Any]) -> list[str]:
     checked = result.get("checked", {})
     reread = checked.get("windows") or []
-    return order_summary(result, f"re-read {len(reread)} windows: "
-                                 f"{checked.get('status', 'not re-read')}")
+    what = (f"every window ({checked.get('documents', 0):,} documents, "
+            f"{checked.get('tokens', 0):,} tokens)" if reread == "all"
+            else f"{len(reread)} windows")
+    return order_summary(result, f"re-read {what}: {checked.get('status', 'not re-read')}")
 
 
 app.command("olmo-core")(orders_olmo.olmo_core)

@@ -50,6 +50,9 @@ def olmo_core(
     tokenizer: Annotated[Path | None, typer.Option(
         help="The corpus's tokenizer.json, to re-read sampled documents of a corpus not "
         "counted in bytes.")] = None,
+    verify: Annotated[str, typer.Option(
+        help="sample: re-read 16 documents the windows read; all: every one, whole, "
+        "against the corpus.")] = "sample",
     json: JsonOption = False,
 ) -> None:
     """Import an OLMo-core run's order (NumpyFSLDataset, its data loader's global indices,
@@ -67,7 +70,8 @@ def olmo_core(
         global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
         epochs=epochs)
-    result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run)
+    result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
+                              verify=verify)
     if json:
         output.emit_json(result)
         return
@@ -76,7 +80,8 @@ def olmo_core(
 
 def _summary(result: dict[str, Any]) -> list[str]:
     checked = result["checked"]
-    reread = (f"re-read {checked['re_read']} documents against the corpus text"
+    every = "every one of the " if checked.get("verify") == "all" else ""
+    reread = (f"re-read {every}{checked['re_read']} documents against the corpus text"
               if checked["re_read"] else f"not re-read: {checked['re_read_skipped']}")
     return order_summary(result, f"{checked['documents']:,} documents, every token count "
                                  f"checked; {reread}")

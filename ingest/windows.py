@@ -29,7 +29,7 @@ from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, first_batch
 from lineage.stream.query import SCHEDULE_KEYS, stream_row
 from lineage.stream.schedule import BatchSchedule, RankRule
-from lineage.stream.spec import RecordedSpec
+from lineage.stream.spec import RecordedSpec, earlier_spec_hash, occurrences_spec
 from lineage.stream.tables import write_occurrences
 
 REQUIRED = ("step", "rank", "window", "doc_id", "token_start", "token_end")
@@ -76,7 +76,7 @@ def ingest_windows(
     spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash,
                         schedule=schedule, rank_rule=rank_rule)
     if existing is not None:
-        if existing["spec_hash"] != spec.spec_hash:
+        if existing["spec_hash"] not in (spec.spec_hash, earlier_spec_hash(spec)):
             raise ConflictError(f"stream {stream!r} exists with other content; choose another")
         return {**existing, "status": "unchanged"}
     staging = new_staging_dir(store.staging_dir)
@@ -121,7 +121,8 @@ def _build(store: Store, path: Path, stream: str, corpus: str, documents: list[s
             FROM placed
             """
         )
-        written = write_occurrences(con, store, stream, corpus, progress)
+        written = write_occurrences(con, store, stream, corpus, progress,
+                                    digest_spec=occurrences_spec(spec.spec))
         steps = spec.step_schedule.steps_for(windows)  # the last step may be partial
         return Built(windows * spec.seq_len, windows, steps, written.occurrences,
                      written.digest, written.parts, written.hash_parts)

@@ -57,7 +57,8 @@ CREATE TABLE ingests (
     lineage_version VARCHAR NOT NULL
 );
 
--- Streams: a canonical order (spec 'lineage-stream/1') or a recorded one ('recorded').
+-- Streams: a canonical order (spec 'lineage-stream/1'), a recorded one ('recorded/2';
+-- 'recorded' before) or one imported from a trainer ('imported/2'; 'imported/1' before).
 CREATE TABLE streams (
     name                VARCHAR PRIMARY KEY,
     spec                VARCHAR NOT NULL,
@@ -74,7 +75,7 @@ CREATE TABLE streams (
     windows             BIGINT  NOT NULL,
     steps               BIGINT  NOT NULL,
     occurrences         BIGINT  NOT NULL,  -- rows of the occurrence table
-    occurrences_digest  VARCHAR NOT NULL,  -- 'blake3:<hex>' under lineage-occurrences/1
+    occurrences_digest  VARCHAR NOT NULL,  -- 'blake3:<hex>': lineage-occurrences/2 for imported/2 and recorded/2, else /1
     created_at          TIMESTAMP NOT NULL
 );
 

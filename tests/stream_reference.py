@@ -73,3 +73,38 @@ def occurrences_digest(rows: list[dict[str, Any]]) -> str:
 
     columns = ("ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end")
     return lines_digest("lineage-occurrences/1", [[r[c] for c in columns] for r in rows])
+
+
+def reference_imported(documents: list[dict[str, Any]], seq_len: int,
+                       segments: list[list[Any]]) -> list[dict[str, Any]]:
+    """docs/importers.md "What every importer stores", row by row: segments
+    `[window, slot, doc_id, doc_offset, n_tokens]` placed at window · seq_len + slot, a
+    segment that continues the occurrence before it (same document from its next token,
+    at the next position) joined to it, each occurrence's epoch the document's tokens
+    in earlier segments over its length, rounded down."""
+    length = {d["doc_id"]: d["n_tokens"] for d in documents}
+    source = {d["doc_id"]: d["source"] for d in documents}
+    seen: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for window, slot, doc_id, doc_offset, n_tokens in sorted(segments, key=lambda s: s[:2]):
+        start = window * seq_len + slot
+        last = rows[-1] if rows else None
+        if last and last["doc_id"] == doc_id and last["stream_end"] == start and \
+                last["doc_offset"] + last["stream_end"] - last["stream_start"] == doc_offset:
+            last["stream_end"] += n_tokens
+        else:
+            rows.append({"ordinal": len(rows), "source": source[doc_id], "doc_id": doc_id,
+                         "epoch": seen.get(doc_id, 0) // length[doc_id],
+                         "stream_start": start, "stream_end": start + n_tokens,
+                         "doc_offset": doc_offset})
+        seen[doc_id] = seen.get(doc_id, 0) + n_tokens
+    return rows
+
+
+def occurrences_digest_2(rows: list[dict[str, Any]]) -> str:
+    """lineage-occurrences/2: /1's columns and doc_offset (docs/stream-spec.md §5)."""
+    from lineage.corpora.digest import lines_digest
+
+    columns = ("ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end",
+               "doc_offset")
+    return lines_digest("lineage-occurrences/2", [[r[c] for c in columns] for r in rows])

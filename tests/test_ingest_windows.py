@@ -72,7 +72,7 @@ def test_a_recorded_log_of_the_canonical_order_answers_the_same(
     log = _write(tmp_path / "log.parquet", canonical_log)
     result = ingest_windows(canonical, log, stream="rec", corpus="sonnets", seq_len=128,
                             batch=4, separator_tokens=separator)
-    assert result["status"] == "added" and result["spec"] == "recorded"
+    assert result["status"] == "added" and result["spec"] == "recorded/2"
     canon = canonical.stream("canon")
     assert result["steps"] == canon["steps"] and result["windows"] == canon["windows"]
     for step in (0, 17, canon["steps"] - 1):

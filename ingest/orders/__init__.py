@@ -1,5 +1,5 @@
 """Importers of trainers' data orders: one module per framework, reading the files the
-framework wrote and storing the run's order as an `imported/1` stream
+framework wrote and storing the run's order as an `imported/2` stream
 (docs/importers.md). `common` holds what they share: the spec they fill and
 `store_order`, which checks their segments and stores them."""
 

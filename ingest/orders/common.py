@@ -12,6 +12,7 @@ problems with the file they came from.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, content_hash_words
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.query import stream_row
+from lineage.stream.spec import earlier_spec_hash
 from lineage.stream.tables import CorpusParts, Segments, write_segments
 
 if TYPE_CHECKING:
@@ -120,10 +122,13 @@ def store_order(
         raise UsageError(f"the order was read for manifest {spec.manifest_hash}, but corpus "
                          f"{corpus!r} has {row[0]}")
     if existing is not None:
-        if existing["spec_hash"] != spec.spec_hash:
+        if existing["spec_hash"] not in (spec.spec_hash, earlier_spec_hash(spec)):
             raise ConflictError(f"stream {stream!r} exists with another order "
                                 f"({existing['spec_hash']}); choose another --stream")
-        return {**_answer(stream, corpus, spec, existing), "status": "unchanged",
+        # the same order, stored as it is (under imported/1 and its /1 digest if it was
+        # imported before lineage-occurrences/2)
+        kept = dataclasses.replace(spec, spec=existing["spec"])
+        return {**_answer(stream, corpus, kept, existing), "status": "unchanged",
                 "segments": segments.num_rows, "seconds": round(time.monotonic() - started, 3)}
     table = _conformed(segments, origin)
     staging = new_staging_dir(store.staging_dir)

@@ -30,9 +30,11 @@ from lineage.ingest.orders.megatron_docs import (
     tag,
     untag_all,
 )
+from lineage.ingest.orders.megatron_indices import check_blend, check_gpt
 from lineage.ingest.orders.megatron_rebuild import check_rebuilt, rebuild_cache, recorded_cache
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
+from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress, part_files
 from lineage.stream.imported import ImportedSpec
@@ -62,7 +64,7 @@ def import_megatron(
     store: BaseStore, *, data: Sequence[Path], docs: Sequence[Path], cache: Path,
     corpus: str, stream: str, run: MegatronRun, index_hash: str | None = None,
     tokenizer: Path | None = None, sample_windows: int = 16, rebuild: bool = False,
-    progress: Progress = None,
+    verify: str = "sample", progress: Progress = None,
 ) -> dict[str, Any]:
     """Read a Megatron run's order and store it as stream `stream` of `corpus`. With
     `rebuild`, the cache of stream `stream` (imported before) is first written anew into
@@ -70,6 +72,7 @@ def import_megatron(
     the recorded hash; the import then answers "unchanged"."""
     if len(data) != len(docs) or not data:
         raise UsageError("give one --docs per --data, in the same order")
+    check_verify(verify)
     recorded = recorded_cache(store, stream) if rebuild else None
     if recorded is not None:
         rebuild_cache(recorded.description, data, cache, add_extra_token=run.add_extra_token)
@@ -78,12 +81,13 @@ def import_megatron(
     manifest_hash, tokens_of = _corpus(store, corpus)
     datasets = [map_dataset(read_indexed(prefix), docs[data.index(prefix)], tokens_of)
                 for prefix in prefixes]
+    _check_indices(cached, datasets, int(run.add_extra_token))
     schedule = run.schedule()
     window_len = _sequence_length(cached) + int(run.add_extra_token)
     windows = _windows(cached, schedule, run.train_iters)
     parts = _all_parts(cached, datasets, windows, window_len, int(run.add_extra_token))
     checked = check_tokens(store, corpus, datasets, parts, windows, sample=sample_windows,
-                           tokenizer=tokenizer)
+                           tokenizer=tokenizer, verify=verify)
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=window_len, schedule=schedule,
         rank_rule=RankRule("micro-batches", run.micro_batch_size), framework="megatron",
@@ -109,6 +113,14 @@ def _match_prefixes(cached: CachedRun, data: Sequence[Path]) -> list[Path]:
     if by_name:
         raise UsageError(f"--data {', '.join(sorted(by_name))}: not part of the cached run")
     return ordered
+
+
+def _check_indices(cached: CachedRun, datasets: list[Dataset], extra: int) -> None:
+    """Every cached array is the one megatron-core makes from its description."""
+    for member, dataset in zip(cached.datasets, datasets, strict=True):
+        check_gpt(member, dataset.data.sequence_lengths, extra)
+    if cached.blend is not None:
+        check_blend(cached.blend, cached.datasets)
 
 
 def _corpus(store: BaseStore, corpus: str) -> tuple[str, TokenLookup]:

@@ -17,7 +17,6 @@ The arrays are read with numpy's own format reader, never unpickled.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from lineage.errors import InputError, UsageError
+from lineage.ingest.orders.json_input import parse_json
 
 GPT = "GPTDataset"
 BLENDED = "BlendedDataset"
@@ -88,7 +88,7 @@ def _described(cache: Path, kind: str, split: str) -> dict[str, dict[str, Any]]:
         if hashlib.md5(text, usedforsecurity=False).hexdigest() != digest:
             raise InputError(path, "the description's MD5 differs from the one in its name")
         try:
-            found[digest] = json.loads(text)
+            found[digest] = parse_json(path, text)
         except ValueError as exc:
             raise InputError(path, f"not JSON: {exc}") from exc
     return found

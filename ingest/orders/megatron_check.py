@@ -18,9 +18,10 @@ import numpy as np
 from lineage.corpora.doc_text import document_texts
 from lineage.errors import InputError
 from lineage.ingest.orders.corpus_tokens import corpus_encoder
-from lineage.ingest.orders.megatron_docs import Dataset, untag
+from lineage.ingest.orders.megatron_docs import Dataset, untag, untag_all
 from lineage.ingest.orders.megatron_files import read_document
 from lineage.ingest.orders.megatron_segments import Parts
+from lineage.ingest.orders.reread_all import Locate, TokenFiles, reread_all
 from lineage.store.base import BaseStore
 
 
@@ -32,11 +33,20 @@ def sampled_windows(windows: int, count: int) -> np.ndarray[Any, Any]:
 
 
 def check_tokens(store: BaseStore, corpus: str, datasets: list[Dataset], parts: Parts,
-                 windows: int, *, sample: int, tokenizer: Path | None) -> dict[str, Any]:
-    """Compare the sampled windows' parts with the corpus: what was re-read."""
+                 windows: int, *, sample: int, tokenizer: Path | None,
+                 verify: str = "sample") -> dict[str, Any]:
+    """Compare the sampled windows' parts (or, with `verify` "all", every document the
+    windows read, whole) with the corpus: what was re-read."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?", [corpus]).fetchone()
     encode = corpus_encoder(str(row[0]) if row else "", tokenizer)
+    if verify == "all":
+        if encode is None:
+            return {"windows": "all", "tokens": 0, "status": "not re-read: the corpus's "
+                    f"tokens cannot be re-derived (tokenizer {row[0] if row else None})"}
+        done = reread_all(store, corpus, encode, _token_files(datasets, parts),
+                          _locator(datasets, parts))
+        return {"windows": "all", **done, "status": "equal to the corpus's tokens"}
     picked = sampled_windows(windows, sample)
     if encode is None or not len(picked):
         reason = "no windows asked for" if not len(picked) else (
@@ -66,3 +76,41 @@ def check_tokens(store: BaseStore, corpus: str, datasets: list[Dataset], parts: 
 def _doc_id(datasets: list[Dataset], tag: int) -> str:
     dataset, document = untag(tag)
     return datasets[dataset].doc_ids[document]
+
+
+def _token_files(datasets: list[Dataset], parts: Parts) -> TokenFiles:
+    """Every document the windows read, in its dataset's `.bin`."""
+    tags = np.unique(parts.document)
+    dataset, document = untag_all(tags)
+    starts = np.zeros(len(tags), dtype=np.int64)
+    rids, n_tokens = (np.zeros(len(tags), dtype=np.int64) for _ in range(2))
+    for number, member in enumerate(datasets):
+        mine = dataset == number
+        first_sequence = member.data.document_indices[document[mine]]
+        itemsize = np.dtype(member.data.dtype).itemsize
+        starts[mine] = member.data.sequence_pointers[first_sequence] // itemsize
+        rids[mine] = member.corpus_rows[document[mine]]
+        n_tokens[mine] = member.corpus_tokens[document[mine]]
+    return TokenFiles([d.data.bin for d in datasets],
+                      [np.dtype(d.data.dtype) for d in datasets], dataset, starts, rids,
+                      n_tokens)
+
+
+def _locator(datasets: list[Dataset], parts: Parts) -> Locate:
+    """The first window that reads one of the given tokens of document k (the k-th of
+    the documents read, in tag order)."""
+    tags = np.unique(parts.document)
+
+    def locate(k: int, positions: np.ndarray[Any, Any]) -> str | None:
+        rows = np.flatnonzero(parts.document == tags[k])
+        start, stop = parts.doc_offset[rows], parts.doc_offset[rows] + parts.n_tokens[rows]
+        covers = ((positions[None, :] >= start[:, None])
+                  & (positions[None, :] < stop[:, None])).any(axis=1)
+        if not covers.any():
+            return None
+        window = int(parts.window[rows[covers]].min())
+        dataset, document = untag(int(tags[k]))
+        return (f"window {window}: document {document} "
+                f"({datasets[dataset].doc_ids[document]!r})")
+
+    return locate

@@ -7,7 +7,6 @@ a text file of doc_ids, one per line.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 
 from lineage.errors import InputError
 from lineage.ingest.orders.indexed import IndexedDataset
+from lineage.ingest.orders.json_input import parse_json
 from lineage.ingest.orders.megatron_files import document_tokens, documents
 
 _SHIFT = 47  # documents below 2^47; the dataset's number above
@@ -58,7 +58,7 @@ def read_doc_ids(path: Path) -> list[str]:
     ids = []
     for number, line in enumerate(lines, 1):
         try:
-            value = json.loads(line).get("id")
+            value = parse_json(path, line, where=f"line {number}").get("id")
         except (ValueError, AttributeError) as exc:
             raise InputError(path, f"line {number} is not a JSON object") from exc
         if isinstance(value, bool) or not isinstance(value, str | int | type(None)):

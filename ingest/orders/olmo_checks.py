@@ -18,6 +18,7 @@ from lineage.ingest.orders.corpus_tokens import (
     corpus_encoder,
     corpus_tokenizer_of,
 )
+from lineage.ingest.orders.reread_all import TokenFiles, reread_all
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 
@@ -92,3 +93,36 @@ def _encoder(store: BaseStore, corpus: str, tokenizer: Path | None
         return None, "give --tokenizer (the corpus's tokenizer.json) to re-read documents"
     return corpus_encoder(identity, tokenizer), ""
 
+
+
+def check_all(store: BaseStore, corpus: str, files: list[TokenFile], layout: Layout,
+              segments: pa.Table, docs_read: np.ndarray, rids: np.ndarray,
+              tokenizer: Path | None) -> dict[str, Any]:
+    """`--verify all`: every document the windows read, whole, against the corpus."""
+    checked: dict[str, Any] = {"documents": len(layout.doc_ids), "token_counts": "all"}
+    encode, why = _encoder(store, corpus, tokenizer)
+    if encode is None:
+        return {**checked, "re_read": 0, "re_read_skipped": why}
+    read = np.unique(docs_read)
+    which = np.searchsorted(layout.firsts, read, side="right") - 1
+    tokens = TokenFiles([f.path for f in files], [f.dtype for f in files], which,
+                        layout.starts[read] - layout.bases[which], rids[read],
+                        layout.ends[read] - layout.starts[read])
+    window = segments.column("window").to_numpy()
+    offset = segments.column("doc_offset").to_numpy()
+    width = segments.column("n_tokens").to_numpy()
+
+    def locate(k: int, positions: np.ndarray) -> str | None:
+        mine = np.flatnonzero(docs_read == read[k])
+        start, stop = offset[mine], offset[mine] + width[mine]
+        covers = ((positions[None, :] >= start[:, None])
+                  & (positions[None, :] < stop[:, None])).any(axis=1)
+        if not covers.any():
+            return None
+        f, d = layout.where(int(read[k]))
+        return (f"window {int(window[mine[covers]].min())}: document {d} "
+                f"({layout.doc_ids[int(read[k])].as_py()!r})")
+
+    done = reread_all(store, corpus, encode, tokens, locate)
+    return {**checked, "re_read": done["documents"], "re_read_tokens": done["tokens"],
+            "verify": "all"}

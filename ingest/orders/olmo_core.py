@@ -11,7 +11,6 @@ and each must hold exactly the tokens the corpus counted for it (docs/importers.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,13 +20,14 @@ import numpy as np
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import artifact_hash, store_order
-from lineage.ingest.orders.olmo_checks import check_lengths, check_sample
+from lineage.ingest.orders.json_input import parse_json
+from lineage.ingest.orders.olmo_checks import check_all, check_lengths, check_sample
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
+    check_shuffles,
     read_global_indices,
     rebuilt_epochs,
-    shuffle_check,
     training_order,
 )
 from lineage.ingest.orders.olmo_tokens import (
@@ -38,6 +38,7 @@ from lineage.ingest.orders.olmo_tokens import (
     read_doc_ids,
     short_names,
 )
+from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress
 from lineage.stream.imported import ImportedSpec
@@ -67,12 +68,14 @@ class OlmoRun:
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
-                     progress: Progress = None) -> dict[str, Any]:
-    """Read, check and store the run's order as stream `stream` of corpus `corpus`."""
+                     verify: str = "sample", progress: Progress = None) -> dict[str, Any]:
+    """Read, check and store the run's order as stream `stream` of corpus `corpus`;
+    `verify` "all" re-reads every document the windows read instead of a sample."""
     if not is_valid_name(stream):  # before the reading, not after it
         raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     if run.sequence_length < 1:
         raise UsageError("--sequence-length must be at least 1")
+    check_verify(verify)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
     entries = _dataset_entries(files, run)
     layout = _layout(files, run)
@@ -85,8 +88,10 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
     segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
-    checked = {**check_sample(store, corpus, files, layout, docs_read, run.tokenizer),
-               "global_indices": shuffle}
+    reread = check_all(store, corpus, files, layout, segments, docs_read, rids,
+                       run.tokenizer) if verify == "all" else \
+        check_sample(store, corpus, files, layout, docs_read, run.tokenizer)
+    checked = {**reread, "global_indices": shuffle}
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
         rank_rule=RankRule("strided"), framework="olmo-core",
@@ -117,7 +122,7 @@ def _read_mixture(path: Path) -> list[tuple[str, int]]:
     """The mixture's path index in dataset order: `[[path, tokens], ...]` (what
     `SourceMixtureDataset.to_index()` holds, keyed by (path, position))."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = parse_json(path, path.read_bytes())
         pairs = [(str(p), int(t)) for p, t in value]
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(path, f"expected a JSON list of [path, tokens] pairs ({exc})") from exc
@@ -215,7 +220,8 @@ def _epochs(run: OlmoRun, dataset_size: int) -> tuple[list[EpochIndices], int | 
     if run.seed is not None and seed is not None and run.seed != seed:
         raise UsageError(f"--seed {run.seed}, but the global indices were made with seed "
                          f"{seed}")
-    return epochs, seed if seed is not None else run.seed, shuffle_check(epochs)
+    seed = seed if seed is not None else run.seed
+    return epochs, seed, check_shuffles(epochs, seed)
 
 
 def _check_epochs(epochs: list[EpochIndices]) -> int | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from lineage.errors import InputError, UsageError
+from lineage.ingest.orders.recomputed import Maker, same_array
 from lineage.stream.schedule import BatchSchedule
 
 UNITS = ("steps", "tokens", "epochs")
@@ -111,13 +112,20 @@ def read_global_indices(path: Path, dataset_size: int) -> EpochIndices:
     return EpochIndices(path, indices, fields)
 
 
-def olmo_shuffle(dataset_size: int, seed: int, epoch: int) -> np.ndarray:
+def olmo_shuffle(dataset_size: int, seed: int, epoch: int, chunk: int = 1) -> np.ndarray:
     """The global indices OLMo-core builds for an epoch (`NumpyFSLDataLoader.
-    _build_global_indices`, chunk size 1): the instances shuffled in place by
-    `np.random.Generator(np.random.PCG64(seed + epoch))` (`olmo_core.data.utils.get_rng`)."""
-    indices = np.arange(dataset_size, dtype=np.uint32)
-    np.random.Generator(np.random.PCG64(seed=seed + epoch)).shuffle(indices)
-    return indices
+    _build_global_indices`): the instances (or, with a chunk size, runs of `chunk`
+    instances) shuffled in place by `np.random.Generator(np.random.PCG64(seed + epoch))`
+    (`olmo_core.data.utils.get_rng`)."""
+    rng = np.random.Generator(np.random.PCG64(seed=seed + epoch))
+    if chunk == 1:
+        indices = np.arange(dataset_size, dtype=np.uint32)
+        rng.shuffle(indices)
+        return indices
+    chunks = np.arange(dataset_size // chunk, dtype=np.uint32)
+    rng.shuffle(chunks)
+    runs = np.repeat(chunks * chunk, chunk).reshape((-1, chunk)) + np.arange(chunk)
+    return runs.reshape(-1).astype(np.uint32)
 
 
 def rebuilt_epochs(dataset_size: int, seed: int, epochs: int) -> list[EpochIndices]:
@@ -129,17 +137,24 @@ def rebuilt_epochs(dataset_size: int, seed: int, epochs: int) -> list[EpochIndic
             for epoch in range(1, epochs + 1)]
 
 
-def shuffle_check(epochs: list[EpochIndices]) -> str:
-    """Whether each file is OLMo-core's shuffle for the seed and epoch its name records."""
-    named = [e for e in epochs if "seed" in e.fields and "epoch" in e.fields
-             and e.fields.get("chunk", 1) == 1]
-    if len(named) < len(epochs):
-        return "not checked: the file names do not record seed and epoch"
-    for epoch in named:
-        rebuilt = olmo_shuffle(len(epoch.indices), epoch.fields["seed"], epoch.fields["epoch"])
-        if not np.array_equal(rebuilt, epoch.indices):
-            return f"{epoch.path.name} is not OLMo-core's shuffle for its seed and epoch"
-    return "every file is OLMo-core's shuffle for its seed and epoch"
+def check_shuffles(epochs: list[EpochIndices], seed: int | None) -> str:
+    """Each file is OLMo-core's shuffle for the seed (its name's, else `--seed`) and its
+    epoch, or the import is refused naming the file and its first differing element;
+    without a seed nothing can be compared, and the answer says so."""
+    if seed is None:
+        return "not checked: the file names do not record the seed (give --seed to check them)"
+    versions = sorted({e.fields["v"] for e in epochs if e.fields.get("v", 1) != 1})
+    if versions:
+        return (f"not checked: global indices v{versions[0]} are not the v1 shuffle lineage "
+                "makes")
+    for number, epoch in enumerate(epochs, start=1):
+        number = epoch.fields.get("epoch", number)
+        chunk = epoch.fields.get("chunk", 1)
+        expected = olmo_shuffle(len(epoch.indices), seed, number, chunk)
+        same_array(epoch.path, epoch.indices, expected, Maker(
+            "OLMo-core's shuffle", f"for seed {seed} and epoch {number}"
+            + (f", chunk size {chunk}" if chunk != 1 else "")))
+    return f"every file is OLMo-core's shuffle for seed {seed} and its epoch"
 
 
 def training_order(epochs: list[EpochIndices], *, seq_len: int, global_batch_size: int,

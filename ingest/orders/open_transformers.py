@@ -20,7 +20,11 @@ from lineage.ingest.orders.common import store_order
 from lineage.ingest.orders.indexed import IndexedDataset, read_indexed
 from lineage.ingest.orders.open_transformers_checks import check_layout, check_rows
 from lineage.ingest.orders.open_transformers_manifest import HarnessManifest, read_manifest
-from lineage.ingest.orders.open_transformers_reread import reread_windows
+from lineage.ingest.orders.open_transformers_reread import (
+    reread_every_window,
+    reread_windows,
+)
+from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
 from lineage.store.parts import Progress, part_files
 from lineage.stream.imported import ImportedSpec
@@ -46,6 +50,7 @@ def ingest_open_transformers(
     stream: str,
     tokenizer: str | Path | None = None,
     sample_windows: int = SAMPLE_WINDOWS,
+    verify: str = "sample",
     progress: Progress = None,
 ) -> dict[str, Any]:
     """Check a harness run's order against its shards and the corpus; store it."""
@@ -53,6 +58,7 @@ def ingest_open_transformers(
     doc_map, shards = Path(doc_map), Path(shards)
     if sample_windows < 0:
         raise UsageError("--sample-windows must be 0 or more")
+    check_verify(verify)
     if not is_valid_name(stream):
         raise UsageError(f"--stream {stream!r}: {NAME_RULE}")
     run = read_manifest(Path(manifest))
@@ -62,8 +68,10 @@ def ingest_open_transformers(
     del documents
     rows, doc_map_hash = _read_doc_map(doc_map)
     _check_rules(rows, run, datasets, doc_map)
-    checked = reread_windows(store, corpus, corpus_tokenizer, tokenizer, run, datasets,
-                             rows, doc_ids, doc_tokens, sample_windows)
+    checked = reread_every_window(store, corpus, corpus_tokenizer, tokenizer, run, datasets,
+                                  rows, doc_ids, doc_tokens, rids) if verify == "all" else \
+        reread_windows(store, corpus, corpus_tokenizer, tokenizer, run, datasets, rows,
+                       doc_ids, doc_tokens, sample_windows)
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.seq_len, schedule=run.schedule,
         rank_rule=RankRule("micro-batches", run.micro_batch_size),

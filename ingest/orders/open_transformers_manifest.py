@@ -4,13 +4,13 @@ document each (source, shard, local document) of its token shards holds
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import InputError
 from lineage.ingest.input_rules import hash_regular
+from lineage.ingest.orders.json_input import parse_json
 from lineage.stream.schedule import BatchSchedule, parse_token_schedule
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def read_manifest(path: Path) -> HarnessManifest:
         raise InputError(path, "no such file")
     digest, _, data = hash_regular(path, keep=True, keep_big=True)
     try:
-        value = json.loads(data or b"")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = parse_json(path, data or b"")
+    except ValueError as exc:
         raise InputError(path, f"not JSON ({exc})") from exc
     if not isinstance(value, dict) or value.get("format") != MANIFEST_FORMAT:
         raise InputError(path, f'expected "format": "{MANIFEST_FORMAT}"')

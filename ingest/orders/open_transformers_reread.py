@@ -19,6 +19,7 @@ from lineage.errors import InputError
 from lineage.ingest.orders.corpus_tokens import corpus_encoder
 from lineage.ingest.orders.indexed import IndexedDataset
 from lineage.ingest.orders.open_transformers_manifest import HarnessManifest
+from lineage.ingest.orders.reread_all import TokenFiles, reread_all
 from lineage.store.base import BaseStore
 
 if TYPE_CHECKING:
@@ -83,3 +84,40 @@ def _expected(tokens: np.ndarray[Any, Any], n_tokens: int, start: int, end: int,
 
 def _shard_of(run: HarnessManifest, name: str) -> int:
     return next(i for i, shard in enumerate(run.shards) if shard.shard == name)
+
+
+def reread_every_window(
+    store: BaseStore, corpus: str, corpus_tokenizer: str, tokenizer: str | Path | None,
+    run: HarnessManifest, datasets: list[IndexedDataset], rows: dict[str, Any],
+    doc_ids: pa.ChunkedArray, doc_tokens: np.ndarray[Any, Any], rids: np.ndarray[Any, Any],
+) -> dict[str, Any]:
+    """`--verify all`: every document the windows read, whole (its end-of-document
+    token too), against the corpus; what was compared."""
+    import numpy as np
+
+    encode = corpus_encoder(corpus_tokenizer, tokenizer)
+    if encode is None:
+        return {"windows": "all", "tokens": 0, "status": "not re-read: the corpus's "
+                f"tokens cannot be re-derived (tokenizer {corpus_tokenizer})"}
+    read = np.unique(rows["global_doc"])
+    firsts = np.cumsum([0] + [d.sequences for d in datasets])
+    shard = np.searchsorted(firsts, read, side="right") - 1
+    pointers = np.concatenate([d.sequence_pointers for d in datasets])
+    sizes = np.array([np.dtype(d.dtype).itemsize for d in datasets])
+    files = TokenFiles([d.bin for d in datasets], [np.dtype(d.dtype) for d in datasets],
+                       shard, pointers[read] // sizes[shard], rids[read], doc_tokens[read],
+                       run.eod_token if run.append_eod else None)
+
+    def locate(k: int, positions: np.ndarray[Any, Any]) -> str | None:
+        mine = np.flatnonzero(rows["global_doc"] == read[k])
+        start, end = rows["token_start"][mine], rows["token_end"][mine]
+        covers = ((positions[None, :] >= start[:, None])
+                  & (positions[None, :] < end[:, None])).any(axis=1)
+        if not covers.any():
+            return None
+        glob = int(read[k])
+        return (f"window {int(rows['window'][mine[covers]].min())}: local document "
+                f"{glob - int(firsts[shard[k]])} ({doc_ids[glob].as_py()!r})")
+
+    done = reread_all(store, corpus, encode, files, locate)
+    return {"windows": "all", **done, "status": "equal to the corpus's tokens"}

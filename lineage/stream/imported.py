@@ -1,4 +1,4 @@
-"""The parameters of a stream imported from a trainer's own order (`imported/1`).
+"""The parameters of a stream imported from a trainer's own order (`imported/2`).
 
 A run ordered by its framework (Megatron-LM, OLMo-core, the open-transformers harness)
 is stored as a stream whose order is the framework's, read from the files the framework
@@ -19,8 +19,11 @@ import blake3
 
 from lineage.errors import UsageError
 from lineage.stream.schedule import BatchSchedule, RankRule
+from lineage.stream.spec import EARLIER_LABEL
 
-IMPORTED_SPEC = "imported/1"
+# imported/2 is imported/1 whose occurrences digest is lineage-occurrences/2 (it hashes
+# each segment's doc_offset too); streams imported before keep imported/1 and their digest
+IMPORTED_SPEC = "imported/2"
 FRAMEWORKS = ("megatron", "olmo-core", "open-transformers")
 _HASH = re.compile(r"blake3:[0-9a-f]{64}")
 
@@ -88,12 +91,12 @@ class ImportedSpec:
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> ImportedSpec:
         """The spec back from a stream's parameters (the inverse of `to_json`)."""
-        if value.get("spec") != IMPORTED_SPEC:
+        if value.get("spec") not in (IMPORTED_SPEC, EARLIER_LABEL[IMPORTED_SPEC]):
             raise UsageError(f"not an {IMPORTED_SPEC} spec: {value.get('spec')!r}")
         return cls(
             manifest_hash=str(value["manifest_hash"]), seq_len=int(value["seq_len"]),
             schedule=BatchSchedule.from_json(value["schedule"]),
             rank_rule=RankRule.from_json(value["rank_rule"]),
             framework=str(value["framework"]), artifacts=dict(value["artifacts"]),
-            settings=dict(value["settings"]),
+            settings=dict(value["settings"]), spec=str(value["spec"]),
         )

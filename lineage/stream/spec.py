@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation, localcontext
+from typing import Any
 
 import blake3
 
@@ -12,10 +13,41 @@ from lineage.errors import UsageError
 from lineage.stream.schedule import BatchSchedule, RankRule
 
 STREAM_SPEC = "lineage-stream/1"
-RECORDED_SPEC = "recorded"
+# `recorded/2` is `recorded` whose occurrences digest is lineage-occurrences/2; streams
+# recorded before keep their label, their spec hash and their /1 digest
+RECORDED_SPEC = "recorded/2"
 OCCURRENCES_SPEC = "lineage-occurrences/1"
 OCCURRENCE_DIGEST_COLUMNS = ("ordinal", "source", "doc_id", "epoch", "stream_start",
                              "stream_end")
+# /2 adds what places a segment inside its document: a canonical stream's occurrences
+# are whole documents (doc_offset 0, by its spec), an imported or recorded one's not
+OCCURRENCES_SPEC_2 = "lineage-occurrences/2"
+OCCURRENCE_DIGEST_COLUMNS_2 = (*OCCURRENCE_DIGEST_COLUMNS, "doc_offset")
+# the stream specs whose digest is /2; the label each had before /2 (docs/stream-spec.md §5)
+EARLIER_LABEL = {"imported/2": "imported/1", RECORDED_SPEC: "recorded"}
+
+
+def occurrences_spec(stream_spec: str) -> str:
+    """The spec of the occurrences digest a stream of spec `stream_spec` records:
+    lineage-occurrences/2 for imported/2 and recorded/2, /1 for every other (canonical
+    streams, and the imported and recorded streams written before /2)."""
+    return OCCURRENCES_SPEC_2 if stream_spec in EARLIER_LABEL else OCCURRENCES_SPEC
+
+
+def earlier_spec_hash(spec: RecordedSpec | Any) -> str | None:
+    """The spec hash the same order had under its label from before /2 (what a stream
+    stored then records), or None for a spec that had no earlier label: importing or
+    recording the same order again into an older store answers "unchanged"."""
+    import dataclasses
+
+    label = EARLIER_LABEL.get(spec.spec)
+    return None if label is None else str(dataclasses.replace(spec, spec=label).spec_hash)
+
+
+def digest_columns(occurrences: str) -> tuple[str, ...]:
+    """The occurrence columns a digest of spec `occurrences` hashes, in line order."""
+    return OCCURRENCE_DIGEST_COLUMNS_2 if occurrences == OCCURRENCES_SPEC_2 \
+        else OCCURRENCE_DIGEST_COLUMNS
 MAX_SEED = 2**64 - 1
 
 

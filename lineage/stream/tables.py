@@ -12,7 +12,9 @@ Parquet the corpus already has, by position, which no hash join or sort beats:
 An imported order (`lineage ingest order`) is written the same way (`write_segments`):
 its lists hold each document's occurrences in ordinal order, with their own n_tokens
 and doc_offset. A recorded stream (`lineage ingest windows`), and a canonical one
-ordered out of core, build a table `ordered` instead, which is sorted twice.
+ordered out of core, build a table `ordered` instead, which is sorted twice. The digest
+of imported and recorded streams is lineage-occurrences/2 (doc_offset hashed too), a
+canonical stream's lineage-occurrences/1 (docs/stream-spec.md §5).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from lineage.store.parts import (
     write_parts,
 )
 from lineage.stream.order import Placed, content_hash_order
-from lineage.stream.spec import OCCURRENCE_DIGEST_COLUMNS, OCCURRENCES_SPEC
+from lineage.stream.spec import OCCURRENCES_SPEC, OCCURRENCES_SPEC_2, digest_columns
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,7 +97,7 @@ def write_canonical(
     del placed, rid, epoch, values
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
     return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
-                        whole_documents=True)
+                        whole_documents=True, occurrences=OCCURRENCES_SPEC)
 
 
 @dataclass
@@ -133,18 +135,19 @@ def write_segments(
     del segments, values
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
     return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
-                        whole_documents=False)
+                        whole_documents=False, occurrences=OCCURRENCES_SPEC_2)
 
 
 def _write_lists(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
     by_rid: pa.Table, held: list[pa.Table], kept: int, corpus_parts: CorpusParts,
-    progress: Progress, *, whole_documents: bool,
+    progress: Progress, *, whole_documents: bool, occurrences: str,
 ) -> StreamTables:
     """Both tables from the occurrence lists, in rid order (`by_rid`) and in
     `document_hashes` order (`held`, emptied once written). Whole documents take their
-    n_tokens from the corpus and start at offset 0; segments carry both in their lists."""
-    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    n_tokens from the corpus and start at offset 0; segments carry both in their lists.
+    The digest is of spec `occurrences` (/1 for whole documents, /2 for segments)."""
+    digest = LineHasher(occurrences, digest_columns(occurrences))
     whole = ("d.n_tokens, ", "0::BIGINT AS doc_offset, ") if whole_documents else ("", "")
 
     def hash_copy() -> list[WrittenPart]:
@@ -258,10 +261,13 @@ def _narrowest(column: IntArray) -> type[np.signedinteger[Any]]:
 
 def write_occurrences(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str, progress: Progress,
+    *, digest_spec: str = OCCURRENCES_SPEC,
 ) -> StreamTables:
-    """Table `ordered` (a recorded stream) as the stream's two tables, each a sort."""
+    """Table `ordered` (a recorded stream, or a canonical one ordered out of core) as the
+    stream's two tables, each a sort; its digest of spec `digest_spec` (a recorded
+    stream's is lineage-occurrences/2)."""
     occurrences = int(con.execute("SELECT count(*) FROM ordered").fetchall()[0][0])
-    digest = LineHasher(OCCURRENCES_SPEC, OCCURRENCE_DIGEST_COLUMNS)
+    digest = LineHasher(digest_spec, digest_columns(digest_spec))
     parts = _write(con, store, "occurrences", name, corpus, source="ordered", params=[],
                    order="ordinal", digests=[digest], total=occurrences, progress=progress,
                    stage="writing occurrences")

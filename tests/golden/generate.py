@@ -4,7 +4,8 @@
 
 Run it only when the spec version changes; the vectors pin `lineage-stream/1`.
 `schedules/` holds the batch-size schedule and rank rule vectors (docs/stream-spec.md §4),
-their step and rank arithmetic computed here by plain loops.
+their step and rank arithmetic computed here by plain loops; `occurrences/` an imported
+order's occurrences and their `lineage-occurrences/2` digest (§5).
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from stream_reference import occurrences_digest, reference_stream  # noqa: E402
+from stream_reference import (  # noqa: E402
+    occurrences_digest,
+    occurrences_digest_2,
+    reference_imported,
+    reference_stream,
+)
 
 from lineage.corpora.manifest import manifest_hash_of_rows  # noqa: E402
 from lineage.stream.spec import StreamSpec, parse_epochs  # noqa: E402
@@ -153,6 +159,44 @@ def scheduled() -> None:
         json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+# An imported order over the two-sources corpus (window 4 tokens): two passes cut at
+# window edges, then pieces read from inside documents (as Megatron's samples are), a
+# padded window, and a document read again from an offset. lineage-occurrences/2 hashes
+# each occurrence's doc_offset; /1 (given beside it) does not.
+IMPORTED = {
+    "documents": CASES["two-sources"]["documents"][:6] + [
+        {"doc_id": "code/0", "source": "code", "n_tokens": 7},
+        {"doc_id": "élan/π", "source": "code", "n_tokens": 5}],
+    "seq_len": 4,
+    # [window, slot, doc_id, doc_offset, n_tokens]
+    "segments": [
+        [0, 0, "web/0", 0, 3], [0, 3, "web/1", 0, 1],
+        [1, 0, "web/1", 1, 3], [1, 3, "code/0", 0, 1],
+        [2, 0, "code/0", 1, 4],
+        [3, 0, "code/0", 5, 2], [3, 2, "élan/π", 0, 2],
+        [4, 0, "élan/π", 2, 3], [4, 3, "web/2", 0, 1],
+        [5, 0, "web/2", 1, 4],
+        [6, 0, "code/0", 2, 4],
+        [7, 0, "web/1", 2, 2], [7, 2, "élan/π", 1, 2],
+        [8, 0, "web/3", 3, 3],
+        [9, 1, "web/0", 0, 3],
+    ],
+}
+
+
+def imported() -> None:
+    case = IMPORTED
+    rows = reference_imported(case["documents"], case["seq_len"], case["segments"])
+    one = [{k: v for k, v in r.items() if k != "doc_offset"} for r in rows]
+    out = {"spec": "lineage-occurrences/2", **case,
+           "occurrences_digest": occurrences_digest_2(rows),
+           "occurrences_digest_1": occurrences_digest(one), "occurrences": rows}
+    (HERE / "occurrences").mkdir(exist_ok=True)
+    (HERE / "occurrences" / "imported.json").write_text(
+        json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":
     main()
     scheduled()
+    imported()

@@ -73,9 +73,9 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
 
 
 def import_case(store: Store, name: str, tokens_dir: Path, case_dir: Path | None = None,
-                **changes: Any) -> dict[str, Any]:
+                *, stream: str | None = None, **changes: Any) -> dict[str, Any]:
     case_dir = case_dir or FIXTURES / name
-    return import_olmo_core(store, corpus="poetry", stream=name,
+    return import_olmo_core(store, corpus="poetry", stream=stream or name,
                             run=run_of(case_dir, tokens_dir, **changes))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from lineage.api import Store
 from lineage.errors import ConflictError, InputError, UsageError
+from lineage.ingest import ingest_corpus
 from lineage.ingest.orders import artifact_hash, store_order
 from lineage.ingest.orders.common import corpus_rows
 from lineage.store.parts import part_files
@@ -47,7 +49,7 @@ def test_an_imported_order_answers_docs_step_with_its_segments(sonnets: Store) -
     result = store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets),
                          segments=segments, origin=Path("doc_map.parquet"))
     windows = max(segments.column("window").to_pylist()) + 1
-    assert result["status"] == "added" and result["spec"] == "imported/1"
+    assert result["status"] == "added" and result["spec"] == "imported/2"
     assert result["windows"] == windows and result["steps"] == -(-windows // 4)
     # a document running over window edges is one occurrence, as in a canonical stream
     assert result["occurrences"] == segments.column("doc_offset").to_pylist().count(0)
@@ -58,7 +60,7 @@ def test_an_imported_order_answers_docs_step_with_its_segments(sonnets: Store) -
             (row["doc_id"], row["doc_offset"], row["doc_offset"] + row["n_tokens"]))  # type: ignore[operator]
     for step in (0, 3, result["steps"] - 1):
         answer = sonnets.docs_in_step(step, stream="imp")
-        assert answer["spec"] == "imported/1" and answer["spec_hash"] == result["spec_hash"]
+        assert answer["spec"] == "imported/2" and answer["spec_hash"] == result["spec_hash"]
         got: dict[int, list[tuple[str, int, int]]] = {}
         for d in answer["documents"]:
             got.setdefault(d["window"], []).append((d["doc_id"], d["token_start"], d["token_end"]))
@@ -257,6 +259,18 @@ def _stored_rows(store: Store, table: str, stream: str) -> str:
     return hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
+def _reference_digest(store: Store, stream: str, version: int) -> str:
+    """docs/stream-spec.md §5 computed row by row from the stored occurrences."""
+    from lineage.corpora.digest import lines_digest
+
+    columns = ["ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end"]
+    columns += ["doc_offset"] if version == 2 else []
+    with store.reader(views=True) as con:
+        rows = con.execute(f"SELECT {', '.join(columns)} FROM occurrences WHERE stream = ? "
+                           "ORDER BY ordinal", [stream]).fetchall()
+    return lines_digest(f"lineage-occurrences/{version}", rows)
+
+
 def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
     """Documents in several passes, some cut short (so one epoch holds two occurrences
     of a document): both tables hold exactly the rows they always held."""
@@ -265,7 +279,11 @@ def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
     table = pack(documents[:30] + halves + documents[10:20] + documents[::-1], 200)
     result = store_order(sonnets, stream="imp", corpus="sonnets",
                          spec=_spec(sonnets, seq_len=200), segments=table, origin=Path("x"))
-    assert result["occurrences_digest"] == (
+    # lineage-occurrences/2 of the stored rows; their /1 digest is the one the stream
+    # recorded before /2 (the rows are those of before)
+    assert result["occurrences_digest"] == _reference_digest(sonnets, "imp", 2) == (
+        "blake3:feb2f0166ab9331ab765d88ff115236e15fbcfe7e422415e901c891e34d3cce4")
+    assert _reference_digest(sonnets, "imp", 1) == (
         "blake3:406f9bdd45b1685760b93198ae4eebf30f8797f8e0d69c8f8b5f5f7bfe46e9ec")
     assert _stored_rows(sonnets, "occurrences", "imp") == (
         "c3cdf564c07e1f03b22f2f622b83b04b8e85b2d9ca97979eea542b2ebbeecc83")
@@ -315,3 +333,133 @@ def test_segments_may_name_their_documents_by_corpus_row(sonnets: Store) -> None
     message = str(caught.value)
     assert f"(rid {len(row_of) + 4}): doc_id is not in the corpus" in message
     assert f"({plain.column('doc_id')[5].as_py()!r}): offsets must satisfy" in message
+
+
+# --- lineage-occurrences/2: the digest places every token ---------------------------
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "occurrences" / "imported.json"
+
+
+def _golden_store(store: Store, tmp_path: Path) -> tuple[Store, dict[str, Any]]:
+    """The golden order's corpus, ingested as a ready manifest."""
+    import pyarrow.parquet as pq
+
+    case = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    rows = [{"doc_id": d["doc_id"], "source": d["source"], "uri": None,
+             "n_bytes": max(d["n_tokens"], 1), "n_tokens": d["n_tokens"],
+             "content_hash": f"{i:064x}"} for i, d in enumerate(case["documents"])]
+    path = tmp_path / "golden.parquet"
+    pq.write_table(pa.table({k: [r[k] for r in rows] for k in rows[0]}), path)
+    ingest_corpus(store, [path], corpus="golden")
+    return store, case
+
+
+def _golden_import(store: Store, case: dict[str, Any], stream: str,
+                   segments: list[list[Any]], label: str = "imported/2") -> dict[str, Any]:
+    table = pa.table({name: [s[i] for s in segments] for i, name in
+                      enumerate(("window", "slot", "doc_id", "doc_offset", "n_tokens"))})
+    manifest = store.corpus("golden")["manifest_hash"]
+    spec = ImportedSpec(manifest_hash=manifest, seq_len=case["seq_len"],
+                        schedule=BatchSchedule.fixed(2), rank_rule=RankRule(),
+                        framework="megatron", spec=label)
+    return store_order(store, stream=stream, corpus="golden", spec=spec, segments=table,
+                       origin=Path("golden"))
+
+
+def test_the_golden_imported_order_and_its_digest(store: Store, tmp_path: Path) -> None:
+    """tests/golden/occurrences/imported.json (tests/golden/generate.py, from the plain
+    reference in tests/stream_reference.py): the rows stored and their /2 digest."""
+    store, case = _golden_store(store, tmp_path)
+    result = _golden_import(store, case, "golden", case["segments"])
+    columns = ["ordinal", "source", "doc_id", "epoch", "stream_start", "stream_end",
+               "doc_offset"]
+    with store.reader(views=True) as con:
+        stored = con.execute(f"SELECT {', '.join(columns)} FROM occurrences ORDER BY ordinal"
+                             ).fetchall()
+    assert [dict(zip(columns, row, strict=True)) for row in stored] == case["occurrences"]
+    assert result["occurrences_digest"] == case["occurrences_digest"]
+    assert _reference_digest(store, "golden", 1) == case["occurrences_digest_1"]
+
+
+def test_a_changed_doc_offset_changes_the_digest(store: Store, tmp_path: Path) -> None:
+    """The same windows, documents and positions, one segment read from another offset
+    of its document (a damaged Megatron cache names such tokens): before, its digest
+    (lineage-occurrences/1) equalled the good stream's."""
+    store, case = _golden_store(store, tmp_path)
+    good = _golden_import(store, case, "good", case["segments"])
+    segments = [list(s) for s in case["segments"]]
+    assert segments[13][2:4] == ["web/3", 3]
+    segments[13][3] = 2  # tokens [2, 5) of web/3 instead of [3, 6)
+    damaged = _golden_import(store, case, "damaged", segments)
+    assert damaged["occurrences_digest"] != good["occurrences_digest"]
+    assert _reference_digest(store, "damaged", 2) == damaged["occurrences_digest"]
+    # what /1 hashes cannot tell them apart
+    assert _reference_digest(store, "damaged", 1) == _reference_digest(store, "good", 1)
+
+
+def test_a_recorded_stream_digest_covers_doc_offset(store: Store, tmp_path: Path) -> None:
+    """`lineage ingest windows` records recorded/2 streams, digested under /2 too: a
+    log whose segments start elsewhere in their documents digests differently."""
+    import pyarrow.parquet as pq
+
+    from lineage.ingest.windows import ingest_windows
+
+    store, case = _golden_store(store, tmp_path)
+    # web/3 first read from token 1 (a log that starts inside a document), or from 2
+    log = {"step": [0, 0, 1], "rank": [0, 0, 0], "window": [0, 0, 1],
+           "doc_id": ["web/0", "web/3", "web/3"], "token_start": [0, 1, 2],
+           "token_end": [3, 2, 5]}
+    pq.write_table(pa.table(log), tmp_path / "good.parquet")
+    log["token_start"], log["token_end"] = [0, 2, 3], [3, 3, 6]
+    pq.write_table(pa.table(log), tmp_path / "other.parquet")
+    good = ingest_windows(store, tmp_path / "good.parquet", stream="rec", corpus="golden",
+                          seq_len=4, batch=1)
+    other = ingest_windows(store, tmp_path / "other.parquet", stream="rec2",
+                           corpus="golden", seq_len=4, batch=1)
+    assert good["spec"] == "recorded/2"
+    assert good["occurrences_digest"] == _reference_digest(store, "rec", 2)
+    assert other["occurrences_digest"] == _reference_digest(store, "rec2", 2)
+    assert good["occurrences_digest"] != other["occurrences_digest"]
+    assert _reference_digest(store, "rec", 1) == _reference_digest(store, "rec2", 1)
+
+
+def test_an_order_imported_before_digest_2_stays_as_it_was(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written before lineage-occurrences/2 holds imported/1 streams digested
+    under /1 (and recorded ones under /1, labelled `recorded`): the label tells which
+    spec a stored digest is under, and importing the same order again answers
+    "unchanged" with the stream as it was stored."""
+    import functools
+
+    import pyarrow.parquet as pq
+
+    from lineage.ingest import windows
+    from lineage.stream import tables
+    from lineage.stream.spec import OCCURRENCE_DIGEST_COLUMNS, RecordedSpec, occurrences_spec
+
+    store, case = _golden_store(store, tmp_path)
+    log = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"step": [0], "rank": [0], "window": [0], "doc_id": ["web/1"],
+                             "token_start": [0], "token_end": [4]}), log)
+    with monkeypatch.context() as before:  # lineage as it wrote these streams
+        before.setattr(tables, "OCCURRENCES_SPEC_2", "lineage-occurrences/1")
+        before.setattr(tables, "digest_columns", lambda _: OCCURRENCE_DIGEST_COLUMNS)
+        before.setattr(windows, "RecordedSpec", functools.partial(RecordedSpec,
+                                                                  spec="recorded"))
+        old = _golden_import(store, case, "old", case["segments"], label="imported/1")
+        recorded = windows.ingest_windows(store, log, stream="rec", corpus="golden",
+                                          seq_len=4, batch=1)
+    assert (old["spec"], recorded["spec"]) == ("imported/1", "recorded")
+    assert old["occurrences_digest"] == case["occurrences_digest_1"]
+    again = _golden_import(store, case, "old", case["segments"])
+    assert again["status"] == "unchanged"
+    assert {k: again[k] for k in ("spec", "spec_hash", "occurrences_digest")} == \
+        {k: old[k] for k in ("spec", "spec_hash", "occurrences_digest")}
+    assert windows.ingest_windows(store, log, stream="rec", corpus="golden", seq_len=4,
+                                  batch=1)["status"] == "unchanged"
+    assert [occurrences_spec(s.spec) for s in (store.stream("old"), store.stream("rec"))] \
+        == ["lineage-occurrences/1"] * 2
+    new = _golden_import(store, case, "new", case["segments"])
+    assert new["spec"] == "imported/2" and occurrences_spec(new["spec"]) == \
+        "lineage-occurrences/2"
+    assert new["occurrences_digest"] == case["occurrences_digest"]

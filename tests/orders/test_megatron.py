@@ -23,7 +23,7 @@ from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
 
-from .conftest import holding
+from .conftest import documents_of, holding
 
 FIXTURES = Path(__file__).with_name("fixtures") / "megatron"
 SINGLE = MegatronRun(global_batch_size=8, micro_batch_size=2, data_parallel_size=2)
@@ -194,9 +194,11 @@ def test_idx_lengths_must_match_the_corpus(store: Store, copied: Path) -> None:
 def test_a_shuffle_index_out_of_bounds_is_refused(corpus: Store, copied: Path) -> None:
     path = next((copied / "cache-single").glob("*-shuffle_index.npy"))
     shuffle = np.load(path)
+    expected = int(shuffle[7])
     shuffle[7] = 10_000
     np.save(path, shuffle)
-    _refused(corpus, r"shuffle_index.npy: samples must lie in \[0, 598\); found 10000",
+    _refused(corpus, rf"shuffle_index.npy: element 7 is 10000, megatron-core's builder "
+             rf"gives {expected} from the description's seed 1234 \(nothing stored\)",
              run="single", folder=copied)
 
 
@@ -205,8 +207,64 @@ def test_a_document_index_outside_the_split_is_refused(corpus: Store, copied: Pa
     documents = np.load(path)
     documents[3] = 10  # sonnets.idx holds sequences 0..9, all in the train split
     np.save(path, documents)
-    _refused(corpus, r"document_index.npy: names sequences outside \[0, 10\), the train "
-             "split of sonnets.idx", run="single", folder=copied)
+    _refused(corpus, r"document_index.npy: element 3 is 10, megatron-core's builder gives",
+             run="single", folder=copied)
+
+
+def _flip_bit(path: Path, element: int, column: int = 0) -> tuple[int, int]:
+    """One bit of one element of a cached .npy flipped in place, as a disk or a copy
+    would: (the element's value before, after)."""
+    array = np.load(path)
+    row = array.reshape(len(array), -1)
+    data = bytearray(path.read_bytes())
+    at = len(data) - array.nbytes + (element * row.shape[1] + column) * array.itemsize
+    data[at] ^= 1
+    path.write_bytes(bytes(data))
+    return int(row[element, column]), int(np.load(path).reshape(len(array), -1)[element, column])
+
+
+@pytest.mark.parametrize(("kind", "array", "element", "column"), [
+    ("BlendedDataset", "dataset_index", 5, 0),
+    ("BlendedDataset", "dataset_sample_index", 11, 0),
+    ("GPTDataset", "shuffle_index", 4, 0),
+    ("GPTDataset", "document_index", 2, 0),
+    ("GPTDataset", "sample_index", 9, 1),
+])
+def test_one_flipped_bit_in_a_cached_array_is_refused_naming_it(
+        corpus: Store, copied: Path, kind: str, array: str, element: int, column: int) -> None:
+    """A cache whose arrays still index valid samples, but not megatron-core's: before,
+    imported with exit 0 (and `docs --step` named the wrong documents)."""
+    path = sorted((copied / "cache-blend").glob(f"*-{kind}-train-{array}.npy"))[0]
+    before, after = _flip_bit(path, element, column)
+    maker = "blending" if kind == "BlendedDataset" else "builder"
+    shown = (f"element {element} is {after}" if array != "sample_index"
+             else rf"element {element} is \(\d+, {after}\)")
+    expected = str(before) if array != "sample_index" else rf"\(\d+, {before}\)"
+    _refused(corpus, rf"{path.name}: {shown}, megatron-core's {maker} gives {expected} ",
+             folder=copied)
+
+
+def test_a_truncated_cached_array_is_refused(corpus: Store, copied: Path) -> None:
+    path = next((copied / "cache-blend").glob("*-dataset_sample_index.npy"))
+    np.save(path, np.load(path)[:-1])
+    _refused(corpus, r"dataset_sample_index.npy: holds 319 elements, megatron-core's "
+             r"blending gives 320 from the description's weights \[0.6, 0.4\] and size 320",
+             folder=copied)
+
+
+def test_a_description_without_its_split_is_refused(corpus: Store, copied: Path) -> None:
+    import hashlib
+
+    [path] = (copied / "cache-single").glob("*-description.txt")
+    description = json.loads(path.read_text())
+    del description["split_matrix"]
+    text = json.dumps(description, indent=4)
+    digest = hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+    for old in list((copied / "cache-single").iterdir()):
+        old.rename(old.with_name(digest + old.name[len(digest):]))
+    (copied / "cache-single" / f"{digest}-GPTDataset-train-description.txt").write_text(text)
+    _refused(corpus, "description.txt: the description lacks split_matrix", run="single",
+             folder=copied)
 
 
 def test_a_pickled_array_is_refused(corpus: Store, copied: Path) -> None:
@@ -330,3 +388,65 @@ def test_cli_refuses_a_broken_run_with_exit_2(cli: Any, corpus: Store, copied: P
     assert "sonnets.idx" in result.stderr and "MMIDIDX" in result.stderr
     assert "Traceback" not in result.stderr
     assert cli.json("stream", "list") == []
+
+
+def test_deep_json_in_the_preprocessing_input_is_refused(corpus: Store, copied: Path) -> None:
+    """The nesting-depth rule of every JSON reader (before: "unexpected RecursionError")."""
+    lines = (copied / "poems.jsonl").read_text().splitlines()
+    lines[2] = '{"id": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (copied / "poems.jsonl").write_text("\n".join(lines) + "\n")
+    _refused(corpus, "poems.jsonl:line 3: nesting-depth: JSON nested deeper than 32 levels",
+             folder=copied)
+
+
+# --- --verify all: every window re-read ---------------------------------------------
+
+
+def _change_one_token(copied: Path, document: int, offset: int) -> None:
+    """Token `offset` of Megatron document `document` of the sonnets' .bin, changed."""
+    from lineage.ingest.orders.indexed import read_indexed
+
+    data = read_indexed(copied / "sonnets")
+    raw = np.fromfile(copied / "sonnets.bin", dtype=np.uint16)
+    raw[int(data.sequence_pointers[data.document_indices[document]]) // 2 + offset] ^= 1
+    raw.tofile(copied / "sonnets.bin")
+
+
+def _first_window_reading(store: Store, stream: str, doc_id: str, token: int) -> int:
+    reader = StreamReader(store, stream)
+    return min(s.window for step in range(store.stream(stream).steps)
+               for s in reader.segments(step)
+               if s.doc_id == doc_id and s.token_start <= token < s.token_end)
+
+
+def test_verify_all_finds_one_changed_token_the_sample_misses(
+        corpus: Store, copied: Path) -> None:
+    """One changed token of a window the default's 16 do not re-read: imported as
+    before, refused by --verify all naming the first window that reads it."""
+    _import(corpus, "blend", folder=copied, stream="good")
+    window = _first_window_reading(corpus, "good", "sonnet-005", 300)
+    _change_one_token(copied, 4, 300)
+    assert _import(corpus, "blend", folder=copied, stream="sampled")["status"] == "added"
+    with pytest.raises(InputError, match=rf"sonnets.bin: window {window}: document 4 "
+                       r"\('sonnet-005'\): token 300 differs from the corpus document's "
+                       r"\(--verify all; nothing stored\)"):
+        _import(corpus, "blend", folder=copied, stream="all", verify="all")
+
+
+def test_verify_all_reads_every_document_of_the_windows(corpus: Store) -> None:
+    answer = _import(corpus, "blend", verify="all")
+    checked = answer["checked"]
+    assert checked["windows"] == "all" and checked["status"] == "equal to the corpus's tokens"
+    assert checked["documents"] == 18  # the 10 sonnets and 8 poems, each once
+    assert checked["tokens"] == sum(n for _, n in documents_of(corpus, "mg"))
+    with pytest.raises(UsageError, match="--verify 'some'"):
+        _import(corpus, "blend", stream="x", verify="some")
+
+
+def test_cli_verify_all_says_what_it_re_read(cli: Any, corpus: Store) -> None:
+    result = cli("ingest", "order", "megatron", "--data", str(FIXTURES / "sonnets"),
+                 "--docs", str(FIXTURES / "sonnets.jsonl"), "--cache",
+                 str(FIXTURES / "cache-single"), "--corpus", "mg", "--stream", "s",
+                 "--global-batch-size", "8", "--micro-batch-size", "2", "--verify", "all")
+    assert "re-read every window (10 documents, 6,177 tokens): equal to the corpus's " \
+        "tokens" in result.stdout

@@ -19,7 +19,7 @@ from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import StreamReader
 from tests.conftest import Cli
 
-from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD
+from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD, corpus_documents
 from .olmo_helpers import (
     copy_of,
     corpus_texts,
@@ -100,8 +100,12 @@ def test_the_spec_names_every_file_read_and_the_settings(poetry: Store, tmp_path
 
 def test_a_changed_global_indices_file_is_a_different_order(poetry: Store,
                                                             tmp_path: Path) -> None:
+    """Files whose names do not record the seed (and no --seed): not compared with
+    OLMo-core's shuffle, imported as the order they hold."""
     case = tmp_path / "case"
     shutil.copytree(FIXTURES / "plain", case)
+    for path in case.glob("global_indices_*"):
+        path.rename(path.with_name(path.name.replace("_seed7", "")))
     first = import_case(poetry, "plain", tmp_path, case)
     indices_file = sorted(case.glob("global_indices_*epoch1*"))[0]
     indices = np.fromfile(indices_file, dtype=np.uint32)
@@ -282,7 +286,7 @@ def test_lost_global_indices_are_rebuilt_from_the_seed(poetry: Store, tmp_path: 
     case = json.loads((FIXTURES / name / "expected.json").read_text())["settings"]
     kept = import_case(poetry, name, tmp_path)
     assert kept["checked"]["global_indices"] == ("every file is OLMo-core's shuffle for "
-                                                 "its seed and epoch")
+                                                 f"seed {case['seed']} and its epoch")
     rebuilt = import_olmo_core(poetry, corpus="poetry", stream=f"{name}-rebuilt",
                                run=dataclasses.replace(
                                    run_of(FIXTURES / name, tmp_path), global_indices=(),
@@ -293,21 +297,56 @@ def test_lost_global_indices_are_rebuilt_from_the_seed(poetry: Store, tmp_path: 
     assert rebuilt["schedule"] == kept["schedule"]
 
 
-def test_a_reshuffled_file_is_not_olmo_cores_shuffle(poetry: Store, tmp_path: Path) -> None:
+def _swap_two(path: Path, first: int, second: int) -> tuple[int, int]:
+    """Two entries of a global indices file swapped (it stays a permutation)."""
+    indices = np.fromfile(path, dtype=np.uint32)
+    indices[[first, second]] = indices[[second, first]]
+    indices.tofile(path)
+    return int(indices[first]), int(indices[second])
+
+
+def test_two_swapped_global_indices_are_refused_when_the_file_names_the_seed(
+        poetry: Store, tmp_path: Path) -> None:
+    """Before: a file that was still a permutation, but not OLMo-core's shuffle, was
+    imported (exit 0) and only reported in `checked.global_indices`."""
     case = tmp_path / "case"
     shutil.copytree(FIXTURES / "plain", case)
     indices_file = sorted(case.glob("global_indices_*epoch2*"))[0]
-    indices = np.fromfile(indices_file, dtype=np.uint32)
-    np.random.default_rng(1).shuffle(indices)
-    indices.tofile(indices_file)
-    result = import_case(poetry, "plain", tmp_path, case)
-    assert result["checked"]["global_indices"] == (
-        f"{indices_file.name} is not OLMo-core's shuffle for its seed and epoch")
+    found, expected = _swap_two(indices_file, 3, 17)
+    with pytest.raises(InputError, match=rf"{indices_file.name}: element 3 is {found}, "
+                       rf"OLMo-core's shuffle gives {expected} for seed 7 and epoch 2 "
+                       r"\(nothing stored\)"):
+        import_case(poetry, "plain", tmp_path, case)
+    assert poetry.streams().to_json() == "[]"
     with pytest.raises(UsageError, match="--seed 8, but the global indices were made with "
                                          "seed 7"):
         import_case(poetry, "plain", tmp_path, case, seed=8)
     with pytest.raises(UsageError, match="or --seed and --epochs to rebuild them"):
         import_case(poetry, "plain", tmp_path, case, global_indices=())
+
+
+def test_two_swapped_global_indices_are_refused_when_the_seed_is_given(
+        poetry: Store, tmp_path: Path) -> None:
+    """Files renamed without their seed: unchecked unless --seed says it, refused then."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "plain", case)
+    renamed = []
+    for number, path in enumerate(sorted(case.glob("global_indices_*")), start=1):
+        renamed.append(path.rename(case / f"order-epoch{number}.npy"))
+    unchecked = import_case(poetry, "plain", tmp_path, case,
+                            global_indices=tuple(renamed), stream="renamed")
+    assert unchecked["status"] == "added"
+    assert unchecked["checked"]["global_indices"] == (
+        "not checked: the file names do not record the seed (give --seed to check them)")
+    checked = import_case(poetry, "plain", tmp_path, case, global_indices=tuple(renamed),
+                          seed=7, stream="seeded")
+    assert checked["checked"]["global_indices"] == (
+        "every file is OLMo-core's shuffle for seed 7 and its epoch")
+    found, expected = _swap_two(renamed[0], 0, 1)
+    with pytest.raises(InputError, match=rf"order-epoch1.npy: element 0 is {found}, "
+                       rf"OLMo-core's shuffle gives {expected} for seed 7 and epoch 1 "):
+        import_case(poetry, "plain", tmp_path, case, global_indices=tuple(renamed), seed=7,
+                    stream="swapped")
 
 
 def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
@@ -343,3 +382,34 @@ def test_a_corpus_counted_by_a_tokenizer_is_re_read_with_it(
     with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
         import_olmo_core(store, corpus="poetry", stream="bpe-other",
                          run=dataclasses.replace(run, tokenizer=other))
+
+
+def test_a_deep_mixture_index_is_refused(poetry: Store, tmp_path: Path) -> None:
+    """The nesting-depth rule of every JSON reader (before: "unexpected RecursionError")."""
+    index = tmp_path / "mixture.json"
+    index.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="mixture.json: nesting-depth: JSON nested deeper "
+                       "than 32 levels"):
+        import_case(poetry, "mixture", tmp_path, mixture_index=index)
+
+
+def test_verify_all_re_reads_every_document_and_names_the_window(
+        poetry: Store, tmp_path: Path) -> None:
+    """--verify all re-reads every document the windows read, whole (the default: 16;
+    this run reads 15, so both read them all); a changed token is refused naming the
+    first window that reads it."""
+    run = run_of(FIXTURES / "plain", tmp_path)
+    good = import_olmo_core(poetry, corpus="poetry", stream="good", run=run, verify="all")
+    assert good["checked"]["verify"] == "all" and good["checked"]["re_read"] == 15
+    first = run.token_files[0]
+    raw = np.fromfile(first, dtype=np.uint16)
+    start = int(np.flatnonzero(raw == EOS["uint16"])[0]) + 1  # document 1 of the file
+    doc_id = corpus_documents()[1][1]  # the files hold the corpus's documents in order
+    reader = StreamReader(poetry, "good")
+    window = min(s.window for step in range(good["steps"]) for s in reader.segments(step)
+                 if s.doc_id == doc_id and s.token_start <= 10 < s.token_end)
+    raw[start + 10] ^= 1
+    raw.tofile(first)
+    with pytest.raises(InputError, match=rf"sonnets-0.npy: window {window}: document 1 "
+                       rf"\('{doc_id}'\): token 10 differs from the corpus document's"):
+        import_olmo_core(poetry, corpus="poetry", stream="all", run=run, verify="all")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lineage.api import Store
@@ -70,3 +71,25 @@ def test_every_step_and_rank_of_a_fresh_run(poetry: Store, fresh_runs: Path, tmp
     for step in steps_to_check(len(expected["steps"]))[::4]:  # the reader's own tokens
         assert rank_tokens_hash(reader, step, 1, WORLD, eos) == \
             expected["steps"][step][1]["input_ids"], step
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_the_shuffle_lineage_checks_is_olmo_cores_loaders(tmp_path: Path, chunk: int) -> None:
+    """`NumpyFSLDataLoader._build_global_indices` of OLMo-core itself, for two epochs,
+    with and without a chunk size: the global indices lineage compares files with."""
+    from olmo_core.data import DataCollator, NumpyFSLDataLoader
+
+    from lineage.ingest.orders.olmo_order import olmo_shuffle
+
+    from .make_olmo_run import _dataset, write_token_files
+
+    case = CASES["plain"]
+    dataset = _dataset(case, write_token_files(tmp_path / "tokens", case["dtype"]), tmp_path)
+    loader = NumpyFSLDataLoader(dataset, chunk_size=chunk, global_batch_size=4 * 32,
+                                collator=DataCollator(pad_token_id=0), work_dir=tmp_path,
+                                seed=case["seed"], num_threads=0)
+    for epoch in (1, 2):
+        loader.reshuffle(epoch)
+        theirs = np.asarray(loader._build_global_indices())
+        ours = olmo_shuffle(len(dataset), case["seed"], epoch, chunk)
+        assert np.array_equal(ours, theirs), epoch

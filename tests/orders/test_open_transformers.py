@@ -60,7 +60,7 @@ def test_the_committed_run_is_what_the_generator_writes(tmp_path: Path) -> None:
 
 def test_each_step_and_rank_reads_back_the_harness_tokens(shakespeare: Store) -> None:
     result = _import(shakespeare, HARNESS)
-    assert result["status"] == "added" and result["spec"] == "imported/1"
+    assert result["status"] == "added" and result["spec"] == "imported/2"
     assert result["framework"] == "open-transformers"
     assert result["schedule"] == [[0, 4], [16, 8]]  # 16,384 tokens = 16 steps of 4 x 256
     assert result["rank_rule"] == {"micro_batch": 2, "rule": "micro-batches"}
@@ -273,7 +273,7 @@ def test_cli_imports_and_answers(cli: Any, shakespeare: Store) -> None:
                    str(HARNESS / "shards"), "--corpus", "shakespeare", "--stream", "h")
     assert out["status"] == "added" and out["steps"] == 34 and out["windows"] == 208
     shown = cli.json("stream", "show", "h")
-    assert (shown["spec"], shown["spec_hash"]) == ("imported/1", out["spec_hash"])
+    assert (shown["spec"], shown["spec_hash"]) == ("imported/2", out["spec_hash"])
     assert shown["schedule"] == [[0, 4], [16, 8]] and shown["seed"] is None
     docs = cli.json("docs", "--step", "20", "--stream", "h", "--rank", "0",
                     "--world-size", "2")
@@ -390,3 +390,53 @@ def test_cli_names_a_missing_corpus_with_exit_2(cli: Any) -> None:
                  "--manifest", str(HARNESS / "manifest.json"), "--shards",
                  str(HARNESS / "shards"), "--corpus", "nope", "--stream", "h", code=2)
     assert result.stderr == "error: no corpus named 'nope': `lineage corpus list` shows them\n"
+
+
+@pytest.mark.parametrize("depth", [33, 100_000])
+def test_deep_json_in_the_manifest_is_refused_by_the_nesting_depth_rule(
+        cli: Any, shakespeare: Store, harness: Path, depth: int) -> None:
+    """Before: 100,000 levels gave "unexpected RecursionError" (and 33 were accepted);
+    now the rule every JSON reader applies, with exit 2 and nothing stored."""
+    manifest = json.loads((harness / "manifest.json").read_text())
+    text = json.dumps(manifest)
+    nested = "[" * (depth - 2) + "1" + "]" * (depth - 2)  # + the manifest and run objects
+    (harness / "manifest.json").write_text(text.replace('"run": {', f'"run": {{"x": {nested}, ', 1))
+    result = cli("ingest", "order", "open-transformers", str(harness / "doc_map.parquet"),
+                 "--manifest", str(harness / "manifest.json"), "--shards",
+                 str(harness / "shards"), "--corpus", "shakespeare", "--stream", "h", code=2)
+    assert result.stderr == (f"error: {harness / 'manifest.json'}: nesting-depth: JSON "
+                             "nested deeper than 32 levels\n")
+    assert cli.json("stream", "list") == []
+
+
+def test_json_at_the_depth_limit_is_read(shakespeare: Store, harness: Path) -> None:
+    manifest = json.loads((harness / "manifest.json").read_text())
+    manifest["run"]["x"] = json.loads("[" * 30 + "1" + "]" * 30)  # 32 levels with the two
+    (harness / "manifest.json").write_text(json.dumps(manifest))
+    assert _import(shakespeare, harness)["settings"]["x"] is not None
+
+
+def test_verify_all_finds_one_changed_token_the_sample_misses(
+        shakespeare: Store, harness: Path) -> None:
+    """Every document the windows read, whole (its end-of-document token too), against
+    the corpus: one changed token the 16 sampled windows miss is refused, naming the
+    first window that reads it."""
+    from lineage.ingest.orders.indexed import read_indexed
+    from lineage.stream.reader import StreamReader
+
+    good = _import(shakespeare, harness, stream="good", verify="all")
+    assert good["checked"]["windows"] == "all"
+    assert good["checked"]["status"] == "equal to the corpus's tokens"
+    data = read_indexed(harness / "shards" / "sonnets" / "00000")
+    manifest = json.loads((harness / "manifest.json").read_text())
+    doc_id = manifest["shards"][0]["doc_ids"][3]
+    reader = StreamReader(shakespeare, "good")
+    window = min(s.window for step in range(good["steps"]) for s in reader.segments(step)
+                 if s.doc_id == doc_id and s.token_start <= 100 < s.token_end)
+    raw = np.fromfile(data.bin, dtype=data.dtype)
+    raw[int(data.sequence_pointers[3]) // raw.itemsize + 100] ^= 1
+    raw.tofile(data.bin)
+    assert _import(shakespeare, harness, stream="sampled")["status"] == "added"
+    with pytest.raises(InputError, match=rf"00000.bin: window {window}: local document 3 "
+                       rf"\('{doc_id}'\): token 100 differs from the corpus document's"):
+        _import(shakespeare, harness, stream="all", verify="all")
