@@ -3,6 +3,7 @@ lays its documents into windows the way a trainer does (to make orders to import
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,21 @@ def pack(documents: list[tuple[str, int]], seq_len: int) -> pa.Table:
 
 
 HARNESS = Path(__file__).resolve().parent / "fixtures" / "harness"
+
+# Modules proved against megatron-core itself. Its presence is looked up, not imported:
+# importing torch while tests are collected would put it in sys.modules for every other
+# test of the session. torch and megatron-core warn about themselves on import
+# (deprecated torch.jit APIs, no Transformer Engine or Apex on a CPU machine): not this
+# project's warnings.
+WITH_MEGATRON = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
+        reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
+        "megatron-core==0.16.1"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
 
 
 @pytest.fixture(scope="session")

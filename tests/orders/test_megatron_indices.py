@@ -29,15 +29,9 @@ from lineage.ingest.orders.megatron_indices import (
     sample_idx,
 )
 
-pytestmark = [
-    pytest.mark.skipif(
-        importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
-        reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
-        "megatron-core==0.16.1"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+from .conftest import WITH_MEGATRON
+
+pytestmark = WITH_MEGATRON
 
 
 def _helpers() -> Any:

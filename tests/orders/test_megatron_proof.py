@@ -28,21 +28,9 @@ from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
 
-from .conftest import holding
+from .conftest import WITH_MEGATRON, holding
 
-# Looked up, not imported: importing torch while tests are collected would put it in
-# sys.modules for every other test of the session.
-# torch and megatron-core warn about themselves on import (deprecated torch.jit APIs,
-# no Transformer Engine or Apex on a CPU machine): not this project's warnings.
-pytestmark = [
-    pytest.mark.skipif(
-        importlib.util.find_spec("torch") is None or importlib.util.find_spec("megatron") is None,
-        reason="the proof needs torch and megatron-core: pip install torch==2.13.0 "
-        "megatron-core==0.16.1"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = WITH_MEGATRON
 
 DP = 2
 MICRO = 2
