@@ -3,9 +3,11 @@ run of 80,957 steps (checkpoint_every 100: 810 intervals) and 100,000 attestatio
 
     .venv/bin/python bench/audit.py [--runs 5] [--workdir DIR]
 
-The run is written to the catalog as `lineage ingest steps` writes it (the runs, steps and
-checkpoints rows; a synthetic chain, since status reads the state hashes and checkpoint
-verdicts, not the tensors). The records are made with lineage's builders and added with
+The run is a valid lineage-chain/2 chain of 80,957 steps over a real stream, ingested by
+`lineage ingest steps` (bench/runs.py's chain fixture: records written directly, since
+status reads the state hashes, not the tensors), so the status checks the chain as `chain
+verify` does, batch digests included; its published checkpoints are catalog rows whose
+weights digests match the chain. The records are made with lineage's builders and added with
 `add_records`, the path `audit record` and `audit import` take: 50 intervals confirmed
 through relay chains (5,000 attestations and their intermediate checkpoints), 810
 replays from the published checkpoints, and the rest spread over random steps by 1,000
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS, EVERY, ATTESTATIONS, RUN = 80_957, 100, 100_000, "open-1b"
+WEIGHTS = "blake3:" + "1" * 64  # every record's weights digest in the chain fixture
 
 
 def digest(*parts: object) -> str:
@@ -38,31 +42,16 @@ def digest(*parts: object) -> str:
 
 
 def write_run(store: Any) -> dict[int, str]:
-    """The run's catalog rows; returns its state hashes by step."""
-    import pyarrow as pa
-
-    state = {s: digest("state", s) for s in range(STEPS)}
-    steps = pa.table({"run": [RUN] * STEPS, "step": list(range(STEPS)), "segment": [0] * STEPS,
-                      "state_hash": [state[s] for s in range(STEPS)],
-                      "prev_hash": [state.get(s - 1, digest("genesis")) for s in range(STEPS)],
-                      "weights_digest": [digest("weights", s) for s in range(STEPS)],
-                      "record": ["{}"] * STEPS})
-    marks = list(range(EVERY - 1, STEPS, EVERY))
-    ckpts = pa.table({"step": marks, "wd": [digest("weights", s) for s in marks]})
-    now = datetime(2026, 12, 1)
+    """The published checkpoints' catalog rows; returns the chain's state hashes by step."""
+    rows = store.sql(f"SELECT step, state_hash FROM steps WHERE run = '{RUN}' ORDER BY step").rows
+    state = {int(step): str(hash_) for step, hash_ in rows}
+    assert len(state) == STEPS, len(state)
     with store.writer() as con:
-        con.execute("INSERT INTO runs (name, stream, world_size, chain, algorithm, genesis, "
-                    "header, created_at, checkpoint_every) VALUES (?, NULL, 8, "
-                    "'lineage-chain/2', 'blake3', ?, '{}', ?, ?)",
-                    [RUN, digest("genesis"), now, EVERY])
-        con.register("bench_steps", steps)
-        con.execute("INSERT INTO steps (run, step, segment, state_hash, prev_hash, "
-                    "weights_digest, record) SELECT * FROM bench_steps")
-        con.register("bench_ckpts", ckpts)
         con.execute("INSERT INTO checkpoints (run, step, path, files, structure_ok, "
                     "weights_digest, chain_weights_digest, matches_chain, verdicts, created_at) "
-                    f"SELECT '{RUN}', step, 'ckpt-' || step, '[]', true, wd, wd, true, '{{}}', "
-                    "TIMESTAMP '2026-12-01' FROM bench_ckpts")
+                    f"SELECT '{RUN}', step, 'ckpt-' || step, '[]', true, ?, ?, true, '{{}}', "
+                    f"TIMESTAMP '2026-12-01' FROM range({EVERY - 1}, {STEPS}, {EVERY}) t(step)",
+                    [WEIGHTS, WEIGHTS])
     return state
 
 
@@ -88,7 +77,7 @@ def make_records(state: dict[int, str]) -> list[dict[str, Any]]:
             created_at=when())
 
     def published(step: int, who: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        return replay(step, R.published_start(step - 1, digest("weights", step - 1)), who, **kw)
+        return replay(step, R.published_start(step - 1, WEIGHTS), who, **kw)
 
     records: list[dict[str, Any]] = []
     for interval in range(50):  # confirmed through relays
@@ -129,7 +118,12 @@ def build(workdir: Path) -> tuple[Path, dict[str, float]]:
     root = workdir / "audit-store"
     if (root / "catalog.duckdb").exists():
         return root, {}
-    lineage.init_store(root)
+    sys.path.insert(0, str(REPO / "bench"))
+    from runs import chain_fixture
+
+    (workdir / "audit-chain").mkdir(exist_ok=True)
+    chain_store, _ = chain_fixture(workdir / "audit-chain", STEPS, run=RUN)
+    shutil.copytree(chain_store, root)
     store = lineage.open(root)
     started = time.perf_counter()
     state = write_run(store)

@@ -32,8 +32,9 @@ def timed(call, runs: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
             "median_s": round(statistics.median(values), 3)}
 
 
-def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
-    """A store with a stream of >= `steps` steps and a valid 100k-step chain over it."""
+def chain_fixture(workdir: Path, steps: int, run: str = "r") -> tuple[Path, str]:
+    """A store with a stream of >= `steps` steps and a valid chain of `steps` steps over
+    it (closed, checkpoint_every 100, a skip rule), as run `run`."""
     import lineage
     from lineage.ingest.steps import ingest_steps
     from lineage.runs.chain import ChainWriter, canonical_json, end_hash, step_hash
@@ -43,7 +44,7 @@ def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
 
     store_path = workdir / "chain-store"
     if (store_path / "catalog.duckdb").exists():
-        return store_path, "r"
+        return store_path, run
     manifest = workdir / "manifest-200k"
     if not manifest.exists():
         subprocess.run([PY, str(REPO / "bench" / "gen_manifest.py"), "--documents", "200000",
@@ -75,8 +76,8 @@ def chain_fixture(workdir: Path, steps: int) -> tuple[Path, str]:
     end["state_hash"] = end_hash(end)
     lines.append(canonical_json(end))
     log.write_text("\n".join(lines) + "\n")
-    ingest_steps(store, log, run="r", stream="s", world_size=2)
-    return store_path, "r"
+    ingest_steps(store, log, run=run, stream="s", world_size=2)
+    return store_path, run
 
 
 def bench_chain(workdir: Path, runs: int) -> dict[str, object]:

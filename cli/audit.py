@@ -23,6 +23,9 @@ RunArgument = Annotated[str, typer.Argument(help="The run name.")]
 SignKeyOption = Annotated[Path | None, typer.Option(
     "--sign-key", metavar="KEY", help="Sign the records with this ed25519 private key "
     "(OpenSSH format, as ssh-keygen writes it; `ssh-keygen -Y verify` checks them).")]
+PayoutOption = Annotated[str | None, typer.Option(
+    "--payout", metavar="TEXT", help="Where rewards for this work go (an address or a "
+    "handle, as the run's organisers ask), kept in the records and shown by `audit who`.")]
 
 # -- ledger: status, show, who, claim, record -------------------------------------------
 
@@ -36,6 +39,10 @@ def status(ctx: typer.Context, run: RunArgument, json: JsonOption = False) -> No
         output.emit_json(answer.to_dict())
         return
     output.emit_lines(_status_lines(answer))
+
+
+def _swap_note(swapped: bool | None) -> str:
+    return {True: ", swapped", False: "", None: ", swap unknown"}[swapped]
 
 
 def _status_lines(answer: AuditStatus) -> list[str]:
@@ -54,7 +61,12 @@ def _status_lines(answer: AuditStatus) -> list[str]:
                                                   for link in chain))
     if answer.inconclusive:
         lines.append("inconclusive steps " + _short(answer.inconclusive)
-                     + ": only mismatches from machines that swapped; re-run with more memory")
+                     + ": only mismatches from machines that swapped or could not tell "
+                     "whether they swapped; re-run with more memory")
+    if answer.chain.verdict == "broken":
+        lines.append(f"chain        BROKEN at step {answer.chain.first_broken_step}: "
+                     f"{answer.chain.reason}; {answer.chain.attestations_past_break:,} "
+                     "attestation(s) on steps from there on do not count")
     lines.append("next         " + (_short(answer.next_unclaimed) or "-")
                  + " (neither verified nor claimed)")
     width = len(f"{answer.steps - 1}") * 2 + 1
@@ -82,7 +94,7 @@ def show(
         machine, start = record["machine"], record["start"]
         lines.append(f"attestation  {record['result']} by {record['auditor']['name']} "
                      f"({record['unit']}, from {start['kind']}, {machine['backend']} "
-                     f"{machine['device']}{', swapped' if machine['swapped'] else ''}, "
+                     f"{machine['device']}{_swap_note(machine['swapped'])}, "
                      f"{record['duration_s']:g} s, {record['created_at']})"
                      + _signatures(answer, record))
     lines += [f"checkpoint   by {r['auditor']['name']} at {r['location']} ({r['state_hash']})"
@@ -108,7 +120,9 @@ def who(ctx: typer.Context, run: RunArgument, json: JsonOption = False) -> None:
         output.emit_json(answer.to_dict())
         return
     columns = ("name", "attestations", "steps", "claims", "checkpoints", "replay_hours")
-    output.emit_table(columns, [[p[c] for c in columns] for p in answer.participants])
+    output.emit_table((*columns, "payout"), [[*(p[c] for c in columns),
+                                              ", ".join(p.payouts) or "-"]
+                                             for p in answer.participants])
 
 
 @app.command("claim")
@@ -122,6 +136,7 @@ def claim(
         "--expires", metavar="DURATION", help="How long the claim lasts: 30m, 12h, 7d, 2w.")
     ] = "7d",
     sign_key: SignKeyOption = None,
+    payout: PayoutOption = None,
     json: JsonOption = False,
 ) -> None:
     """Claim a step range for a while: claims are visible, expire, and block no one."""
@@ -129,7 +144,8 @@ def claim(
 
     first, last = _step_range(steps)
     answer = make_claim(current_store(ctx), run, first_step=first, last_step=last,
-                        auditor=auditor, expires=_duration(expires), sign_key=sign_key)
+                        auditor=auditor, expires=_duration(expires), sign_key=sign_key,
+                        payout=payout)
     if json:
         output.emit_json(answer.to_dict())
         return
@@ -222,6 +238,7 @@ def replay(
                            "the ledger.")
     ] = False,
     sign_key: SignKeyOption = None,
+    payout: PayoutOption = None,
     json: JsonOption = False,
 ) -> None:
     """Replay one step with your replay function and attest whether it reaches the
@@ -230,7 +247,7 @@ def replay(
 
     result = replay_and_record(current_store(ctx), run, step, replayer=replayer, start=from_,
                                save=save, auditor=auditor, sign_key=sign_key,
-                               record=not no_record)
+                               record=not no_record, payout=payout)
     if json:
         output.emit_json(result.to_dict())
     else:
@@ -254,16 +271,18 @@ def _replay_lines(result: ReplayOutcome, *, recorded: bool, save: Path | None) -
              f"start       {began}",
              f"machine     {machine['backend']}, {machine['device']}, "
              f"{machine['memory_bytes'] / 2**30:.1f} GiB, "
-             + ("SWAPPED during the replay" if machine["swapped"] else "no swap"),
+             + {True: "SWAPPED during the replay", False: "no swap",
+                None: "swap UNKNOWN (no swap counter on this system)"}[machine["swapped"]],
              f"duration    {att['duration_s']:.3f} s",
              f"record      {record_id(att)}"]
     if save is not None:
         lines.append(f"saved       {save} (relay checkpoint {record_id(ckpt)})" if ckpt
                      else "saved       nothing: a mismatched state is no relay point")
     lines.append("ledger      " + ("recorded" if recorded else "not recorded (--no-record)"))
-    if att["result"] != "match" and machine["swapped"]:
-        lines.append("note        the machine swapped: re-run with more memory before "
-                     "judging this mismatch")
+    if att["result"] != "match" and machine["swapped"] is not False:
+        lines.append("note        the machine swapped" if machine["swapped"] else
+                     "note        whether the machine swapped is unknown")
+        lines[-1] += ": re-run with more memory before judging this mismatch"
     return lines
 # -- bundles and signatures: export, import, sign ---------------------------------------
 

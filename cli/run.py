@@ -158,6 +158,10 @@ def _verify_lines(report: ChainVerification) -> list[str]:
     elif rule["verdict"] == "ok":
         lines.append(f"skip rule: {rule['description']}: every step agrees "
                      f"({rule['skipped_steps']} skipped)")
+    elif rule["verdict"] == "not-checked":
+        lines.append(f"skip rule: {rule['description']}: not checked, the chain is broken "
+                     f"(no violation in the {report['steps_checked']:,} steps before the "
+                     "break)")
     else:
         lines += [f"skip rule VIOLATED at step {v['step']}: {v['reason']}"
                   for v in rule["violations"]]

@@ -137,6 +137,31 @@ def test_a_rewritten_batch_is_caught_by_the_stream(demo: tuple[Store, Path],
     report = cli.json("chain", "verify", "batch", code=1)
     assert (report["first_broken_step"], report["steps_checked"]) == (33, 33)
     assert "batch digests differ" in report["reason"]
+    # past the break nothing is evidence: the rule is not said to hold
+    assert report["skip_rule"]["verdict"] == "not-checked"
+    assert report["skip_rule"]["violations"] == []
+    out = cli("chain", "verify", "batch", code=1)
+    assert "every step agrees" not in out.stdout
+    assert "not checked, the chain is broken (no violation in the 33 steps before" in out.stdout
+
+
+def test_a_violation_before_the_break_still_stands(demo: tuple[Store, Path],
+                                                   tmp_path: Path) -> None:
+    store, run = demo
+    lines = lines_of(run)
+    records = [json.loads(line) for line in lines[1:-1]]
+    trigger = next(r["step"] for r in records if r["grad_norm"] > SKIP_ABOVE)
+    records[trigger]["skipped"] = False  # a wrong decision, then a batch claimed twice
+    records[trigger + 3]["batch_digests"] = records[trigger + 4]["batch_digests"]
+    for step in (trigger, trigger + 3):
+        lines[step + 1] = canonical_json(records[step])
+    relink(lines, trigger + 1)
+    cli = Cli(store.root)
+    ingest(cli, write(tmp_path / "both.jsonl", lines), "both")
+    report = cli.json("chain", "verify", "both", code=1)
+    assert (report["verdict"], report["first_broken_step"]) == ("broken", trigger + 3)
+    assert report["skip_rule"]["verdict"] == "violated"
+    assert [v["step"] for v in report["skip_rule"]["violations"]] == [trigger]
 
 
 def test_a_cut_open_chain_is_named_with_the_expected_length(

@@ -40,8 +40,8 @@ def signed_with(records: list[dict[str, Any]], key: str | Path | None) -> list[d
 
 
 def make_claim(store: BaseStore, run: str, *, first_step: int, last_step: int, auditor: str,
-               expires: timedelta = timedelta(days=7),
-               sign_key: str | Path | None = None) -> ClaimMade:
+               expires: timedelta = timedelta(days=7), sign_key: str | Path | None = None,
+               payout: str | None = None) -> ClaimMade:
     """Claim steps first_step..last_step of `run` for `auditor` until `expires` from now,
     signed with `sign_key` when one is given, and add the claim to the ledger."""
     from lineage.audit.answers import ClaimMade
@@ -50,7 +50,8 @@ def make_claim(store: BaseStore, run: str, *, first_step: int, last_step: int, a
     from lineage.audit.records import claim, record_id
 
     record = claim(run=run, chain_head=run_head(store, run), first_step=first_step,
-                   last_step=last_step, auditor=auditor_of(auditor), expires=expires)
+                   last_step=last_step, auditor=auditor_of(auditor, payout=payout),
+                   expires=expires)
     (record,) = signed_with([record], sign_key)
     added = add_records(store, [record], source="claim")
     return ClaimMade(id=record_id(record), added=bool(added.added), record=record)
@@ -86,7 +87,7 @@ def read_records(path: str | Path) -> list[Any]:
 def replay_and_record(store: BaseStore, run: str, step: int, *, replayer: str,
                       start: Path | None = None, save: Path | None = None,
                       auditor: str | None = None, sign_key: str | Path | None = None,
-                      record: bool = True) -> ReplayOutcome:
+                      record: bool = True, payout: str | None = None) -> ReplayOutcome:
     """Replay step `step` of `run` with the replay function `replayer` names
     (MODULE:FUNCTION, imported and run: the caller's own code), sign the records with
     `sign_key` when one is given, and add them to the ledger unless `record` is False."""
@@ -101,7 +102,8 @@ def replay_and_record(store: BaseStore, run: str, step: int, *, replayer: str,
     function, source = load_replayer(replayer)
     result = replay_step(store, run, step, function, replayer_name=replayer,
                          replayer_source=source, start=start, save=save,
-                         auditor=auditor or user_name(), public_key=public_key)
+                         auditor=auditor or user_name(), public_key=public_key,
+                         payout=payout)
     made = [r for r in (result["attestation"], result["checkpoint"]) if r is not None]
     records = signed_with(made, sign_key)
     if record:

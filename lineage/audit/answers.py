@@ -38,6 +38,15 @@ class AuditInterval(Answer):
     verified: int
 
 
+class AuditChain(Answer):
+    """The run's chain as `chain verify` finds it: custody runs through it."""
+
+    verdict: str  # ok, broken, rule-violated or continuity-only
+    first_broken_step: int | None
+    reason: str | None  # why that step is broken
+    attestations_past_break: int  # attestations on steps at or past the break: not counted
+
+
 class AuditStatus(Answer):
     """`lineage audit status`: how far the run's audit has got, by the status rules."""
 
@@ -53,7 +62,9 @@ class AuditStatus(Answer):
     replay_hours: float  # the attestations' self-reported durations, summed
     longest_contiguous: int  # the longest run of consecutive verified steps
     relays: tuple[tuple[RelayLink, ...], ...]  # chains of replays that held custody
-    inconclusive: tuple[int, ...]  # steps with only mismatches from machines that swapped
+    # steps with only mismatches from machines that swapped (or could not tell)
+    inconclusive: tuple[int, ...]
+    chain: AuditChain
     next_unclaimed: tuple[int, ...]  # the first steps neither verified nor claimed
     per_interval: tuple[AuditInterval, ...]
     spec: str  # lineage-audit/1
@@ -66,7 +77,7 @@ class AuditStep(Answer):
     chain_head: str
     step: int
     expected: str | None  # the chain's state_hash after the step
-    status: str  # verified, disputed, mismatch, inconclusive, unverified or unattested
+    status: str  # verified, disputed, mismatch, inconclusive, unverified, past-break or unattested
     verified: bool
     claimed_by: tuple[str, ...]  # auditors with an unexpired claim on the step
     attestations: tuple[dict[str, Any], ...]  # the records, as lineage-audit/1 JSON
@@ -87,6 +98,7 @@ class AuditParticipant(Answer):
     claims: int
     checkpoints: int
     replay_hours: float
+    payouts: tuple[str, ...]  # the payout addresses their records name, as written
 
 
 class AuditWho(Answer):
@@ -165,7 +177,7 @@ class AuditMachine(Answer):
     memory_bytes: int
     replays: int  # attestations made on it (both units)
     replay_hours: float  # their durations, summed
-    swapped: int  # replays during which the machine swapped
+    swapped: int  # replays during which the machine swapped, or could not tell
 
 
 class AuditReport(Answer):

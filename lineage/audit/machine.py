@@ -2,16 +2,21 @@
 nothing here can be proven to a reader, only stated plainly).
 
 Swap is what makes a replay's hash worthless without making it wrong on purpose: the
-kernel's swap-in and swap-out counters (/proc/vmstat pswpin, pswpout) are read before and
-after the replay, and any growth marks it `swapped`. The counters are machine-wide, so
-another program's paging counts too: a mismatch is then judged only after a re-run. Where
-there are no such counters (not Linux) a replay reports `swapped: false`.
+kernel's swap-in and swap-out counters are read before and after the replay, and any
+growth marks it `swapped`. Linux gives them in /proc/vmstat (pswpin, pswpout), macOS in
+the output of `vm_stat` ("Swapins", "Swapouts"). The counters are machine-wide, so another
+program's paging counts too: a mismatch is then judged only after a re-run. Where no
+counter can be read (another system, or a probe that failed) the replay records
+`swapped: null`, unknown, which the status treats as swapped: an Apple-silicon Mac with
+too little unified memory is the machine that rule exists for.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,11 @@ from typing import Any
 
 def swap_counters() -> tuple[int, int] | None:
     """(pages swapped in, pages swapped out) since boot, or None where unknown."""
+    system = _system()
+    if system == "darwin":
+        return _vm_stat_counters(_vm_stat())
+    if not system.startswith("linux"):
+        return None
     try:
         text = Path("/proc/vmstat").read_text(encoding="ascii")
     except OSError:
@@ -30,8 +40,38 @@ def swap_counters() -> tuple[int, int] | None:
         return None
 
 
-def swapped_between(before: tuple[int, int] | None, after: tuple[int, int] | None) -> bool:
-    return before is not None and after is not None and after != before
+def _system() -> str:
+    return sys.platform
+
+
+def _vm_stat() -> str | None:
+    """What macOS's `vm_stat` prints, or None when it cannot be run."""
+    try:
+        done = subprocess.run(["/usr/bin/vm_stat"], capture_output=True, timeout=10,
+                              check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.decode("ascii", "replace")
+
+
+_VM_STAT_LINE = re.compile(r"^(Swapins|Swapouts):\s+(\d+)\.?\s*$", re.MULTILINE)
+
+
+def _vm_stat_counters(text: str | None) -> tuple[int, int] | None:
+    """The swap-in and swap-out counts of `vm_stat`'s output ("Swapins:  1234."), or None
+    when either line is missing."""
+    found = {name: int(value) for name, value in _VM_STAT_LINE.findall(text or "")}
+    if set(found) != {"Swapins", "Swapouts"}:
+        return None
+    return found["Swapins"], found["Swapouts"]
+
+
+def swapped_between(before: tuple[int, int] | None,
+                    after: tuple[int, int] | None) -> bool | None:
+    """Whether the counters grew; None (unknown) when either reading is missing."""
+    if before is None or after is None:
+        return None
+    return after != before
 
 
 def memory_bytes() -> int:
@@ -79,7 +119,7 @@ def accelerator() -> tuple[str, str] | None:
     return None
 
 
-def machine_facts(*, swapped: bool, backend: str | None = None,
+def machine_facts(*, swapped: bool | None, backend: str | None = None,
                   device: str | None = None) -> dict[str, Any]:
     """The attestation's `machine` object; `backend`/`device` as the replayer named
     them, else torch's accelerator when loaded, else the CPU."""

@@ -267,6 +267,7 @@ def replay_step(
     store: BaseStore, run: str, step: int, replayer: Replayer, *, replayer_name: str,
     replayer_source: str | None = None, start: Path | None = None, save: Path | None = None,
     auditor: str = "anonymous", public_key: str | None = None, now: datetime | None = None,
+    payout: str | None = None,
 ) -> dict[str, Any]:
     """Replay step `step` of `run`: {"attestation": {...}, "checkpoint": {...} | None}.
 
@@ -296,7 +297,7 @@ def replay_step(
         "machine": machine.machine_facts(swapped=swapped, backend=outcome.get("backend"),
                                          device=outcome.get("device")),
         "duration_s": round(duration, 6), "tools": _tools(replayer_name, replayer_source),
-        "auditor": audit_records.auditor(auditor, public_key=public_key),
+        "auditor": audit_records.auditor(auditor, public_key=public_key, payout=payout),
         "created_at": audit_records.format_time(now or audit_records.utc_now()),
     }
     matched = attestation["state_hash"] == attestation["expected"]

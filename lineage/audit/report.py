@@ -36,8 +36,8 @@ RULE = ("A match proves only that this replay range, started from the artifacts 
         "values the replay takes as given, not re-derives, and state the trainer keeps "
         "elsewhere (a random generator's full state, a loss-spike rule's countdown, a data "
         "loader's buffers) is in no hash. Machines and durations are self-reported, and a "
-        "mismatch from a machine that swapped is inconclusive until a re-run with more "
-        "memory.")
+        "mismatch from a machine that swapped (or could not tell) is inconclusive until "
+        "a re-run with more memory.")
 # Colour and a symbol per status: the symbol carries the status where colour cannot
 # (Markdown, a grey-scale print, colour-blind readers).
 COLOURS = {"confirmed": "#1b5e20", "provisional": "#8bc34a", "claimed": "#fdd835",
@@ -52,7 +52,7 @@ SELECT json_extract_string(record, '$.machine.backend') AS backend,
        json_extract_string(record, '$.machine.device') AS device,
        CAST(json_extract(record, '$.machine.memory_bytes') AS BIGINT) AS memory_bytes,
        count(*) AS replays, coalesce(sum(duration_s), 0) AS seconds,
-       count(*) FILTER (WHERE swapped) AS swapped
+       count(*) FILTER (WHERE swapped IS NOT FALSE) AS swapped
 FROM audit_records WHERE run = ? AND kind = 'attestation'
     AND {counted}
 GROUP BY ALL ORDER BY backend, device, memory_bytes
@@ -129,7 +129,7 @@ def _steps_text(steps: tuple[int, ...], none: str) -> str:
 
 
 _INCONCLUSIVE = ("Steps whose only attestations are mismatches from machines that swapped "
-                 "(re-run with more memory): ")
+                 "or could not tell (re-run with more memory): ")
 
 
 # Characters a terminal acts on, and invisible ones that reorder or hide text (bidi
@@ -186,11 +186,12 @@ def render_markdown(report: AuditReport) -> str:
         lines.append("Every interval is untouched.")
     lines += ["", "## Relay chains", "", *_md_relays(s), "",
               "## Participants", "", "Alphabetically: a list, not a ranking.", "",
-              "| name | public keys | attestations | steps | claims | checkpoints | hours |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+              "| name | public keys | attestations | steps | claims | checkpoints | hours "
+              "| payout |", "|---|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {md_escape(p.name)} | {md_escape(', '.join(p.public_keys)) or '–'} | "
               f"{p.attestations} | {p.steps} | {p.claims} | {p.checkpoints} | "
-              f"{p.replay_hours:g} |" for p in report.participants]
+              f"{p.replay_hours:g} | {md_escape(', '.join(p.payouts)) or '–'} |"
+              for p in report.participants]
     lines += ["", "## Machines (self-reported)", "",
               "| backend | device | memory | replays | hours | swapped |",
               "|---|---|---:|---:|---:|---:|"]
@@ -345,10 +346,12 @@ def _html_participants(report: AuditReport) -> str:
         f"<tr><td>{e(p.name)}</td><td>{_html_keys(p.public_keys)}</td>"
         f'<td class="n">{p.attestations}</td><td class="n">{p.steps}</td>'
         f'<td class="n">{p.claims}</td><td class="n">{p.checkpoints}</td>'
-        f'<td class="n">{p.replay_hours:g}</td></tr>' for p in report.participants)
+        f'<td class="n">{p.replay_hours:g}</td>'
+        f"<td>{'<br>'.join(e(payout) for payout in p.payouts) or '–'}</td></tr>"
+        for p in report.participants)
     return ('<table id="participants"><tr><th>name</th><th>public keys</th>'
             "<th>attestations</th><th>steps</th><th>claims</th><th>checkpoints</th>"
-            f"<th>hours</th></tr>{rows}</table>")
+            f"<th>hours</th><th>payout</th></tr>{rows}</table>")
 
 
 def _html_keys(keys: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from lineage.audit.ledger import chain_head_of
 from lineage.audit.records import SPEC, utc_now
 from lineage.audit.versions import Counted, counted_versions
 from lineage.errors import UnknownObjectError, UsageError
+from lineage.runs.chain_verify import verify_chain
 from lineage.store.base import BaseStore
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ WITH att AS (
 """
 _PER_STEP = _GROUNDED + """
 SELECT step, count(*) FILTER (WHERE result = 'match') AS matches,
-       count(*) FILTER (WHERE result = 'mismatch' AND NOT swapped) AS mismatches,
-       count(*) FILTER (WHERE result = 'mismatch' AND swapped) AS swapped,
+       count(*) FILTER (WHERE result = 'mismatch' AND swapped IS FALSE) AS mismatches,
+       count(*) FILTER (WHERE result = 'mismatch' AND swapped IS NOT FALSE) AS swapped,
        count(*) FILTER (WHERE grounded) AS grounded
 FROM att GROUP BY step
 """
@@ -84,12 +85,13 @@ class Coverage:
     steps: int
     matches: npt.NDArray[np.int64]
     mismatches: npt.NDArray[np.int64]  # counting ones: from machines that did not swap
-    swapped: npt.NDArray[np.int64]  # mismatches from machines that swapped
+    swapped: npt.NDArray[np.int64]  # mismatches from machines that swapped (or could not tell)
     verified: npt.NDArray[np.bool_]
     claimed: npt.NDArray[np.bool_]
     links: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     participants: list[str] = field(default_factory=list)
     replay_seconds: float = 0.0
+    chain: dict[str, Any] = field(default_factory=dict)  # the chain's verdict, in short
 
 
 def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Coverage:
@@ -106,10 +108,17 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
         inside = at < steps  # records are checked against the chain; this is belt and braces
         for name, target in counts.items():
             target[at[inside]] = np.asarray(rows[name])[inside]
+        chain = _chain_verdict(store, run)
+        past_break = at >= chain["counted_steps"]
+        chain["attestations_past_break"] = int(sum(
+            np.asarray(rows[name])[past_break].sum() for name in counts if name != "grounded"))
+        for target in counts.values():  # past a break the chain vouches for nothing
+            target[chain["counted_steps"]:] = 0
         grounded = counts.pop("grounded")
         cov = Coverage(run, head, interval, steps, counts["matches"], counts["mismatches"],
                        counts["swapped"], verified=(grounded > 0) & (counts["mismatches"] == 0),
                        claimed=np.zeros(steps, bool))
+        cov.chain = chain
         _follow_relays(cov, _relays(con, run, counted))
         _mark_claims(cov, con, now or utc_now(), counted)
         cov.participants = [r[0] for r in con.execute(
@@ -120,6 +129,21 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
                               [run]).fetchall()
         cov.replay_seconds = float(seconds[0][0])
     return cov
+
+
+def _chain_verdict(store: BaseStore, run: str) -> dict[str, Any]:
+    """The run's chain checked as `chain verify` checks it (links, batch digests, end
+    record). Custody runs through the chain: an attestation on a step at or past the first
+    broken one is about a state the chain no longer vouches for, so it counts for nothing.
+    `counted_steps` is how many steps, from step 0, the chain vouches for."""
+    report = verify_chain(store, run)
+    broken = report["verdict"] == "broken"
+    return {"verdict": report["verdict"], "first_broken_step": report["first_broken_step"],
+            "reason": report["reason"],
+            "counted_steps": report["steps_checked"] if broken else _NO_BREAK}
+
+
+_NO_BREAK = 2**62  # beyond any step
 
 
 def _counting(sql: str, counted: Counted) -> str:
@@ -160,6 +184,8 @@ def _follow_relays(cov: Coverage, rows: list[tuple[Any, ...]]) -> None:
     custody: set[str] = set()
     for b_id, step, auditor, checkpoint_ok, p_id, p_step, p_match, p_grounded, \
             p_relay, p_auditor in rows:
+        if step >= cov.chain["counted_steps"]:
+            continue  # past the chain's break
         if not (checkpoint_ok and p_id is not None and p_match and p_step == step - 1):
             continue
         if not (p_grounded or (p_relay and p_id in custody)) or not cov.verified[p_step]:
@@ -206,6 +232,10 @@ def audit_status(store: BaseStore, run: str, *, now: datetime | None = None) -> 
             "longest_contiguous": longest_true_run(cov.verified),
             "relays": relay_chains(cov.links),
             "inconclusive": [int(s) for s in np.flatnonzero(only_swapped)],
+            "chain": {"verdict": cov.chain["verdict"],
+                      "first_broken_step": cov.chain["first_broken_step"],
+                      "reason": cov.chain["reason"],
+                      "attestations_past_break": cov.chain["attestations_past_break"]},
             "next_unclaimed": [int(s) for s in open_steps],
             "per_interval": per_interval, "spec": SPEC}
 
@@ -264,7 +294,10 @@ def relay_chains(links: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[lis
 
 def step_status(cov: Coverage, step: int) -> str:
     """One step's word: verified, disputed, mismatch, inconclusive (only mismatches from
-    machines that swapped), unverified (matches without custody) or unattested."""
+    machines that swapped), unverified (matches without custody), past-break (the chain
+    is broken at or before it: nothing counts) or unattested."""
+    if step >= cov.chain.get("counted_steps", cov.steps):
+        return "past-break"
     if cov.mismatches[step] and cov.matches[step]:
         return "disputed"
     if cov.mismatches[step]:
@@ -321,9 +354,14 @@ def participants(store: BaseStore, run: str) -> dict[str, Any]:
             f"count(DISTINCT step) FILTER (WHERE kind = 'attestation' AND {kept}), "
             f"count(*) FILTER (WHERE kind = 'claim' AND {kept}), "
             f"count(*) FILTER (WHERE kind = 'checkpoint' AND {kept}), "
-            f"coalesce(sum(duration_s) FILTER (WHERE {kept}), 0) FROM audit_records "
-            "WHERE run = ? GROUP BY auditor ORDER BY auditor", [run]).fetchall()
+            f"coalesce(sum(duration_s) FILTER (WHERE {kept}), 0), "
+            "list(DISTINCT json_extract_string(record, '$.auditor.payout') "
+            "ORDER BY json_extract_string(record, '$.auditor.payout')) FILTER "
+            "(WHERE json_extract_string(record, '$.auditor.payout') IS NOT NULL) "
+            "FROM audit_records WHERE run = ? GROUP BY auditor ORDER BY auditor",
+            [run]).fetchall()
     keys = ("name", "public_keys", "attestations", "steps", "claims", "checkpoints")
     people = [{**dict(zip(keys, (r[0], r[1] or [], *r[2:6]), strict=True)),
-               "replay_hours": round(float(r[6]) / 3600, 3)} for r in rows]
+               "replay_hours": round(float(r[6]) / 3600, 3), "payouts": r[7] or []}
+              for r in rows]
     return {"run": run, "participants": people, "spec": SPEC}

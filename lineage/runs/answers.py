@@ -168,7 +168,7 @@ class SkipRuleVerdict(Answer):
 
     declared: Any  # the header's skip_rule as written (None: no rule declared)
     description: str | None = optional()  # the rule in words, when it is valid
-    verdict: str  # ok, violated, invalid or "no rule declared"
+    verdict: str  # ok, violated, not-checked (chain broken), invalid or "no rule declared"
     violations: tuple[SkipViolation, ...]
     reason: str | None = optional()  # why the declared rule is invalid
     skipped_steps: int | None  # steps whose record says skipped (None: rule invalid)

@@ -69,7 +69,7 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         walk.checked = [r for r in walk.checked if broken.step is None or r[0] < broken.step]
     result["steps_checked"] = len(walk.checked)
     result["last_state_hash"] = walk.checked[-1][3] if walk.checked else None
-    result["skip_rule"] = _skip_verdict(header, walk.checked)
+    result["skip_rule"] = _skip_verdict(header, walk.checked, broken)
     result["verdict"] = _verdict(result, full)
     result["ok"] = result["verdict"] == "ok"
     return result
@@ -230,7 +230,11 @@ def _check_length(expect_steps: int | None, walk: _Walk) -> None:
     raise _Broken(expect_steps, f"the chain has {steps} steps, {expect_steps} expected")
 
 
-def _skip_verdict(header: dict[str, Any], checked: list[Any]) -> dict[str, Any]:
+def _skip_verdict(header: dict[str, Any], checked: list[Any],
+                  broken: _Broken | None) -> dict[str, Any]:
+    """The rule checked over the verified steps. A violation among them stands; without
+    one, a broken chain's rule is `not-checked`: the records past the break are not
+    evidence, so "every step agrees" cannot be said."""
     declared = header.get("skip_rule")
     if declared is None:
         return {"declared": None, "verdict": "no rule declared", "violations": [],
@@ -242,6 +246,7 @@ def _skip_verdict(header: dict[str, Any], checked: list[Any]) -> dict[str, Any]:
                 "reason": str(exc), "skipped_steps": None}
     violations = check_skips(rule, ((c[0], c[2].get("grad_norm"), c[2].get("skipped"))
                                     for c in checked))
+    verdict = "violated" if violations else "not-checked" if broken is not None else "ok"
     return {"declared": declared, "description": rule.describe(),
-            "verdict": "violated" if violations else "ok", "violations": violations,
+            "verdict": verdict, "violations": violations,
             "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}

@@ -32,16 +32,34 @@ TOOLS = {"lineage": "test", "python": "3.11"}
 
 
 def build_run(root: Path) -> Path:
-    """The store (returned) with run "tiny": 32 steps, checkpoints after steps 3, 7, ..."""
-    init_store(root / "store")
-    store = open_store(root / "store")
+    """The store (returned) with run "tiny": 32 steps, checkpoints after steps 3, 7, ...
+    The run's log and checkpoints are kept in `root / "run"`."""
+    store = _store_with_stream(root / "store")
+    load_tiny_run().train(store, "s", steps=STEPS, out=root / "run", checkpoint_every=EVERY)
+    _ingest_run(store, root / "run", root / "run" / "steps.jsonl")
+    return root / "store"
+
+
+def rebuild_run(base: Path, to: Path, log: Path) -> Store:
+    """A store like `base`'s whose run "tiny" was ingested from `log` (an edited copy of
+    its step log), with the same checkpoints."""
+    store = _store_with_stream(to)
+    _ingest_run(store, base.parent / "run", log)
+    return store
+
+
+def _store_with_stream(root: Path) -> Store:
+    init_store(root)
+    store = open_store(root)
     ingest_corpus(store, [EXAMPLES / "corpus"], corpus="example", fingerprints=False)
     build_stream(store, corpus="example", name="s", seed=42, seq_len=64, batch=2)
-    load_tiny_run().train(store, "s", steps=STEPS, out=root / "run", checkpoint_every=EVERY)
-    ingest_steps(store, root / "run" / "steps.jsonl", run=RUN, stream="s", world_size=2)
+    return store
+
+
+def _ingest_run(store: Store, run: Path, log: Path) -> None:
+    ingest_steps(store, log, run=RUN, stream="s", world_size=2)
     for step in range(EVERY - 1, STEPS, EVERY):
-        ingest_checkpoint(store, root / "run" / f"checkpoint-{step}", run=RUN, step=step)
-    return root / "store"
+        ingest_checkpoint(store, run / f"checkpoint-{step}", run=RUN, step=step)
 
 
 def copy_store(base: Path, to: Path) -> Store:

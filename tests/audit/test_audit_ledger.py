@@ -186,12 +186,19 @@ def test_record_then_status_show_who(cli_audited: tuple[Cli, Store, Chain, Path]
 def test_claim_makes_a_visible_claim(cli_audited: tuple[Cli, Store, Chain, Path]) -> None:
     cli, store, _, _ = cli_audited
     made = cli.json("audit", "claim", RUN, "--steps", "8-15", "--auditor", "hal",
-                    "--expires", "2d")
+                    "--expires", "2d", "--payout", "lnurl1dp68gurn8ghj7<&>")
     assert made["added"] is True and made["id"] == R.record_id(made["record"])
     assert made["record"]["first_step"] == 8 and made["record"]["last_step"] == 15
+    assert made["record"]["auditor"]["payout"] == "lnurl1dp68gurn8ghj7<&>"
     status = store.audit_status(RUN)
     assert status.intervals.claimed == 2 and status.next_unclaimed[0] == 0
     assert cli.json("audit", "show", RUN, "--step", "9")["claimed_by"] == ["hal"]
+    who = {p["name"]: p["payouts"] for p in cli.json("audit", "who", RUN)["participants"]}
+    assert who == {"hal": ["lnurl1dp68gurn8ghj7<&>"]}
+    assert cli("audit", "who", RUN).stdout.splitlines()[-1].split("│")[-1].strip() == \
+        "lnurl1dp68gurn8ghj7<&>"
+    page = cli("audit", "report", RUN, "--format", "html").stdout
+    assert "<td>lnurl1dp68gurn8ghj7&lt;&amp;&gt;</td></tr>" in page  # escaped, in its row
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -39,7 +39,7 @@ from lineage.runs.checkpoint_evidence import checkpoint_digests
 from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 
-from ..conftest import EXAMPLES, Cli, load_tiny_run
+from ..conftest import EXAMPLES, REPO, Cli, load_tiny_run
 
 STEPS, EVERY = 12, 4
 REPLAYER = f"{EXAMPLES / 'tiny_run.py'}:replay"
@@ -474,5 +474,49 @@ def test_swap_is_read_from_the_kernels_counters() -> None:
     if Path("/proc/vmstat").is_file():
         assert counters is not None and all(isinstance(c, int) and c >= 0 for c in counters)
     assert machine.swapped_between((5, 7), (5, 8)) and machine.swapped_between((5, 7), (6, 7))
-    assert not machine.swapped_between((5, 7), (5, 7))
-    assert not machine.swapped_between(None, (5, 8))  # not measured: reported as no swap
+    assert machine.swapped_between((5, 7), (5, 7)) is False
+    assert machine.swapped_between(None, (5, 8)) is None  # not measured: unknown
+
+
+MAC_VM_STAT = (REPO / "tests" / "fixtures" / "macos" / "vm_stat.txt").read_text(encoding="ascii")
+
+
+def test_a_macs_swap_counters_are_read_from_vm_stat(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lineage.audit import machine
+
+    assert machine._vm_stat_counters(MAC_VM_STAT) == (8_847_092, 9_440_713)
+    after = MAC_VM_STAT.replace("9440713.", "9440912.")
+    readings = iter([MAC_VM_STAT, after])
+    monkeypatch.setattr(machine, "_system", lambda: "darwin")
+    monkeypatch.setattr(machine, "_vm_stat", lambda: next(readings))
+    before = machine.swap_counters()
+    assert machine.swapped_between(before, machine.swap_counters()) is True
+    cut = "\n".join(line for line in MAC_VM_STAT.splitlines() if "Swapouts" not in line)
+    assert machine._vm_stat_counters(cut) is None and machine._vm_stat_counters(None) is None
+    monkeypatch.setattr(machine, "_system", lambda: "freebsd14")
+    assert machine.swap_counters() is None
+
+
+def test_where_swap_cannot_be_read_a_mismatch_is_recorded_unknown_and_inconclusive(
+        demo: tuple[Store, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lineage.audit import machine
+
+    store, _ = demo
+    monkeypatch.setattr(machine, "_system", lambda: "freebsd14")  # no probe there
+    shutil.copytree(store.root, tmp_path / "store")  # the shared run stays unrecorded
+    cli = Cli(tmp_path / "store")
+    module = tmp_path / "other.py"
+    module.write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('t', {str(EXAMPLES / 'tiny_run.py')!r})\n"
+        "tiny = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(tiny)\n\n"
+        "def replay(state, batch, *, record, **kw):\n"
+        "    return tiny.replay(state, batch[::-1], record=record, **kw)\n", encoding="utf-8")
+    out = cli("audit", "replay", "tiny", "--step", "4", "--replayer", f"{module}:replay",
+              "--auditor", "mac", code=1)
+    assert "swap UNKNOWN (no swap counter on this system)" in out.stdout
+    assert "whether the machine swapped is unknown: re-run with more memory" in out.stdout
+    shown = cli.json("audit", "show", "tiny", "--step", "4")
+    assert [a["machine"]["swapped"] for a in shown["attestations"]] == [None]
+    assert shown["status"] == "inconclusive"
+    assert 4 in cli.json("audit", "status", "tiny")["inconclusive"]

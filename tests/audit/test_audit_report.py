@@ -178,7 +178,7 @@ def test_auditor_names_and_machines_are_escaped(hostile: Store, tmp_path: Path) 
     assert not re.search(r"(?<!\\)[<>&]", md) and "\x1b" not in md  # every one escaped
     assert "\\<script\\>" in md
     row = next(r for r in _md_table(md, "| name |") if "script" in r[0])
-    assert len(row) == 7  # the name's pipes did not split the table row
+    assert len(row) == 8  # the name's pipes did not split the table row
 
 
 def _timeless(text: str) -> str:
@@ -221,7 +221,9 @@ def _open_1b() -> AuditReport:
     status = {"run": "open-1b", "chain_head": "blake3:" + "ab" * 32, "interval": every,
               "steps": steps, "intervals": counts, "steps_verified": 200, "participants": 10,
               "replay_hours": 67.9, "longest_contiguous": 200, "relays": [],
-              "inconclusive": [], "next_unclaimed": list(range(1, 11)),
+              "inconclusive": [], "chain": {"verdict": "ok", "first_broken_step": None,
+                                            "reason": None, "attestations_past_break": 0},
+              "next_unclaimed": list(range(1, 11)),
               "per_interval": per_interval, "spec": R.SPEC}
     return AuditReport.from_dict({
         "run": "open-1b", "chain_head": status["chain_head"], "at": "2026-12-01T12:00:00Z",

@@ -3,6 +3,7 @@ relays, swapped mismatches, expired claims, and properties that hold for any led
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 from lineage.api import Store
 from lineage.audit.ledger import add_records
 from lineage.audit.status import STATUSES
+from lineage.runs.chain import canonical_json, end_hash, step_hash
 
-from .audit_run import NOW, RUN, Chain, copy_store, ledger
+from ..conftest import Cli
+from .audit_run import NOW, RUN, Chain, copy_store, ledger, rebuild_run
 
 EXPECTED_INTERVALS = ["confirmed", "provisional", "disputed", "mismatch", "provisional",
                       "claimed", "untouched", "provisional"]
@@ -55,6 +58,43 @@ def test_every_status_follows_its_rule(audited: tuple[Store, Chain, list[dict[st
     table = answer.to_polars()
     assert table.columns == ["interval", "first_step", "last_step", "status", "verified"]
     assert table["status"].to_list() == [s for s in EXPECTED_INTERVALS if s != "untouched"]
+
+
+def test_past_a_broken_chain_no_attestation_counts(base: Path, tmp_path: Path) -> None:
+    """The trainer's log claims step 13's batch for step 12 and is re-hashed from there on:
+    it ingests (its links hold) but `chain verify` breaks at step 12, and the ledger's
+    attestations on steps 12 and later are about states the chain no longer vouches for."""
+    lines = (base.parent / "run" / "steps.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    records[13]["batch_digests"] = records[14]["batch_digests"]  # line 13 is step 12
+    for line in range(13, len(records)):  # re-hashed from there on, as a forger would
+        record = records[line]
+        if "end" in record:
+            record["last_state_hash"] = records[line - 1]["state_hash"]
+            record["state_hash"] = end_hash(record)
+        else:
+            if line > 13:
+                record["prev_hash"] = records[line - 1]["state_hash"]
+            record["state_hash"] = step_hash(record)
+    log = tmp_path / "steps.jsonl"
+    log.write_text("".join(canonical_json(r) + "\n" for r in records), encoding="utf-8")
+    store = rebuild_run(base, tmp_path / "store", log)
+    add_records(store, ledger(Chain.of(store)), source="test")
+
+    answer = store.audit_status(RUN, now=NOW)
+    assert (answer.chain.verdict, answer.chain.first_broken_step) == ("broken", 12)
+    assert "batch digests differ" in (answer.chain.reason or "")
+    # 12 and its relay 13, 16 twice, 17, 28 and its relay 29: none counts
+    assert answer.chain.attestations_past_break == 7
+    assert statuses(store) == ["confirmed", "provisional", "disputed", "untouched",
+                               "untouched", "claimed", "untouched", "untouched"]
+    assert answer.inconclusive == () and answer.steps_verified == 7
+    assert all(link.step < 12 for chain in answer.relays for link in chain)
+    shown = Cli(store.root)("audit", "status", RUN).stdout
+    assert "chain        BROKEN at step 12: " in shown
+    assert "7 attestation(s) on steps from there on do not count" in shown
+    assert store.audit_step(RUN, 16).status == "past-break"
+    assert store.audit_step(RUN, 8).status == "disputed"
 
 
 def test_relay_chains_say_who_continued_from_whose_checkpoint(
