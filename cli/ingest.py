@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json as _json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lineage.cli import orders, output
 from lineage.cli.common import JsonOption, current_store
 from lineage.cli.stream import RankRuleOption, ScheduleOption, ScheduleTokensOption
-from lineage.errors import EXIT_NO
+from lineage.errors import EXIT_NO, UsageError
+
+if TYPE_CHECKING:
+    from lineage.runs.skip_rule import SkipRule
 
 app = typer.Typer(help="Record inputs in the store.", no_args_is_help=True)
 app.add_typer(orders.app, name="order")
@@ -169,6 +173,18 @@ def steps(
         typer.Option(help="The stream the run read (required for lineage-chain logs; a "
                      "foreign chain is bound to it only through its batch digests)."),
     ] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option(help="A foreign chain's checkpoint interval in steps, as its harness "
+                     "documents it (a lineage chain's header declares its own).", min=1),
+    ] = None,
+    skip_rule: Annotated[
+        str | None,
+        typer.Option(metavar="ABOVE:FOLLOWING",
+                     help="A foreign chain's skip rule, as its harness documents it: a step "
+                     "whose pre-clip grad norm is above ABOVE is skipped with the next "
+                     "FOLLOWING steps (Open-1B: 5:4, five steps in all)."),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Record a step log (or a restart segment of one), refusing any line that breaks the
@@ -176,14 +192,35 @@ def steps(
     from lineage.ingest.steps import ingest_steps
 
     result = ingest_steps(current_store(ctx), path, run=run, stream=stream,
-                          world_size=world_size)
+                          world_size=world_size, checkpoint_every=checkpoint_every,
+                          skip_rule=_skip_rule(skip_rule))
     if json:
         output.emit_json(result)
         return
     closed = ", closed" if result["closed"] else ""
-    output.emit_lines([f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
-                       f"steps of {result['records']:,} records (steps {result['first_step']}"
-                       f"..{result['last_step']}){closed}"])
+    lines = [f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
+             f"steps of {result['records']:,} records (steps {result['first_step']}"
+             f"..{result['last_step']}){closed}"]
+    lines += [f"declared {key}: {_json.dumps(item['value'], sort_keys=True)} (from the "
+              f"{'header' if item['from'] == 'header' else 'import'})"
+              for key, item in result["declared"].items()]
+    output.emit_lines(lines)
+
+
+def _skip_rule(value: str | None) -> SkipRule | None:
+    """`--skip-rule ABOVE:FOLLOWING` as a rule; UsageError naming the option."""
+    from lineage.runs.skip_rule import SkipRule
+
+    if value is None:
+        return None
+    above, _, following = value.partition(":")
+    try:
+        return SkipRule.from_json({"rule": "lineage-skip/1", "grad_norm_above": float(above),
+                                   "skip_following": int(following)})
+    except ValueError:
+        pass
+    raise UsageError(f"--skip-rule {value!r}: expected ABOVE:FOLLOWING, a finite grad norm "
+                     ">= 0 and a step count >= 0 (e.g. 5:4)")
 
 
 @app.command("checkpoint")

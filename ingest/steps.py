@@ -8,6 +8,12 @@ then every record must carry batch digests, which `lineage chain verify` checks 
 it. Each later log is a restart segment: its first record must link to the stored chain,
 steps it shares with what is stored must be byte-identical, new steps are added; an end
 record closes the run. Re-ingesting a log adds nothing and says so.
+
+The checkpoint interval and the skip rule the audit follows are the header's. A foreign
+chain may carry them in the header under lineage's keys (`checkpoint_every`, `skip_rule`),
+or the person importing it declares them from the harness's own documentation
+(`checkpoint_every=`, `skip_rule=`); either way they are stored with the run, and the
+answer says where each came from.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from lineage.api import Store
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest.step_log import Record, StepLog, float_or_none, read_step_log
-from lineage.runs.chain import CHAIN_SPEC
+from lineage.runs.skip_rule import SkipRule
 from lineage.store.durable import guarded_write
 from lineage.stream.answers import Stream
 
@@ -30,16 +36,21 @@ _RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, cr
 
 @guarded_write
 def ingest_steps(
-    store: Store, path: str | Path, *, run: str, stream: str | None, world_size: int
+    store: Store, path: str | Path, *, run: str, stream: str | None, world_size: int,
+    checkpoint_every: int | None = None, skip_rule: SkipRule | None = None,
 ) -> dict[str, Any]:
+    """Record the log at `path` as (a segment of) run `run`. `checkpoint_every` and
+    `skip_rule` declare what a foreign chain's header does not say (a lineage chain's
+    header says it, and a different value is refused)."""
     path = Path(path)
     if not is_valid_name(run):
         raise UsageError(f"--run {run!r}: {NAME_RULE}")
     log = read_step_log(path, starts_by=_next_step(store, run))
     log_hash = log.log_hash  # the bytes checked are the bytes recorded
     info = _bind_stream(store, log, stream, world_size)
+    declared = _declared(log, checkpoint_every, skip_rule)
     with store.writer() as con:
-        _add_run(con, run, log, info["name"] if info else None, world_size)
+        _add_run(con, run, log, info["name"] if info else None, world_size, declared)
         stored = dict(con.execute("SELECT step, record FROM steps WHERE run = ?",
                                   [run]).fetchall())
         new = _new_records(log, stored)
@@ -60,7 +71,56 @@ def ingest_steps(
             "stream": info["name"] if info else None, "closed": log.end is not None or
             bool(end_row and end_row[0]),
             "first_step": records[0].step if records else None,
-            "last_step": records[-1].step if records else None}
+            "last_step": records[-1].step if records else None,
+            "declared": {key: {"value": value, "from": source}
+                         for key, (value, source) in declared.items()}}
+
+
+Declared = dict[str, tuple[Any, str]]  # key -> (value, "header" or "import")
+
+
+def _declared(log: StepLog, checkpoint_every: int | None,
+              skip_rule: SkipRule | None) -> Declared:
+    """The run's checkpoint interval and skip rule, with where each came from."""
+    header, path = log.header, log.path
+    given = {"checkpoint_every": checkpoint_every,
+             "skip_rule": skip_rule.to_json() if skip_rule is not None else None}
+    if log.full:
+        in_header = {key: header.get(key) for key in given}
+    else:
+        in_header = _foreign_declarations(log)
+    declared: Declared = {}
+    for key, value in given.items():
+        stated = in_header.get(key)
+        if value is not None and stated is not None and value != stated:
+            raise InputError(path, f"the header declares {key} {json.dumps(stated)}, not "
+                             f"{json.dumps(value)} as given", where="line 1")
+        if value is not None and stated is None and log.full:
+            raise UsageError(f"{header['chain']} headers declare {key} themselves (this one: "
+                             "none): the option is for foreign chains")
+        if stated is not None:
+            declared[key] = (stated, "header")
+        elif value is not None:
+            declared[key] = (value, "import")
+    return declared
+
+
+def _foreign_declarations(log: StepLog) -> dict[str, Any]:
+    """A foreign header's `checkpoint_every` and `skip_rule`, when it carries them in
+    lineage's form; InputError when it carries them in another."""
+    header, path = log.header, log.path
+    found: dict[str, Any] = {}
+    every = header.get("checkpoint_every")
+    if every is not None:
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise InputError(path, "checkpoint_every must be an integer >= 1", where="line 1")
+        found["checkpoint_every"] = every
+    if header.get("skip_rule") is not None:
+        try:
+            found["skip_rule"] = SkipRule.from_json(header["skip_rule"]).to_json()
+        except ValueError as exc:
+            raise InputError(path, str(exc), where="line 1") from exc
+    return found
 
 
 def _bind_stream(store: Store, log: StepLog, stream: str | None,
@@ -97,22 +157,28 @@ def _next_step(store: Store, run: str) -> int:
     return 0 if row is None or row[0] is None else int(row[0]) + 1
 
 
-def _add_run(con: Any, run: str, log: StepLog, stream: str | None, world_size: int) -> None:
-    existing = con.execute("SELECT stream, world_size, header FROM runs WHERE name = ?",
-                           [run]).fetchone()
+def _add_run(con: Any, run: str, log: StepLog, stream: str | None, world_size: int,
+             declared: Declared) -> None:
+    existing = con.execute("SELECT stream, world_size, header, skip_rule, checkpoint_every "
+                           "FROM runs WHERE name = ?", [run]).fetchone()
     header = log.header
+    rule_value = declared.get("skip_rule", (None, ""))[0]
+    rule = json.dumps(rule_value, sort_keys=True) if rule_value is not None else None
+    every = declared.get("checkpoint_every", (None, ""))[0]
     if existing is None:
-        v2 = header.get("chain") == CHAIN_SPEC
-        rule = json.dumps(header["skip_rule"], sort_keys=True) \
-            if v2 and header["skip_rule"] is not None else None
         con.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP, NULL, ?, ?)",
                     [run, stream, world_size, header.get("chain"), header.get("algorithm"),
-                     header.get("genesis"), log.header_text, rule,
-                     header["checkpoint_every"] if v2 else None])
-    elif existing != (stream, world_size, log.header_text):
+                     header.get("genesis"), log.header_text, rule, every])
+        return
+    if existing[:3] != (stream, world_size, log.header_text):
         raise ConflictError(f"run {run!r} exists with another stream, world size or "
                             f"header; {log.path} belongs to a different run")
+    for key, value, stored in (("skip_rule", rule, existing[3]),
+                               ("checkpoint_every", every, existing[4])):
+        if value is not None and value != stored:
+            raise ConflictError(f"run {run!r} was recorded with {key} {stored}, not "
+                                f"{value}: a restart segment cannot change it")
 
 
 def _new_records(log: StepLog, stored: dict[int, str]) -> list[Record]:

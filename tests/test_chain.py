@@ -365,6 +365,84 @@ def _foreign_lines(digests: list[list[str]] | None = None) -> list[str]:
     return lines
 
 
+def _open_1b_lines(steps: int, *, header_extra: dict[str, Any] | None = None,
+                   unskipped: int | None = None) -> list[str]:
+    """A blake2b chain as the Open-1B harness keeps it: each record with its pre-clip grad
+    norm and skip decision; step 17's norm of 7.5 skips steps 17-21 (norm > 5 skips five
+    steps), unless `unskipped` names a step the trainer applied anyway."""
+    header = {"algorithm": "blake2b", "chain": "open-1b-chain", "genesis": "g0",
+              "world_size": WORLD, **(header_extra or {})}
+    lines, prev = [canonical_json(header)], "g0"
+    for step in range(steps):
+        norm = 7.5 if step == 17 else 0.5 + (step % 7) / 10
+        state = hashlib.blake2b(f"{prev}{step}".encode()).hexdigest()
+        record = {"grad_norm": norm, "prev_hash": prev, "skipped": 17 <= step <= 21
+                  and step != unskipped, "state_hash": state, "step": step}
+        lines.append(canonical_json(record))
+        prev = state
+    return lines
+
+
+def test_the_open_1b_chain_keeps_its_interval_and_skip_rule(run_store: Store,
+                                                            tmp_path: Path) -> None:
+    cli = Cli(run_store.root)
+    log = _write(tmp_path / "open-1b.jsonl", _open_1b_lines(250))
+    out = cli("ingest", "steps", str(log), "--run", "open-1b", "--world-size", str(WORLD),
+              "--checkpoint-every", "100", "--skip-rule", "5:4")
+    assert "declared checkpoint_every: 100 (from the import)" in out.stdout
+    assert 'declared skip_rule: {"grad_norm_above": 5.0, "rule": "lineage-skip/1", ' \
+        '"skip_following": 4} (from the import)' in out.stdout
+    report = cli.json("chain", "verify", "open-1b", code=1)
+    assert report["verdict"] == "continuity-only" and report["skip_rule"]["verdict"] == "ok"
+    assert report["skip_rule"]["skipped_steps"] == 5
+    status = cli.json("audit", "status", "open-1b")
+    assert (status["interval"], status["steps"], status["intervals"]["untouched"]) == \
+        (100, 250, 3)
+
+    cut = _write(tmp_path / "cut.jsonl", _open_1b_lines(250, unskipped=19))
+    cli("ingest", "steps", str(cut), "--run", "cut", "--world-size", str(WORLD),
+        "--skip-rule", "5:4")
+    report = cli.json("chain", "verify", "cut", code=1)
+    assert report["verdict"] == "rule-violated"
+    assert [v["step"] for v in report["skip_rule"]["violations"]] == [19]
+    assert "step 17's grad norm 7.5 skips steps 17..21" in \
+        report["skip_rule"]["violations"][0]["reason"]
+
+
+def test_a_foreign_header_may_declare_them_itself(run_store: Store, tmp_path: Path) -> None:
+    cli = Cli(run_store.root)
+    rule = SkipRule(5.0, 4).to_json()
+    log = _write(tmp_path / "h.jsonl", _open_1b_lines(
+        120, header_extra={"checkpoint_every": 100, "skip_rule": rule}))
+    result = cli.json("ingest", "steps", str(log), "--run", "h", "--world-size", str(WORLD))
+    assert result["declared"] == {"checkpoint_every": {"value": 100, "from": "header"},
+                                  "skip_rule": {"value": rule, "from": "header"}}
+    assert cli.json("chain", "verify", "h", code=1)["skip_rule"]["verdict"] == "ok"
+    other = cli("ingest", "steps", str(log), "--run", "h2", "--world-size", str(WORLD),
+                "--checkpoint-every", "50", code=2)
+    assert "h.jsonl:line 1: the header declares checkpoint_every 100, not 50 as given" in \
+        other.stderr and other.stderr.count("\n") == 1
+    again = cli("ingest", "steps", str(log), "--run", "h", "--world-size", str(WORLD),
+                "--skip-rule", "6:4", code=2)
+    assert "the header declares skip_rule" in again.stderr
+    bad = cli("ingest", "steps", str(log), "--run", "h3", "--world-size", str(WORLD),
+              "--skip-rule", "five", code=2)
+    assert "--skip-rule 'five': expected ABOVE:FOLLOWING" in bad.stderr
+
+
+def test_a_lineage_header_is_the_only_declaration(run_store: Store, tmp_path: Path) -> None:
+    cli = Cli(run_store.root)
+    log = write_log(run_store, tmp_path / "mine.jsonl", range(3), checkpoint_every=100)
+    base = ("ingest", "steps", str(log), "--run", "mine", "--stream", "s",
+            "--world-size", str(WORLD))
+    out = cli(*base, "--checkpoint-every", "7", code=2)
+    assert "mine.jsonl:line 1: the header declares checkpoint_every 100, not 7" in out.stderr
+    out = cli(*base, "--skip-rule", "5:4", code=2)
+    assert "lineage-chain/2 headers declare skip_rule themselves (this one: none)" in out.stderr
+    assert cli.json(*base, "--checkpoint-every", "100")["declared"] == \
+        {"checkpoint_every": {"value": 100, "from": "header"}}
+
+
 def test_a_foreign_chain_gets_its_own_verdict(run_store: Store, tmp_path: Path) -> None:
     log = _write(tmp_path / "foreign.jsonl", _foreign_lines())
     ingest_steps(run_store, log, run="foreign", stream=None, world_size=WORLD)

@@ -47,9 +47,10 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         from lineage.runs.query import _summary
 
         info = _summary(con, run)
-        row = con.execute("SELECT header, end_record FROM runs WHERE name = ?", [run]).fetchone()
+        row = con.execute("SELECT header, end_record, skip_rule FROM runs WHERE name = ?",
+                          [run]).fetchone()
         assert row is not None  # _summary raised UnknownObjectError for an unknown run
-        header_text, end_text = row
+        header_text, end_text, rule_text = row
         header = json.loads(header_text)
         stream = _resolve(con, info["stream"]) if info["stream"] else None
         rows = con.execute("SELECT step, record FROM steps WHERE run = ? ORDER BY step",
@@ -69,7 +70,9 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         walk.checked = [r for r in walk.checked if broken.step is None or r[0] < broken.step]
     result["steps_checked"] = len(walk.checked)
     result["last_state_hash"] = walk.checked[-1][3] if walk.checked else None
-    result["skip_rule"] = _skip_verdict(header, walk.checked, broken)
+    # the rule as recorded: the header's, or what the import declared for a foreign chain
+    declared = json.loads(rule_text) if rule_text is not None else None
+    result["skip_rule"] = _skip_verdict(declared, walk.checked, broken)
     result["verdict"] = _verdict(result, full)
     result["ok"] = result["verdict"] == "ok"
     return result
@@ -230,12 +233,11 @@ def _check_length(expect_steps: int | None, walk: _Walk) -> None:
     raise _Broken(expect_steps, f"the chain has {steps} steps, {expect_steps} expected")
 
 
-def _skip_verdict(header: dict[str, Any], checked: list[Any],
+def _skip_verdict(declared: Any, checked: list[Any],
                   broken: _Broken | None) -> dict[str, Any]:
     """The rule checked over the verified steps. A violation among them stands; without
     one, a broken chain's rule is `not-checked`: the records past the break are not
     evidence, so "every step agrees" cannot be said."""
-    declared = header.get("skip_rule")
     if declared is None:
         return {"declared": None, "verdict": "no rule declared", "violations": [],
                 "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}
