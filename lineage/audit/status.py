@@ -19,6 +19,7 @@ from lineage.audit.versions import Counted, counted_versions
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs.chain_verify import verify_chain
 from lineage.store.base import BaseStore
+from lineage.store.memo import remembered
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,7 +137,8 @@ def _chain_verdict(store: BaseStore, run: str) -> dict[str, Any]:
     record). Custody runs through the chain: an attestation on a step at or past the first
     broken one is about a state the chain no longer vouches for, so it counts for nothing.
     `counted_steps` is how many steps, from step 0, the chain vouches for."""
-    report = verify_chain(store, run)
+    # A server's fixed copy of the catalog keeps it: the verdict is a function of it.
+    report = remembered(store, ("chain-verdict", run), lambda: verify_chain(store, run))
     broken = report["verdict"] == "broken"
     return {"verdict": report["verdict"], "first_broken_step": report["first_broken_step"],
             "reason": report["reason"],
