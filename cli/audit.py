@@ -59,7 +59,11 @@ def _status_lines(answer: AuditStatus) -> list[str]:
     for chain in answer.relays:
         lines.append("relay        " + " -> ".join(f"step {link.step} ({link.auditor})"
                                                   for link in chain))
-    if answer.inconclusive:
+    if answer.inconclusive and answer.chain.reduction == "non-deterministic":
+        lines.append("inconclusive steps " + _short(answer.inconclusive)
+                     + ": only mismatches, and the run declares a non-deterministic "
+                     "reduction, so a mismatch proves nothing")
+    elif answer.inconclusive:
         lines.append("inconclusive steps " + _short(answer.inconclusive)
                      + ": only mismatches from machines that swapped or could not tell "
                      "whether they swapped; re-run with more memory")

@@ -29,6 +29,7 @@ from lineage.runs.chain import (
     is_end_record,
     line_step_hash,
 )
+from lineage.runs.declared import declared_reduction
 from lineage.runs.skip_rule import SkipRule
 
 HEADER_KEYS_V2 = {"algorithm", "chain", "checkpoint_every", "config", "genesis",
@@ -150,6 +151,10 @@ def check_header(log: StepLog) -> None:
     if chain.startswith("lineage-chain/") and chain not in CHAIN_SPECS:
         raise InputError(path, f"unknown chain spec {chain!r} (known: "
                          f"{', '.join(CHAIN_SPECS)})", where="line 1")
+    try:
+        declared_reduction(header)
+    except ValueError as exc:
+        raise InputError(path, str(exc), where="line 1") from None
     if not log.full:
         return  # a foreign chain: checked for continuity only, with its own verdict
     if log.header_text != canonical_json(header):

@@ -45,6 +45,9 @@ class AuditChain(Answer):
     first_broken_step: int | None
     reason: str | None  # why that step is broken
     attestations_past_break: int  # attestations on steps at or past the break: not counted
+    # the run's declared reduction mode: deterministic, non-deterministic (no mismatch
+    # counts: each is inconclusive) or None (undeclared)
+    reduction: str | None
 
 
 class AuditStatus(Answer):

@@ -18,6 +18,7 @@ from lineage.audit.records import SPEC, utc_now
 from lineage.audit.versions import Counted, counted_versions
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs.chain_verify import verify_chain
+from lineage.runs.declared import declared_reduction
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
 
@@ -110,6 +111,10 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
         for name, target in counts.items():
             target[at[inside]] = np.asarray(rows[name])[inside]
         chain = _chain_verdict(store, run)
+        chain["reduction"] = _reduction(con, run)
+        if chain["reduction"] == "non-deterministic":  # a mismatch proves nothing
+            counts["swapped"] += counts["mismatches"]
+            counts["mismatches"][:] = 0
         past_break = at >= chain["counted_steps"]
         chain["attestations_past_break"] = int(sum(
             np.asarray(rows[name])[past_break].sum() for name in counts if name != "grounded"))
@@ -146,6 +151,12 @@ def _chain_verdict(store: BaseStore, run: str) -> dict[str, Any]:
 
 
 _NO_BREAK = 2**62  # beyond any step
+
+
+def _reduction(con: Any, run: str) -> str | None:
+    """The run's declared reduction mode (checked when its log was ingested)."""
+    (header,), = con.execute("SELECT header FROM runs WHERE name = ?", [run]).fetchall()
+    return declared_reduction(json.loads(header))
 
 
 def _counting(sql: str, counted: Counted) -> str:
@@ -237,7 +248,8 @@ def audit_status(store: BaseStore, run: str, *, now: datetime | None = None) -> 
             "chain": {"verdict": cov.chain["verdict"],
                       "first_broken_step": cov.chain["first_broken_step"],
                       "reason": cov.chain["reason"],
-                      "attestations_past_break": cov.chain["attestations_past_break"]},
+                      "attestations_past_break": cov.chain["attestations_past_break"],
+                      "reduction": cov.chain["reduction"]},
             "next_unclaimed": [int(s) for s in open_steps],
             "per_interval": per_interval, "spec": SPEC}
 

@@ -222,7 +222,8 @@ def _open_1b() -> AuditReport:
               "steps": steps, "intervals": counts, "steps_verified": 200, "participants": 10,
               "replay_hours": 67.9, "longest_contiguous": 200, "relays": [],
               "inconclusive": [], "chain": {"verdict": "ok", "first_broken_step": None,
-                                            "reason": None, "attestations_past_break": 0},
+                                            "reason": None, "attestations_past_break": 0,
+                                            "reduction": None},
               "next_unclaimed": list(range(1, 11)),
               "per_interval": per_interval, "spec": R.SPEC}
     return AuditReport.from_dict({

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lineage.api import Store
 from lineage.audit.ledger import add_records
 from lineage.audit.status import STATUSES
-from lineage.runs.chain import canonical_json, end_hash, step_hash
+from lineage.runs.chain import canonical_json, end_hash, genesis_hash, step_hash
 
 from ..conftest import Cli
 from .audit_run import NOW, RUN, Chain, copy_store, ledger, rebuild_run
@@ -60,6 +60,49 @@ def test_every_status_follows_its_rule(audited: tuple[Store, Chain, list[dict[st
     assert table["status"].to_list() == [s for s in EXPECTED_INTERVALS if s != "untouched"]
 
 
+def _relinked(records: list[dict[str, Any]], first: int, folder: Path) -> Path:
+    """The log with every record from line `first` on re-hashed (as its trainer, or a
+    forger, would write it), saved in `folder`."""
+    for line in range(first, len(records)):
+        record = records[line]
+        if line == 0:
+            record["genesis"] = genesis_hash(record)
+        elif "end" in record:
+            record["last_state_hash"] = records[line - 1]["state_hash"]
+            record["state_hash"] = end_hash(record)
+        else:
+            if line > first or line == 1:
+                record["prev_hash"] = records[line - 1].get("state_hash",
+                                                            records[0]["genesis"])
+            record["state_hash"] = step_hash(record)
+    log = folder / "steps.jsonl"
+    log.write_text("".join(canonical_json(r) + "\n" for r in records), encoding="utf-8")
+    return log
+
+
+def test_a_declared_non_deterministic_reduction_makes_every_mismatch_inconclusive(
+        base: Path, tmp_path: Path) -> None:
+    records = [json.loads(line) for line in
+               (base.parent / "run" / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
+    records[0]["config"]["reduction"] = "non-deterministic"
+    store = rebuild_run(base, tmp_path / "store", _relinked(records, 0, tmp_path))
+    add_records(store, ledger(Chain.of(store)), source="test")
+    answer = store.audit_status(RUN, now=NOW)
+    assert answer.chain.reduction == "non-deterministic"
+    # 8 (a match and a mismatch) is no longer disputed, 12 (a mismatch) no longer one
+    assert statuses(store) == ["confirmed", "provisional", "provisional", "provisional",
+                               "provisional", "claimed", "untouched", "provisional"]
+    assert answer.inconclusive == (12, 17)
+    assert "the run declares a non-deterministic reduction" in \
+        Cli(store.root)("audit", "status", RUN).stdout
+    records[0]["config"]["reduction"] = "sometimes"
+    bad = _relinked(records, 0, tmp_path)
+    out = Cli(store.root)("ingest", "steps", str(bad), "--run", "other", "--stream", "s",
+                          "--world-size", "2", code=2)
+    assert "steps.jsonl:line 1: `config.reduction` must be one of deterministic, " \
+        "non-deterministic, not 'sometimes'" in out.stderr
+
+
 def test_past_a_broken_chain_no_attestation_counts(base: Path, tmp_path: Path) -> None:
     """The trainer's log claims step 13's batch for step 12 and is re-hashed from there on:
     it ingests (its links hold) but `chain verify` breaks at step 12, and the ledger's
@@ -67,18 +110,7 @@ def test_past_a_broken_chain_no_attestation_counts(base: Path, tmp_path: Path) -
     lines = (base.parent / "run" / "steps.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     records[13]["batch_digests"] = records[14]["batch_digests"]  # line 13 is step 12
-    for line in range(13, len(records)):  # re-hashed from there on, as a forger would
-        record = records[line]
-        if "end" in record:
-            record["last_state_hash"] = records[line - 1]["state_hash"]
-            record["state_hash"] = end_hash(record)
-        else:
-            if line > 13:
-                record["prev_hash"] = records[line - 1]["state_hash"]
-            record["state_hash"] = step_hash(record)
-    log = tmp_path / "steps.jsonl"
-    log.write_text("".join(canonical_json(r) + "\n" for r in records), encoding="utf-8")
-    store = rebuild_run(base, tmp_path / "store", log)
+    store = rebuild_run(base, tmp_path / "store", _relinked(records, 13, tmp_path))
     add_records(store, ledger(Chain.of(store)), source="test")
 
     answer = store.audit_status(RUN, now=NOW)
