@@ -14,7 +14,7 @@ from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO, UsageError
 
 if TYPE_CHECKING:
-    from lineage.audit.answers import AuditStatus, AuditStep, ReplayOutcome
+    from lineage.audit.answers import AuditRequirements, AuditStatus, AuditStep, ReplayOutcome
 
 app = typer.Typer(help="The audit ledger: who verified which steps of a run, and how far "
                   "it is covered.", no_args_is_help=True)
@@ -23,6 +23,9 @@ RunArgument = Annotated[str, typer.Argument(help="The run name.")]
 SignKeyOption = Annotated[Path | None, typer.Option(
     "--sign-key", metavar="KEY", help="Sign the records with this ed25519 private key "
     "(OpenSSH format, as ssh-keygen writes it; `ssh-keygen -Y verify` checks them).")]
+RequirementsOption = Annotated[Path | None, typer.Option(
+    "--requirements", metavar="FILE", help="The run's replay requirements as its publishers "
+    "ship them (JSON, docs/audit-spec.md), when its chain header declares none.")]
 PayoutOption = Annotated[str | None, typer.Option(
     "--payout", metavar="TEXT", help="Where rewards for this work go (an address or a "
     "handle, as the run's organisers ask), kept in the records and shown by `audit who`.")]
@@ -127,6 +130,49 @@ def who(ctx: typer.Context, run: RunArgument, json: JsonOption = False) -> None:
     output.emit_table((*columns, "payout"), [[*(p[c] for c in columns),
                                               ", ".join(p.payouts) or "-"]
                                              for p in answer.participants])
+
+
+@app.command("requirements")
+def requirements_(
+    ctx: typer.Context, run: RunArgument,
+    step: Annotated[int, typer.Option("--step", help="The step to replay (step 0 is the "
+                                      "initial-state check).", min=0)] = 1,
+    path: Annotated[Path, typer.Option("--path", metavar="DIR", help="Where the checkpoint "
+                                       "would go (its free disk is checked).")] = Path("."),
+    requirements: RequirementsOption = None,
+    json: JsonOption = False,
+) -> None:
+    """What replaying a step of the run needs (memory, disk, download, time) against this
+    machine; exit 1 when a minimum is not met."""
+    answer = current_store(ctx).audit_requirements(run, step=step, folder=path,
+                                                   requirements=requirements)
+    if json:
+        output.emit_json(answer.to_dict())
+    else:
+        output.emit_lines(_requirement_lines(answer))
+    if not answer.ok:
+        raise typer.Exit(EXIT_NO)
+
+
+def _requirement_lines(answer: AuditRequirements) -> list[str]:
+    if answer.declared is None:
+        return [f"run {answer.run} declares no replay requirements (its chain header has "
+                "none; --requirements FILE reads them from a file)"]
+    gib = 2**30
+    lines = [f"run {answer.run}, step {answer.step}: requirements from {answer.source}"
+             + (" (Apple unified memory)" if answer.unified_memory else "")]
+    lines += [f"{'ok   ' if c.ok else 'SHORT'}  {c.requirement:<22} needs "
+              f"{c.required / gib:,.1f} GiB, this machine has {c.available / gib:,.1f} GiB"
+              for c in answer.checks]
+    if answer.declared.get("download_bytes"):
+        lines.append(f"       download               {answer.declared['download_bytes'] / gib:,.1f}"
+                     " GiB")
+    seconds, swapping = answer.expected_seconds, answer.expected_seconds_swapping
+    if seconds and swapping:
+        lines.append(f"       time                   about {seconds / 3600:,.1f} h a step; "
+                     f"about {swapping / 3600:,.1f} h if the machine swaps (and its hash "
+                     "may not match)")
+    return lines
 
 
 @app.command("claim")
@@ -243,6 +289,11 @@ def replay(
     ] = False,
     sign_key: SignKeyOption = None,
     payout: PayoutOption = None,
+    requirements: RequirementsOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replay on a machine below the run's declared "
+                           "requirements; the attestation records the shortfall.")
+    ] = False,
     json: JsonOption = False,
 ) -> None:
     """Replay one step with your replay function and attest whether it reaches the
@@ -251,7 +302,8 @@ def replay(
 
     result = replay_and_record(current_store(ctx), run, step, replayer=replayer, start=from_,
                                save=save, auditor=auditor, sign_key=sign_key,
-                               record=not no_record, payout=payout)
+                               record=not no_record, payout=payout,
+                               requirements=requirements, force=force)
     if json:
         output.emit_json(result.to_dict())
     else:

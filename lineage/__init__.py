@@ -37,7 +37,7 @@ from lineage.version import __version__
 
 if TYPE_CHECKING:
     from lineage.answer import Answer, AnswerList
-    from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
+    from lineage.audit.answers import AuditRequirements, AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
     from lineage.diligence.answers import FolderVerification, Inspection
     from lineage.exp.answers import (
@@ -59,7 +59,7 @@ open = open_store  # noqa: A001 - `lineage.open(path)` is the public entry point
 # The answer type of each question, by the module that defines it (loaded on first use).
 _ANSWER_TYPES = {
     "lineage.answer": ("Answer", "AnswerList"),
-    "lineage.audit.answers": ("AuditStatus", "AuditStep", "AuditWho"),
+    "lineage.audit.answers": ("AuditRequirements", "AuditStatus", "AuditStep", "AuditWho"),
     "lineage.corpora.answers": ("Corpus", "CorpusSummary"),
     "lineage.diligence.answers": ("FolderVerification", "Inspection"),
     "lineage.exp.answers": ("Experiment", "ExperimentDiff", "ExperimentRun",
@@ -87,6 +87,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Answer",
     "AnswerList",
+    "AuditRequirements",
     "AuditStatus",
     "AuditStep",
     "AuditWho",

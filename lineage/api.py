@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from lineage.answer import AnswerList
-    from lineage.audit.answers import AuditStatus, AuditStep, AuditWho
+    from lineage.audit.answers import AuditRequirements, AuditStatus, AuditStep, AuditWho
     from lineage.corpora.answers import Corpus, CorpusSummary
     from lineage.exports.answers import AiActSummary, ModelCard
     from lineage.exports.openlineage_answers import OpenLineageExport
@@ -157,6 +157,21 @@ class Store(BaseStore):
         from lineage.audit.status import step_records
 
         return AuditStep.from_dict(step_records(self, run, step, now=now))
+
+    def audit_requirements(self, run: str, *, step: int = 1, folder: str | os.PathLike[str]
+                           = ".", requirements: str | os.PathLike[str] | None = None,
+                           ) -> AuditRequirements:
+        """`lineage audit requirements`: what replaying `step` of `run` needs (as its header
+        or the `requirements` file declares it) against this machine, with the checkpoint
+        going to `folder`."""
+        from pathlib import Path
+
+        from lineage.audit.answers import AuditRequirements
+        from lineage.audit.requirements import requirements_answer
+
+        return AuditRequirements.from_dict(requirements_answer(
+            self, run, step=step, folder=Path(folder),
+            source=Path(requirements) if requirements is not None else None))
 
     def audit_who(self, run: str) -> AuditWho:
         """`lineage audit who`: everyone with a record of the run, alphabetically."""

@@ -87,7 +87,8 @@ def read_records(path: str | Path) -> list[Any]:
 def replay_and_record(store: BaseStore, run: str, step: int, *, replayer: str,
                       start: Path | None = None, save: Path | None = None,
                       auditor: str | None = None, sign_key: str | Path | None = None,
-                      record: bool = True, payout: str | None = None) -> ReplayOutcome:
+                      record: bool = True, payout: str | None = None,
+                      requirements: Path | None = None, force: bool = False) -> ReplayOutcome:
     """Replay step `step` of `run` with the replay function `replayer` names
     (MODULE:FUNCTION, imported and run: the caller's own code), sign the records with
     `sign_key` when one is given, and add them to the ledger unless `record` is False."""
@@ -103,7 +104,7 @@ def replay_and_record(store: BaseStore, run: str, step: int, *, replayer: str,
     result = replay_step(store, run, step, function, replayer_name=replayer,
                          replayer_source=source, start=start, save=save,
                          auditor=auditor or user_name(), public_key=public_key,
-                         payout=payout)
+                         payout=payout, requirements=requirements, force=force)
     made = [r for r in (result["attestation"], result["checkpoint"]) if r is not None]
     records = signed_with(made, sign_key)
     if record:

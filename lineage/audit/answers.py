@@ -132,6 +132,32 @@ class ClaimMade(Answer):
     record: dict[str, Any]
 
 
+class RequirementCheck(Answer):
+    """One minimum the run declares, against this machine."""
+
+    requirement: str  # memory_bytes, unified_memory_bytes, initial_memory_bytes, disk_bytes
+    required: int
+    available: int
+    ok: bool
+
+
+class AuditRequirements(Answer):
+    """`lineage audit requirements`: what replaying a step needs, and whether this
+    machine has it."""
+
+    ROWS: ClassVar[str | None] = "checks"
+
+    run: str
+    step: int
+    declared: dict[str, int] | None  # the run's requirements (None: it declares none)
+    source: str | None  # "header", or the file they were read from
+    unified_memory: bool  # this machine's GPU shares its memory (Apple silicon)
+    checks: tuple[RequirementCheck, ...]
+    expected_seconds: int | None  # one step's replay, as declared
+    expected_seconds_swapping: int | None  # the same on a machine that swaps (x3)
+    ok: bool  # every minimum met
+
+
 class ReplayOutcome(Answer):
     """`lineage audit replay`: the attestation, and the relay checkpoint record when the
     replay matched and its state was saved (both signed when a key was given)."""

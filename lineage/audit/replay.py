@@ -263,24 +263,46 @@ def checked_state(folder: Path, target: RunStep) -> dict[str, Any]:
 # -- the replay -----------------------------------------------------------------------------
 
 
+def _shortfall(target: RunStep, source: Path | None, save: Path | None,
+               force: bool) -> list[str]:
+    """What this machine lacks of the run's declared requirements (UsageError unless
+    `force`)."""
+    from lineage.audit.requirements import check, declared_requirements, shortfalls
+
+    declared = declared_requirements({"chain": target.chain, "config": target.config},
+                                     source)
+    if not declared:
+        return []
+    short = shortfalls(check(declared, step=target.step, folder=save or Path.cwd()))
+    if short and not force:
+        raise UsageError(f"this machine is below run {target.run!r}'s replay requirements "
+                         f"({'; '.join(short)}): --force replays anyway and records the "
+                         "shortfall in the attestation")
+    return short
+
+
 def replay_step(
     store: BaseStore, run: str, step: int, replayer: Replayer, *, replayer_name: str,
     replayer_source: str | None = None, start: Path | None = None, save: Path | None = None,
     auditor: str = "anonymous", public_key: str | None = None, now: datetime | None = None,
-    payout: str | None = None,
+    payout: str | None = None, requirements: Path | None = None, force: bool = False,
 ) -> dict[str, Any]:
     """Replay step `step` of `run`: {"attestation": {...}, "checkpoint": {...} | None}.
 
     `start` is an intermediate checkpoint folder (else the run's checkpoint at step-1);
     `save` a new folder for the replayed state (written, with its checkpoint record, only
     when the replay matched). `public_key` (an ssh-ed25519 line) names the key the records
-    will be signed with, so that signing them leaves their ids as they are."""
+    will be signed with, so that signing them leaves their ids as they are. A machine
+    below the run's declared requirements (its header's, or the `requirements` file's)
+    is refused before anything runs, unless `force`: the attestation then records the
+    shortfall."""
     target = read_run_step(store, run, step)
     if step == 0 and start is not None:
         raise UsageError("step 0 starts from the run's initial state, which the replayer "
                          "builds from the chain's config; --from is for steps after 0")
     if save is not None:
         require_new_folder(save)
+    short = _shortfall(target, requirements, save, force)
     batch, digests = step_batch(store, target)
     state, origin = _starting_state(store, target, start)
     before, clock = machine.swap_counters(), time.perf_counter()
@@ -295,7 +317,8 @@ def replay_step(
         "state_hash": step_hash(body, spec=target.chain),
         "expected": target.record["state_hash"],
         "machine": machine.machine_facts(swapped=swapped, backend=outcome.get("backend"),
-                                         device=outcome.get("device")),
+                                         device=outcome.get("device"))
+        | ({"shortfall": short} if short else {}),
         "duration_s": round(duration, 6), "tools": _tools(replayer_name, replayer_source),
         "auditor": audit_records.auditor(auditor, public_key=public_key, payout=payout),
         "created_at": audit_records.format_time(now or audit_records.utc_now()),

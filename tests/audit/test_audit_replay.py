@@ -520,3 +520,87 @@ def test_where_swap_cannot_be_read_a_mismatch_is_recorded_unknown_and_inconclusi
     assert [a["machine"]["swapped"] for a in shown["attestations"]] == [None]
     assert shown["status"] == "inconclusive"
     assert 4 in cli.json("audit", "status", "tiny")["inconclusive"]
+
+
+# -- replay requirements ---------------------------------------------------------------------
+
+
+def _requirements(folder: Path, **fields: int) -> Path:
+    path = folder / "requirements.json"
+    path.write_text(json.dumps(fields), encoding="utf-8")
+    return path
+
+
+def test_requirements_are_checked_against_this_machine(demo: tuple[Store, Path],
+                                                       tmp_path: Path) -> None:
+    from lineage.audit import machine
+
+    store, _ = demo
+    cli = Cli(store.root)
+    assert "run tiny declares no replay requirements" in \
+        cli("audit", "requirements", "tiny").stdout
+    have = machine.memory_bytes()
+    enough = _requirements(tmp_path, memory_bytes=1 << 20, disk_bytes=1 << 20,
+                           download_bytes=25_700_000_000, step_seconds=43_200)
+    met = cli.json("audit", "requirements", "tiny", "--requirements", str(enough))
+    assert met["ok"] and met["source"] == str(enough)
+    assert [(c["requirement"], c["available"]) for c in met["checks"]] == \
+        [("memory_bytes", have), ("disk_bytes", met["checks"][1]["available"])]
+    assert (met["expected_seconds"], met["expected_seconds_swapping"]) == (43_200, 129_600)
+    text = cli("audit", "requirements", "tiny", "--requirements", str(enough)).stdout
+    assert "about 12.0 h a step; about 36.0 h if the machine swaps" in text
+    assert "download               23.9 GiB" in text
+
+    (tmp_path / "big").mkdir()
+    short = _requirements(tmp_path / "big", memory_bytes=have * 4, disk_bytes=2**62)
+    out = cli("audit", "requirements", "tiny", "--requirements", str(short), code=1)
+    assert f"SHORT  memory_bytes           needs {have * 4 / 2**30:,.1f} GiB" in out.stdout
+    assert "SHORT  disk_bytes" in out.stdout
+
+
+def test_a_replay_below_the_requirements_is_refused_unless_forced(
+        demo: tuple[Store, Path], tmp_path: Path) -> None:
+    from lineage.audit import machine
+
+    store, _ = demo
+    cli = Cli(store.root)
+    have = machine.memory_bytes()
+    need = _requirements(tmp_path, memory_bytes=have * 2)
+    base = ("audit", "replay", "tiny", "--step", "4", "--replayer", REPLAYER, "--no-record",
+            "--requirements", str(need))
+    out = cli(*base, code=2)
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert f"this machine is below run 'tiny''s replay requirements (memory_bytes: " \
+        f"{have / 2**30:.1f} GiB of {have * 2 / 2**30:.1f} GiB): --force replays anyway" in \
+        out.stderr
+    forced = json.loads(cli(*base, "--force", "--json").stdout)
+    assert forced["attestation"]["result"] == "match"
+    assert forced["attestation"]["machine"]["shortfall"] == [
+        f"memory_bytes: {have / 2**30:.1f} GiB of {have * 2 / 2**30:.1f} GiB"]
+
+
+def test_unified_memory_and_the_initial_state_have_their_own_figures(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from lineage.audit import requirements as req
+
+    declared = {"memory_bytes": 24 << 30, "unified_memory_bytes": 40 << 30,
+                "initial_memory_bytes": 48 << 30}
+    monkeypatch.setattr(req.machine, "memory_bytes", lambda: 32 << 30)
+    monkeypatch.setattr(req, "unified_memory", lambda: False)
+    assert [(c["requirement"], c["ok"]) for c in req.check(declared, step=5, folder=tmp_path)] \
+        == [("memory_bytes", True)]
+    monkeypatch.setattr(req, "unified_memory", lambda: True)  # a 32 GB Mac: too little
+    assert [(c["requirement"], c["ok"]) for c in req.check(declared, step=5, folder=tmp_path)] \
+        == [("unified_memory_bytes", False)]
+    assert [c["requirement"] for c in req.check(declared, step=0, folder=tmp_path)] == \
+        ["initial_memory_bytes"]
+    header = {"chain": "lineage-chain/2", "config": {"requirements": declared}}
+    assert req.declared_requirements(header) == declared
+    assert req.declared_requirements({"chain": "open-1b-chain",
+                                      "requirements": {"disk_bytes": 5}}) == {"disk_bytes": 5}
+    for bad, message in [({"memory": 1}, "unknown field 'memory'"),
+                         ({"disk_bytes": -1}, "disk_bytes: must be a positive integer"),
+                         ({"disk_bytes": 2.5}, "disk_bytes: must be a positive integer")]:
+        with pytest.raises(InputError, match=message):
+            req.declared_requirements({"chain": "lineage-chain/2",
+                                       "config": {"requirements": bad}})
