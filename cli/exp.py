@@ -83,6 +83,10 @@ def run(
                           "stream: its first and last halves (e.g. 1MiB, 500KB; 'none' "
                           "keeps all). The whole stream's BLAKE3 and length are recorded.")
     ] = "64MiB",
+    max_header_mib: Annotated[
+        float, typer.Option(help="Largest safetensors header the checks accept (a local "
+                            "policy, as `verify` has it).")
+    ] = 16.0,
     json: JsonOption = False,
 ) -> None:
     """Checks, then the command after `--`: its output passes through live and is kept
@@ -100,6 +104,7 @@ def run(
         allow_fallback=allow_fallback, allow_risk=allow_risk or (), env=env_names(env or ()),
         param=_params(param or []), metrics=metrics, timeout=timeout,
         revision_override=revision_override, max_log=log_size(max_log),
+        max_header_mib=max_header_mib,
         on_output=output.passthrough(stdout_to_stderr=json))
     record = answer.to_dict()
     for warning in answer.warnings or ():

@@ -153,9 +153,9 @@ def test_a_signal_during_the_checks_is_recorded(
 
     real = gate.read_folder
 
-    def interrupted_check(folder: Path) -> Any:
+    def interrupted_check(folder: Path, **options: Any) -> Any:
         os.kill(os.getpid(), signal.SIGTERM)  # a real signal, mid-check
-        return real(folder)
+        return real(folder, **options)
 
     monkeypatch.setattr(gate, "read_folder", interrupted_check)
     marker = tmp_path / "ran"

@@ -207,3 +207,25 @@ def test_weights_that_are_neither_folder_nor_file_are_refused(
     result = cli("exp", "run", "--weights", str(path), "--revision", "r", "--", "true",
                  code=2)
     assert f"{path}: {message}" in result.stderr and cli.json("exp", "list") == []
+
+
+def test_the_header_cap_is_a_policy_exp_run_lets_a_user_set(cli: Cli, tmp_path: Path) -> None:
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    save_file({"w": np.zeros((2, 2), np.float32)}, str(folder / "model.safetensors"),
+              metadata={"note": "x" * 4096})  # a 4 KiB header, made by the real writer
+    stopped = _run(cli, folder, "r1", "--max-header-mib", "0.001", "--", "true", code=1)
+    assert stopped["outcome"] == "check-failed"
+    (structure,) = [c for c in stopped["checks"] if c["name"] == "structure"]
+    message = json.dumps(structure)
+    assert "exceeds the local cap of 1048 bytes" in message
+    assert "not a format limit nor a sign of an unfinished download" in message
+    assert "--max-header-mib" in message
+    assert _run(cli, folder, "r2", "--max-header-mib", "0.01", "--", "true")["outcome"] == \
+        "passed"
+    bad = cli("exp", "run", "--weights", str(folder), "--revision", "r3",
+              "--max-header-mib", "0", "--", "true", code=2)
+    assert "--max-header-mib must be positive" in bad.stderr

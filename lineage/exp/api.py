@@ -46,7 +46,7 @@ def run_experiment(
     param: Mapping[str, object] | None = None, metrics: PathLike | None = None,
     timeout: float | None = None, cwd: PathLike | None = None, echo: bool = True,
     on_output: OutputCallback | None = None, revision_override: bool = False,
-    max_log: int | None = DEFAULT_MAX_LOG,
+    max_log: int | None = DEFAULT_MAX_LOG, max_header_mib: float = 16.0,
 ) -> ExperimentRun:
     """`lineage exp run -- COMMAND`: the checks on `weights` (a folder, a Hugging Face
     cache snapshot or one model file), then `command` (a list of arguments, never a shell
@@ -71,7 +71,8 @@ def run_experiment(
     the risk kinds accepted, `metrics` a JSON (final values) or JSON-lines (their history)
     file the command writes (relative to `cwd`), `timeout` seconds before its process
     group, and the processes that left it, are stopped; `cwd` the working directory
-    (default: the current one).
+    (default: the current one); `max_header_mib` the largest safetensors header the
+    checks accept (a local policy, as `verify` has it).
     """
     from lineage.errors import UsageError
     from lineage.exp.answers import ExperimentRun
@@ -85,6 +86,8 @@ def run_experiment(
         raise UsageError("--timeout must be at least 0 seconds")
     if max_log is not None and max_log < 0:
         raise UsageError("--max-log must be at least 0 bytes")
+    if not max_header_mib > 0:
+        raise UsageError("--max-header-mib must be positive")
     exp_id, record = record_experiment(
         store, weights=os.fspath(weights), revision=revision, command=list(command),
         sums=None if sums is None else os.fspath(sums), quantization=quantization,
@@ -93,7 +96,8 @@ def run_experiment(
         params={str(k): str(v) for k, v in (param or {}).items()},
         metrics=None if metrics is None else os.fspath(metrics), timeout=timeout,
         cwd=None if cwd is None else os.fspath(cwd), revision_override=revision_override,
-        max_log=max_log, on_output=on_output or (_passthrough() if echo else None))
+        max_log=max_log, on_output=on_output or (_passthrough() if echo else None),
+        max_header_bytes=int(max_header_mib * 2**20))
     return ExperimentRun.from_dict({"id": exp_id, **record})
 
 

@@ -46,6 +46,7 @@ from lineage.exp.weights import (
 )
 from lineage.formats.folder import FolderModel, failure_type, read_folder
 from lineage.formats.hf_cache import find_snapshot
+from lineage.formats.safetensors import DEFAULT_MAX_HEADER_BYTES
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.userfiles import read_regular
 
@@ -77,6 +78,7 @@ def run_experiment(
     logs_dir: Path | None = None,
     revision_override: bool = False,
     max_log: int | None = DEFAULT_MAX_LOG,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
 ) -> dict[str, Any]:
     """Run the gate and the command; return the record (not yet stored).
 
@@ -109,7 +111,7 @@ def run_experiment(
             with guard.raising():
                 record["git"] = git_facts(workdir)
                 record["runtime"] = probe_runtime(command, env=env, cwd=workdir)
-                stopped = _gate_checks(record, target, sums, allowed)
+                stopped = _gate_checks(record, target, sums, allowed, max_header_bytes)
         except Interrupted as exc:
             return _interrupted(record, exc.signum, "checks")
         if stopped is not None:
@@ -183,11 +185,11 @@ def _weights_path(target: Path) -> str:
 
 
 def _gate_checks(record: dict[str, Any], target: Path, sums: str | Path | None,
-                 allowed: tuple[str, ...]) -> dict[str, Any] | None:
+                 allowed: tuple[str, ...], max_header_bytes: int) -> dict[str, Any] | None:
     """The checks in front of the command, then the files they were made on (hashed
     once: a digest a checksum check computed is reused); the stopped record, or None
     when all passed."""
-    model = read_folder(target)
+    model = read_folder(target, max_header_bytes=max_header_bytes)
     stopped = _checks(record, target, model, sums, allowed)
     record["weights"]["files"] = weights_files(target, model, known=_checked(record))
     record["weights"]["digest"] = weights_digest(record["weights"]["files"])

@@ -264,8 +264,9 @@ def _check_header_length(path: Path, header_len: int, size: int, cap: int) -> No
         _fail(
             path,
             "header-length",
-            f"header length {header_len} exceeds the local cap of {cap} bytes "
-            "(a policy, not a format limit: raise max_header_bytes after checking the origin)",
+            f"header length {header_len} exceeds the local cap of {cap} bytes (a local "
+            "policy, not a format limit nor a sign of an unfinished download: raise it with "
+            "--max-header-mib after checking where the file came from)",
         )
 
 
