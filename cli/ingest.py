@@ -201,9 +201,10 @@ def steps(
     lines = [f"run {result['run']}: {result['status']}: {result['new_steps']:,} new "
              f"steps of {result['records']:,} records (steps {result['first_step']}"
              f"..{result['last_step']}){closed}"]
-    lines += [f"declared {key}: {_json.dumps(item['value'], sort_keys=True)} (from the "
-              f"{'header' if item['from'] == 'header' else 'import'})"
-              for key, item in result["declared"].items()]
+    if not str(result["chain"]).startswith("lineage-chain/"):  # a lineage header says them
+        lines += [f"declared {key}: {_json.dumps(item['value'], sort_keys=True)} (from the "
+                  f"{'header' if item['from'] == 'header' else 'import'})"
+                  for key, item in result["declared"].items()]
     output.emit_lines(lines)
 
 

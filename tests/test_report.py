@@ -260,3 +260,21 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert "open weights" in dom and "<svg" in dom
     assert report["model"]["summary"] in dom and f"lineage {lineage.__version__}" in dom
     assert report["hashes"]["files"]["model.safetensors"] in dom
+
+
+def test_the_estimate_is_set_beside_gpus_and_macs_unified_memory(tmp_path: Path) -> None:
+    from lineage.diligence.memory import GIB, usable_by_gpu
+
+    assert usable_by_gpu(36 * GIB) == 24 * GIB and usable_by_gpu(48 * GIB) == 36 * GIB
+    report = inspect_model(_llama(tmp_path / "m"), context=8192, batch=3600)
+    total = report["memory"]["total_bytes"]
+    assert 29 * GIB < total < 30 * GIB  # a KV cache of about 30 GB at that batch
+    fits = {row["machine"]: row["fits"] for row in report["memory"]["fits"]}
+    assert [m for m, ok in fits.items() if ok and m.startswith("GPU")] == ["GPU 48 GB",
+                                                                          "GPU 80 GB"]
+    # a 36 GB Mac's GPU may use 24 GiB: too little; a 48 GB Mac's 36 GiB holds it
+    assert fits["Mac 36 GB unified"] is False and fits["Mac 48 GB unified"] is True
+    md = render_markdown(report)
+    assert "fits: GPU 48 GB; Mac 48 GB unified (its GPU may use about 36.00 GiB)" in md
+    assert inspect_model(_llama(tmp_path / "n"), context=8192, batch=20_000)["memory"][
+        "fits"][-1]["fits"] is False

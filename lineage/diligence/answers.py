@@ -202,6 +202,15 @@ class Quantization(Answer):
     reason: str | None  # why there is no answer, when there is none
 
 
+class MachineFit(Answer):
+    """Whether the estimate fits one kind of machine."""
+
+    machine: str  # e.g. "GPU 24 GB", "Mac 36 GB unified"
+    memory_bytes: int
+    usable_bytes: int  # all of a GPU's; about 2/3 (<= 36 GB) or 3/4 of a Mac's
+    fits: bool
+
+
 class Memory(Answer):
     """The memory estimate at a context length and batch size (bytes)."""
 
@@ -218,6 +227,7 @@ class Memory(Answer):
     max_positions: int | None
     batch: int
     assumptions: tuple[str, ...]
+    fits: tuple[MachineFit, ...]  # empty when there is no total to compare
 
 
 class InspectedChecksums(Answer):

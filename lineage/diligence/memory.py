@@ -10,6 +10,11 @@ input at once and caches nothing; a recurrent model (Mamba, RWKV) keeps a fixed-
 The context is never taken beyond the model's maximum positions (`max_position_embeddings`,
 `<arch>.context_length`): a larger request is clamped, and the estimate says so. A folder
 without weights gets no estimate at all.
+
+The total is then set beside the memory of common machines (`fits`): GPUs whose whole
+memory holds the model, and Macs with Apple silicon, whose GPU shares the machine's
+memory but may use only part of it (macOS gives the GPU about two thirds of the memory
+up to 36 GB, about three quarters above: the working-set limit Metal reports).
 """
 
 from __future__ import annotations
@@ -48,12 +53,34 @@ def estimate_memory(
     assumptions.append(f"overhead: 1 GiB + {OVERHEAD_SHARE:.0%} of the weights "
                        "(runtime buffers, activations)")
     overhead = OVERHEAD_FIXED + int(weights_bytes * OVERHEAD_SHARE)
+    total = weights_bytes + (kv or 0) + overhead
     return {"estimated": True, "reason": None, "weights_bytes": weights_bytes,
             "kv_cache_bytes": kv, "kv_cache_note": kv_note, "overhead_bytes": overhead,
-            "total_bytes": weights_bytes + (kv or 0) + overhead, "context": used,
+            "total_bytes": total, "context": used,
             "context_requested": context, "context_clamped": used != context,
             "max_positions": architecture.get("positions"), "batch": batch,
-            "assumptions": assumptions}
+            "assumptions": assumptions, "fits": fits(total) if kv is not None else []}
+
+
+GB = 10**9
+# (machine, its memory): GPUs as sold (decimal GB), Macs as configured
+GPUS = (("GPU 16 GB", 16 * GB), ("GPU 24 GB", 24 * GB), ("GPU 48 GB", 48 * GB),
+        ("GPU 80 GB", 80 * GB))
+MACS = tuple((f"Mac {n} GB unified", n * GIB) for n in (16, 24, 32, 36, 48, 64, 96, 128, 192))
+
+
+def usable_by_gpu(unified_bytes: int) -> int:
+    """What a Mac's GPU may use of its unified memory: about 2/3 up to 36 GB, 3/4 above."""
+    return unified_bytes * 2 // 3 if unified_bytes <= 36 * GIB else unified_bytes * 3 // 4
+
+
+def fits(total: int) -> list[dict[str, Any]]:
+    """The estimate against each machine: {machine, memory_bytes, usable_bytes, fits}."""
+    rows = [{"machine": name, "memory_bytes": size, "usable_bytes": size, "fits": total <= size}
+            for name, size in GPUS]
+    rows += [{"machine": name, "memory_bytes": size, "usable_bytes": usable_by_gpu(size),
+              "fits": total <= usable_by_gpu(size)} for name, size in MACS]
+    return rows
 
 
 def _clamp(context: int, positions: int | None) -> tuple[int, str | None]:
@@ -89,4 +116,4 @@ def _no_estimate(context: int, batch: int, reason: str) -> dict[str, Any]:
             "kv_cache_note": f"no KV cache: {reason}", "overhead_bytes": None,
             "total_bytes": None, "context": context, "context_requested": context,
             "context_clamped": False, "max_positions": None, "batch": batch,
-            "assumptions": [f"not estimated: {reason}"]}
+            "assumptions": [f"not estimated: {reason}"], "fits": []}

@@ -121,7 +121,20 @@ def cost_items(report: dict[str, Any]) -> list[Item]:
     line = (f"at context {m['context']:,} and batch {m['batch']}: weights "
             f"{size(m['weights_bytes'])}, KV cache {kv_text}, overhead "
             f"{size(m['overhead_bytes'])}; total about {size(m['total_bytes'])}")
-    return [(line, list(m["assumptions"]))]
+    return [(line, list(m["assumptions"])), *fit_items(m.get("fits") or [])]
+
+
+def fit_items(rows: list[dict[str, Any]]) -> list[Item]:
+    """The smallest GPU and the smallest Mac that hold the estimate."""
+    if not rows:
+        return []
+    gpu = next((r for r in rows if r["fits"] and r["machine"].startswith("GPU")), None)
+    mac = next((r for r in rows if r["fits"] and r["machine"].startswith("Mac")), None)
+    return [(f"fits: {gpu['machine'] if gpu else 'no GPU of 80 GB or less'}; "
+             + (f"{mac['machine']} (its GPU may use about {size(mac['usable_bytes'])})"
+                if mac else "no Mac of 192 GB or less"),
+             ["a Mac's GPU may use about 2/3 of its unified memory up to 36 GB, about 3/4 "
+              "above (macOS's working-set limit)"])]
 
 
 def provenance_items(report: dict[str, Any]) -> list[Item]:
