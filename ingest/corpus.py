@@ -29,6 +29,13 @@ from lineage.ingest.engine import Executor
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
+from lineage.ingest.shard_tasks import (
+    FilesTask,
+    files_tasks,
+    manifest_tasks,
+    stage_files,
+    stage_manifest,
+)
 from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
@@ -276,9 +283,8 @@ def map_on(
 ) -> tuple[StagedParts, int]:
     """`_map` as independent tasks of `executor`: a folder's files in chunks, each text
     shard, each ready manifest; returns (staged parts, empty documents)."""
-    from lineage.ingest.shard_tasks import files_tasks, manifest_tasks, stage_files, stage_manifest
-
-    folders, shards = [], []
+    folders: list[FilesTask] = []
+    shards: list[TextShardTask] = []
     for item in raw:
         if isinstance(item, DirectoryInput):
             listing = list_directory(item.root, source=source, links=links)

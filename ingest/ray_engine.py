@@ -134,7 +134,7 @@ def connected(address: str | None, progress: Any = None) -> Iterator[RayExecutor
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                    "logging_level": logging.ERROR}
         if address is None:
-            ray.init(num_cpus=os.cpu_count() or 1, **options)
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, **options)
         else:
             ray.init(address=address, **options)
         started = True
