@@ -75,21 +75,18 @@ def _run(engine: str, executor: Any, paths: list[Path], work: Path) -> dict[str,
     commit = _Timed(corpus_module, "_commit")
     stream_commit = _Timed(build_module, "commit_stream")
     found: dict[str, Any] = {"engine": engine}
-    tasks = getattr(executor, "tasks", 0)
+    maps = _Maps(executor)
     started = time.perf_counter()
     ingested = ingest_corpus(store, paths, corpus="c", fmt="manifest", executor=executor)
     found["ingest_s"] = round(time.perf_counter() - started, 2)
     found["ingest_commit_s"] = round(commit.seconds, 3)
-    found["ingest_tasks"] = getattr(executor, "tasks", 0) - tasks
-    tasks = getattr(executor, "tasks", 0)
-    shuffled = _Shuffled()
     started = time.perf_counter()
     built = build_stream(store, corpus="c", name="s", seed=7, seq_len=2048, batch=8,
                          epochs=["code=2.5"], memory_limit="4GB", executor=executor)
     found["build_s"] = round(time.perf_counter() - started, 2)
     found["build_commit_s"] = round(stream_commit.seconds, 3)
-    found["build_tasks"] = getattr(executor, "tasks", 0) - tasks
-    found["shuffle_bytes"] = shuffled.bytes
+    found["maps"] = maps.calls
+    found["shuffle_bytes"] = maps.shuffle_bytes
     found["occurrences"] = built.occurrences
     found["hashes"] = [ingested.manifest_hash, built.spec_hash, built.occurrences_digest]
     with store.reader(views=False) as con:
@@ -97,47 +94,34 @@ def _run(engine: str, executor: Any, paths: list[Path], work: Path) -> dict[str,
             "SELECT list(sha256 ORDER BY path) FROM parquet_files").fetchall()[0][0]
     for timer in (commit, stream_commit):
         setattr(timer.module, timer.name, timer.original)
-    shuffled.stop()
     return found
 
 
-class _Shuffled:
-    """Counts the bytes `part_keys` writes (the key shuffle)."""
+class _Maps:
+    """Wraps an executor's `map`: each call's function, tasks and seconds, and the bytes
+    of the key files the sort tasks read (the shuffle; gone once sorted)."""
 
-    def __init__(self) -> None:
-        import lineage.stream.shuffle as shuffle
+    def __init__(self, executor: Any) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.shuffle_bytes = 0
+        if executor is None:
+            return
+        inner = executor.map
 
-        self.bytes = 0
-        self.module = shuffle
-        # The key files are gone once sorted: measure them at the sort's input, in the
-        # driver, before the sort tasks are submitted.
-        original_map = shuffle.sorted_candidates
+        def spy(fn: Any, items: Any) -> Any:
+            from lineage.stream.shuffle import sort_range
 
-        def measured(distributed: Any, *args: Any, **kwargs: Any) -> Any:
-            inner = distributed.executor.map
-
-            def spy(fn: Any, items: Any) -> Any:
-                if fn is shuffle.sort_range:
-                    self.bytes += sum(Path(p).stat().st_size for t in items for p in t.inputs)
-                return inner(fn, items)
-
-            distributed.executor.map = spy
+            if fn is sort_range:
+                self.shuffle_bytes += sum(Path(p).stat().st_size for t in items
+                                          for p in t.inputs)
+            started = time.perf_counter()
             try:
-                return original_map(distributed, *args, **kwargs)
+                return inner(fn, items)
             finally:
-                distributed.executor.map = inner
+                self.calls.append({"fn": fn.__name__, "tasks": len(items),
+                                   "s": round(time.perf_counter() - started, 3)})
 
-        self.original_candidates = original_map
-        shuffle.sorted_candidates = measured
-        import lineage.stream.build as build_module
-
-        build_module.sorted_candidates = measured  # type: ignore[assignment]
-
-    def stop(self) -> None:
-        import lineage.stream.build as build_module
-
-        self.module.sorted_candidates = self.original_candidates
-        build_module.sorted_candidates = self.original_candidates  # type: ignore[assignment]
+        executor.map = spy
 
 
 def _noop(item: int) -> int:

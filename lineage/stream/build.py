@@ -393,7 +393,8 @@ def _order(
     if distributed is not None:
         sources = [(row[0], row[1], row[2], rank) for rank, row in enumerate(rows)]
         candidates = sorted_candidates(
-            distributed, _first_rids(parts), prefix, sources,
+            distributed, [(path, first, n) for (path, first), (_, n) in
+                          zip(_first_rids(parts), parts, strict=True)], prefix, sources,
             sum(n for _, n in parts) * max((row[2] for row in rows), default=1))
         report_progress(progress, "ordering documents", 2, 3)
         return _place(con, spec, rows, parts, candidates, presorted=True)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lineage.stream.order import Candidates
 
 ROWS_PER_RANGE = 4_000_000  # candidates a sort task holds: ~128 MB of its arrays
+ROWS_PER_KEYS = 500_000  # documents a key task hashes (a part holds up to 4M)
 _COLUMNS = (("rid", "<i8"), ("srank", "<i4"), ("epoch", "<i4"), ("n_tokens", "<i8"),
             ("k64", "<u8"))
 
@@ -49,6 +50,7 @@ class Distributed:
 class KeyTask:
     path: str  # one documents part
     first_rid: int  # the rid of its first row
+    rows: tuple[int, int]  # the rows of the part this task reads: [start, end)
     prefix: str  # the key's prefix (spec, seed)
     sources: tuple[tuple[str, str, int, int], ...]  # (source, src hex, epochs, srank)
     out: str  # the task's files: `<out>-<range>.npy`
@@ -84,11 +86,12 @@ def part_keys(task: KeyTask) -> list[int]:
                    e.epoch::INTEGER AS epoch, d.n_tokens,
                    ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR,
                                                chr(10), d.doc_id)), 16))::UBIGINT AS k64
-            FROM read_parquet(?, file_row_number = true) d
+            FROM (SELECT * FROM read_parquet(?, file_row_number = true)
+                  WHERE file_row_number >= ? AND file_row_number < ?) d
             JOIN src s USING (source),
             LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
             """,
-            [task.first_rid, task.prefix, task.path],
+            [task.first_rid, task.prefix, task.path, *task.rows],
         ).fetchnumpy()
     finally:
         con.close()
@@ -118,11 +121,11 @@ def sort_range(task: RangeTask) -> int:
 
 
 def sorted_candidates(
-    distributed: Distributed, parts: list[tuple[str, int]], prefix: str,
+    distributed: Distributed, parts: list[tuple[str, int, int]], prefix: str,
     sources: list[tuple[str, str, int, int]], candidates: int,
 ) -> Candidates:
-    """The candidates of `parts` (path, first rid) sorted by key prefix, computed and
-    sorted by tasks; `sources` are (source, src hex, epochs, srank)."""
+    """The candidates of `parts` (path, first rid, rows) sorted by key prefix, computed
+    and sorted by tasks; `sources` are (source, src hex, epochs, srank)."""
     import numpy as np
 
     from lineage.stream.order import Candidates
@@ -130,8 +133,11 @@ def sorted_candidates(
     bits = range_bits(candidates)
     folder = distributed.staging / "keys"
     folder.mkdir(parents=True, exist_ok=True)
-    key_tasks = [KeyTask(path, first, prefix, tuple(sources), str(folder / f"part-{n:05d}"),
-                         bits) for n, (path, first) in enumerate(parts)]
+    slices = [(path, first, (start, min(start + ROWS_PER_KEYS, rows)))
+              for path, first, rows in parts for start in range(0, rows, ROWS_PER_KEYS)]
+    key_tasks = [KeyTask(path, first, rows, prefix, tuple(sources),
+                         str(folder / f"keys-{n:05d}"), bits)
+                 for n, (path, first, rows) in enumerate(slices)]
     distributed.executor.map(part_keys, key_tasks)
     range_tasks = [RangeTask(tuple(f"{t.out}-{r:05d}.npy" for t in key_tasks),
                              str(folder / f"range-{r:05d}.npy")) for r in range(1 << bits)]

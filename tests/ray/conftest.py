@@ -27,10 +27,11 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`ray start --head --block --num-cpus 2` in a process of its own (its daemons'
     files and processes are its business, not this test process's), joined with
-    ray.init; stopped by ending that process, which stops its daemons."""
+    ray.init; stopped by ending that process, which stops its daemons. Yields the
+    cluster's address, for commands run in processes of their own."""
     import ray
 
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
@@ -52,7 +53,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 if time.monotonic() > deadline or head.poll() is not None:
                     raise
                 time.sleep(1)
-        yield
+        yield address
     finally:
         ray.shutdown()
         head.send_signal(signal.SIGTERM)  # `ray start --block` stops its daemons on it

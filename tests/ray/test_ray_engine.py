@@ -7,9 +7,12 @@ one-line errors."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,7 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.engine import open_executor
 from lineage.stream.build import build_stream
 
-from ..conftest import Cli, write_jsonl
+from ..conftest import Cli, run_lineage, spawn_lineage, write_jsonl
 from ..hostile.test_ingest_input import CASES
 from .conftest import leftovers, store_state
 
@@ -74,10 +77,11 @@ manifest_rows = st.lists(
 @given(rows=manifest_rows, split=st.integers(1, 3), parquet=st.booleans(),
        seed=st.integers(0, 2**64 - 1), epochs=st.sampled_from([[], ["web=2.5"], ["code=0.5"]]))
 def test_ready_manifests_and_their_stream_are_the_same_on_ray(
-    ray_cluster: None, monkeypatch: pytest.MonkeyPatch, rows: list[Any], split: int,
+    ray_cluster: str, monkeypatch: pytest.MonkeyPatch, rows: list[Any], split: int,
     parquet: bool, seed: int, epochs: list[str],
 ) -> None:
     monkeypatch.setattr("lineage.stream.shuffle.ROWS_PER_RANGE", 7)  # many key ranges
+    monkeypatch.setattr("lineage.stream.shuffle.ROWS_PER_KEYS", 5)  # and parts in slices
     records = [{"doc_id": f"{name}{i}", "source": source, "uri": f"s3://b/{i}",
                 "n_bytes": size, "n_tokens": tokens,
                 "content_hash": blake3.blake3(f"{name}{i}".encode()).hexdigest(),
@@ -114,7 +118,7 @@ texts = st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=0, max_size
 @SLOW
 @given(docs=texts, split=st.integers(1, 3), seed=st.integers(0, 2**64 - 1))
 def test_text_shards_and_their_text_index_are_the_same_on_ray(
-    ray_cluster: None, docs: list[Any], split: int, seed: int,
+    ray_cluster: str, docs: list[Any], split: int, seed: int,
 ) -> None:
     records = [{"text": " ".join(words) * (1 + i % 3), "source": source,
                 **({"id": f"doc-{i}"} if named else {})}
@@ -133,7 +137,7 @@ def test_text_shards_and_their_text_index_are_the_same_on_ray(
         assert local["text_indexes"]
 
 
-def test_folders_of_files_are_the_same_on_ray(ray_cluster: None, tmp_path: Path,
+def test_folders_of_files_are_the_same_on_ray(ray_cluster: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("lineage.ingest.shard_tasks.FILES_PER_TASK", 3)  # 4 tasks a folder
     folder = tmp_path / "corpus"
@@ -160,7 +164,7 @@ def _shards(work: Path) -> list[Path]:
 
 
 def test_a_task_whose_worker_dies_is_run_again_and_the_store_is_the_same(
-    ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    ray_cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     paths = _shards(tmp_path)
     killed = []
@@ -183,7 +187,7 @@ def test_a_task_whose_worker_dies_is_run_again_and_the_store_is_the_same(
 
 
 def test_a_worker_that_dies_for_good_leaves_nothing_and_a_rerun_is_the_same(
-    ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    ray_cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     paths = _shards(tmp_path)
     root = tmp_path / "ray"
@@ -204,13 +208,45 @@ def test_a_worker_that_dies_for_good_leaves_nothing_and_a_rerun_is_the_same(
     assert store_state(root) == store_state(local)
 
 
+def test_a_driver_killed_after_the_map_leaves_nothing_and_a_rerun_is_the_same(
+    ray_cluster: str, tmp_path: Path,
+) -> None:
+    """The command joins the running cluster (--ray-address), its tasks stage every
+    shard, the reduce writes its parts, and the driver is killed before the commit."""
+    paths = [str(p) for p in _shards(tmp_path)]
+    root = tmp_path / "ray"
+    init_store(root)
+    before = store_state(root)
+    argv = ["--store", str(root), "ingest", "corpus", *paths, "--corpus", "c",
+            "--engine", "ray", "--ray-address", ray_cluster]
+    ready = tmp_path / "ready"
+    proc = spawn_lineage(*argv, env={"LINEAGE_FAULT_POINT": "reduce-written",
+                                     "LINEAGE_FAULT_READY": str(ready)})
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    after = store_state(root)
+    assert [after[k] for k in ("corpora", "parquet_files")] == \
+        [before[k] for k in ("corpora", "parquet_files")]  # its temp parts are garbage
+    rerun = run_lineage(*argv, "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["status"] == "added"
+    local = tmp_path / "local"
+    init_store(local)
+    Cli(local)("ingest", "corpus", *paths, "--corpus", "c")
+    assert store_state(root) == store_state(local)
+
+
 HOSTILE = [case for case in CASES if case.kind in ("jsonl", "parquet", "manifest", "folder")
            and case.patch is None][:8]
 
 
 @pytest.mark.parametrize("case", HOSTILE, ids=[case.name for case in HOSTILE])
 def test_bad_input_gives_the_local_engines_error_on_ray(
-    ray_cluster: None, tmp_path: Path, case: Any,
+    ray_cluster: str, tmp_path: Path, case: Any,
 ) -> None:
     work = tmp_path / "in"
     work.mkdir()
