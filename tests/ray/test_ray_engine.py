@@ -301,3 +301,15 @@ def test_the_local_engine_never_imports_ray(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "RAY false" in done.stderr
         assert json.loads(done.stdout)["status"] == "added"
+
+
+def test_an_unknown_engine_or_a_lone_ray_address_is_a_usage_error(tmp_path: Path) -> None:
+    shard = write_jsonl(tmp_path / "s.jsonl", [{"text": "a"}])
+    init_store(tmp_path / "store")
+    cli = Cli(tmp_path / "store")
+    result = cli("ingest", "corpus", str(shard), "--corpus", "c", "--engine", "spark", code=2)
+    assert result.stderr == "error: --engine 'spark': expected one of local, ray\n"
+    result = cli("ingest", "corpus", str(shard), "--corpus", "c", "--ray-address", "auto",
+                 code=2)
+    assert result.stderr == "error: --ray-address needs --engine ray\n"
+    assert not list((tmp_path / "store" / "tables").rglob("*.parquet"))
