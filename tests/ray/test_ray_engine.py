@@ -157,6 +157,30 @@ def test_folders_of_files_are_the_same_on_ray(ray_cluster: str, tmp_path: Path,
     assert local["corpora"][0][6] == 1  # dropped_empty: f00.txt
 
 
+def test_a_ready_manifests_text_index_is_the_same_on_ray(ray_cluster: str,
+                                                          tmp_path: Path) -> None:
+    """--fingerprints on ready manifests: their rows staged by tasks, each document then
+    read from its uri by the reduce."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rows = []
+    for n in range(12):
+        data = (" ".join(WORDS[(n + i) % 10] for i in range(30 + n))).encode()
+        (docs / f"d{n}.txt").write_bytes(data)
+        rows.append({"doc_id": f"d{n}", "source": "web", "uri": f"docs/d{n}.txt",
+                     "n_bytes": len(data), "n_tokens": len(data),
+                     "content_hash": blake3.blake3(data).hexdigest()})
+    paths = [write_jsonl(tmp_path / "a.jsonl", rows[:5]),
+             write_jsonl(tmp_path / "b.jsonl", rows[5:])]
+
+    def build(store: Store, executor: Any) -> None:
+        ingest_corpus(store, paths, corpus="c", fingerprints=True, executor=executor)
+
+    local, ray = _both(tmp_path, build)
+    assert isinstance(local, dict) and local["text_indexes"][0][5] == 12  # documents
+    assert ray == local
+
+
 def _shards(work: Path) -> list[Path]:
     return [write_jsonl(work / f"s{n}.jsonl",
                         [{"text": f"{WORDS[n]} {WORDS[i % 10]} " * (i + 1)} for i in range(20)])
