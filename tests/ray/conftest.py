@@ -41,6 +41,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
          "--num-cpus", "2", "--include-dashboard", "false", "--disable-usage-stats",
          "--node-ip-address", "127.0.0.1",
+         "--object-store-memory", str(256 << 20),  # a shared machine: not 30 % of its RAM
          "--port", address.rsplit(":", 1)[1]],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
