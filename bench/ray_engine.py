@@ -1,6 +1,7 @@
 """`--engine ray` against the local engine on this machine (docs/scale.md).
 
     .venv/bin/python bench/ray_engine.py [--documents 1000000] [--manifests 8]
+    .venv/bin/python bench/ray_engine.py --text DIR   # DIR/jsonl/*.jsonl (bench/gen_text.py)
 
 Starts a local Ray cluster of this machine's cores once (its start-up is reported, not
 counted), then for the same ready manifests (`--manifests` JSONL files of `--documents`
@@ -8,7 +9,9 @@ rows in 3 sources) times, with each engine: the ingest, the stream build (1 epoc
 2.5 epochs of one source), and inside each the commit (the catalog transaction). Also:
 empty-task throughput (the floor of any task), the Ray tasks each step ran, and the
 bytes of the key shuffle per document (key files written by `part_keys`). Checks that
-both engines' stores record the same hashes. Results as JSON on stdout.
+both engines' stores record the same hashes. Results as JSON on stdout. With `--text`,
+the inputs are the JSONL text shards bench/gen_text.py wrote (hashed, tokenized by bytes
+and fingerprinted for the text index), instead of ready manifests.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class _Timed:
         setattr(module, name, timed)
 
 
-def _run(engine: str, executor: Any, paths: list[Path], work: Path) -> dict[str, Any]:
+def _run(engine: str, executor: Any, paths: list[Path], work: Path,
+         fmt: str = "manifest") -> dict[str, Any]:
     import lineage.ingest.corpus as corpus_module
     import lineage.stream.build as build_module
     from lineage.api import init_store, open_store
@@ -77,9 +81,10 @@ def _run(engine: str, executor: Any, paths: list[Path], work: Path) -> dict[str,
     found: dict[str, Any] = {"engine": engine}
     maps = _Maps(executor)
     started = time.perf_counter()
-    ingested = ingest_corpus(store, paths, corpus="c", fmt="manifest", executor=executor)
+    ingested = ingest_corpus(store, paths, corpus="c", fmt=fmt, executor=executor)
     found["ingest_s"] = round(time.perf_counter() - started, 2)
     found["ingest_commit_s"] = round(commit.seconds, 3)
+    found["documents"] = ingested.documents
     started = time.perf_counter()
     built = build_stream(store, corpus="c", name="s", seed=7, seq_len=2048, batch=8,
                          epochs=["code=2.5"], memory_limit="4GB", executor=executor)
@@ -133,14 +138,17 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=1_000_000)
     parser.add_argument("--manifests", type=int, default=8)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--text", type=Path, default=None)
     args = parser.parse_args()
     from lineage.ingest.engine import open_executor
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="lineage-ray-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    paths = _manifests(work, args.documents, args.manifests)
-    results: dict[str, Any] = {"documents": args.documents, "manifests": args.manifests}
-    results["local"] = _run("local", None, paths, work)
+    fmt = "jsonl" if args.text else "manifest"
+    paths = sorted((args.text / "jsonl").glob("*.jsonl")) if args.text else \
+        _manifests(work, args.documents, args.manifests)
+    results: dict[str, Any] = {"inputs": len(paths), "format": fmt}
+    results["local"] = _run("local", None, paths, work, fmt)
     started = time.perf_counter()
     with open_executor("ray") as executor:
         assert executor is not None
@@ -149,7 +157,7 @@ def main() -> None:
         started = time.perf_counter()
         executor.map(_noop, list(range(1000)))
         results["empty_tasks_per_s"] = round(1000 / (time.perf_counter() - started), 1)
-        results["ray"] = _run("ray", executor, paths, work)
+        results["ray"] = _run("ray", executor, paths, work, fmt)
     same = results["local"].pop("hashes") == results["ray"].pop("hashes") and \
         results["local"].pop("part_hashes") == results["ray"].pop("part_hashes")
     results["same_store"] = same
