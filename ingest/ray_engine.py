@@ -96,6 +96,10 @@ class RayExecutor:
             if cause is None:
                 raise EngineError(_first_line(exc)) from exc
             raise cause from None
+        except KeyboardInterrupt:  # stop the tasks now: the staging folder goes next
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
         except ray.exceptions.RayError as exc:  # a worker died more often than retried
             _settle(refs)
             raise EngineError(f"a Ray task of {getattr(fn, '__name__', 'the ingest')} could "
