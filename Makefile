@@ -4,6 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TRAINERS := $(VENV)/.trainers
+RAY    := $(VENV)/.ray
 
 .PHONY: install demo readme test test-faults typecheck lint bench lock clean
 
@@ -22,6 +23,12 @@ $(TRAINERS): $(STAMP) tests/orders/install_trainers.sh
 	bash tests/orders/install_trainers.sh $(VENV)
 	touch $(TRAINERS)
 
+# The `ray` extra (--engine ray, docs/scale.md) from its own lock: requirements.lock's
+# pins plus Ray's. Not needed by `make install` or `make demo`.
+$(RAY): $(STAMP) requirements-ray.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-ray.lock
+	touch $(RAY)
+
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
@@ -32,7 +39,7 @@ readme: install
 	$(PY) examples/readme.py --write
 
 # The suite runs on two workers (pytest-xdist), the cores of the machine CI runs on.
-test: install $(TRAINERS)
+test: install $(TRAINERS) $(RAY)
 	$(VENV)/bin/ruff check .
 	$(MAKE) --no-print-directory typecheck
 	@$(PY) -m pytest -q -n 2; status=$$?; \
@@ -61,11 +68,15 @@ lint: install
 bench: install
 	$(PY) bench/run.py
 
-# Re-pin every dependency (run after changing pyproject.toml).
+# Re-pin every dependency (run after changing pyproject.toml). requirements-ray.lock starts
+# from requirements.lock's pins, so the two agree on every package they share.
 lock:
 	$(PYTHON) -m pip install --quiet pip-tools
 	$(PYTHON) -m piptools compile --quiet --strip-extras --extra dev --allow-unsafe \
 		--generate-hashes -o requirements.lock pyproject.toml
+	cp requirements.lock requirements-ray.lock
+	$(PYTHON) -m piptools compile --quiet --strip-extras --extra dev --extra ray \
+		--allow-unsafe --generate-hashes -o requirements-ray.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) demo-store build *.egg-info

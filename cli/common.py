@@ -44,3 +44,16 @@ def require_folder(path: Path) -> Path:
 
     check(path)
     return path
+
+# Where the per-shard work runs (lineage.ingest.engine); Ray only with the `ray` extra.
+EngineOption = Annotated[
+    str, typer.Option("--engine", help="local (this machine's cores) or ray (each shard, "
+                      "part and key range a Ray task; pip install 'lineage[ray]'). The "
+                      "store is the same byte for byte.")
+]
+RayAddressOption = Annotated[
+    str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join "
+                             "(HOST:PORT, or auto for the running one); default: start a "
+                             "local one with this machine's cores. The store must be on "
+                             "storage every node sees at the same path.")
+]

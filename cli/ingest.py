@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lineage.cli import orders, output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import EngineOption, JsonOption, RayAddressOption, current_store
 from lineage.cli.stream import RankRuleOption, ScheduleOption, ScheduleTokensOption
 from lineage.errors import EXIT_NO, UsageError
 
@@ -62,6 +62,8 @@ def corpus(
                      "error). A hub cache snapshot's links to its own blobs are read in "
                      "every mode (docs/manifest-spec.md, Links)."),
     ] = "skip",
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
     json: JsonOption = False,
 ) -> None:
     """Hash and record a corpus: a directory of files, JSONL/Parquet shards, or manifests,
@@ -76,13 +78,15 @@ def corpus(
     integers (integer-range), manifest sizes differing from the files read
     (manifest-size). See docs/manifest-spec.md."""
     from lineage.ingest import ingest_corpus
+    from lineage.ingest.engine import open_executor
 
     store = current_store(ctx)
-    with output.progress_bar(not json) as progress:
+    with (output.progress_bar(not json) as progress,
+          open_executor(engine, ray_address, progress) as executor):
         result = ingest_corpus(
             store, list(paths), corpus=corpus, source=source, license=license,
             tokenizer=tokenizer, fmt=fmt, workers=workers, progress=progress,
-            fingerprints=fingerprints, links=links,
+            fingerprints=fingerprints, links=links, executor=executor,
         )
     if json:
         output.emit_json(result.to_dict())

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import EngineOption, JsonOption, RayAddressOption, current_store
 
 if TYPE_CHECKING:
     from lineage.stream.answers import StreamCut
@@ -61,9 +61,12 @@ def build(
                           "order's (about 100 bytes per occurrence) when it fits; a larger "
                           "corpus is ordered out of core, 1.5-2x slower.")
     ] = "1GB",
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
     json: JsonOption = False,
 ) -> None:
     """Compute the canonical order of a corpus and record its occurrence table."""
+    from lineage.ingest.engine import open_executor
     from lineage.stream.build import build_stream, memory_bytes
     from lineage.stream.schedule import RankRule, schedule_option
 
@@ -71,12 +74,13 @@ def build(
     steps = schedule_option(schedule, schedule_tokens, seq_len)
     rule = None if rank_rule is None else RankRule.parse(rank_rule)
     store = current_store(ctx)
-    with output.progress_bar(not json) as progress:
+    with (output.progress_bar(not json) as progress,
+          open_executor(engine, ray_address, progress) as executor):
         result = build_stream(
             store, corpus=corpus, name=name, seed=seed, seq_len=seq_len, batch=batch,
             schedule=steps, rank_rule=rule, separator_tokens=separator_tokens,
             epochs=epochs, token_budget=token_budget, memory_limit=memory_limit,
-            progress=progress,
+            progress=progress, executor=executor,
         )
     if json:
         output.emit_json(result.to_dict())

@@ -25,9 +25,17 @@ from lineage.corpora.manifest import MANIFEST_SPEC, NAME_RULE, is_valid_name
 from lineage.corpora.token_count import TokenizerSpec, parse_tokenizer
 from lineage.errors import ConflictError, InputError, StoreError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
+from lineage.ingest.engine import Executor
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
 from lineage.ingest.readers.directory import list_directory, stage_directory
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
+from lineage.ingest.shard_tasks import (
+    FilesTask,
+    files_tasks,
+    manifest_tasks,
+    stage_files,
+    stage_manifest,
+)
 from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
@@ -79,6 +87,7 @@ def ingest_corpus(
     progress: Progress = None,
     fingerprints: bool | None = None,
     links: str = DEFAULT_LINKS,
+    executor: Executor | None = None,
 ) -> CorpusIngestResult:
     """Hash, check and record a corpus; re-ingesting identical input changes nothing.
 
@@ -89,6 +98,8 @@ def ingest_corpus(
     `links` says what a symbolic link in a folder becomes (ingest/walk.py): "skip" (the
     default: not read, counted), "follow" or "refuse" (a link leading out stops the
     ingest); a hub cache snapshot's links to its own blobs are read in every mode.
+    `executor` runs the map's tasks elsewhere (ingest/engine.py; None: this machine's
+    pools); the store that results is the same.
     """
     started = time.monotonic()
     started_at = time.time()
@@ -113,13 +124,18 @@ def ingest_corpus(
     for table in ("documents", "document_hashes", *TEXT_TABLES):
         remove_abandoned_temps(store.table_dir(table))
     try:
-        staged, dropped = _map(raw, staging, corpus, source, spec, workers,
-                               progress, index_text, links, walked)
+        if executor is None:
+            staged, dropped = _map(raw, staging, corpus, source, spec, workers,
+                                   progress, index_text, links, walked)
+        else:
+            staged, dropped = map_on(executor, raw, manifests, staging, corpus, source,
+                                     spec, index_text, links, walked)
         faults.reach("map-done")
         reduced = reduce_corpus(
-            corpus=corpus, staged_parts=staged, manifests=manifests, licenses=licenses,
+            corpus=corpus, staged_parts=staged,
+            manifests=manifests if executor is None else [], licenses=licenses,
             staging=staging, out_dir=store.tables_dir, progress=progress,
-            text_index=index_text,
+            text_index=index_text, manifest_rows=executor is not None and bool(manifests),
         )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:
@@ -251,6 +267,50 @@ def _run_shard_tasks(
             results.append(summary)
             report_progress(progress, "reading shards", done, len(tasks))
     return results
+
+
+def map_on(
+    executor: Executor,
+    raw: list[DirectoryInput | ShardInput],
+    manifests: list[ShardInput],
+    staging: Path,
+    corpus: str,
+    source: str | None,
+    spec: TokenizerSpec,
+    index_text: bool,
+    links: str,
+    walked: WalkCounts,
+) -> tuple[StagedParts, int]:
+    """`_map` as independent tasks of `executor`: a folder's files in chunks, each text
+    shard, each ready manifest; returns (staged parts, empty documents)."""
+    folders: list[FilesTask] = []
+    shards: list[TextShardTask] = []
+    for item in raw:
+        if isinstance(item, DirectoryInput):
+            listing = list_directory(item.root, source=source, links=links)
+            if spec.kind == "input":  # as stage_directory says, before hashing anything
+                raise InputError(item.root, "--tokenizer input needs shards with a "
+                                 "token_count column")
+            files = [f for f in listing.files if not item.includes or _selected(f.doc_id, item)]
+            walked.skipped_hidden += listing.skipped_hidden
+            walked.skipped_links += listing.skipped_links
+            walked.followed_links += listing.followed_links
+            folders += files_tasks(item.root, files, staging, len(folders), tokenizer=spec,
+                                   fingerprints=index_text)
+        else:
+            part = staging / f"shard-{len(shards):05d}.parquet"
+            prints = staging / f"shard-{len(shards):05d}.fingerprints.parquet"
+            shards.append(TextShardTask(
+                str(item.path), item.kind, item.name, str(part), source, corpus, spec,
+                str(prints) if index_text else None,
+            ))
+    summaries = [*executor.map(stage_files, folders), *executor.map(stage_text_shard, shards),
+                 *executor.map(stage_manifest, manifest_tasks(manifests, staging))]
+    parts = StagedParts(
+        documents=[s.part for s in summaries if s.part is not None],
+        fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
+    )
+    return parts, sum(s.dropped_empty for s in summaries)
 
 
 @dataclass

@@ -85,7 +85,10 @@ def reduce_corpus(
     out_dir: Path,
     progress: Any = None,
     text_index: bool = False,
+    manifest_rows: bool = False,
 ) -> ReducedCorpus:
+    """`manifest_rows`: ready manifests were staged by map tasks (`staged_parts`)
+    instead of being given in `manifests`."""
     import duckdb
 
     con = duckdb.connect(":memory:")
@@ -94,7 +97,7 @@ def reduce_corpus(
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         # Beyond this DuckDB spills to the staging folder instead of growing with the corpus.
         con.execute("SET memory_limit = ?", [memory_limit()])
-        con.execute(_STAGED_TABLE)
+        con.execute(STAGED_TABLE)
         if staged_parts.documents:
             con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)",
                         [staged_parts.documents])
@@ -105,7 +108,7 @@ def reduce_corpus(
         check_rows(con)
         dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
         fingerprints = list(staged_parts.fingerprints)
-        if text_index and manifests:
+        if text_index and (manifests or manifest_rows):
             fingerprints += index_manifest_texts(con, staging, progress)
         documents, tokens, size = _totals(con)
         reduced = ReducedCorpus(
@@ -161,13 +164,14 @@ def memory_limit() -> str:
     return os.environ.get("LINEAGE_MEMORY_LIMIT") or "2GB"
 
 
-_STAGED_TABLE = """
+STAGED_TABLE = """
 CREATE TABLE docs (
     doc_id VARCHAR, source VARCHAR, uri VARCHAR, n_bytes BIGINT, n_tokens BIGINT,
     content_hash VARCHAR, license VARCHAR, metadata VARCHAR, origin VARCHAR, record BIGINT,
     has_text BOOLEAN, text_hash VARCHAR, n_words BIGINT, byte_offset BIGINT
 )
 """
+_STAGED_TABLE = STAGED_TABLE  # the name bench/profile_ingest.py reads
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ def stage_directory(
     progress: object = None,
     workers: int | None = None,
     fingerprints: bool = True,
+    part: Path | None = None,
 ) -> ShardSummary:
     """Hash every listed file and write one staged Parquet part for the directory.
 
@@ -93,7 +94,8 @@ def stage_directory(
     tok = tokenizer.load() if tokenizer.kind == "file" else None
     if tokenizer.kind == "input":
         raise InputError(root, "--tokenizer input needs shards with a token_count column")
-    part = part_dir / f"dir-{len(list(part_dir.iterdir())):05d}.parquet"
+    if part is None:  # a task of a cluster names its own: the folder is shared
+        part = part_dir / f"dir-{len(list(part_dir.iterdir())):05d}.parquet"
     indexer = TextIndexer(part.with_suffix(".fingerprints.parquet")) if fingerprints else None
     schema = staged_schema()
     base = root.resolve()  # once: resolving every file cost more than hashing small ones

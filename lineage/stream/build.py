@@ -40,6 +40,7 @@ from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_sql import order_in_duckdb
 from lineage.stream.schedule import BatchSchedule, RankRule
+from lineage.stream.shuffle import Distributed, Executor, sorted_candidates
 from lineage.stream.spec import (
     STREAM_SPEC,
     RecordedSpec,
@@ -75,12 +76,15 @@ def build_stream(
     token_budget: int | None = None,
     memory_limit: str = "1GB",
     progress: Progress = None,
+    executor: Executor | None = None,
 ) -> StreamBuildResult:
     """Compute and record the canonical order; re-building the same stream is a no-op.
 
     `batch` windows every step, or a `schedule` of windows per step by step ranges (then
     `batch` may be left out); `rank_rule` says how ranks split a step (contiguous when
     left out). Neither changes the order of windows, only where steps and ranks cut it.
+    `executor` computes and sorts the keys as tasks (`lineage.stream.shuffle`); the
+    stream is the same.
     """
     started = time.monotonic()
     if not is_valid_name(name):
@@ -105,7 +109,8 @@ def build_stream(
     staging = new_staging_dir(store.staging_dir)
     try:
         built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging,
-                       memory_limit, progress)
+                       memory_limit, progress,
+                       None if executor is None else Distributed(executor, staging))
         status = commit_stream(store, name, corpus, spec, built)
     finally:
         remove_quietly(staging)
@@ -228,7 +233,7 @@ def _existing(store: BaseStore, name: str) -> dict[str, Any] | None:
 def _build(
     store: BaseStore, spec: StreamSpec, corpus: str, name: str, sources: dict[str, tuple[int, int]],
     parts: list[tuple[str, int]], hash_parts: list[str], staging: Any, memory_limit: str,
-    progress: Progress,
+    progress: Progress, distributed: Distributed | None = None,
 ) -> Built:
     import duckdb
 
@@ -237,7 +242,7 @@ def _build(
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
-                             memory_limit, progress)
+                             memory_limit, progress, distributed)
     except duckdb.OutOfMemoryException as exc:
         raise too_little_memory(f"--memory-limit {memory_limit}", "build", exc) from exc
     finally:
@@ -248,14 +253,16 @@ def _build_within(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     sources: dict[str, tuple[int, int]], parts: list[tuple[str, int]],
     hash_parts: list[str], memory_limit: str, progress: Progress,
+    distributed: Distributed | None = None,
 ) -> Built:
-    """The order in memory when its arrays fit the budget, else out of core."""
+    """The order in memory when its arrays fit the budget, else out of core (in this
+    process's DuckDB, whatever the executor)."""
     rows = _source_rows(con, spec, sources)
     candidates = sum(sources[source][0] * n_epochs for source, _, n_epochs, _ in rows)
     report_progress(progress, "ordering documents", 0, 3)
     if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
         return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
-                                progress)
+                                progress, distributed)
     return _build_out_of_core(con, store, spec, corpus, name, parts, progress)
 
 
@@ -297,13 +304,13 @@ def _steps(spec: StreamSpec, corpus: str, packed: int) -> tuple[int, int, int]:
 def _build_in_memory(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     rows: list[tuple[str, str, int, int]], parts: list[tuple[str, int]],
-    hash_parts: list[str], progress: Progress,
+    hash_parts: list[str], progress: Progress, distributed: Distributed | None = None,
 ) -> Built:
     import numpy as np
 
     # Scans keep file order: the documents are joined back by position.
     con.execute("SET preserve_insertion_order = true")
-    placed, hash_words = _order(con, spec, rows, parts, progress)
+    placed, hash_words = _order(con, spec, rows, parts, progress, distributed)
     report_progress(progress, "ordering documents", 3, 3)
     packed = int(placed.stream_start[-1] + placed.n_tokens[-1]) + spec.separator_tokens \
         if len(placed.rid) else 0
@@ -367,15 +374,15 @@ def _source_rows(con: duckdb.DuckDBPyConnection, spec: StreamSpec,
 
 def _order(
     con: duckdb.DuckDBPyConnection, spec: StreamSpec, rows: list[tuple[str, str, int, int]],
-    parts: list[tuple[str, int]], progress: Progress,
+    parts: list[tuple[str, int]], progress: Progress, distributed: Distributed | None = None,
 ) -> tuple[Placed, UIntArray]:
     """Every kept occurrence in stream order, with its packed position (spec §2-4).
 
     DuckDB computes the keys on all cores, straight from the documents' Parquet parts (a
     document's `rid` is its row in doc_id order); numpy sorts, truncates, interleaves and
     packs (`lineage.stream.order`). Also each document's content hash as four 64-bit
-    words, in rid order: the content-hash copy is ordered by them."""
-    import hashlib
+    words, in rid order: the content-hash copy is ordered by them. With `distributed`,
+    tasks compute the keys and sort them by range (`lineage.stream.shuffle`)."""
 
     import numpy as np
 
@@ -383,6 +390,14 @@ def _order(
     con.executemany("INSERT INTO part_rows VALUES (?, ?)", _first_rids(parts))
     prefix = _key_prefix(spec)
     report_progress(progress, "ordering documents", 1, 3)
+    if distributed is not None:
+        sources = [(row[0], row[1], row[2], rank) for rank, row in enumerate(rows)]
+        candidates = sorted_candidates(
+            distributed, [(path, first, n) for (path, first), (_, n) in
+                          zip(_first_rids(parts), parts, strict=True)], prefix, sources,
+            sum(n for _, n in parts) * max((row[2] for row in rows), default=1))
+        report_progress(progress, "ordering documents", 2, 3)
+        return _place(con, spec, rows, parts, candidates, presorted=True)
     # Only the key's first 8 bytes travel to numpy; rows that agree there (never seen:
     # 2^-64 a pair) get their full keys from `full_keys`.
     arrays = con.execute(
@@ -401,6 +416,16 @@ def _order(
     report_progress(progress, "ordering documents", 2, 3)
     candidates = Candidates(**{key: np.asarray(arrays.pop(key)) for key in
                                ("rid", "srank", "epoch", "n_tokens", "k64")})
+    return _place(con, spec, rows, parts, candidates)
+
+
+def _place(
+    con: duckdb.DuckDBPyConnection, spec: StreamSpec, rows: list[tuple[str, str, int, int]],
+    parts: list[tuple[str, int]], candidates: Candidates, presorted: bool = False,
+) -> tuple[Placed, UIntArray]:
+    import hashlib
+
+    prefix = _key_prefix(spec)
     srcs = [row[1] for row in rows]
 
     def full_keys(positions: Any) -> list[tuple[bytes, bytes]]:
@@ -417,7 +442,7 @@ def _order(
     with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
         words = pool.submit(content_hash_words, con.cursor(), [path for path, _ in parts])
         placed = place(candidates, [row[3] for row in rows], spec.separator_tokens,
-                       full_keys)
+                       full_keys, presorted=presorted)
         return placed, words.result()
 
 

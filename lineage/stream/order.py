@@ -48,14 +48,16 @@ class Placed:
 
 
 def place(candidates: Candidates, budgets: list[int], separator_tokens: int,
-          full_keys: FullKeys) -> Placed:
-    """Every kept occurrence in stream order with its packed position (spec §2-4)."""
+          full_keys: FullKeys, *, presorted: bool = False) -> Placed:
+    """Every kept occurrence in stream order with its packed position (spec §2-4).
+    `presorted`: the candidates already are in k64 order (a range-partitioned sort,
+    `lineage.stream.shuffle`)."""
     import numpy as np
 
     if len(candidates.rid) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Placed(rid=empty, epoch=empty, n_tokens=empty, stream_start=empty)
-    order = _sequence_order(candidates, full_keys)
+    order = _sequence_order(candidates, full_keys, presorted)
     srank = candidates.srank[order]
     n = candidates.n_tokens[order]
     kept, c_before, totals = _truncate(srank, n, np.asarray(budgets, dtype=np.int64))
@@ -74,11 +76,11 @@ def place(candidates: Candidates, budgets: list[int], separator_tokens: int,
                   stream_start=stream_start)
 
 
-def _sequence_order(c: Candidates, full_keys: FullKeys) -> IntArray:
+def _sequence_order(c: Candidates, full_keys: FullKeys, presorted: bool = False) -> IntArray:
     """Rows sorted by (source, epoch, key): each source's sequence, one after another."""
     import numpy as np
 
-    order = np.argsort(c.k64)
+    order = np.arange(len(c.k64)) if presorted else np.argsort(c.k64)
     by_key = c.k64[order]
     any_tie = bool((by_key[1:] == by_key[:-1]).any())  # almost never: 2^-64 a pair
     del by_key
