@@ -303,3 +303,75 @@ def test_quantization_config_is_checked_against_the_tensors(tmp_path: Path,
     assert q["disagreements"] == ([] if packed else [
         "config.json declares gptq quantization but the weights are all F16",
         "the weights file name says GPTQ-Int4, the weights are all F16"])
+
+
+def _moe_gguf(path: Path, *, template: str | None = None) -> Path:
+    """A two-layer mixture of 8 experts (2 used a token) as llama.cpp lays one out: routed
+    experts in ffn_*_exps tensors, a shared expert in ffn_*_shexp, quantized by
+    llama-quantize with an importance matrix (its quantize.imatrix.* record)."""
+    writer = gguf.GGUFWriter(str(path), "qwen2moe")
+    writer.add_block_count(2)
+    writer.add_context_length(2048)
+    writer.add_embedding_length(64)
+    writer.add_head_count(4)
+    writer.add_head_count_kv(2)
+    writer.add_expert_count(8)
+    writer.add_expert_used_count(2)
+    writer.add_quantized_by("a quantizer")
+    writer.add_string("quantize.imatrix.file", "imatrix.dat")
+    writer.add_string("quantize.imatrix.dataset", "calibration_datav3.txt")
+    writer.add_int32("quantize.imatrix.entries_count", 293)
+    writer.add_int32("quantize.imatrix.chunks_count", 139)
+    if template is not None:
+        writer.add_chat_template(template)
+    for layer in range(2):
+        writer.add_tensor(f"blk.{layer}.attn_q.weight", np.zeros((64, 64), np.float16))
+        writer.add_tensor(f"blk.{layer}.ffn_up_exps.weight", np.zeros((8, 32, 64), np.float16))
+        writer.add_tensor(f"blk.{layer}.ffn_up_shexp.weight", np.zeros((32, 64), np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_mixture_of_experts_says_how_much_of_it_a_token_uses(tmp_path: Path) -> None:
+    template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    _moe_gguf(tmp_path / "moe-Q8_0.gguf", template=template)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    report = inspect_model(tmp_path)
+    notes = {n["topic"]: n for n in report["notes"] if n["topic"] != "quantization"}
+    total = 2 * (64 * 64 + 8 * 32 * 64 + 32 * 64)
+    active = total - 2 * 8 * 32 * 64 + 2 * 2 * 32 * 64  # 2 of the 8 routed experts
+    assert report["parameters"] == total
+    assert notes["experts"]["text"] == (
+        f"a mixture of experts: 8 experts a layer, 2 used per token: about {active:,} of "
+        f"{total:,} parameters active per token ({active / total:.1%})")
+    assert notes["chat template"]["text"] == ("the chat template in moe-Q8_0.gguf is the "
+                                              "same as tokenizer_config.json's")
+    quantized = [n["text"] for n in report["notes"] if n["topic"] == "quantization"]
+    assert quantized == [
+        "moe-Q8_0.gguf was quantized with an importance matrix (file imatrix.dat, dataset "
+        "calibration_datav3.txt, 293 entries, 139 chunks)",
+        "moe-Q8_0.gguf says it was quantized by a quantizer"]
+    md = render_markdown(report)
+    assert "## Notes" in md and "- experts: a mixture of experts: 8 experts a layer" in md
+
+    (tmp_path / "chat_template.jinja").write_text(template + "\n")  # preferred, and one byte off
+    other = {n["topic"]: n for n in inspect_model(tmp_path)["notes"]}
+    assert other["chat template"]["text"].startswith(
+        "the chat template in moe-Q8_0.gguf is NOT the same as chat_template.jinja's")
+
+
+def test_a_vision_model_in_gguf_without_its_projector_is_noted(tmp_path: Path) -> None:
+    _gguf(tmp_path / "model-F16.gguf")
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+        "vision_config": {"model_type": "siglip_vision_model"},
+        "text_config": {"num_hidden_layers": 2, "hidden_size": 64}}))
+    notes = [n for n in inspect_model(tmp_path)["notes"] if n["topic"] == "vision"]
+    assert [n["text"] for n in notes] == [
+        "a vision-language model (config.json has a vision_config) whose GGUF files include "
+        "no mmproj projector: runtimes can use it for text only until the projector is added"]
+    _gguf(tmp_path / "mmproj-model-f16.gguf", arch="clip")
+    assert not [n for n in inspect_model(tmp_path)["notes"] if n["topic"] == "vision"]

@@ -202,6 +202,14 @@ class Quantization(Answer):
     reason: str | None  # why there is no answer, when there is none
 
 
+class ModelNote(Answer):
+    """A fact of the model that changes how it is run or judged, with its evidence."""
+
+    topic: str  # experts, quantization, chat template, vision
+    text: str
+    evidence: tuple[str, ...]
+
+
 class MachineFit(Answer):
     """Whether the estimate fits one kind of machine."""
 
@@ -333,6 +341,7 @@ class Inspection(Answer):
     model: dict[str, Any] | None  # architecture: family, kind, layers, hidden, heads, ...
     memory: Memory
     precision_warnings: tuple[str, ...]
+    notes: tuple[ModelNote, ...]  # experts, quantization records, chat templates, projector
     risks: tuple[RiskFinding, ...]  # worst first
     integrity: Integrity
     provenance: Provenance

@@ -18,6 +18,7 @@ from lineage.diligence.card import model_card
 from lineage.diligence.hashes import file_hashes, hashes_from_sums
 from lineage.diligence.license import find_license
 from lineage.diligence.memory import estimate_memory
+from lineage.diligence.notes import model_notes
 from lineage.diligence.provenance import provenance
 from lineage.diligence.quantization import quantization
 from lineage.diligence.risks import folder_risks
@@ -61,6 +62,7 @@ def inspect_model(
         "model": architecture,
         "memory": _memory(weights, architecture, context, batch),
         "precision_warnings": _precision_warnings(weights, config),
+        "notes": model_notes(folder, files, weights, config),
         "risks": risks,
         "integrity": _integrity(model, sums),
         "provenance": provenance(folder, has_weights=weights["present"], store=store,

@@ -24,6 +24,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     for title, items in (("Integrity (three separate verdicts)", sec.integrity_items(report)),
                          ("Weights", sec.weights_items(report)),
                          ("Cost", sec.cost_items(report)),
+                         *((("Notes", sec.note_items(report)),) if report.get("notes")
+                           else ()),
                          ("Provenance", sec.provenance_items(report)),
                          ("Licence", sec.licence_items(report))):
         lines += ["", f"## {title}", "", *_md_items(items)]
@@ -103,6 +105,7 @@ padding:8px 12px;min-width:150px}} .k{{font-size:12px;color:#666}} .v{{font-size
 <h2>Integrity (three separate verdicts)</h2>{_html_items(sec.integrity_items(report))}
 <h2>Weights</h2>{dtype_bars}{_html_items(sec.weights_items(report))}
 <h2>Cost</h2>{_html_items(sec.cost_items(report))}
+{"<h2>Notes</h2>" + _html_items(sec.note_items(report)) if report.get("notes") else ""}
 <h2>Provenance: {e(p['tier'])}</h2>{_html_items(sec.provenance_items(report)[1:])}
 <h2>Licence</h2>{_html_items(sec.licence_items(report))}
 {_card_html(report)}<h2>Files</h2><p>{e(sec.hashes_note(report))}</p>{file_bars}

@@ -137,6 +137,11 @@ def fit_items(rows: list[dict[str, Any]]) -> list[Item]:
               "above (macOS's working-set limit)"])]
 
 
+def note_items(report: dict[str, Any]) -> list[Item]:
+    return [(f"{n['topic']}: {n['text']}", list(n["evidence"]))
+            for n in report.get("notes") or []]
+
+
 def provenance_items(report: dict[str, Any]) -> list[Item]:
     p = report["provenance"]
     return [(f"tier: {p['tier']}", []), *[(f"evidence: {x}", []) for x in p["evidence"]],

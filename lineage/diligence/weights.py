@@ -14,6 +14,8 @@ buffers. Bits per weight counts weights only: their bytes x 8 / their elements.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +99,11 @@ def _read_tensors(path: Path, entry: dict[str, Any], gguf_files: list[dict[str, 
     return []
 
 
+# The routed experts of a mixture of experts: transformers' `...experts.<n>...` (shared
+# experts are `shared_expert(s)`: always active) and llama.cpp's `ffn_*_exps` tensors.
+_EXPERT = re.compile(r"(^|\.)experts\.|_exps(\.|$)")
+
+
 def _split(tensors: list[_Tensor], *, declared_quantized: bool) -> dict[str, Any]:
     """Weights and buffers apart: counts, dtypes, bytes, bits per weight."""
     scaled = _scaled_stems(tensors)
@@ -113,8 +120,11 @@ def _split(tensors: list[_Tensor], *, declared_quantized: bool) -> dict[str, Any
             params[t.dtype] += t.elements
             weight_bytes += t.nbytes
     total = sum(params.values())
+    experts = sum(t.elements for t in tensors if _EXPERT.search(t.name)
+                  and t.name not in buffer_names)
     return {
         "tensors": len(tensors) - len(buffer_names), "parameters": total,
+        "expert_parameters": experts,
         "dtypes": dict(params.most_common()), "weights_bytes": weight_bytes,
         "bits_per_weight": round(8 * weight_bytes / total, 3) if total else None,
         "buffers": {"tensors": len(buffer_names), "elements": sum(buffers.values()),
@@ -179,7 +189,32 @@ def _gguf_facts(model: gguf.GGUFFile) -> dict[str, Any]:
             "vocab": vocab if isinstance(vocab, int) else None,
             "causal": causal if isinstance(causal, bool) else None,
             "tensor_count": len(model.tensors), "chat_template": bool(model.chat_template),
-            "license": model.metadata.get("general.license")}
+            "chat_template_sha256": hashlib.sha256(model.chat_template.encode()).hexdigest()
+            if model.chat_template else None,
+            "license": model.metadata.get("general.license"),
+            "experts": _as_int(_int_value(model.arch_value("expert_count"))),
+            "experts_used": _as_int(_int_value(model.arch_value("expert_used_count"))),
+            "quantized_by": _str_value(model.metadata.get("general.quantized_by")),
+            "imatrix": _imatrix(model.metadata)}
+
+
+def _imatrix(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """llama-quantize's record of the importance matrix it used (`quantize.imatrix.*`)."""
+    found = {key: metadata.get(f"quantize.imatrix.{key}")
+             for key in ("file", "dataset", "entries_count", "chunks_count")}
+    if all(value is None for value in found.values()):
+        return None
+    return {"file": _str_value(found["file"]), "dataset": _str_value(found["dataset"]),
+            "entries": _int_value(found["entries_count"]),
+            "chunks": _int_value(found["chunks_count"])}
+
+
+def _str_value(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int_value(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _as_int(count: int | list[int] | None) -> int | None:

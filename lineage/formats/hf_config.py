@@ -81,6 +81,9 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "head_dim": ("head_dim",),
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len"),
     "vocab_size": ("vocab_size",),
+    # a mixture of experts: experts per layer, and how many each token uses
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "num_experts_per_tok": ("num_experts_per_tok", "moe_k", "num_selected_experts"),
 }
 
 
@@ -125,6 +128,8 @@ class ModelConfig:
     # transformers' flags, None when not written: a decoder-mode BERT, a T5, ...
     is_decoder: bool | None = None
     is_encoder_decoder: bool | None = None
+    num_experts: int | None = None  # a mixture of experts' experts per layer
+    num_experts_per_tok: int | None = None  # and how many each token is routed to
 
     @property
     def context_length(self) -> int | None:
