@@ -285,10 +285,15 @@ def _decodes_as_pickle(data: bytes) -> bool:
     something, or end in STOP with an empty stack after at least _SNIFF_MIN_OPCODES opcodes,
     or fill the window (the data being longer) with that many. Ordinary text and binary
     formats fail within a few bytes; a pickle that imports and calls nothing cannot run code.
-    Data whose first opcode needs an object on the stack (_START_OPCODES) fails unread.
+    Data whose first opcode needs an object on the stack (not in _START_OPCODES) fails
+    unread: decoding it (_decoder_accepts) reports a stack error at that first opcode,
+    before anything could be called, and says no as well.
     """
-    if not data or data[0] not in _START_OPCODES:
-        return False
+    return bool(data) and data[0] in _START_OPCODES and _decoder_accepts(data)
+
+
+def _decoder_accepts(data: bytes) -> bool:
+    """_decodes_as_pickle's answer from decoding the data, whatever its first byte."""
     whole = len(data) <= SNIFF_WINDOW
     data = data[:SNIFF_WINDOW]
     scan = _Scan(len(data), 0, _Budget(len(data)))
