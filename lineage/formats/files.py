@@ -29,6 +29,8 @@ _MODEL_SUFFIXES = (*EXTENSIONS, *PICKLE_SUFFIXES)
 _SNIFF = 16
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # pickle_kind's answers as file formats: torch archives and legacy files are pickles.
 _PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
                    "compressed-pickle": "pickle", "npy": "npy", "npz": "npz", "zip": "zip"}
@@ -99,26 +101,32 @@ def list_files(folder: Path, *, names: set[str] | None = None,
     links: list[dict[str, Any]] = []
     root_real = Path(os.path.realpath(folder))
     reader = _Reader(heads, whole)
-    for path, rel, kind in _walk(folder, names):
-        if kind == "link":
-            target = os.path.realpath(path)
-            cache_blob = _vetted_cache_blob(Path(path))
-            links.append({"path": rel, "target": target,
-                          "inside": Path(target).is_relative_to(root_real),
-                          "cache_blob": cache_blob is not None})
-            if cache_blob is not None:
-                files.append(_entry(reader, path, rel, str(cache_blob)))
-        else:
-            files.append(_entry(reader, path, rel, None, special=kind == "special"))
+    for here, entries in _walk(folder, names):
+        reader.enter(here)
+        try:
+            for path, rel, kind in entries:
+                if kind == "link":
+                    target = os.path.realpath(path)
+                    cache_blob = _vetted_cache_blob(Path(path))
+                    links.append({"path": rel, "target": target,
+                                  "inside": Path(target).is_relative_to(root_real),
+                                  "cache_blob": cache_blob is not None})
+                    if cache_blob is not None:
+                        files.append(_entry(reader, path, rel, str(cache_blob)))
+                else:
+                    files.append(_entry(reader, path, rel, None, special=kind == "special"))
+        finally:
+            reader.leave()
     return files, links
 
 
-def _walk(folder: Path, names: set[str] | None) -> list[tuple[str, str, str]]:
-    """(path, '/'-joined relative name, "file" | "link" | "special") of every entry that
-    is not a folder, in os.walk's order; a link to a folder is an entry (never descended
-    into). The kinds come from the listing itself (no stat per file); paths stay strings
-    (a Path per file cost more than the rest of the listing)."""
-    found: list[tuple[str, str, str]] = []
+def _walk(folder: Path, names: set[str] | None
+          ) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Each folder below `folder` with its entries that are not folders: (path, '/'-joined
+    relative name, "file" | "link" | "special"), in os.walk's order; a link to a folder is
+    an entry (never descended into). The kinds come from the listing itself (no stat per
+    file); paths stay strings (a Path per file cost more than the rest of the listing)."""
+    found: list[tuple[str, list[tuple[str, str, str]]]] = []
     stack: list[tuple[str, str]] = [(os.fspath(folder), "")]
     while stack:
         here, prefix = stack.pop()
@@ -141,7 +149,8 @@ def _walk(folder: Path, names: set[str] | None) -> list[tuple[str, str, str]]:
             else:
                 kind = "file" if entry.is_file(follow_symlinks=False) else "special"
                 leaves.append((path, rel, kind))
-        found += leaves + links
+        if leaves or links:
+            found.append((here, leaves + links))
         if names is None:
             stack.extend(reversed(subfolders))
     return found
@@ -178,6 +187,20 @@ class _Reader:
         self.heads = heads
         self.whole = whole
         self.may_be_pickle = may_be_pickle
+        self.folder: int | None = None  # the folder being read, open: files by name in it
+
+    def enter(self, folder: str) -> None:
+        """Open the folder whose files are read next (a file opened by its name in it: the
+        kernel walks one name, not the whole path; None if it cannot be opened)."""
+        try:
+            self.folder = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        except OSError:
+            self.folder = None
+
+    def leave(self) -> None:
+        if self.folder is not None:
+            os.close(self.folder)
+            self.folder = None
 
     def sniff(self, path: str, name: str, rel: str, *, plain: bool) -> tuple[str, int]:
         """(format, size) of a file. Opened as open_regular opens one (never waiting on a
@@ -187,53 +210,50 @@ class _Reader:
         (pickle_scan.may_be_pickle) is told from them and its name; any other is read
         again from its start by sniff_open."""
         try:
-            fd, unfollowed = _open(path, plain)
+            fd, unfollowed = _open(path, self.folder if plain else None)
         except OSError:
             return _unopened(path)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):  # swapped for a FIFO or device since listed
                 return SPECIAL, 0
-            head = _read_head(fd, info.st_size)
-            self._keep(rel, head, info.st_size, whole=unfollowed)
+            size = info.st_size
+            head = os.read(fd, CONTENT_HEAD_BYTES)
+            if len(head) < CONTENT_HEAD_BYTES and len(head) < size:  # a short read
+                head = _read_rest(fd, head)
+            if self.heads is not None:
+                self.heads[rel] = head
+            if self.whole is not None and unfollowed and len(head) == size < CONTENT_HEAD_BYTES:
+                self.whole[rel] = head  # a short read of what fstat said: the whole file
             if not self.may_be_pickle(head):
-                return _sniff_head(head[:_SNIFF], name), info.st_size
+                return _sniff_head(head[:_SNIFF], name), size
             os.lseek(fd, 0, os.SEEK_SET)
             with open(fd, "rb", closefd=False) as handle:
-                return sniff_open(handle, name), info.st_size
+                return sniff_open(handle, name), size
         except OSError:
             pass  # unreadable: the format readers say why
         finally:
             os.close(fd)
         return _unread(path)
 
-    def _keep(self, rel: str, head: bytes, size: int, *, whole: bool) -> None:
-        if self.heads is not None:
-            self.heads[rel] = head
-        if self.whole is not None and whole and len(head) == size < CONTENT_HEAD_BYTES:
-            self.whole[rel] = head  # a short read of what fstat said: the whole file
 
-
-def _open(path: str, plain: bool) -> tuple[int, bool]:
-    """A descriptor for reading, and whether it was opened without following a link."""
-    if plain:
+def _open(path: str, folder: int | None) -> tuple[int, bool]:
+    """A descriptor for reading, and whether it was opened without following a link: by
+    its name in `folder` (a listed file, its folder open), else by its path as given."""
+    if folder is not None:
         try:
-            return os.open(path, _OPEN_FLAGS | _NOFOLLOW), True
+            return os.open(os.path.basename(path), _OPEN_FLAGS | _NOFOLLOW, dir_fd=folder), True
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
     return os.open(path, _OPEN_FLAGS), False
 
 
-def _read_head(fd: int, size: int) -> bytes:
-    """The first CONTENT_HEAD_BYTES of an open file (all of a shorter one): one read, unless
-    it came back shorter than the size fstat gave."""
-    head = os.read(fd, CONTENT_HEAD_BYTES)
-    if len(head) < CONTENT_HEAD_BYTES and len(head) < size:
-        while more := os.read(fd, CONTENT_HEAD_BYTES - len(head)):
-            head += more
-            if len(head) == CONTENT_HEAD_BYTES:
-                break
+def _read_rest(fd: int, head: bytes) -> bytes:
+    """`head` and what more reads give, up to CONTENT_HEAD_BYTES or the end of the file."""
+    while len(head) < CONTENT_HEAD_BYTES and (more := os.read(fd, CONTENT_HEAD_BYTES
+                                                              - len(head))):
+        head += more
     return head
 
 

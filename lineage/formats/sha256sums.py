@@ -242,7 +242,7 @@ def _normalise_name(name: str) -> str:
 # --- verifying -----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Check:
     """What one entry became before hashing: a resolved target, or a refusal."""
 
