@@ -15,11 +15,13 @@ short read at that size is its end (a list of 300,000 small files is mostly thes
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,6 +45,20 @@ class Refusal(Exception):
 
 
 Outcome = tuple[str, int] | Refusal  # (hex digest, bytes read), or why the file was refused
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a folder's or a list's hundreds of thousands
+    of small rows are built (dicts and strings: no cycles to find), as it was after. Each
+    collection walks every row made so far: on 300,000 files, 1.4 of 7.3 s."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def sha256_files(paths: list[Path], *, workers: int | None = None) -> dict[Path, str]:

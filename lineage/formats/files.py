@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,6 +32,7 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NAME = attrgetter("name")
 # pickle_kind's answers as file formats: torch archives and legacy files are pickles.
 _PICKLE_FORMATS = {"pickle": "pickle", "torch-zip": "pickle", "torch-legacy": "pickle",
                    "compressed-pickle": "pickle", "npy": "npy", "npz": "npz", "zip": "zip"}
@@ -132,7 +134,7 @@ def _walk(folder: Path, names: set[str] | None
         here, prefix = stack.pop()
         try:
             with os.scandir(here) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+                entries = sorted(listing, key=_NAME)
         except OSError:
             continue  # as os.walk does: a folder that cannot be listed adds nothing
         leaves: list[tuple[str, str, str]] = []
@@ -142,13 +144,14 @@ def _walk(folder: Path, names: set[str] | None
             if names is not None and entry.name not in names:
                 continue
             path, rel = entry.path, prefix + entry.name
-            if entry.is_symlink():
+            if entry.is_file(follow_symlinks=False):  # most entries: asked first
+                leaves.append((path, rel, "file"))
+            elif entry.is_symlink():
                 (links if _leads_to_folder(path) else leaves).append((path, rel, "link"))
             elif entry.is_dir(follow_symlinks=False):
                 subfolders.append((path, rel + "/"))
             else:
-                kind = "file" if entry.is_file(follow_symlinks=False) else "special"
-                leaves.append((path, rel, kind))
+                leaves.append((path, rel, "special"))
         if leaves or links:
             found.append((here, leaves + links))
         if names is None:

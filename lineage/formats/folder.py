@@ -48,6 +48,7 @@ from typing import Any
 from lineage.errors import InputError
 from lineage.formats import downloads, gguf, hf_cache, hf_config, onnx_reader
 from lineage.formats import safetensors as st
+from lineage.formats.file_hash import gc_paused
 from lineage.formats.files import SPECIAL, special_kind
 from lineage.formats.names import parse_model_name
 from lineage.formats.pickle_scan import PickleScan, scan_pickle_file
@@ -133,6 +134,7 @@ def list_folder(folder: Path, *, names: set[str] | None = None,
     return list_files(folder, names=names, heads=heads, whole=whole)
 
 
+@gc_paused()
 def read_folder(
     path: str | Path, *, max_header_bytes: int = st.DEFAULT_MAX_HEADER_BYTES
 ) -> FolderModel:

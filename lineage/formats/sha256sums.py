@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError
-from lineage.formats.file_hash import Outcome, Progress, hash_files
+from lineage.formats.file_hash import Outcome, Progress, gc_paused, hash_files
 from lineage.formats.file_hash import Refusal as _Refusal
 from lineage.formats.file_hash import kind as _kind
 from lineage.formats.file_hash import reason as _reason
@@ -100,6 +100,7 @@ def parse_sums(text: str, *, source: str = "<sums>") -> list[SumEntry]:
     return _parse_lines(text.split("\n"), source=source)
 
 
+@gc_paused()
 def _parse_lines(lines: Iterable[bytes | str], *, source: str) -> list[SumEntry]:
     entries: list[SumEntry] = []
     first_seen: dict[str, SumEntry] = {}
@@ -252,6 +253,7 @@ class _Check:
     problem: SumProblem | None = None
 
 
+@gc_paused()
 def verify_sums(
     folder: Path,
     entries: list[SumEntry],
