@@ -6,7 +6,10 @@ create the marker file, which the module checks before and after.
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import io
+import lzma
 import os
 import pickle
 import pickletools
@@ -26,10 +29,15 @@ from lineage.formats.compressed import compression_of
 from lineage.formats.files import PICKLE_BEARING, sniff
 from lineage.formats.npy import parse_npy_header
 from lineage.formats.pickle_scan import (
+    _START_OPCODES,
     SAFE_GLOBALS,
     SNIFF_WINDOW,
+    _decoder_accepts,
+    _decodes_as_pickle,
     classify_global,
+    may_be_pickle,
     pickle_kind,
+    pickle_kind_of,
     scan_pickle_bytes,
     scan_pickle_file,
 )
@@ -434,6 +442,84 @@ def test_random_streams_never_crash_the_scanner(tmp_path_factory: pytest.TempPat
     pickle_kind(path)
     if any(classify_global(r.module, r.name)[0] != "safe" for r in result.globals):
         assert result.verdict != "ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# Telling a file is no pickle from its first bytes (a folder of many text files)
+
+_PAYLOADS = [case.data for case in DANGEROUS + CLEAN] + [
+    b"cos\nsystem\n(S'echo hi'\ntR.", pickle.dumps([1, {"a": (2,)}], protocol=0),
+    pickle.dumps(os.system, protocol=0), pickle.dumps(print, protocol=1)]
+_NOT_FIRST = sorted(set(range(256)) - _START_OPCODES)
+_ARGUMENT_BYTES = [b"", b"\x00", b"\x01\x00\x00\x00", b"0\n", b"1\n", b"\n"]
+_ARGUMENTS = st.sampled_from(_ARGUMENT_BYTES)
+
+
+def test_the_payloads_decode_as_pickles_on_their_own() -> None:
+    # Without a first opcode that needs an object, decoding accepts them: the test below
+    # holds because of that opcode, not because the payloads fail anyway.
+    assert sum(_decoder_accepts(data) for data in _PAYLOADS) >= len(_PAYLOADS) // 2
+    assert {ord(c) for c in "rqpa2.Rb"} <= set(_NOT_FIRST)  # text starts like these
+    assert {ord(c) for c in "(cSVIN]}"} | {0x80} <= _START_OPCODES
+
+
+@pytest.mark.parametrize("first", _NOT_FIRST)
+def test_no_pickle_starts_with_an_opcode_that_needs_an_object(first: int) -> None:
+    for argument in _ARGUMENT_BYTES:
+        for payload in _PAYLOADS:
+            data = bytes([first]) + argument + payload
+            assert not _decoder_accepts(data), data[:40]
+            assert not _decodes_as_pickle(data)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.sampled_from(_NOT_FIRST), argument=_ARGUMENTS,
+       payload=st.sampled_from(_PAYLOADS) | st.binary(max_size=64), noise=st.binary(max_size=8))
+def test_a_first_opcode_that_needs_an_object_is_refused_unread_as_decoding_refuses_it(
+        first: int, argument: bytes, payload: bytes, noise: bytes) -> None:
+    """_decodes_as_pickle says no without decoding when the first byte is no opcode a pickle
+    starts with; decoding the same bytes says no too, whatever follows."""
+    data = bytes([first]) + argument + payload + noise
+    assert not _decoder_accepts(data)
+    assert not _decodes_as_pickle(data)
+
+
+_COMPRESSED = [compress(data) for data in _PAYLOADS[-4:] for compress in (
+    zlib.compress, gzip.compress, bz2.compress, lzma.compress,
+    lambda d: lzma.compress(d, format=lzma.FORMAT_ALONE))]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(head=st.sampled_from(_PAYLOADS + _COMPRESSED) | st.binary(max_size=16),
+       first=st.integers(0, 255), tail=st.binary(max_size=32))
+def test_what_may_be_pickle_rules_out_pickle_kind_never_recognises(head: bytes, first: int,
+                                                                   tail: bytes) -> None:
+    for data in (head + tail, bytes([first]) + head + tail):
+        if not may_be_pickle(data):
+            assert pickle_kind_of(io.BytesIO(data)) is None
+
+
+def test_every_payload_and_compressed_pickle_may_be_a_pickle() -> None:
+    for data in _PAYLOADS + _COMPRESSED:
+        if pickle_kind_of(io.BytesIO(data)) is not None:
+            assert may_be_pickle(data), data[:16]
+    assert not may_be_pickle(b"record 1\n") and not may_be_pickle(b"")
+
+
+def test_a_pickle_named_as_text_in_a_folder_of_text_is_found(tmp_path: Path) -> None:
+    from lineage.formats.folder import read_folder
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for i in range(20):
+        (folder / f"part-{i}.txt").write_bytes(f"record {i}\n".encode())
+    (folder / "part-7.txt").write_bytes(b"cos\nsystem\n(S'echo hi'\ntR.")
+    (folder / "notes.txt").write_bytes(pickle.dumps({"a": [1, 2]}, protocol=0) + b"\n" * 9)
+    model = read_folder(folder)
+    formats = {f["path"]: f["format"] for f in model.files}
+    assert formats.pop("part-7.txt") == "pickle" and formats.pop("notes.txt") == "pickle"
+    assert set(formats.values()) == {"text"}
+    assert model.scans["part-7.txt"].verdict == "dangerous"  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import shutil
 import string
 import subprocess
@@ -429,6 +430,103 @@ def test_cli_verify_reports_unlisted_files(folder: Path, tmp_path: Path) -> None
     strict = cli.json("verify", str(folder), "--sums", sums, "--strict", code=1)
     assert strict["checksums"]["ok"] is False
     assert [p["rule"] for p in strict["checksums"]["problems"]] == ["unlisted-file"]
+
+
+# --- files the folder model already read whole ---------------------------------------------
+
+
+def test_files_read_whole_are_hashed_from_memory_only_where_read_as_plain_files(
+        folder: Path) -> None:
+    (folder / "cfg").symlink_to("model-00001.safetensors")
+    (folder / "linked").symlink_to("sub", target_is_directory=True)
+    extra = (f"{sha(FILES['model-00001.safetensors'])}  cfg\n"
+             f"{sha(FILES['sub/dir/tokenizer.json'])}  linked/dir/tokenizer.json\n")
+    wrong = b"not what the file holds"
+    report = verify_sums(folder, listed(folder, extra), contents={
+        "config.json": wrong, "cfg": wrong, "linked/dir/tokenizer.json": wrong})
+    # The plain file is hashed from the bytes given; a link, or a path through a linked
+    # folder, is read from disk by the full rules.
+    assert statuses(report) == {"config.json": "mismatch", "cfg": "ok",
+                                "linked/dir/tokenizer.json": "ok",
+                                "model-00001.safetensors": "ok", "sub/dir/tokenizer.json": "ok"}
+    assert rules(report) == ["hash-mismatch"]
+
+
+def test_bytes_read_whole_do_not_stand_for_a_file_swapped_since(folder: Path) -> None:
+    contents = {"config.json": FILES["config.json"]}
+    (folder / "config.json").unlink()
+    os.mkfifo(folder / "config.json")  # swapped for a FIFO after the folder model read it
+    report = verify_sums(folder, listed(folder), contents=contents)
+    assert statuses(report)["config.json"] == "refused"
+    assert rules(report) == ["not-a-regular-file"]
+    (folder / "config.json").unlink()
+    (folder / "config.json").symlink_to(folder / "sub/dir/tokenizer.json")
+    report = verify_sums(folder, listed(folder), contents=contents)
+    assert statuses(report)["config.json"] == "mismatch"  # the link's target, read from disk
+
+
+def test_the_folder_model_keeps_whole_only_small_regular_files(tmp_path: Path) -> None:
+    from lineage.formats.downloads import CONTENT_HEAD_BYTES
+    from lineage.formats.folder import read_folder
+
+    folder = make(tmp_path / "data", {"a.txt": b"x", "sub/b.txt": b"", "big.txt": b"y" * 2000,
+                                      "edge.txt": b"z" * CONTENT_HEAD_BYTES})
+    (folder / "link.txt").symlink_to("a.txt")
+    os.mkfifo(folder / "pipe.txt")
+    assert read_folder(folder).contents == {"a.txt": b"x", "sub/b.txt": b""}
+    assert read_folder(folder / "a.txt").contents == {"a.txt": b"x"}
+
+
+def _hostile_folder(root: Path) -> tuple[Path, Path]:
+    """Small files and what a list can meet: a changed file, a pickle named .txt, links
+    inside and leaving, a FIFO, a missing file, a folder, duplicates, an unlisted file."""
+    files = {f"shard-{i // 10}/part-{i}.txt": f"record {i}\n".encode() for i in range(40)}
+    files["notes.txt"] = pickle.dumps({"a": [1, 2]}, protocol=0)
+    folder = make(root / "data", files)
+    (root / "outside.txt").write_bytes(b"record 3\n")
+    lines = [f"{sha(data)}  {rel}" for rel, data in sorted(files.items())]
+    lines += [f"{sha(files['notes.txt'])}  inside-link", f"{sha(b'record 3')}  escape",
+              f"{H}  pipe", f"{H}  gone.txt", f"{H}  shard-1", lines[5], f"{H}  ./shard-2//x"]
+    (folder / "inside-link").symlink_to("notes.txt")
+    (folder / "escape").symlink_to(root / "outside.txt")
+    os.mkfifo(folder / "pipe")
+    (folder / "shard-2" / "part-21.txt").write_bytes(b"changed after listing\n")
+    (folder / "unlisted.txt").write_bytes(b"u")
+    sums = root / "SHA256SUMS"
+    sums.write_text("\n".join(lines) + "\n")
+    return folder, sums
+
+
+def test_the_verdict_is_the_same_with_or_without_the_bytes_read_whole(tmp_path: Path) -> None:
+    from lineage.formats.folder import read_folder
+
+    folder, sums = _hostile_folder(tmp_path)
+    entries = read_sums(sums)
+    model = read_folder(folder)
+    assert "shard-2/part-21.txt" in model.contents and "notes.txt" in model.contents
+    read = verify_sums(folder, entries, list_path=sums, contents=model.contents)
+    assert read == verify_sums(folder, entries, list_path=sums)
+    assert statuses(read)["shard-2/part-21.txt"] == "mismatch"
+    assert sorted(set(rules(read))) == ["duplicate-entry", "hash-mismatch", "missing-file",
+                                        "not-a-regular-file", "symlink-escapes"]
+    answer = Cli(tmp_path / "unused-store").json("verify", str(folder), "--sums", str(sums),
+                                                 code=1)
+    disk = verify_sums(folder, entries, list_path=sums)
+    assert answer["checksums"]["files"] == disk.files and answer["checksums"]["ok"] is False
+    assert answer["checksums"]["problems"] == [p.__dict__ for p in disk.problems]
+    assert answer["checksums"]["bytes_hashed"] == disk.bytes_hashed
+    assert {r["file"] for r in answer["risks"]["findings"]} >= {"notes.txt"}
+
+
+@pytest.mark.parametrize("size", [0, 1, 1023, (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
+def test_files_around_one_read_hash_as_hashlib_does(tmp_path: Path, size: int) -> None:
+    from lineage.formats.file_hash import digest_regular_file
+
+    data = os.urandom(size)
+    (tmp_path / "f").write_bytes(data)
+    assert digest_regular_file(tmp_path / "f") == (sha(data), size)
+    blob = hashlib.sha1(b"blob %d\0" % size + data, usedforsecurity=False).hexdigest()
+    assert digest_regular_file(str(tmp_path / "f"), "git-sha1") == (blob, size)
 
 
 def test_progress_counts_distinct_files(folder: Path) -> None:

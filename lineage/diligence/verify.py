@@ -24,7 +24,7 @@ list, only the list's entries for those files count, and the list must name each
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,8 @@ def verify_folder(
     snapshot = model.snapshot
     risks = risk_verdict(folder_risks(model), allow=allow_risks)
     checksums = checksums_verdict(model.root, sums, workers=workers, strict=strict,
-                                  snapshot=snapshot, only=chosen_files(model))
+                                  snapshot=snapshot, only=chosen_files(model),
+                                  contents=model.contents)
     ran = [model.structure["ok"], risks["ok"]]
     ran += [checksums["ok"]] if checksums["ok"] is not None else []
     return {"folder": str(folder), "ok": all(ran), "structure": model.structure,
@@ -62,17 +63,20 @@ def verify_folder(
 def checksums_verdict(
     folder: Path, sums: str | Path | None, *, workers: int | None = None, strict: bool = False,
     snapshot: hf_cache.Snapshot | None = None, only: Collection[str] | None = None,
+    contents: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """The folder against a trusted source: a SHA256SUMS list, else a snapshot's blob names.
 
     `ok` is None when there is neither. `only`: the files of one model file's set (its
     paths in the folder); the list's other entries are not checked, and it must name these.
+    `contents`: small files the folder model read whole (verify_sums does not read them
+    again).
     """
     vetted = snapshot.blobs if snapshot else None
     if sums is not None:
         entries = read_sums(Path(sums))  # a missing or malformed list is an error (exit 2)
         report = verify_sums(folder, entries, workers=workers, list_path=Path(sums),
-                             strict=strict, vetted_links=vetted, only=only)
+                             strict=strict, vetted_links=vetted, only=only, contents=contents)
         return _checksums(report, listed=str(sums))
     if snapshot is not None:
         return _checksums(hf_cache.verify_snapshot(snapshot, workers=workers, only=only))

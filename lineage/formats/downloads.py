@@ -71,29 +71,31 @@ MAX_LISTED = 5
 def in_progress_suffix(rel: str) -> str | None:
     """The in-progress suffix of a path or of a folder on it, or None."""
     for part in rel.lower().split("/"):
-        for suffix in IN_PROGRESS_SUFFIXES:
-            if part.endswith(suffix) and part != suffix:
-                return suffix
+        if part.endswith(IN_PROGRESS_SUFFIXES):  # one test for all, per part of the path
+            for suffix in IN_PROGRESS_SUFFIXES:
+                if part.endswith(suffix) and part != suffix:
+                    return suffix
     return None
 
 
-def content_problem(path: Path, rel: str, size: int,
+def content_problem(folder: Path, rel: str, size: int,
                     head: bytes | None = None) -> dict[str, Any] | None:
-    """An LFS pointer or an error page in place of a file, from its first bytes (`head`:
-    its first CONTENT_HEAD_BYTES, when the caller read them already); else None."""
+    """An LFS pointer or an error page in place of the file `rel` of `folder`, from its
+    first bytes (`head`: its first CONTENT_HEAD_BYTES, when the caller read them already);
+    else None. The path is joined only when the file is read: most files need no read."""
     weights_name = rel.lower().endswith(WEIGHT_SUFFIXES)
     if size > LFS_POINTER_MAX_BYTES and not weights_name:
         return None
     if head is None:
         try:
-            with open_regular(path) as handle:  # never waits on a FIFO swapped in
+            with open_regular(folder / rel) as handle:  # never waits on a FIFO swapped in
                 head = handle.read(CONTENT_HEAD_BYTES)
         except (InputError, OSError):
             return None  # the format reader reports what it cannot read
     if size <= LFS_POINTER_MAX_BYTES and head.startswith(_LFS_VERSIONS):
         return _lfs_pointer(rel, head)
     if weights_name:
-        return _error_page(path, rel, head[:HEAD_BYTES], size)
+        return _error_page(folder / rel, rel, head[:HEAD_BYTES], size)
     return None
 
 

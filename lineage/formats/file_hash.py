@@ -8,17 +8,22 @@ Two digests, both over the exact bytes of a regular file:
 
 Each distinct file is read once, by a thread pool (large reads let hashlib release the GIL).
 A file is opened without following a symbolic link and without blocking on a FIFO, and is
-checked to be regular after opening, so a file swapped after it was vetted is refused.
+checked to be regular after opening, so a file swapped after it was vetted is refused. A
+file smaller than a read is read in one call of one byte more than fstat says it holds: a
+short read at that size is its end (a list of 300,000 small files is mostly these).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from lineage.errors import InputError
 
@@ -27,6 +32,7 @@ _READ_CHUNK = 1 << 20
 _TASKS_PER_WORKER = 16  # small enough for progress and balance, large enough to amortise
 
 Progress = Callable[[int, int], object]
+_Target = TypeVar("_Target", str, Path)  # callers with many files keep them as strings
 
 
 class Refusal(Exception):
@@ -39,6 +45,20 @@ class Refusal(Exception):
 
 
 Outcome = tuple[str, int] | Refusal  # (hex digest, bytes read), or why the file was refused
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a folder's or a list's hundreds of thousands
+    of small rows are built (dicts and strings: no cycles to find), as it was after. Each
+    collection walks every row made so far: on 300,000 files, 1.4 of 7.3 s."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def sha256_files(paths: list[Path], *, workers: int | None = None) -> dict[Path, str]:
@@ -74,15 +94,16 @@ def resolve_regular(path: Path) -> Path:
 
 
 def hash_files(
-    targets: list[Path], *, algorithm: str | Mapping[Path, str] = "sha256",
+    targets: list[_Target], *, algorithm: str | Mapping[_Target, str] = "sha256",
     workers: int | None = None, progress: Progress | None = None,
-) -> dict[Path, Outcome]:
-    """Digest and size per resolved path; per-file failures come back as Refusal.
+) -> dict[_Target, Outcome]:
+    """Digest and size per resolved path (a Path or a str); per-file failures come back as
+    Refusal.
 
     `algorithm` is one of ALGORITHMS for every file, or a mapping path -> algorithm.
     `progress(done, total)` is called after each file.
     """
-    results: dict[Path, Outcome] = {}
+    results: dict[_Target, Outcome] = {}
     targets = list(dict.fromkeys(targets))
     if not targets:
         return results
@@ -100,12 +121,13 @@ def hash_files(
     return results
 
 
-def _digest_batch(batch: list[Path], chosen: Callable[[Path], str]) -> dict[Path, Outcome]:
+def _digest_batch(batch: list[_Target], chosen: Callable[[_Target], str]
+                  ) -> dict[_Target, Outcome]:
     buffer = bytearray(_READ_CHUNK)  # one per task: zeroing 1 MiB per small file cost more
     return {target: _digest_or_refusal(target, chosen(target), buffer) for target in batch}
 
 
-def _digest_or_refusal(target: Path, algorithm: str, buffer: bytearray) -> Outcome:
+def _digest_or_refusal(target: str | Path, algorithm: str, buffer: bytearray) -> Outcome:
     try:
         return digest_regular_file(target, algorithm, buffer=buffer)
     except Refusal as refusal:
@@ -116,7 +138,7 @@ def _digest_or_refusal(target: Path, algorithm: str, buffer: bytearray) -> Outco
         return Refusal("unreadable-file", reason(exc))
 
 
-def digest_regular_file(target: Path, algorithm: str = "sha256", *,
+def digest_regular_file(target: str | Path, algorithm: str = "sha256", *,
                         buffer: bytearray | None = None) -> tuple[str, int]:
     """Hash a resolved path. O_NONBLOCK keeps a FIFO swapped in from hanging us, O_NOFOLLOW
     refuses a symlink swapped in after resolution, fstat confirms it is still regular.
@@ -125,22 +147,37 @@ def digest_regular_file(target: Path, algorithm: str = "sha256", *,
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(target, flags)
-    with open(fd, "rb", buffering=0) as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Refusal("not-a-regular-file", kind(info.st_mode))
         digest = hashlib.sha256() if algorithm == "sha256" else hashlib.sha1(
             b"blob %d\0" % info.st_size, usedforsecurity=False)
-        if buffer is None:
-            buffer = bytearray(_READ_CHUNK)
-        view = memoryview(buffer)
-        total = 0
-        while size := handle.readinto(buffer):
-            digest.update(view[:size])
-            total += size
+        total = _read_all(fd, info.st_size, digest, buffer)
+    finally:
+        os.close(fd)
     if algorithm == "git-sha1" and total != info.st_size:  # the header promised another size
         raise Refusal("unreadable-file", f"size changed while reading ({info.st_size} -> {total})")
     return digest.hexdigest(), total
+
+
+def _read_all(fd: int, size: int, digest: hashlib._Hash, buffer: bytearray | None) -> int:
+    """Feed the file's bytes to `digest` up to its end; the count read."""
+    total = 0
+    if size < _READ_CHUNK:  # one read asking for a byte more: a short one ends the file
+        data = os.read(fd, size + 1)
+        digest.update(data)
+        total = len(data)
+        if total == size:
+            return total
+    if buffer is None:
+        buffer = bytearray(_READ_CHUNK)
+    view = memoryview(buffer)
+    with open(fd, "rb", buffering=0, closefd=False) as handle:  # grown, or a large file
+        while count := handle.readinto(buffer):
+            digest.update(view[:count])
+            total += count
+    return total
 
 
 def kind(mode: int) -> str:

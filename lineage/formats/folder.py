@@ -48,6 +48,7 @@ from typing import Any
 from lineage.errors import InputError
 from lineage.formats import downloads, gguf, hf_cache, hf_config, onnx_reader
 from lineage.formats import safetensors as st
+from lineage.formats.file_hash import gc_paused
 from lineage.formats.files import SPECIAL, special_kind
 from lineage.formats.names import parse_model_name
 from lineage.formats.pickle_scan import PickleScan, scan_pickle_file
@@ -116,20 +117,24 @@ class FolderModel:
     gguf_chat_template: bool = False
     snapshot: hf_cache.Snapshot | None = None  # when the folder is a hub cache snapshot
     whole: bool = True  # False: one model file (and its split siblings) was read
+    # The bytes of the small files read whole while listing (list_files' `whole`): a
+    # checksum of the folder hashes them without reading them again.
+    contents: dict[str, bytes] = field(default_factory=dict)
 
 
 def list_folder(folder: Path, *, names: set[str] | None = None,
-                heads: dict[str, bytes] | None = None
+                heads: dict[str, bytes] | None = None, whole: dict[str, bytes] | None = None
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file below the folder ({path, format, size, shard, name}) and its symlinks
     (`names`: only these entries of the folder itself; `heads`: filled with each file's
-    first bytes). A FIFO, device or socket is listed with the format `special`, never
-    opened."""
+    first bytes; `whole`: with the bytes of the files those are all of). A FIFO, device
+    or socket is listed with the format `special`, never opened."""
     from lineage.formats.files import list_files
 
-    return list_files(folder, names=names, heads=heads)
+    return list_files(folder, names=names, heads=heads, whole=whole)
 
 
+@gc_paused()
 def read_folder(
     path: str | Path, *, max_header_bytes: int = st.DEFAULT_MAX_HEADER_BYTES
 ) -> FolderModel:
@@ -145,7 +150,9 @@ def read_folder(
     whole = check_model_path(path)
     root = path if whole else path.parent
     heads: dict[str, bytes] = {}
-    files, links = list_folder(root, names=None if whole else sibling_names(path), heads=heads)
+    contents: dict[str, bytes] = {}
+    files, links = list_folder(root, names=None if whole else sibling_names(path), heads=heads,
+                               whole=contents)
     # A git clone's object store (.git/lfs/objects holds copies of the weights) is not
     # the model: nothing loads from it.
     files = [f for f in files if not f["path"].startswith(".git/")]
@@ -159,6 +166,7 @@ def read_folder(
     model = check.model()
     model.snapshot = snapshot
     model.whole = whole
+    model.contents = contents
     return model
 
 
@@ -253,7 +261,7 @@ class _Check:
                 self._add(self.download, rel, "download-in-progress",
                           f"{said}: a download still being written (or abandoned)")
                 continue
-            problem = downloads.content_problem(self.root / rel, rel, entry["size"],
+            problem = downloads.content_problem(self.root, rel, entry["size"],
                                                 self.heads.get(rel))
             if problem:
                 entry["format"] = problem["rule"]

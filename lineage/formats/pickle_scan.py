@@ -218,6 +218,19 @@ def pickle_kind(path: Path | str) -> str | None:
         return pickle_kind_of(raw)
 
 
+def may_be_pickle(head: bytes) -> bool:
+    """False when `pickle_kind_of` of a file starting with `head` (at least its first
+    _SNIFF_BYTES, or all of a shorter file) is None for certain: no archive, array, legacy
+    or compression magic, and a first byte no pickle starts with. A folder's many text
+    files are told from their first bytes this way, without a second read or a decoder."""
+    first = head[:1]
+    if first in _START_BYTES:
+        return True
+    head = head[:_SNIFF_BYTES]
+    return first in _MAGIC_FIRST_BYTES and (head.startswith((*_ZIP_MAGICS, _NPY_SNIFF))
+                                            or compression_of(head) is not None)
+
+
 def pickle_kind_of(raw: BinaryIO) -> str | None:
     """`pickle_kind` of a regular file opened for reading, at its start."""
     try:
@@ -233,7 +246,7 @@ def pickle_kind_of(raw: BinaryIO) -> str | None:
         method = compression_of(head)
         if method is not None:
             return "compressed-pickle" if _inflates_to_pickle(raw, head, method) else None
-        if not head or head[0] not in _OPCODES:
+        if not head or head[0] not in _START_OPCODES:
             return None
         window = head + raw.read(SNIFF_WINDOW - len(head) + 1)
     except OSError:
@@ -251,6 +264,16 @@ def _inflates_to_pickle(raw: BinaryIO, head: bytes, method: str) -> bool:
 
 SNIFF_WINDOW = 64 * 1024  # bytes decoded to recognise a pickle without a protocol header
 _SNIFF_MIN_OPCODES = 8
+# The opcodes a pickle can start with: those that need nothing on the stack (pickletools
+# lists no stack input for the memo stores, but they store the object on top). Any other
+# first opcode is a stack error before anything could be called, so _decodes_as_pickle
+# answers no without decoding, as it would after decoding (tests/test_pickle_evasions.py).
+_START_OPCODES = frozenset(code for code, op in _OPCODES.items() if not op.stack_before
+                           and op.name not in ("PUT", "BINPUT", "LONG_BINPUT"))
+_START_BYTES = frozenset(bytes([code]) for code in _START_OPCODES)  # 0x80 (PROTO) among them
+# The first bytes of the zip, .npy and compressed-stream magics (compressed.compression_of):
+# any other first byte outside _START_BYTES settles may_be_pickle at once.
+_MAGIC_FIRST_BYTES = frozenset({b"P", b"\x93", b"\x1f", b"B", b"\xfd", b"]", b"x"})
 
 
 def _decodes_as_pickle(data: bytes) -> bool:
@@ -262,7 +285,15 @@ def _decodes_as_pickle(data: bytes) -> bool:
     something, or end in STOP with an empty stack after at least _SNIFF_MIN_OPCODES opcodes,
     or fill the window (the data being longer) with that many. Ordinary text and binary
     formats fail within a few bytes; a pickle that imports and calls nothing cannot run code.
+    Data whose first opcode needs an object on the stack (not in _START_OPCODES) fails
+    unread: decoding it (_decoder_accepts) reports a stack error at that first opcode,
+    before anything could be called, and says no as well.
     """
+    return bool(data) and data[0] in _START_OPCODES and _decoder_accepts(data)
+
+
+def _decoder_accepts(data: bytes) -> bool:
+    """_decodes_as_pickle's answer from decoding the data, whatever its first byte."""
     whole = len(data) <= SNIFF_WINDOW
     data = data[:SNIFF_WINDOW]
     scan = _Scan(len(data), 0, _Budget(len(data)))

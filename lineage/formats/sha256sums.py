@@ -23,6 +23,7 @@ truncated transfer.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import InputError
-from lineage.formats.file_hash import Outcome, Progress, hash_files
+from lineage.formats.file_hash import Outcome, Progress, gc_paused, hash_files
 from lineage.formats.file_hash import Refusal as _Refusal
 from lineage.formats.file_hash import kind as _kind
 from lineage.formats.file_hash import reason as _reason
@@ -47,6 +48,7 @@ _HUB_METADATA = ".cache/huggingface"  # written by `hf download --local-dir`
 _HEX_LEN = 64
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 _HEX_RUN = re.compile(r"[0-9a-fA-F]*")
+_PLAIN_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)", re.DOTALL)  # `<hex>  <name>`
 _TAG = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*) ?\(")
 _UNESCAPE = {"\\": "\\", "n": "\n", "r": "\r"}
 
@@ -98,19 +100,22 @@ def parse_sums(text: str, *, source: str = "<sums>") -> list[SumEntry]:
     return _parse_lines(text.split("\n"), source=source)
 
 
+@gc_paused()
 def _parse_lines(lines: Iterable[bytes | str], *, source: str) -> list[SumEntry]:
     entries: list[SumEntry] = []
     first_seen: dict[str, SumEntry] = {}
     for number, raw in enumerate(lines, start=1):
         try:
-            entry = _parse_line(number, _decode(raw))
-            if entry is not None:
-                _check_duplicate(entry, first_seen)
+            entry = _parse_line(number, raw if isinstance(raw, str) else _decode(raw))
+            if entry is None:
+                continue
+            earlier = first_seen.setdefault(entry.path, entry)
+            if earlier.sha256 != entry.sha256:
+                raise _Refusal("conflicting-entry",
+                               f"{entry.path!r} listed on line {earlier.line} with another hash")
         except _Refusal as refusal:
             raise InputError(source, str(refusal), where=f"line {number}") from None
-        if entry is not None:
-            first_seen.setdefault(entry.path, entry)
-            entries.append(entry)
+        entries.append(entry)
     if not entries:
         raise InputError(source, "empty-list: no checksum lines (a truncated transfer?)")
     return entries
@@ -125,35 +130,20 @@ def _decode(raw: bytes | str) -> str:
         raise _Refusal("malformed-line", "not valid UTF-8") from None
 
 
-def _check_duplicate(entry: SumEntry, first_seen: dict[str, SumEntry]) -> None:
-    earlier = first_seen.get(entry.path)
-    if earlier is not None and earlier.sha256 != entry.sha256:
-        raise _Refusal(
-            "conflicting-entry",
-            f"{entry.path!r} listed on line {earlier.line} with another hash",
-        )
-
-
 def _parse_line(number: int, line: str) -> SumEntry | None:
     """One entry, or None for a blank or comment line."""
-    name = _plain_gnu_name(line)
-    if name is not None:  # the common line, already in normal form: no more checks apply
-        return SumEntry(line=number, path=name, sha256=line[:_HEX_LEN].lower())
+    plain = _PLAIN_LINE.fullmatch(line)  # the common line, already in normal form:
+    if plain is not None and "\r" not in plain[2] and _is_normal_name(plain[2]):
+        return SumEntry(line=number, path=plain[2], sha256=plain[1].lower())  # no more rules
     return _parse_any_line(number, line)
 
 
-def _plain_gnu_name(line: str) -> str | None:
-    """The name of a `<64 hex>  <name>` (or ` *<name>`) line whose name is already
-    normalised and needs no escape; None for any other line (parsed in full)."""
-    if len(line) <= _HEX_LEN + 2 or line[_HEX_LEN] != " " or line[_HEX_LEN + 1] not in " *" \
-            or not _HEX.fullmatch(line, 0, _HEX_LEN):
-        return None
-    name = line[_HEX_LEN + 2:]
+def _is_normal_name(name: str) -> bool:
+    """True when `_normalise_name` would return `name` itself (and refuse nothing): no
+    empty, '.' or '..' part, not absolute, no trailing '/', no NUL, not '-'."""
     framed = f"/{name}/"
-    if name == "-" or "//" in framed or "/./" in framed or "/../" in framed \
-            or "\0" in name or "\r" in name:
-        return None
-    return name
+    return not (name in ("", "-") or "//" in framed or "/./" in framed or "/../" in framed
+                or "\0" in name)
 
 
 def _parse_any_line(number: int, line: str) -> SumEntry | None:
@@ -253,16 +243,17 @@ def _normalise_name(name: str) -> str:
 # --- verifying -----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Check:
     """What one entry became before hashing: a resolved target, or a refusal."""
 
     entry: SumEntry
-    target: Path | None = None
+    target: str | None = None  # a string: 300,000 Path objects cost more than the hashing
     status: str = "pending"
     problem: SumProblem | None = None
 
 
+@gc_paused()
 def verify_sums(
     folder: Path,
     entries: list[SumEntry],
@@ -273,6 +264,7 @@ def verify_sums(
     strict: bool = False,
     vetted_links: Mapping[str, Path] | None = None,
     only: Collection[str] | None = None,
+    contents: Mapping[str, bytes] | None = None,
 ) -> SumsReport:
     """Check every entry against the files below `folder`; never raises for a file.
 
@@ -286,17 +278,22 @@ def verify_sums(
 
     `only`: check these files alone (one model file and its split parts): entries naming
     other files are left out, and a file of `only` the list does not name fails the check.
+    `contents`: the bytes of files below the folder already read whole, by name, as
+    `read_folder` keeps them (opened without following a link, regular by fstat): a file
+    the folder's listing still shows as a regular file, with no link on its path, is
+    hashed from them instead of being read again.
     """
     root = Path(folder).resolve()
     if only is not None:
         entries = [entry for entry in entries if entry.path in only]
         strict = True  # a file the list does not name was not checked at all
-    locate = _Locator(root)
-    checks = [_classify(locate, entry, vetted_links or {}) for entry in entries]
+    locate = _Locator(root, contents or {})
+    vetted = {rel: str(blob) for rel, blob in (vetted_links or {}).items()}
+    checks = [_classify(locate, entry, vetted) for entry in entries]
     _refuse_conflicts(checks)
     warnings = _duplicate_warnings(checks)
     targets = list(dict.fromkeys(c.target for c in checks if c.target is not None))
-    digests = hash_files(targets, workers=workers, progress=progress)
+    digests = _hash(targets, locate.read, workers=workers, progress=progress)
     files = [_finish(check, digests) for check in checks]
     listed = {e.path for e in entries}
     unlisted = find_unlisted(root, listed, list_path=list_path) if only is None else \
@@ -371,33 +368,66 @@ def _rel(path: Path, root: Path) -> str:
 
 class _Locator:
     """`_locate`, with a shortcut for the common case: a regular file in a folder whose
-    path inside the root has no link (each folder checked once, not once per file)."""
+    path inside the root has no link. Each such folder is checked once and listed once
+    (its entries' types come with the listing), not each file lstat-ed; the hashing opens
+    the file without following a link and checks it is regular all the same."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, contents: Mapping[str, bytes]) -> None:
         self.root = root
         self.prefix = os.path.join(root, "")
-        self.plain: dict[str, bool] = {"": True}
+        self.regular: dict[str, frozenset[str]] = {}  # folder -> its regular files' names
+        self.contents = contents
+        self.read: dict[str, bytes] = {}  # target -> its bytes, for the files in `contents`
 
-    def __call__(self, rel: str) -> Path:
-        folder = rel.rpartition("/")[0]
-        plain = self.plain.get(folder)
-        if plain is None:
-            lexical = self.prefix + folder
-            plain = self.plain[folder] = os.path.realpath(lexical) == lexical
-        if plain:
-            try:
-                if stat.S_ISREG(os.lstat(self.prefix + rel).st_mode):
-                    return Path(self.prefix + rel)
-            except OSError:
-                pass  # missing or unreadable: the full rules say which
-        return _locate(self.root, rel)
+    def __call__(self, rel: str) -> str:
+        folder, _, name = rel.rpartition("/")
+        regular = self.regular.get(folder)
+        if regular is None:
+            regular = self.regular[folder] = self._regular_files(folder)
+        if name not in regular:
+            return str(_locate(self.root, rel))  # missing, a link, not regular: the full rules
+        target = self.prefix + rel
+        data = self.contents.get(rel)
+        if data is not None:
+            self.read[target] = data
+        return target
+
+    def _regular_files(self, folder: str) -> frozenset[str]:
+        """The names of the regular files in a folder with no link on its path (none for
+        any other folder, or one that cannot be listed: each file then takes _locate)."""
+        lexical = self.prefix + folder if folder else str(self.root)  # the root: resolved
+        if folder and os.path.realpath(lexical) != lexical:
+            return frozenset()
+        try:
+            with os.scandir(lexical) as listing:
+                return frozenset(entry.name for entry in listing
+                                 if entry.is_file(follow_symlinks=False))
+        except OSError:
+            return frozenset()
 
 
-def _classify(locate: _Locator, entry: SumEntry, vetted: Mapping[str, Path]) -> _Check:
+def _hash(targets: list[str], read: Mapping[str, bytes], *, workers: int | None,
+          progress: Progress | None) -> dict[str, Outcome]:
+    """hash_files of the targets, those already read hashed from memory first."""
+    digests: dict[str, Outcome] = {}
+    for target in targets:
+        data = read.get(target)
+        if data is not None:
+            digests[target] = (hashlib.sha256(data).hexdigest(), len(data))
+    total, done = len(targets), len(digests)
+    if progress is not None and done:
+        progress(done, total)
+    rest = [target for target in targets if target not in digests] if done else targets
+    step = None if progress is None else (lambda n, _: progress(done + n, total))
+    digests.update(hash_files(rest, workers=workers, progress=step))
+    return digests
+
+
+def _classify(locate: _Locator, entry: SumEntry, vetted: Mapping[str, str]) -> _Check:
     """Apply the list rules again (entries may be built by hand), then locate the file."""
     check = _Check(entry)
     try:
-        if entry.path != _normalise_name(entry.path):
+        if not _is_normal_name(entry.path) and entry.path != _normalise_name(entry.path):
             raise _Refusal("malformed-line", f"{entry.path!r} is not a normalised name")
         if not _HEX.fullmatch(entry.sha256):
             raise _Refusal("malformed-line", f"expected hash is not {_HEX_LEN} hex digits")
@@ -431,11 +461,14 @@ def _locate(root: Path, rel: str) -> Path:
 
 def _refuse_conflicts(checks: list[_Check]) -> None:
     """Hand-built lists can disagree with themselves; then no entry of that path counts."""
-    hashes: dict[str, set[str]] = {}
+    first: dict[str, str] = {}
+    conflicting: set[str] = set()
     for check in checks:
-        hashes.setdefault(check.entry.path, set()).add(check.entry.sha256.lower())
-    for check in checks:
-        if len(hashes[check.entry.path]) > 1 and check.status != "refused":
+        path, digest = check.entry.path, check.entry.sha256.lower()
+        if first.setdefault(path, digest) != digest:
+            conflicting.add(path)
+    for check in checks if conflicting else ():
+        if check.entry.path in conflicting and check.status != "refused":
             _fail(check, "refused", "conflicting-entry", "listed with different hashes")
             check.target = None
 
@@ -457,7 +490,7 @@ def _fail(check: _Check, status: str, rule: str, message: str) -> None:
     check.problem = SumProblem(check.entry.line, check.entry.path, rule, message)
 
 
-def _finish(check: _Check, digests: dict[Path, Outcome]) -> dict[str, Any]:
+def _finish(check: _Check, digests: dict[str, Outcome]) -> dict[str, Any]:
     entry = check.entry
     expected = entry.sha256.lower()
     row: dict[str, Any] = {"path": entry.path, "expected": expected, "actual": None,
