@@ -15,7 +15,10 @@ content_hash, license`) and look like a pretraining mix:
 * a licence per source.
 
 Everything is a pure function of (`--seed`, `--documents`, `--shards`): the same arguments
-give byte-identical files. Vectorised with pyarrow and polars (numpy is not a dependency).
+give byte-identical files. Vectorised with pyarrow and polars (numpy is not a dependency);
+one shard is in memory at a time. Other mixes pass their own `Source`s to `generate`
+(each with its share of documents, log-normal median and sigma, bytes per token and
+licence): bench/gen_open1b.py is Open-1B's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import blake3
@@ -33,16 +38,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-# (name, share of documents, median tokens, licence)
-SOURCES: tuple[tuple[str, float, float, str], ...] = (
-    ("web", 0.667, 480.0, "ODC-By-1.0"),
-    ("edu", 0.133, 650.0, "ODC-By-1.0"),
-    ("code", 0.120, 420.0, "Apache-2.0"),
-    ("math", 0.080, 560.0, "CC-BY-4.0"),
+
+@dataclass(frozen=True)
+class Source:
+    """One source of a synthetic mix: its share of documents and its token counts'
+    log-normal (median, sigma), clipped to [MIN_TOKENS, MAX_TOKENS]."""
+
+    name: str
+    share: float
+    median: float
+    licence: str
+    sigma: float = 1.1
+    bytes_per_token: float = 4.2
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("web", 0.667, 480.0, "ODC-By-1.0"),
+    Source("edu", 0.133, 650.0, "ODC-By-1.0"),
+    Source("code", 0.120, 420.0, "Apache-2.0"),
+    Source("math", 0.080, 560.0, "CC-BY-4.0"),
 )
-SIGMA = 1.1
 MIN_TOKENS, MAX_TOKENS = 16, 200_000
-BYTES_PER_TOKEN = 4.2
 _MULTIPLIER = 2_654_435_761  # Knuth's multiplicative constant; made coprime with N below
 
 
@@ -75,7 +91,22 @@ def _permutation_params(total: int, seed: int) -> tuple[int, int]:
     return mult, offset
 
 
-def make_shard(*, start: int, count: int, total: int, shard: int, seed: int) -> pa.Table:
+def _per_source(sources: Sequence[Source], values: list[object]) -> pl.Expr:
+    """values[k] on the rows of sources[k]: the sources' cumulative shares cut the
+    uniform column `us`, the last source takes the rest."""
+    expr = pl.lit(values[-1])
+    cumulative = 0.0
+    bounds = []
+    for source, value in zip(sources[:-1], values[:-1], strict=True):
+        cumulative += source.share
+        bounds.append((cumulative, value))
+    for bound, value in reversed(bounds):
+        expr = pl.when(pl.col("us") < bound).then(pl.lit(value)).otherwise(expr)
+    return expr
+
+
+def make_shard(*, start: int, count: int, total: int, shard: int, seed: int,
+               sources: Sequence[Source] = SOURCES) -> pa.Table:
     """Rows [start, start + count) of a `total`-row manifest, as an Arrow table."""
     mult, offset = _permutation_params(total, seed)
     u_source = _uniform(count, _seed_for(seed, shard, 1))
@@ -85,23 +116,14 @@ def make_shard(*, start: int, count: int, total: int, shard: int, seed: int) -> 
     index = pl.int_range(start, start + count, dtype=pl.Int64, eager=True)
 
     df = pl.DataFrame({"i": index, "us": u_source, "u1": u1, "u2": u2, "ub": u_bytes})
-    source_expr = pl.lit(SOURCES[-1][0])
-    median_expr = pl.lit(SOURCES[-1][2])
-    licence_expr = pl.lit(SOURCES[-1][3])
-    cumulative = 0.0
-    bounds = []
-    for name, share, median, licence in SOURCES[:-1]:
-        cumulative += share
-        bounds.append((cumulative, name, median, licence))
-    for bound, name, median, licence in reversed(bounds):
-        source_expr = pl.when(pl.col("us") < bound).then(pl.lit(name)).otherwise(source_expr)
-        median_expr = pl.when(pl.col("us") < bound).then(pl.lit(median)).otherwise(median_expr)
-        licence_expr = pl.when(pl.col("us") < bound).then(pl.lit(licence)).otherwise(
-            licence_expr
-        )
+    source_expr = _per_source(sources, [x.name for x in sources])
+    median_expr = _per_source(sources, [x.median for x in sources])
+    sigma_expr = _per_source(sources, [x.sigma for x in sources])
+    bpt_expr = _per_source(sources, [x.bytes_per_token for x in sources])
+    licence_expr = _per_source(sources, [x.licence for x in sources])
     # Box-Muller: z ~ N(0, 1); 1 - u1 is in (0, 1], so the log is finite.
     z = (-2.0 * (1.0 - pl.col("u1")).log()).sqrt() * (2.0 * math.pi * pl.col("u2")).cos()
-    tokens = (median_expr.log() + SIGMA * z).exp().round().clip(MIN_TOKENS, MAX_TOKENS)
+    tokens = (median_expr.log() + sigma_expr * z).exp().round().clip(MIN_TOKENS, MAX_TOKENS)
     perm = (pl.col("i") * mult + offset) % total
     df = df.select(
         source=source_expr,
@@ -109,6 +131,7 @@ def make_shard(*, start: int, count: int, total: int, shard: int, seed: int) -> 
         i=pl.col("i"),
         n_tokens=tokens.cast(pl.Int64),
         jitter=0.9 + 0.2 * pl.col("ub"),
+        bpt=bpt_expr,
         license=licence_expr,
     )
     df = df.with_columns(
@@ -122,7 +145,7 @@ def make_shard(*, start: int, count: int, total: int, shard: int, seed: int) -> 
         uri=pl.concat_str([pl.lit("s3://corpus-bucket/raw/"), pl.col("source"),
                            pl.lit(f"/shard-{shard:05d}.jsonl.zst#"),
                            (pl.col("i") - start).cast(pl.String)]),
-        n_bytes=(pl.col("n_tokens") * BYTES_PER_TOKEN * pl.col("jitter")).round().cast(pl.Int64),
+        n_bytes=(pl.col("n_tokens") * pl.col("bpt") * pl.col("jitter")).round().cast(pl.Int64),
         n_tokens=pl.col("n_tokens"),
         content_hash=pl.col("content_hash"),
         license=pl.col("license"),
@@ -150,8 +173,11 @@ def write_shard(table: pa.Table, path: Path, fmt: str) -> None:
     tmp.replace(path)
 
 
-def generate(documents: int, shards: int, fmt: str, out: Path, seed: int = 0) -> list[Path]:
-    """Write the manifest shards into `out` (created); returns their paths."""
+def generate(documents: int, shards: int, fmt: str, out: Path, seed: int = 0,
+             sources: Sequence[Source] = SOURCES,
+             generator: str = "bench/gen_manifest.py") -> list[Path]:
+    """Write the manifest shards into `out` (created), one shard in memory at a time;
+    returns their paths."""
     if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"format must be parquet or jsonl, not {fmt!r}")
     if documents < 1 or shards < 1 or shards > documents:
@@ -161,11 +187,11 @@ def generate(documents: int, shards: int, fmt: str, out: Path, seed: int = 0) ->
     paths = []
     for k, (start, count) in enumerate(shard_bounds(documents, shards)):
         path = out / f"manifest-{k:05d}.{suffix}"
-        write_shard(make_shard(start=start, count=count, total=documents, shard=k, seed=seed),
-                    path, fmt)
+        write_shard(make_shard(start=start, count=count, total=documents, shard=k, seed=seed,
+                               sources=sources), path, fmt)
         paths.append(path)
     (out / "SPEC.json").write_text(json.dumps(
-        {"generator": "bench/gen_manifest.py", "documents": documents, "shards": shards,
+        {"generator": generator, "documents": documents, "shards": shards,
          "format": fmt, "seed": seed}, sort_keys=True) + "\n")
     return paths
 

@@ -30,6 +30,7 @@ from lineage.runs.skip_rule import SkipRule
 from lineage.store.durable import guarded_write
 from lineage.stream.answers import Stream
 
+_INSERT_ROWS = 8192  # steps a statement inserts: few statements, a bounded table each
 _RUN_COLUMNS = ("name, stream, world_size, chain, algorithm, genesis, header, created_at, "
                 "end_record, skip_rule, checkpoint_every")
 
@@ -59,9 +60,7 @@ def ingest_steps(
         segment = None
         if new or closes or not _already_logged(con, run, log_hash):
             segment = _add_segment(con, run, path, log_hash, log.records, len(new))
-            for record in new:
-                con.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [run, record.step, segment, *_columns(record.fields), record.text])
+            _insert_steps(con, run, segment, new)
             if closes:
                 con.execute("UPDATE runs SET end_record = ? WHERE name = ?", [log.end_text, run])
     records = log.records
@@ -253,6 +252,34 @@ def _add_segment(con: Any, run: str, path: Path, log_hash: str, records: list[Re
                 [run, segment, str(path.resolve()), log_hash, min(steps, default=-1),
                  max(steps, default=-1), len(records), new_steps])
     return segment
+
+
+def _insert_steps(con: Any, run: str, segment: int, records: list[Record]) -> None:
+    """The new steps, by INSERTs of an Arrow table of up to _INSERT_ROWS steps each: a
+    statement per step took 1-3 ms, 87 s for an 80,957-step run on a busy machine."""
+    import pyarrow as pa
+
+    kinds = _step_types()
+    names = [f"c{i}" for i in range(len(kinds))]
+    for first in range(0, len(records), _INSERT_ROWS):
+        rows = [[run, r.step, segment, *_columns(r.fields), r.text]
+                for r in records[first:first + _INSERT_ROWS]]
+        table = pa.table([pa.array(column, type=kind) for column, kind in
+                          zip(zip(*rows, strict=True), kinds, strict=True)], names=names)
+        con.register("lineage_new_steps", table)
+        try:
+            con.execute("INSERT INTO steps SELECT * FROM lineage_new_steps")
+        finally:
+            con.unregister("lineage_new_steps")
+
+
+def _step_types() -> list[Any]:
+    import pyarrow as pa
+
+    text, number, flag = pa.string(), pa.float64(), pa.bool_()
+    # run, step, segment, then _columns' eight, then the record as logged
+    return [text, pa.int64(), pa.int64(), text, text, number, number, number, flag, flag,
+            text, text]
 
 
 def _columns(fields: dict[str, Any]) -> list[Any]:
