@@ -22,7 +22,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from lineage.errors import LineageError
+from lineage.errors import LineageError, StoreError
 from lineage.serve import api, errors
 from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
@@ -64,8 +64,6 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
 
     root = Path(store_root)
     if not (root / "catalog.duckdb").is_file():
-        from lineage.errors import StoreError
-
         raise StoreError(f"no lineage store at {root} (missing catalog.duckdb): run "
                          "`lineage init` or pass --store")
     routes: list[BaseRoute] = [*api.routes(),
@@ -84,7 +82,10 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
     # Each lookup arrays file mapped and checked whole once per process, here at start-up
     # (lineage/store/arrays_use.py); a damaged one is left for the Parquet parts.
     app.state.kept_arrays = KeptArrays()
-    app.state.kept_arrays.check_all(BaseStore(root))
+    try:
+        app.state.kept_arrays.check_all(BaseStore(root))
+    except StoreError:  # busy: each file is then checked whole at its first use
+        pass
     app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
     app.state.sessions = Sessions(token) if token else None
     hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS

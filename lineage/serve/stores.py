@@ -197,5 +197,5 @@ def store_for(request: Request) -> Iterator[Store]:
     """The store of the application serving `request` (its directory is set at start-up),
     reading the catalog as it was when the request began."""
     state = request.app.state
-    yield snapshots_for(state.store_root).served(lookup_copies=state.lookup_copies,
-                                                 kept_arrays=state.kept_arrays)
+    yield snapshots_for(state.store_root).served(
+        lookup_copies=state.lookup_copies, kept_arrays=getattr(state, "kept_arrays", None))

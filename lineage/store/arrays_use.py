@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lineage.errors import DamagedPartError
 from lineage.store.arrays import ARRAY_TABLES, ArraysFile, ArraysRecord, parts_digest
+from lineage.store.budget import spend
 from lineage.store.notices import add_notice
 
 if TYPE_CHECKING:
@@ -147,6 +148,7 @@ def span_rows(arrays: ArraysFile, columns: Sequence[str], start: int, end: int,
     (both sort columns ascend, so they are the rows between two binary searches)."""
     first = arrays.search("stream_end", start, right=True)  # the first ending after start
     last = arrays.search("stream_start", end)  # the first starting at or after end
+    spend(max(last - first, 0))  # a server's question answered at once reads few rows
     return {name: arrays.values(name, first, last) for name in columns}
 
 
@@ -160,6 +162,7 @@ def hash_rows(arrays: ArraysFile, columns: Sequence[str], digests: Sequence[str]
         first = arrays.search("content_hash", digest)
         last = arrays.search("content_hash", digest, right=True)
         if first < last:
+            spend(last - first)
             found += zip(*(arrays.values(name, first, last) for name in columns), strict=True)
     return found
 
