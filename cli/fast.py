@@ -22,14 +22,20 @@ def run_fast(argv: list[str]) -> int | None:
     parsed = _parse(argv)
     if parsed is None:
         return None
-    store_path, command, options, positional = parsed
+    from lineage.store.no_pandas import pandas_refused
+
+    # pyarrow would import pandas for its first conversion, if a lookup reads Parquet
+    with pandas_refused():
+        return _answer(*parsed)
+
+
+def _answer(store_path: str | None, command: str, options: dict[str, Any],
+            positional: list[str]) -> int | None:
     try:
         from lineage.api import open_store
         from lineage.errors import EXIT_NO
         from lineage.jsonout import json_text
-        from lineage.store.no_pandas import keep_pandas_out
-
-        keep_pandas_out()  # pyarrow would import pandas for its first conversion
+        from lineage.store.base import take_notices
 
         store = open_store(store_path)
         # Each question's JSON object as is, not the Store method's typed answer: the
@@ -55,6 +61,8 @@ def run_fast(argv: list[str]) -> int | None:
                                 run=options.get("--run"))
             text = json_text(answer)
             code = 0 if all_found(answer) else EXIT_NO
+        if take_notices():  # e.g. damaged lookup arrays: the full command line says so
+            return None
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
     sys.stdout.write(text + "\n")

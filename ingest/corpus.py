@@ -40,6 +40,7 @@ from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
 from lineage.store import faults
+from lineage.store.arrays_write import discard_arrays, prepare_arrays, publish_arrays
 from lineage.store.durable import guarded_write, remove_abandoned_temps, remove_quietly
 from lineage.store.parts import discard_parts, publish_parts, unpublish_unless_unknown
 from lineage.store.parts import report as report_progress
@@ -349,6 +350,9 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
     """Rename the parts into place and register everything in one short transaction."""
     digest = reduced.manifest_hash.split(":", 1)[1][:16]
     relative: list[str] = []
+    renamed: list[str] = []
+    arrays = [prepare_arrays(store, "document_hashes", record.corpus,
+                             f"{record.corpus}-{digest}", reduced.hash_parts)]
     try:
         with store.writer() as con:
             faults.reach("commit-locked")
@@ -356,6 +360,7 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                               [record.corpus]).fetchone()
             if row is not None:
                 discard_parts(reduced.all_parts())
+                discard_arrays(arrays)
                 if row[0] == reduced.manifest_hash:
                     return "unchanged", []
                 raise ConflictError(
@@ -367,6 +372,7 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
                                      name=name, parts=reduced.parts)
             relative += publish_parts(con, store, table="document_hashes",
                                       owner=record.corpus, name=name, parts=reduced.hash_parts)
+            renamed = publish_arrays(con, store, arrays)  # not parts: left out of the answer
             text = reduced.text_index
             if text is not None:
                 for table, parts in (("text_documents", text.document_parts),
@@ -384,7 +390,8 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
             _register(con, reduced, record)
             faults.reach("commit-registered")
     except BaseException as exc:
-        unpublish_unless_unknown(store, relative, exc)  # not committed: not data
+        discard_arrays(arrays)
+        unpublish_unless_unknown(store, [*relative, *renamed], exc)  # not committed: not data
         raise
     return "added", relative
 

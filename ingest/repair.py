@@ -22,6 +22,7 @@ from typing import Any
 
 from lineage.errors import StoreFullError, StoreWriteError
 from lineage.store.answers import PartProblem, RepairAction, StoreRepair
+from lineage.store.arrays import ARRAY_TABLES
 from lineage.store.base import BaseStore, init_store
 from lineage.store.durable import remove_quietly, sha256_file, write_failure
 from lineage.store.integrity import verify_store
@@ -63,9 +64,11 @@ def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) ->
         actions.append(RepairAction("moved-log", "catalog.duckdb.wal",
                                     "moved the commits kept in the log into catalog.duckdb"))
     lost = lost_files(store, verify_store(store)["problems"])
+    arrays = [item for item in lost if item.table in ARRAY_TABLES.values()]
     by_owner: dict[tuple[str, str], list[Lost]] = defaultdict(list)
     for item in lost:
-        by_owner[(item.owner_kind, item.owner)].append(item)
+        if item not in arrays:
+            by_owner[(item.owner_kind, item.owner)].append(item)
     remaining: list[Lost] = []
     for (kind, owner), items in sorted(by_owner.items()):
         why = _rebuild(store, kind, owner, items, actions)
@@ -83,6 +86,7 @@ def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) ->
             note += (f"; {', '.join(after)} answer again once {kind} {owner} is "
                      f"{'ingested' if kind == 'corpus' else 'built'} again with the same content")
         actions.append(RepairAction("dropped", f"{kind} {owner}", note))
+    remaining += _remake_arrays(store, arrays, remaining, actions)
     age = {} if logs_min_age is None else {"min_age": logs_min_age}
     for path in remove_garbage(store, **age):
         actions.append(RepairAction("removed", path, "no commit registered it"))
@@ -93,6 +97,39 @@ def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) ->
                                  f"{i.owner_kind} {i.owner}") for i in remaining)
     return StoreRepair(store=str(store.root), ok=not problems, actions=tuple(actions),
                        remaining=problems)
+
+
+def _remake_arrays(store: BaseStore, lost: list[Lost], remaining: list[Lost],
+                   actions: list[RepairAction]) -> list[Lost]:
+    """Make lost lookup arrays files again from their tables' parts (which are then
+    whole: rebuilt above, or never lost); those that cannot be, as still lost."""
+    from lineage.store.arrays_write import build_arrays
+
+    left: list[Lost] = []
+    unusable = {(item.table, item.owner) for item in remaining}
+    for item in lost:
+        table = next(t for t, kind in ARRAY_TABLES.items() if kind == item.table)
+        if not _registered(store, item.path):
+            continue  # dropped with its record
+        if (table, item.owner) in unusable:  # its parts are lost too: reported with them
+            left.append(item)
+            continue
+        made = build_arrays(store, table, item.owner)
+        if made is None:
+            left.append(item)
+            actions.append(RepairAction("cannot-rebuild", item.path,
+                                        "its table's rows could not be made into arrays"))
+            continue
+        actions.append(RepairAction("rebuilt", made, f"{item.status} before; made again "
+                                    f"from the parts of {table} of {item.owner_kind} "
+                                    f"{item.owner}"))
+    return left
+
+
+def _registered(store: BaseStore, path: str) -> bool:
+    with store.reader(views=False) as con:
+        return con.execute("SELECT count(*) FROM parquet_files WHERE path = ?",
+                           [path]).fetchone() == (1,)
 
 
 def _rebuild(store: BaseStore, kind: str, owner: str, items: list[Lost],

@@ -149,6 +149,22 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_run(tmp_path_factory.mktemp("demo-run"))
 
 
+def drop_lookup_arrays(store: Store) -> list[str]:
+    """Unregister and remove the store's lookup arrays files, as in a store built before
+    they existed: its lookups read the Parquet parts. The paths removed."""
+    from lineage.store.arrays import ARRAY_TABLES
+
+    with store.writer() as con:
+        paths = [r[0] for r in con.execute(
+            "SELECT path FROM parquet_files WHERE list_contains(?, table_name)",
+            [list(ARRAY_TABLES.values())]).fetchall()]
+        con.execute("DELETE FROM parquet_files WHERE list_contains(?, table_name)",
+                    [list(ARRAY_TABLES.values())])
+    for path in paths:
+        (store.root / path).unlink()
+    return paths
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
     """JSON lines, plain, .gz or .zst by the name; strings are written as raw lines."""
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)

@@ -139,6 +139,7 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     """
     snapshots = snapshots_for(request.app.state.store_root)
     copies = request.app.state.lookup_copies
+    arrays = getattr(request.app.state, "kept_arrays", None)  # checked at start-up
     answers: AnswerCache | None = request.app.state.answers if cache else None
     asked = (request.method, request.scope["path"], request.scope["query_string"],
              blake3.blake3(body).hexdigest() if body else None)  # not `request.url`: it parses
@@ -154,7 +155,7 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
         snapshot = arrived or snapshots.current()
         if (response := kept(snapshot)) is not None:
             return response
-        response = question(snapshots.served(snapshot, copies))
+        response = question(snapshots.served(snapshot, copies, arrays))
         if answers is not None and response.status_code == 200:
             answers.put((snapshot.serial, asked), bytes(response.body),
                         {k: v for k, v in response.headers.items() if k.startswith("x-lineage-")})
@@ -164,7 +165,8 @@ async def answered(request: Request, question: Callable[[Store], Response], *,
     if current is not None and (response := kept(current)) is not None:
         return response
     rows = limits_of(request).quick_rows
-    if quick and copies is not None and current is not None and rows > 0:
+    if quick and (copies is not None or arrays is not None) and current is not None \
+            and rows > 0:
         try:
             with lookup_budget(rows):
                 return call(current)

@@ -22,7 +22,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from lineage.errors import LineageError
+from lineage.errors import LineageError, StoreError
 from lineage.serve import api, errors
 from lineage.serve.cache import AnswerCache
 from lineage.serve.errors import HTTPProblem, error_response
@@ -31,6 +31,8 @@ from lineage.serve.sql_process import SqlProcesses
 from lineage.serve.web.respond import SIGNED_IN
 from lineage.serve.web.sign_in import OPEN_PATHS, Sessions, refusal_page, wants_html
 from lineage.serve.web.sign_in import routes as sign_in_routes
+from lineage.store.arrays_use import KeptArrays
+from lineage.store.base import BaseStore
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -62,8 +64,6 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
 
     root = Path(store_root)
     if not (root / "catalog.duckdb").is_file():
-        from lineage.errors import StoreError
-
         raise StoreError(f"no lineage store at {root} (missing catalog.duckdb): run "
                          "`lineage init` or pass --store")
     routes: list[BaseRoute] = [*api.routes(),
@@ -79,6 +79,13 @@ def create_app(store_root: str | os.PathLike[str], *, token: str | None = None,
     app.state.limits = limits or Limits()
     app.state.sql_processes = SqlProcesses(app.state.limits.sql_processes)
     app.state.lookup_copies = lookup_copies
+    # Each lookup arrays file mapped and checked whole once per process, here at start-up
+    # (lineage/store/arrays_use.py); a damaged one is left for the Parquet parts.
+    app.state.kept_arrays = KeptArrays()
+    try:
+        app.state.kept_arrays.check_all(BaseStore(root))
+    except StoreError:  # busy: each file is then checked whole at its first use
+        pass
     app.state.answers = AnswerCache(app.state.limits.max_cache_bytes)
     app.state.sessions = Sessions(token) if token else None
     hosts = frozenset(allowed_hosts) if allowed_hosts is not None else LOOPBACK_HOSTS

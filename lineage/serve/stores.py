@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import duckdb
     from starlette.requests import Request
 
+    from lineage.store.arrays_use import KeptArrays
     from lineage.store.lookup_copy import LookupCopies
 
 # A file's modification time has the kernel's coarse clock resolution (a few ms): a copy
@@ -92,11 +93,13 @@ class ServedStore(Store):
     """A `lineage.Store` whose catalog reads come from a snapshot instead of the file."""
 
     def __init__(self, root: str | os.PathLike[str], snapshot: CatalogSnapshot,
-                 lookup_copies: LookupCopies | None = None) -> None:
+                 lookup_copies: LookupCopies | None = None,
+                 kept_arrays: KeptArrays | None = None) -> None:
         super().__init__(root)
         self.snapshot = snapshot
         self.catalog_memo = snapshot.memo
         self.lookup_copies = lookup_copies
+        self.kept_arrays = kept_arrays
 
     @contextmanager
     def reader(self, *, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -160,10 +163,12 @@ class Snapshots:
             catalog_signature(self._catalog) == snapshot.signature
 
     def served(self, snapshot: CatalogSnapshot | None = None,
-               lookup_copies: LookupCopies | None = None) -> ServedStore:
+               lookup_copies: LookupCopies | None = None,
+               kept_arrays: KeptArrays | None = None) -> ServedStore:
         """The store a request reads: `snapshot`, or the current one (with the server's
-        lookup copies, if it made any)."""
-        return ServedStore(self.store.root, snapshot or self.current(), lookup_copies)
+        lookup copies, if it made any, and its checked lookup arrays)."""
+        return ServedStore(self.store.root, snapshot or self.current(), lookup_copies,
+                           kept_arrays)
 
 
 _BY_ROOT: dict[Path, Snapshots] = {}
@@ -192,4 +197,5 @@ def store_for(request: Request) -> Iterator[Store]:
     """The store of the application serving `request` (its directory is set at start-up),
     reading the catalog as it was when the request began."""
     state = request.app.state
-    yield snapshots_for(state.store_root).served(lookup_copies=state.lookup_copies)
+    yield snapshots_for(state.store_root).served(
+        lookup_copies=state.lookup_copies, kept_arrays=getattr(state, "kept_arrays", None))

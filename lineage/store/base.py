@@ -24,12 +24,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lineage.errors import CommitUnknownError, StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
 from lineage.store import faults
+from lineage.store.notices import add_notice
+from lineage.store.notices import take_notices as take_notices  # where callers import it
 from lineage.store.part_check import require_plain
 
 if TYPE_CHECKING:
     import duckdb
 
     from lineage.store.answers import StoreInit
+    from lineage.store.arrays_use import KeptArrays
     from lineage.store.lookup_copy import LookupCopies
     from lineage.store.memo import CatalogMemo
 
@@ -72,6 +75,9 @@ class BaseStore:
     # The lookup tables' parts as IPC batches (lineage/store/lookup_copy.py): only a
     # long-running reader given them at start-up has them.
     lookup_copies: LookupCopies | None = None
+    # The lookup arrays files, each checked whole once (lineage/store/arrays_use.py):
+    # only a long-running reader has them.
+    kept_arrays: KeptArrays | None = None
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -278,7 +284,6 @@ _SHARED: list[duckdb.DuckDBPyConnection] = []  # one warm DuckDB instance per pr
 _SHARED_PID: list[int] = [0]  # a forked child must not reuse its parent's instance
 _SHARED_LOCK = threading.Lock()
 _ALIASES = itertools.count()
-_NOTICES: list[str] = []
 LAST_COMMIT = "last_commit"  # schema_info's key for the mark of the last commit
 
 
@@ -368,7 +373,7 @@ def _detach(cursor: duckdb.DuckDBPyConnection, alias: str, path: Path, *,
     except Exception as exc:
         _drop_shared_instance()
         if committed:
-            _NOTICES.append(deferred_checkpoint_notice(path, exc))
+            add_notice(deferred_checkpoint_notice(path, exc))
         elif sys.exc_info()[0] is None:  # nothing else is on its way up: say this one
             raise _open_error(path, exc) from exc
     finally:
@@ -385,13 +390,6 @@ def deferred_checkpoint_notice(path: Path, exc: BaseException) -> str:
     return (f"{path}: committed, but the commit could not be moved from {path.name}.wal "
             f"into {path.name}{why}; every open replays the log, and the next write (or "
             "`lineage store repair`) moves it")
-
-
-def take_notices() -> list[str]:
-    """What writes that succeeded have to say (a commit left in DuckDB's log), once."""
-    taken = list(_NOTICES)
-    _NOTICES.clear()
-    return taken
 
 
 def _drop_shared_instance() -> None:

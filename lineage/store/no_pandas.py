@@ -15,6 +15,8 @@ to it as one (e.g. `pa.array(series)`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
@@ -40,5 +42,21 @@ def keep_pandas_out() -> None:
         import pyarrow as pa
 
         pa.scalar(0)  # pyarrow's first conversion: its one attempt to import pandas
+    finally:
+        sys.meta_path.remove(finder)
+
+
+@contextmanager
+def pandas_refused() -> Iterator[None]:
+    """`import pandas` fails inside: pyarrow, if the block imports it and converts a
+    value, makes its check then, as `keep_pandas_out` has it make it. A lookup answered
+    from the lookup arrays never imports pyarrow, and pays nothing for it."""
+    if "pandas" in sys.modules:
+        yield
+        return
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
     finally:
         sys.meta_path.remove(finder)

@@ -22,6 +22,11 @@ from lineage.answer import UInt64
 from lineage.corpora.manifest import NAME_RULE, is_valid_name
 from lineage.errors import ConflictError, UnknownObjectError, UsageError, too_little_memory
 from lineage.store import faults
+from lineage.store.arrays_write import (
+    discard_arrays,
+    prepare_stream_arrays,
+    publish_arrays,
+)
 from lineage.store.base import BaseStore
 from lineage.store.durable import guarded_write, remove_quietly
 from lineage.store.parts import (
@@ -492,12 +497,15 @@ def commit_stream(
     """Publish the parts and record the stream in one transaction: "added" or "unchanged"."""
     relative: list[str] = []
     digest16 = built.digest.split(":", 1)[1][:16]
+    arrays = prepare_stream_arrays(store, name, f"{name}-{digest16}", built.parts,
+                                   built.hash_parts)  # before the lock: reads every row
     try:
         with store.writer() as con:
             faults.reach("stream-commit-locked")
             row = con.execute("SELECT spec_hash FROM streams WHERE name = ?", [name]).fetchone()
             if row is not None:  # built meanwhile by another process
                 discard_parts([*built.parts, *built.hash_parts])
+                discard_arrays(arrays)
                 if row[0] == spec.spec_hash:
                     return "unchanged"
                 raise ConflictError(f"stream {name!r} was just built with other parameters")
@@ -505,6 +513,7 @@ def commit_stream(
                                      name=f"{name}-{digest16}", parts=built.parts)
             relative += publish_parts(con, store, table="occurrence_hashes", owner=name,
                                       name=f"{name}-{digest16}", parts=built.hash_parts)
+            relative += publish_arrays(con, store, arrays)
             con.execute(
                 "INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                 "now()::TIMESTAMP)",
@@ -516,6 +525,7 @@ def commit_stream(
             faults.reach("stream-commit-registered")
     except BaseException as exc:
         discard_parts([*built.parts, *built.hash_parts])
+        discard_arrays(arrays)
         unpublish_unless_unknown(store, relative, exc)  # not committed: not data
         raise
     return "added"

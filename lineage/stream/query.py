@@ -9,15 +9,15 @@ search on disk, whatever the corpus size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.jsonout import PlainRows
+from lineage.store.arrays_use import span_rows, with_arrays
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
-from lineage.store.part_read import lookup_table
 from lineage.stream.schedule import BatchSchedule, RankRule
 
 if TYPE_CHECKING:
@@ -231,11 +231,17 @@ def step_segments(
 
     As `answer` (`docs_in_step`'s documents): without `position`, and as PlainRows when
     the columns they come from hold only text and integers (json_text need not look)."""
+    seq_len = int(info["seq_len"])
+    start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
+    from_arrays = with_arrays(con, store, "occurrences", info["name"],
+                              lambda arrays: span_rows(arrays, SEGMENT_COLUMNS, start, end))
+    if from_arrays is not None:
+        return _segments_of(from_arrays, seq_len, span, answer=answer)
     import numpy as np
     import pyarrow as pa
 
-    seq_len = int(info["seq_len"])
-    start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
+    from lineage.store.part_read import lookup_table
+
     rows = lookup_table(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
                         span=(start, end))
     if rows is None:
@@ -268,6 +274,37 @@ def step_segments(
         return found
     plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type) for c in columns)
     return PlainRows(found) if plain else found
+
+
+def _segments_of(rows: dict[str, list[Any]], seq_len: int, span: StepRange, *,
+                 answer: bool) -> list[dict[str, Any]]:
+    """`step_segments` from rows given as lists by column (a lookup arrays file's), in
+    plain Python: the same segments, in the same order, as the arrays' path above."""
+    count = len(rows["ordinal"])
+    order: Sequence[int] = range(count)
+    ordinal = rows["ordinal"]
+    if any(ordinal[i + 1] <= ordinal[i] for i in range(count - 1)):
+        order = sorted(order, key=ordinal.__getitem__)  # stable: in stream order
+    starts, ends, offsets = rows["stream_start"], rows["stream_end"], rows["doc_offset"]
+    pieces = []  # (window, position, row, token_start, token_end), by row, then window
+    for i in order:
+        for w, lo, token_start, token_end in window_pieces(
+                starts[i], ends[i], offsets[i], seq_len, span.first_window, span.last_window):
+            if span.only is None or w in span.only:
+                pieces.append((w, lo, i, token_start, token_end))
+    pieces.sort(key=lambda piece: (piece[0], piece[1]))  # by window, then position
+    doc_id, source, uri = rows["doc_id"], rows["source"], rows["uri"]
+    content_hash, epoch = rows["content_hash"], rows["epoch"]
+    rank = {w: span.rank_of(w) for w in {piece[0] for piece in pieces}}
+    found = [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
+              "content_hash": content_hash[i], "epoch": epoch[i], "window": w,
+              "rank": rank[w], "token_start": token_start, "token_end": token_end}
+             for w, _, i, token_start, token_end in pieces]
+    if not answer:
+        for segment, piece in zip(found, pieces, strict=True):
+            segment["position"] = piece[1]
+        return found
+    return PlainRows(found)  # strings, integers and None: the arrays hold nothing else
 
 
 def window_piece_arrays(

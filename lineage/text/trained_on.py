@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from lineage.errors import InputError, UsageError
+from lineage.store.arrays_use import current_records, hash_rows, with_record
 from lineage.store.base import BaseStore
 from lineage.store.budget import refuse_within_budget
 from lineage.store.memo import remembered
-from lineage.store.part_read import lookup_rows
 from lineage.text.folders import Folder, is_folder, read_folder, summaries
 from lineage.text.verdicts import (
     FOUND,
@@ -405,8 +405,19 @@ def _lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner:
             columns: str, digests: list[str]) -> list[tuple[Any, ...]]:
     """The rows holding one of these content hashes, as `columns`, in order of all of
     them."""
-    return sorted(lookup_rows(con, store, table, owner, columns.split(", "),
-                              any_of=("content_hash", digests)))
+    names = columns.split(", ")
+    found: list[tuple[Any, ...]] = []
+    # Each owner's (each corpus's) arrays file where it has a current one, else its parts
+    for name, record in current_records(con, table, owner, store=store).items():
+        rows = None if record is None else with_record(
+            store, record, lambda arrays: hash_rows(arrays, names, digests))
+        if rows is None:
+            from lineage.store.part_read import lookup_rows
+
+            rows = lookup_rows(con, store, table, name, names,
+                               any_of=("content_hash", digests))
+        found += rows
+    return sorted(found)
 
 
 def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, Any]:

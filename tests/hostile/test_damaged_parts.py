@@ -26,7 +26,7 @@ from lineage.stream.build import build_stream
 from lineage.stream.reader import StreamReader
 from lineage.text.trained_on import trained_on, trained_on_hashes
 
-from ..conftest import Cli
+from ..conftest import Cli, drop_lookup_arrays
 
 TABLES = ("documents", "document_hashes", "occurrences", "occurrence_hashes",
           "text_documents", "text_hashes", "fingerprints")
@@ -55,6 +55,9 @@ def damaged_store(tmp_path_factory: pytest.TempPathFactory, example_corpus: Path
         patch.setattr(parts, "_RotatingWriter", _SmallRowGroups)
         ingest_corpus(store, [corpus], corpus="plays")
         build_stream(store, corpus="plays", name="s", seed=1, seq_len=512, batch=8)
+    # The lookups these tests damage read Parquet, as in a store made before the lookup
+    # arrays (a store with them answers from them: tests/test_lookup_arrays.py)
+    assert drop_lookup_arrays(store)
     return store
 
 

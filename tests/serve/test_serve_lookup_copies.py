@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,18 +22,30 @@ from lineage.serve.limits import Limits
 from lineage.store.lookup_copy import LookupCopies
 from lineage.store.lookup_copy_write import make_copies
 
-from ..conftest import Cli, spawn_lineage
+from ..conftest import Cli, drop_lookup_arrays, spawn_lineage
 from .conftest import WAIT, first_answer, free_port
 
 
 @pytest.fixture(scope="module")
-def copies_client(demo_root: Path, tmp_path_factory: pytest.TempPathFactory,
+def bare_root(demo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store without its lookup arrays (a store made before them): the lookups
+    these tests follow read the copies, or Parquet where a server has none."""
+    from lineage.api import open_store
+
+    root = tmp_path_factory.mktemp("copies-demo") / "store"
+    shutil.copytree(demo_root, root)
+    drop_lookup_arrays(open_store(root))
+    return root
+
+
+@pytest.fixture(scope="module")
+def copies_client(bare_root: Path, tmp_path_factory: pytest.TempPathFactory,
                   ) -> Iterator[TestClient]:
     from lineage.api import open_store
 
     folder = tmp_path_factory.mktemp("served-copies")
-    copies = LookupCopies.load(folder, make_copies(open_store(demo_root), folder))
-    with TestClient(create_app(demo_root, lookup_copies=copies), base_url="http://127.0.0.1",
+    copies = LookupCopies.load(folder, make_copies(open_store(bare_root), folder))
+    with TestClient(create_app(bare_root, lookup_copies=copies), base_url="http://127.0.0.1",
                     raise_server_exceptions=False) as test_client:
         yield test_client
 
@@ -123,7 +136,7 @@ def _threads_used(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_small_lookups_are_answered_at_once_and_others_in_a_thread(
-        copies_client: TestClient, client: TestClient, demo_root: Path,
+        copies_client: TestClient, client: TestClient, bare_root: Path,
         example_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A step's lookup in the copies, and a posted file that a corpus holds byte for byte,
     are answered on the event loop; one past the row budget, a text no corpus holds
@@ -148,7 +161,7 @@ def test_small_lookups_are_answered_at_once_and_others_in_a_thread(
     copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
     for limits, lookup_copies in ((Limits(quick_rows=1), copies), (Limits(), None)):
         used.clear()
-        with TestClient(create_app(demo_root, limits=limits, lookup_copies=lookup_copies),
+        with TestClient(create_app(bare_root, limits=limits, lookup_copies=lookup_copies),
                         base_url="http://127.0.0.1") as other:
             for step in (1, 2):
                 answer = other.get(f"/api/docs?step={step}")
@@ -156,7 +169,7 @@ def test_small_lookups_are_answered_at_once_and_others_in_a_thread(
         assert answer.content == quick.content
 
 
-def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
+def test_a_lookup_past_its_budget_reads_nothing(bare_root: Path,
                                                 copies_client: TestClient) -> None:
     from lineage.serve.stores import snapshots_for
     from lineage.store.budget import OverBudget, lookup_budget
@@ -164,7 +177,7 @@ def test_a_lookup_past_its_budget_reads_nothing(demo_root: Path,
     from lineage.text.trained_on import trained_on
 
     copies = copies_client.app.state.lookup_copies  # type: ignore[attr-defined]
-    snapshots = snapshots_for(demo_root)
+    snapshots = snapshots_for(bare_root)
     snapshot = snapshots.current()
     plain, copied = snapshots.served(snapshot), snapshots.served(snapshot, copies)
     docs_in_step(copied, 4)  # the catalog rows this question reads, kept for the snapshot

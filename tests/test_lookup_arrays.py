@@ -1,0 +1,261 @@
+"""Lookup arrays (lineage/store/arrays.py): written with the parts by `stream build` and
+corpus ingest, answering `docs` and `trained-on` as the Parquet parts do, checked before
+any byte is used, reported by `store verify` and made again by `store repair`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lineage.api import Store, open_store
+from lineage.ingest import ingest_corpus
+from lineage.ingest.repair import repair_store
+from lineage.store import part_read
+from lineage.store.arrays import ARRAY_TABLES, ArraysFile, ArraysRecord
+from lineage.store.arrays_use import KeptArrays, current_records
+from lineage.store.base import take_notices
+from lineage.stream.build import build_stream
+from lineage.stream.query import docs_in_step
+from lineage.text.trained_on import trained_on_hashes
+
+from .conftest import Cli, drop_lookup_arrays, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def arrays_store(tmp_path_factory: pytest.TempPathFactory, example_corpus: Path) -> Path:
+    """A corpus of poems and licence files and a stream over it (do not write: copy it)."""
+    from lineage.api import init_store
+
+    root = tmp_path_factory.mktemp("arrays") / "store"
+    init_store(root)
+    store = open_store(root)
+    folder = tmp_path_factory.mktemp("arrays-corpus")
+    for name in ("lovers_complaint.txt", "passionate_pilgrim.txt"):
+        shutil.copy(example_corpus / "shakespeare" / name, folder / name)
+    shutil.copytree(example_corpus / "debian-copyright", folder / "debian-copyright")
+    ingest_corpus(store, [folder], corpus="plays")
+    build_stream(store, corpus="plays", name="s", seed=3, seq_len=512, batch=4)
+    return root
+
+
+@pytest.fixture
+def copied(arrays_store: Path, tmp_path: Path) -> Store:
+    shutil.copytree(arrays_store, tmp_path / "store")
+    take_notices()
+    return open_store(tmp_path / "store")
+
+
+def _records(store: Store) -> dict[str, tuple[str, str]]:
+    """Each arrays table's (path, owner)."""
+    rows = store.sql("SELECT table_name, path, owner FROM parquet_files WHERE table_name "
+                     "LIKE '%_arrays' ORDER BY table_name").rows
+    return {table: (path, owner) for table, path, owner in rows}
+
+
+def _answers(store: Store) -> dict[str, Any]:
+    """Steps' documents (every eighth, and the last) and the verdicts of every
+    document's content hash (and of hashes no document has), as the store answers them
+    now."""
+    count = store.sql("SELECT steps FROM streams WHERE name = 's'").rows[0][0]
+    steps = sorted({*range(0, count, max(1, count // 8)), count - 1})
+    digests = [row[0] for row in store.sql(
+        "SELECT content_hash FROM documents ORDER BY doc_id").rows]
+    queries = [(f"q{i}", d) for i, d in enumerate(digests)]
+    queries += [("none", "0" * 64), ("last", "f" * 64), ("short", "abc")]
+    return {"docs": [docs_in_step(store, step, stream="s") for step in steps],
+            "trained_on": trained_on_hashes(store, queries)}
+
+
+def test_build_and_ingest_register_arrays_that_answer_without_parquet(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert set(_records(copied)) == set(ARRAY_TABLES.values())
+    assert _records(copied)["document_hashes_arrays"][1] == "plays"
+    assert _records(copied)["occurrences_arrays"][1] == "s"
+    expected = _answers(copied)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a lookup read Parquet")
+
+    monkeypatch.setattr(part_read, "lookup_table", refused)
+    assert _answers(copied) == expected
+    assert take_notices() == []
+    assert copied.verify().ok
+
+
+def test_a_store_without_arrays_answers_the_same_from_parquet(copied: Store) -> None:
+    expected = _answers(copied)
+    drop_lookup_arrays(copied)
+    assert _records(copied) == {}
+    assert _answers(copied) == expected
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _arrays_path(store: Store, table: str) -> tuple[Path, ArraysRecord]:
+    path, owner = _records(store)[ARRAY_TABLES[table]]
+    with store.reader(views=False) as con:
+        record = current_records(con, table, owner)[owner]
+    assert record is not None
+    return store.root / path, record
+
+
+@pytest.mark.parametrize("table", sorted(ARRAY_TABLES))
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.floats(min_value=0.0, max_value=1.0, exclude_max=True))
+def test_a_flipped_byte_never_gives_a_wrong_answer(
+        arrays_store: Path, tmp_path_factory: pytest.TempPathFactory, table: str,
+        where: float) -> None:
+    """A flipped byte anywhere in an arrays file: the answers stay those of the parts;
+    when a lookup read the damaged block (or the head), it says so in a notice."""
+    root = tmp_path_factory.mktemp("flip") / "store"
+    shutil.copytree(arrays_store, root)
+    store = open_store(root)
+    expected = _answers(store)
+    path, record = _arrays_path(store, table)
+    at = int(where * record.n_bytes)
+    _flip(path, at)
+    take_notices()
+    assert _answers(store) == expected
+    notices = take_notices()
+    assert all(record.path in notice and "answered from the Parquet parts" in notice
+               for notice in notices)
+    if at >= record.head_at:  # the head is read by every lookup
+        assert notices and "its head differs from the catalog's BLAKE3" in notices[0]
+
+
+def test_a_block_is_checked_before_its_rows_are_used(copied: Store) -> None:
+    """A byte of the block a step's rows are in, flipped: refused with the block named;
+    the same step's answer from a block left whole: no notice."""
+    path, record = _arrays_path(copied, "occurrences")
+    with ArraysFile.open(copied.root, record) as arrays:
+        column = arrays.columns["stream_start"]
+        rows = arrays.rows
+    expected = docs_in_step(copied, 0, stream="s")
+    last = docs_in_step(copied, len(expected) and 1, stream="s")
+    assert take_notices() == []
+    _flip(path, int(column["at"]) + 3)  # the first row's stream_start: step 0's block
+    assert docs_in_step(copied, 0, stream="s") == expected
+    (notice,) = take_notices()
+    assert "block 0 (bytes 0..) differs from its record" in notice, notice
+    assert rows > 0 and last["documents"]
+
+
+def test_a_server_checks_each_file_whole_once(copied: Store) -> None:
+    kept = KeptArrays()
+    assert kept.check_all(copied) == []
+    copied.kept_arrays = kept
+    expected = _answers(copied)
+    path, record = _arrays_path(copied, "occurrence_hashes")
+    _flip(path, record.head_at // 2)  # in the columns: a command would read it only where
+    fresh = KeptArrays()                    # a lookup meets it; a server checks it all
+    problems = fresh.check_all(copied)
+    assert len(problems) == 1 and "differs from the catalog's BLAKE3" in problems[0]
+    copied.kept_arrays = fresh
+    assert _answers(copied) == expected  # from the parts
+    assert take_notices() == []  # said once, at start-up: not at every question
+
+
+def test_verify_reports_a_damaged_arrays_file_and_repair_makes_it_again(
+        copied: Store) -> None:
+    path, record = _arrays_path(copied, "occurrences")
+    before = path.read_bytes()
+    _flip(path, 10)
+    report = copied.verify()
+    assert not report.ok
+    (problem,) = report.problems
+    assert (problem.path, problem.status, problem.owner) == (
+        record.path, "hash-mismatch", "stream s")
+    repaired = repair_store(copied)
+    assert repaired.ok, repaired
+    assert any(a.action == "rebuilt" and a.target == record.path for a in repaired.actions)
+    assert path.read_bytes() == before  # the same rows make the same bytes
+    assert copied.verify().ok
+    docs_in_step(copied, 0, stream="s")
+    assert take_notices() == []
+
+
+def test_the_cli_warns_and_answers_from_parquet(copied: Store) -> None:
+    cli = Cli(copied.root)
+    expected = cli.json("docs", "--step", "1")
+    path, record = _arrays_path(copied, "occurrences")
+    _flip(path, record.n_bytes - 20)  # in the head
+    result = cli("docs", "--step", "1", "--json")
+    assert json.loads(result.stdout) == expected
+    assert record.path in result.stderr and "lineage store repair" in result.stderr
+
+
+def test_arrays_of_other_parts_are_not_used(copied: Store) -> None:
+    """A file made from parts the catalog no longer lists (its record's parts digest
+    differs) is left alone: the lookup reads Parquet."""
+    with copied.writer() as con:
+        con.execute("UPDATE parquet_files SET row_groups = replace(row_groups, "
+                    "'\"parts_digest\": \"', '\"parts_digest\": \"0') "
+                    "WHERE table_name = 'occurrences_arrays'")
+    with copied.reader(views=False) as con:
+        assert current_records(con, "occurrences", "s") == {"s": None}
+        assert current_records(con, "document_hashes", None)["plays"] is not None
+
+
+# -- the arrays answer what the parts answer, on random streams ----------------------
+
+_WORDS = st.text(alphabet="abcdefgh ", min_size=0, max_size=120)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(texts=st.lists(_WORDS, min_size=1, max_size=40), seed=st.integers(0, 2**32),
+       seq_len=st.sampled_from([8, 16, 64]), batch=st.integers(1, 5),
+       separator=st.integers(0, 2), epochs=st.sampled_from([None, ["web=2"], ["web=1.5"]]),
+       uris=st.booleans())
+def test_arrays_answer_as_the_parts_do(
+        fresh_store: Callable[[Path], Store], tmp_path_factory: pytest.TempPathFactory,
+        texts: list[str], seed: int, seq_len: int, batch: int, separator: int,
+        epochs: list[str] | None, uris: bool) -> None:
+    """Random corpora (duplicate texts, empty ones dropped, with or without uris) and
+    streams (seq_len, batch, separators, repeated epochs): every step's documents and
+    every document's verdict equal with the arrays and with the parts alone."""
+    folder = tmp_path_factory.mktemp("random")
+    records = [{"id": f"d{i:03d}", "text": text, **({"uri": f"s3://b/{i}"} if uris and i % 2
+                                                     else {})}
+               for i, text in enumerate(texts)]
+    records.append({"id": "tail", "text": "tail " * 40})  # at least one step of 5 x 64
+    write_jsonl(folder / "docs.jsonl", records)
+    store = fresh_store(folder / "store")
+    ingest_corpus(store, [folder / "docs.jsonl"], corpus="c", source="web",
+                  fingerprints=False)
+    build_stream(store, corpus="c", name="s", seed=seed, seq_len=seq_len, batch=batch,
+                 separator_tokens=separator, epochs=epochs)
+    assert len(_records(store)) == 3
+    with_arrays = _answers(store)
+    drop_lookup_arrays(store)
+    assert _answers(store) == with_arrays
+
+
+def test_a_lookup_process_without_arrays_still_keeps_pandas_out(copied: Store) -> None:
+    """The lean `docs --json` path imports pyarrow only when it reads Parquet (a store
+    without arrays), and pyarrow then makes its pandas check with pandas refused."""
+    import subprocess
+    import sys
+
+    from .test_lean_imports import PROBE
+
+    drop_lookup_arrays(copied)
+    done = subprocess.run([sys.executable, "-c", PROBE, "--store", str(copied.root), "docs",
+                           "--step", "1", "--json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    modules = set(json.loads(line.removeprefix("MODULES ")))
+    assert "pyarrow" in modules and "pandas" not in modules
