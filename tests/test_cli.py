@@ -105,7 +105,8 @@ def test_a_damaged_parquet_file_gives_a_clear_query_error(
     assert "lineage store verify" in result.stderr
     verified = cli("store", "verify", code=1).stdout
     assert f"{added['parts'][0]}: size-mismatch (corpus p)" in verified
-    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 5 files")  # 2 + text index
+    # documents, hashes, its lookup array, the text index
+    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 6 files")
 
 
 def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None:
@@ -118,7 +119,8 @@ def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None
     assert cli.json("store", "gc")["removed"] == []  # too young: may be mid-commit
     removed = cli.json("store", "gc", "--min-age", "0")["removed"]
     assert removed == ["tables/documents/p-0123456789abcdef-0000.parquet"]
-    assert cli.json("store", "verify")["files_checked"] == 5  # documents, hashes, text index
+    # documents, hashes, its lookup array, text index
+    assert cli.json("store", "verify")["files_checked"] == 6
 
 
 def test_init_twice_and_migrate(cli: Cli) -> None:

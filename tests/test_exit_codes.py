@@ -40,6 +40,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "audit report": [(*S, "audit", "report", "nope"),
                      (*NS, "audit", "report", "nope", "--format", "html")],
     "audit who": [(*S, "audit", "who", "nope"), (*NS, "audit", "who", "nope")],
+    "audit requirements": [(*S, "audit", "requirements", "nope"),
+                           (*NS, "audit", "requirements", "nope")],
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],
     "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],

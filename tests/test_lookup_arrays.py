@@ -230,7 +230,7 @@ def test_arrays_answer_as_the_parts_do(
     records = [{"id": f"d{i:03d}", "text": text, **({"uri": f"s3://b/{i}"} if uris and i % 2
                                                      else {})}
                for i, text in enumerate(texts)]
-    records.append({"id": "tail", "text": "tail " * 40})  # at least one step of 5 x 64
+    records.append({"id": "tail", "text": "tail " * 80})  # at least one step of 5 x 64
     write_jsonl(folder / "docs.jsonl", records)
     store = fresh_store(folder / "store")
     ingest_corpus(store, [folder / "docs.jsonl"], corpus="c", source="web",

@@ -37,7 +37,8 @@ from lineage.store.arrays import (
     ArraysRecord,
     parts_digest,
 )
-from lineage.store.durable import fsync_dir, fsync_file, temp_path_for
+from lineage.store.durable import fsync_dir, fsync_file, remove_quietly
+from lineage.store.scratch import new_staging_dir
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,7 +96,9 @@ def prepare_arrays(store: BaseStore, table: str, owner: str, name: str,
                                                                     strict=True)])
     final = store.table_dir(ARRAY_TABLES[table]) / f"{name}-{digest[:8]}.arrays"
     final.parent.mkdir(parents=True, exist_ok=True)
-    written = write_arrays(final, table, [part.temp for part in parts], digest)
+    # written in the build's staging folder, beside its parts: a killed build's is cleared
+    written = write_arrays(final, table, [part.temp for part in parts], digest,
+                           temp_dir=parts[0].temp.parent)
     return None if written is None else PreparedArrays(table, owner, final, written, digest)
 
 
@@ -180,8 +183,15 @@ def build_arrays(store: BaseStore, table: str, owner: str) -> str | None:
     final = (store.table_dir(ARRAY_TABLES[table])
              / f"{Path(parts[0][0]).stem.rsplit('-', 1)[0]}-{digest[:8]}.arrays")
     final.parent.mkdir(parents=True, exist_ok=True)
-    written = write_arrays(final, table, [store.root / p for p, _ in parts], digest)
+    staging = new_staging_dir(store.staging_dir)
+    try:
+        written = write_arrays(final, table, [store.root / p for p, _ in parts], digest,
+                               temp_dir=staging)
+    except BaseException:
+        remove_quietly(staging)
+        raise
     if written is None:
+        remove_quietly(staging)
         return None
     prepared = PreparedArrays(table, owner, final, written, digest)
     old: list[str] = []
@@ -198,20 +208,22 @@ def build_arrays(store: BaseStore, table: str, owner: str) -> str | None:
             if rel not in old:
                 (store.root / rel).unlink(missing_ok=True)
         raise
+    finally:
+        remove_quietly(staging)
     for rel in old:  # unregistered by the commit above
         if rel not in renamed:
             (store.root / rel).unlink(missing_ok=True)
     return renamed[0] if renamed else None
 
 
-def write_arrays(final: Path, table: str, parts: Sequence[Path], digest: str,
-                 ) -> _Written | None:
-    """The rows of `parts` (a lookup table's, in path order) as a fsynced temp file
-    beside `final`; None when their rows cannot be searched (see the module's doc).
-    Read, encoded and written a column at a time: a column of 10M rows, not the table,
-    is in memory at once."""
+def write_arrays(final: Path, table: str, parts: Sequence[Path], digest: str, *,
+                 temp_dir: Path) -> _Written | None:
+    """The rows of `parts` (a lookup table's, in path order) as a fsynced temp file in
+    `temp_dir` (a staging folder of the store: renamed to `final` at commit); None when
+    their rows cannot be searched (see the module's doc). Read, encoded and written a
+    column at a time: a column of 10M rows, not the table, is in memory at once."""
     names, sorted_by = TABLE_COLUMNS[table]
-    temp = temp_path_for(final)
+    temp = temp_dir / final.name
     try:
         written = _write(temp, table, parts, names, sorted_by)
         if written is None:
