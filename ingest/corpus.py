@@ -27,7 +27,11 @@ from lineage.errors import ConflictError, InputError, StoreError, UsageError
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.engine import Executor
 from lineage.ingest.inputs import DirectoryInput, ShardInput, plan_inputs
-from lineage.ingest.readers.directory import list_directory, stage_directory
+from lineage.ingest.readers.directory import (
+    DirectoryListing,
+    list_directory,
+    stage_directory,
+)
 from lineage.ingest.readers.text_shards import TextShardTask, stage_text_shard
 from lineage.ingest.shard_tasks import (
     FilesTask,
@@ -222,24 +226,41 @@ def _map(
     tasks: list[TextShardTask] = []
     for item in raw:
         if isinstance(item, DirectoryInput):
-            listing = list_directory(item.root, source=source, links=links)
-            if item.includes:  # a Croissant FileSet's globs
-                listing.files = [f for f in listing.files if _selected(f.doc_id, item)]
-            walked.skipped_hidden += listing.skipped_hidden
-            walked.skipped_links += listing.skipped_links
-            walked.followed_links += listing.followed_links
+            listing = _listing(item, source, links, walked)
             summaries.append(stage_directory(
                 item.root, listing, staging, tokenizer=spec,
                 progress=progress, workers=workers, fingerprints=index_text,
             ))
         else:
-            part = staging / f"shard-{len(tasks):05d}.parquet"
-            prints = staging / f"shard-{len(tasks):05d}.fingerprints.parquet"
-            tasks.append(TextShardTask(
-                str(item.path), item.kind, item.name, str(part), source, corpus, spec,
-                str(prints) if index_text else None,
-            ))
+            tasks.append(_shard_task(item, len(tasks), staging, source, corpus, spec,
+                                     index_text))
     summaries.extend(_run_shard_tasks(tasks, workers, progress))
+    return _staged(summaries)
+
+
+def _listing(item: DirectoryInput, source: str | None, links: str,
+             walked: WalkCounts) -> DirectoryListing:
+    """The folder's files (a Croissant FileSet's globs applied); what its walk left out
+    or followed is added to `walked`."""
+    listing = list_directory(item.root, source=source, links=links)
+    if item.includes:
+        listing.files = [f for f in listing.files if _selected(f.doc_id, item)]
+    walked.skipped_hidden += listing.skipped_hidden
+    walked.skipped_links += listing.skipped_links
+    walked.followed_links += listing.followed_links
+    return listing
+
+
+def _shard_task(item: ShardInput, index: int, staging: Path, source: str | None, corpus: str,
+                spec: TokenizerSpec, index_text: bool) -> TextShardTask:
+    part = staging / f"shard-{index:05d}.parquet"
+    prints = staging / f"shard-{index:05d}.fingerprints.parquet"
+    return TextShardTask(str(item.path), item.kind, item.name, str(part), source, corpus,
+                         spec, str(prints) if index_text else None)
+
+
+def _staged(summaries: list[ShardSummary]) -> tuple[StagedParts, int]:
+    """The staged parts of every input, and how many empty documents were dropped."""
     parts = StagedParts(
         documents=[s.part for s in summaries if s.part is not None],
         fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
@@ -288,30 +309,18 @@ def map_on(
     shards: list[TextShardTask] = []
     for item in raw:
         if isinstance(item, DirectoryInput):
-            listing = list_directory(item.root, source=source, links=links)
+            listing = _listing(item, source, links, walked)
             if spec.kind == "input":  # as stage_directory says, before hashing anything
                 raise InputError(item.root, "--tokenizer input needs shards with a "
                                  "token_count column")
-            files = [f for f in listing.files if not item.includes or _selected(f.doc_id, item)]
-            walked.skipped_hidden += listing.skipped_hidden
-            walked.skipped_links += listing.skipped_links
-            walked.followed_links += listing.followed_links
-            folders += files_tasks(item.root, files, staging, len(folders), tokenizer=spec,
-                                   fingerprints=index_text)
+            folders += files_tasks(item.root, listing.files, staging, len(folders),
+                                   tokenizer=spec, fingerprints=index_text)
         else:
-            part = staging / f"shard-{len(shards):05d}.parquet"
-            prints = staging / f"shard-{len(shards):05d}.fingerprints.parquet"
-            shards.append(TextShardTask(
-                str(item.path), item.kind, item.name, str(part), source, corpus, spec,
-                str(prints) if index_text else None,
-            ))
-    summaries = [*executor.map(stage_files, folders), *executor.map(stage_text_shard, shards),
-                 *executor.map(stage_manifest, manifest_tasks(manifests, staging))]
-    parts = StagedParts(
-        documents=[s.part for s in summaries if s.part is not None],
-        fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
-    )
-    return parts, sum(s.dropped_empty for s in summaries)
+            shards.append(_shard_task(item, len(shards), staging, source, corpus, spec,
+                                      index_text))
+    return _staged([*executor.map(stage_files, folders),
+                    *executor.map(stage_text_shard, shards),
+                    *executor.map(stage_manifest, manifest_tasks(manifests, staging))])
 
 
 @dataclass

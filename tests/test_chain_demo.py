@@ -60,6 +60,17 @@ def flip(lines: list[str], index: int, key: str) -> None:
     lines[index] = canonical_json(record)
 
 
+def unskipped_trigger(run: Path) -> tuple[list[str], list[dict[str, Any]], int]:
+    """The run's log lines and records with the first step its rule skips applied instead
+    (its record rewritten, not yet re-linked), and that step."""
+    lines = lines_of(run)
+    records = [json.loads(line) for line in lines[1:-1]]
+    trigger = next(r["step"] for r in records if r["grad_norm"] > SKIP_ABOVE)
+    records[trigger]["skipped"] = False  # the trainer applied a batch its rule says to skip
+    lines[trigger + 1] = canonical_json(records[trigger])
+    return lines, records, trigger
+
+
 def relink(lines: list[str], first: int) -> None:
     """Re-hash every record from line index `first` on, and the end record: a forger's
     complete rewrite of the tail."""
@@ -148,13 +159,9 @@ def test_a_rewritten_batch_is_caught_by_the_stream(demo: tuple[Store, Path],
 def test_a_violation_before_the_break_still_stands(demo: tuple[Store, Path],
                                                    tmp_path: Path) -> None:
     store, run = demo
-    lines = lines_of(run)
-    records = [json.loads(line) for line in lines[1:-1]]
-    trigger = next(r["step"] for r in records if r["grad_norm"] > SKIP_ABOVE)
-    records[trigger]["skipped"] = False  # a wrong decision, then a batch claimed twice
-    records[trigger + 3]["batch_digests"] = records[trigger + 4]["batch_digests"]
-    for step in (trigger, trigger + 3):
-        lines[step + 1] = canonical_json(records[step])
+    lines, records, trigger = unskipped_trigger(run)  # a wrong decision,
+    records[trigger + 3]["batch_digests"] = records[trigger + 4]["batch_digests"]  # a batch twice
+    lines[trigger + 4] = canonical_json(records[trigger + 3])
     relink(lines, trigger + 1)
     cli = Cli(store.root)
     ingest(cli, write(tmp_path / "both.jsonl", lines), "both")
@@ -178,12 +185,7 @@ def test_a_cut_open_chain_is_named_with_the_expected_length(
 def test_a_skip_rule_violation_is_named_at_its_step(demo: tuple[Store, Path],
                                                     tmp_path: Path) -> None:
     store, run = demo
-    lines = lines_of(run)
-    records = [json.loads(line) for line in lines[1:-1]]
-    trigger = next(r["step"] for r in records if r["grad_norm"] > SKIP_ABOVE)
-    record = records[trigger]
-    record["skipped"] = False  # the trainer applied a batch its rule says to skip
-    lines[trigger + 1] = canonical_json(record)
+    lines, _, trigger = unskipped_trigger(run)
     relink(lines, trigger + 1)
     cli = Cli(store.root)
     ingest(cli, write(tmp_path / "rule.jsonl", lines), "rule")

@@ -415,17 +415,23 @@ def test_the_command_prints_the_records_without_recording(demo: tuple[Store, Pat
     assert chain_records(run)[4]["state_hash"] in text
 
 
-def test_the_command_exits_1_on_a_mismatch(demo: tuple[Store, Path], tmp_path: Path) -> None:
-    store, _ = demo
-    module = tmp_path / "other.py"
+def _reversed_batch_replayer(folder: Path) -> str:
+    """A replayer (as --replayer names it) that feeds the example's replay its batch
+    reversed: a mismatch."""
+    module = folder / "other.py"
     module.write_text(
         "import importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('t', {str(EXAMPLES / 'tiny_run.py')!r})\n"
         "tiny = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(tiny)\n\n"
         "def replay(state, batch, *, record, **kw):\n"
         "    return tiny.replay(state, batch[::-1], record=record, **kw)\n", encoding="utf-8")
+    return f"{module}:replay"
+
+
+def test_the_command_exits_1_on_a_mismatch(demo: tuple[Store, Path], tmp_path: Path) -> None:
+    store, _ = demo
     out = Cli(store.root)("audit", "replay", "tiny", "--step", "4", "--replayer",
-                          f"{module}:replay", "--no-record", "--json", code=1)
+                          _reversed_batch_replayer(tmp_path), "--no-record", "--json", code=1)
     assert json.loads(out.stdout)["attestation"]["result"] == "mismatch"
 
 
@@ -505,15 +511,8 @@ def test_where_swap_cannot_be_read_a_mismatch_is_recorded_unknown_and_inconclusi
     monkeypatch.setattr(machine, "_system", lambda: "freebsd14")  # no probe there
     shutil.copytree(store.root, tmp_path / "store")  # the shared run stays unrecorded
     cli = Cli(tmp_path / "store")
-    module = tmp_path / "other.py"
-    module.write_text(
-        "import importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('t', {str(EXAMPLES / 'tiny_run.py')!r})\n"
-        "tiny = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(tiny)\n\n"
-        "def replay(state, batch, *, record, **kw):\n"
-        "    return tiny.replay(state, batch[::-1], record=record, **kw)\n", encoding="utf-8")
-    out = cli("audit", "replay", "tiny", "--step", "4", "--replayer", f"{module}:replay",
-              "--auditor", "mac", code=1)
+    out = cli("audit", "replay", "tiny", "--step", "4", "--replayer",
+              _reversed_batch_replayer(tmp_path), "--auditor", "mac", code=1)
     assert "swap UNKNOWN (no swap counter on this system)" in out.stdout
     assert "whether the machine swapped is unknown: re-run with more memory" in out.stdout
     shown = cli.json("audit", "show", "tiny", "--step", "4")
