@@ -26,6 +26,30 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _worker_ports(size: int = 100) -> tuple[int, int]:
+    """A window of ports for the cluster's workers and driver, free now and below the
+    kernel's ephemeral range. Every cluster started with Ray's defaults hands its first
+    driver port 10002, so two clusters on one machine (two xdist workers, or two
+    checkouts testing at once) kill each other's drivers; the window starts at a place
+    taken from this process's pid so that concurrent sessions probe different ones."""
+    windows = (32_000 - 10_100) // size
+    first = os.getpid() % windows
+    for k in range(windows):
+        low = 10_100 + ((first + k) % windows) * size
+        if all(_is_free(port) for port in range(low, low + size)):
+            return low, low + size - 1
+    raise RuntimeError("no free window of ports for a Ray cluster's workers")
+
+
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`ray start --head --block --num-cpus 2` in a process of its own (its daemons'
@@ -36,13 +60,16 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     address = f"127.0.0.1:{_free_port()}"
+    min_worker_port, max_worker_port = _worker_ports()
     log = (tmp_path_factory.mktemp("ray") / "head.log").open("w")
     head = subprocess.Popen(
         [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
          "--num-cpus", "2", "--include-dashboard", "false", "--disable-usage-stats",
          "--node-ip-address", "127.0.0.1",
          "--object-store-memory", str(256 << 20),  # a shared machine: not 30 % of its RAM
-         "--port", address.rsplit(":", 1)[1]],
+         "--port", address.rsplit(":", 1)[1],
+         "--min-worker-port", str(min_worker_port), "--max-worker-port", str(max_worker_port),
+         "--dashboard-agent-listen-port", str(_free_port())],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
