@@ -86,17 +86,19 @@ def _debug(ctx: typer.Context) -> bool:
     return bool(state.get("debug")) or os.environ.get("LINEAGE_DEBUG") == "1"
 
 
-app = typer.Typer(
-    cls=LineageGroup,
-    name="lineage",
-    help="Provenance and lineage of training data: what went in, in which order, with evidence.",
-    epilog="Exit codes: 0 ok, 1 a check or lookup answered no, 2 an error (a missing path, "
-    "an unknown name, a bad option value), 130 interrupted.",
-    no_args_is_help=True,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-)
+def _new_app() -> typer.Typer:
+    return typer.Typer(
+        cls=LineageGroup,
+        name="lineage",
+        help="Provenance and lineage of training data: what went in, in which order, "
+        "with evidence.",
+        epilog="Exit codes: 0 ok, 1 a check or lookup answered no, 2 an error (a missing "
+        "path, an unknown name, a bad option value), 130 interrupted.",
+        no_args_is_help=True,
+        add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        pretty_exceptions_enable=False,
+    )
 
 
 def _version(value: bool) -> None:
@@ -105,7 +107,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def main(
     ctx: typer.Context,
     store: Annotated[
@@ -126,44 +127,69 @@ def main(
     ctx.obj = {"store": store, "debug": debug}
 
 
-def _register() -> None:
-    from lineage.cli import (
-        audit,
-        corpus,
-        exp,
-        export,
-        ingest,
-        query,
-        report,
-        run,
-        serve,
-        store,
-        stream,
-        verify,
-    )
-
-    app.add_typer(ingest.app, name="ingest")
-    app.add_typer(corpus.app, name="corpus")
-    app.add_typer(stream.app, name="stream")
-    app.add_typer(run.app, name="run")
-    app.add_typer(run.chain_app, name="chain")
-    app.add_typer(exp.app, name="exp")
-    app.add_typer(audit.app, name="audit")
-    app.add_typer(export.app, name="export")
-    app.add_typer(store.app, name="store")
-    app.command("init")(store.init)
-    app.command("sql")(store.sql)
-    app.command("serve")(serve.serve)
-    app.command("docs")(query.docs)
-    app.command("trained-on")(query.trained_on)
-    app.command("trace")(query.trace)
-    app.command("verify")(verify.verify)
-    app.command("sums")(verify.sums)
-    app.command("inspect")(report.inspect)
-    app.command("report")(report.report)
+# Every top-level command in help order: (name, module under lineage.cli, attribute, whether
+# the attribute is a sub-application).
+_COMMANDS: tuple[tuple[str, str, str, bool], ...] = (
+    ("ingest", "ingest", "app", True),
+    ("corpus", "corpus", "app", True),
+    ("stream", "stream", "app", True),
+    ("run", "run", "app", True),
+    ("chain", "run", "chain_app", True),
+    ("exp", "exp", "app", True),
+    ("audit", "audit", "app", True),
+    ("export", "export", "app", True),
+    ("store", "store", "app", True),
+    ("init", "store", "init", False),
+    ("sql", "store", "sql", False),
+    ("serve", "serve", "serve", False),
+    ("docs", "query", "docs", False),
+    ("trained-on", "query", "trained_on", False),
+    ("trace", "query", "trace", False),
+    ("verify", "verify", "verify", False),
+    ("sums", "verify", "sums", False),
+    ("inspect", "report", "inspect", False),
+    ("report", "report", "report", False),
+)  # fmt: skip
+_GLOBAL_OPTIONS_WITH_VALUE = ("--store",)
 
 
-_register()
+def build_app(only: str | None = None) -> typer.Typer:
+    """The application with every command, or with `only` that one (what a process that
+    runs one command needs: Typer turns every registered command's signature into click
+    parameters when it starts, about 50 ms for all of them)."""
+    from importlib import import_module
+
+    new = _new_app()
+    new.callback()(main)
+    for name, module, attribute, is_group in _COMMANDS:
+        if only is not None and name != only:
+            continue
+        target = getattr(import_module(f"lineage.cli.{module}"), attribute)
+        if is_group:
+            new.add_typer(target, name=name)
+        else:
+            new.command(name)(target)
+    return new
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The top-level command `argv` runs, when it names one after the global options;
+    None (the whole application: help, a typo's suggestions) otherwise."""
+    args = iter(argv)
+    for arg in args:
+        if arg in _GLOBAL_OPTIONS_WITH_VALUE:
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg if any(arg == name for name, *_ in _COMMANDS) else None
+    return None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole application, for tests and the docs generator
+        whole = build_app()
+        globals()["app"] = whole
+        return whole
+    raise AttributeError(name)
 
 
 def run() -> None:
@@ -172,7 +198,7 @@ def run() -> None:
 
     common.WHOLE_PROCESS = True
     try:
-        app(prog_name="lineage")
+        build_app(_command_named(sys.argv[1:]))(prog_name="lineage")
     except KeyboardInterrupt:  # raised before a command was chosen
         output.error("interrupted")
         sys.exit(EXIT_INTERRUPTED)

@@ -123,6 +123,14 @@ def emit_json(value: Any) -> None:
 def emit_table(
     columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None
 ) -> None:
+    if title is None and not sys.stdout.isatty():
+        sys.stdout.write(plain_table(columns, rows))
+        return
+    _console(False).print(rich_table(columns, rows, title=title))
+
+
+def rich_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+               title: str | None = None) -> Any:
     from rich.table import Table
 
     table = Table(title=None if title is None else _text(title), title_justify="left",
@@ -131,11 +139,41 @@ def emit_table(
         table.add_column(_text(name), overflow="fold")
     for row in rows:
         table.add_row(*(_text(v) for v in row))
-    _console(False).print(table)
+    return table
+
+
+def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The table exactly as rich draws it on a pipe (no styles, never folded), written
+    directly: rich measures and draws every cell as a segment, which costs a lookup of a
+    few hundred rows more than the lookup. tests/test_output_tables.py holds the two
+    equal, byte for byte."""
+    header = [shown(name) for name in columns]
+    body = [[shown(value) for value in row] for row in rows]
+    widths = [max(map(_cells, column)) for column in zip(header, *body, strict=True)]
+
+    def line(cells: list[str], rule: str) -> str:
+        return rule.join(cell + " " * (width - _cells(cell))
+                         for cell, width in zip(cells, widths, strict=True))
+
+    lines = [line(header, " \u2503 "), "\u2501\u2547\u2501".join("\u2501" * w for w in widths)]
+    lines.extend(line(cells, " \u2502 ") for cells in body)
+    return "".join(f"{text}\n" for text in lines)
+
+
+def _cells(text: str) -> int:
+    """Columns `text` takes on a terminal (as rich measures it)."""
+    if text.isascii():  # `shown` has escaped the controls: one column a character
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def emit_lines(lines: Sequence[Any]) -> None:
     """Each item on its own line; a newline inside one is shown as `\\n`."""
+    if not sys.stdout.isatty():  # what rich writes to a pipe, without loading it
+        sys.stdout.write("".join(f"{shown(line)}\n" for line in lines))
+        return
     console = _console(False)
     for line in lines:
         console.print(_text(line))

@@ -11,7 +11,7 @@ import typer
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
 from lineage.errors import EXIT_NO
-from lineage.store.no_pandas import keep_pandas_out
+from lineage.store.no_pandas import pandas_refused
 from lineage.text.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
 
 StreamOption = Annotated[
@@ -31,10 +31,10 @@ def docs(
     json: JsonOption = False,
 ) -> None:
     """Which documents were in step N: every segment of every document, with offsets."""
-    keep_pandas_out()
-    answer = current_store(ctx).docs_in_step(
-        step, stream=stream, rank=rank, world_size=world_size, window=window
-    )
+    with pandas_refused():
+        answer = current_store(ctx).docs_in_step(
+            step, stream=stream, rank=rank, world_size=world_size, window=window
+        )
     if json:
         output.emit_json(answer)
         return
@@ -94,12 +94,12 @@ def trained_on(
     A folder stands for the files `ingest corpus` would record from it: every file at any
     depth, in path order, each a result of its own, then a summary of the folder (files by
     verdict; hidden entries, links and empty files are skipped and counted)."""
-    keep_pandas_out()
     paths = [str(f) for f in files or []]
     stdin = sys.stdin.buffer.read() if "-" in paths else None
-    answer = current_store(ctx).trained_on(
-        [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
-        run=run, min_containment=min_containment, limit=limit)
+    with pandas_refused():
+        answer = current_store(ctx).trained_on(
+            [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
+            run=run, min_containment=min_containment, limit=limit)
     if json:
         output.emit_json(answer.to_dict())
     else:

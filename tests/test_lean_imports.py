@@ -32,7 +32,8 @@ DECODERS = {"pyarrow", "numpy"}
 PROBE = """
 import atexit, json, sys
 atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(
-    {m.split(".")[0] for m in sys.modules})) + "\\n"))
+    {m.split(".")[0] if not m.startswith("lineage.cli.") else m for m in sys.modules}))
+    + "\\n"))
 sys.argv = ["lineage", *sys.argv[1:]]
 from lineage.cli.entry import run
 run()
@@ -111,18 +112,38 @@ def test_trained_on_json_loads_no_heavy_module(
     assert not modules & (HEAVY | DECODERS), modules & (HEAVY | DECODERS)
 
 
-@pytest.mark.parametrize("args", [
-    ("docs", "--step", "777", "--stream", "main"),
-    ("corpus", "show", "big"),
-    ("stream", "show", "main"),
+@pytest.mark.parametrize(("args", "module"), [
+    (("docs", "--step", "777", "--stream", "main"), "lineage.cli.query"),
+    (("corpus", "show", "big"), "lineage.cli.corpus"),
+    (("stream", "show", "main"), "lineage.cli.stream"),
 ])
 def test_the_human_forms_load_no_data_frame_library(
-        big_store: tuple[Path, Path], args: tuple[str, ...]) -> None:
+        big_store: tuple[Path, Path], args: tuple[str, ...], module: str) -> None:
     store, _ = big_store
     done, modules = _loaded(store, *args)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
     assert not modules & {"pandas", "polars"}, modules & {"pandas", "polars"}
+    # the command line sets up the command it runs, not all of them
+    commands = {name for name in modules if name.startswith("lineage.cli.")}
+    assert module in commands
+    assert not commands & {"lineage.cli.audit", "lineage.cli.exp", "lineage.cli.serve"}
+
+
+def test_the_human_lookups_decode_no_parquet(
+        big_store: tuple[Path, Path], tmp_path: Path) -> None:
+    """Answered from the lookup arrays, the people's forms of `docs` and `trained-on`
+    load neither pyarrow nor numpy (pyarrow and what it brings are a third of a human
+    `docs` process)."""
+    store, known = big_store
+    done, modules = _loaded(store, "docs", "--step", "777", "--stream", "main")
+    assert done.returncode == 0, done.stderr
+    assert "step 777" in done.stdout.splitlines()[0]
+    assert not modules & (DECODERS | {"pandas"}), modules & (DECODERS | {"pandas"})
+    done, modules = _loaded(store, "trained-on", str(known))
+    assert done.returncode == 0, done.stderr
+    assert "doc-0123456" in done.stdout
+    assert not modules & (DECODERS | {"pandas"}), modules & (DECODERS | {"pandas"})
 
 
 def test_a_lookup_still_gives_pandas_to_who_asks(big_store: tuple[Path, Path]) -> None:
