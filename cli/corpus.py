@@ -1,13 +1,17 @@
-"""`lineage corpus list|show`."""
+"""`lineage corpus list|show|status`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lineage.cli import output
 from lineage.cli.common import JsonOption, current_store
+from lineage.errors import EXIT_NO
+
+if TYPE_CHECKING:
+    from lineage.corpora.answers import CorpusStatus
 
 app = typer.Typer(help="Recorded corpora.", no_args_is_help=True)
 
@@ -54,3 +58,68 @@ def show(
         [[s["source"], s["documents"], s["tokens"], f"{s['share']:.2%}", s["licenses"]]
          for s in info["sources"]],
     )
+
+
+@app.command("status")
+def status(
+    ctx: typer.Context,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="NAME [PATH...]: the recorded corpus, then the local copy's "
+                       "folders and shards (default: those it was ingested from). With "
+                       "--manifest: PATH... only.", show_default=False, metavar="[NAME] PATH..."),
+    ] = None,
+    manifest: Annotated[
+        str | None, typer.Option(help="Compare with this published ready manifest (JSONL or "
+                                 "Parquet) instead of a recorded corpus; needs no store.")
+    ] = None,
+    source: Annotated[str | None, typer.Option(help="As `ingest corpus --source` "
+                                               "(default: what the ingest used).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="As `ingest corpus --format` "
+                                            "(default: what the ingest used).")] = None,
+    links: Annotated[str | None, typer.Option(help="As `ingest corpus --links` "
+                                              "(default: what the ingest used).")] = None,
+    limit: Annotated[int, typer.Option(help="Documents listed of each kind.", min=0)] = 20,
+    json: JsonOption = False,
+) -> None:
+    """Does a local copy still match the recorded corpus (or a published manifest)? Each
+    document is new, changed, missing or unchanged, by doc_id and content hash, read as
+    `ingest corpus` reads it; nothing is written. Exit 1 when anything differs."""
+    from lineage.ingest.status import corpus_status
+
+    names = list(args or [])
+    corpus = None if manifest is not None else (names.pop(0) if names else None)
+    if manifest is None and corpus is None:
+        raise typer.BadParameter("give the corpus NAME (or --manifest FILE)",
+                                 param_hint="NAME")
+    store = current_store(ctx) if corpus is not None else None
+    with output.progress_bar(not json) as progress:
+        answer = corpus_status(store, corpus, names, manifest=manifest, source=source,
+                               fmt=fmt, links=links, limit=limit, progress=progress)
+    if json:
+        output.emit_json(answer.to_dict())
+    else:
+        output.emit_lines(_status_lines(answer))
+    if not answer.in_sync:
+        raise typer.Exit(EXIT_NO)
+
+
+def _status_lines(answer: CorpusStatus) -> list[str]:
+    verdict = "in sync" if answer.in_sync else "differs"
+    lines = [f"{answer.reference} ({answer.reference_hash}): {verdict}",
+             f"  {answer.local:,} local documents against {answer.recorded:,}: "
+             f"{answer.unchanged:,} unchanged, {answer.new:,} new, {answer.changed:,} "
+             f"changed, {answer.missing:,} missing"]
+    if answer.local_hash == answer.reference_hash:
+        lines.append("  the local copy's manifest hash is the same")
+    for kind, count, listed in (("new", answer.new, answer.new_documents),
+                                ("missing", answer.missing, answer.missing_documents)):
+        lines.extend(f"  {kind:<8} {output.shown(doc_id)}" for doc_id in listed)
+        if count > len(listed):
+            lines.append(f"  ... and {count - len(listed):,} more {kind}")
+    lines.extend(f"  changed  {output.shown(c.doc_id)} ({c.recorded[:16]} -> {c.local[:16]})"
+                 for c in answer.changed_documents)
+    if answer.changed > len(answer.changed_documents):
+        lines.append(f"  ... and {answer.changed - len(answer.changed_documents):,} more "
+                     "changed")
+    return lines

@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from lineage.ingest.corpus import CorpusIngestResult, ingest_corpus
+from lineage.ingest.status import corpus_status
 
-__all__ = ["CorpusIngestResult", "ingest_corpus"]
+__all__ = ["CorpusIngestResult", "corpus_status", "ingest_corpus"]

@@ -130,8 +130,8 @@ def ingest_corpus(
         remove_abandoned_temps(store.table_dir(table))
     try:
         if executor is None:
-            staged, dropped = _map(raw, staging, corpus, source, spec, workers,
-                                   progress, index_text, links, walked)
+            staged, dropped = map_locally(raw, staging, corpus, source, spec, workers,
+                                          progress, index_text, links, walked)
         else:
             staged, dropped = map_on(executor, raw, manifests, staging, corpus, source,
                                      spec, index_text, links, walked)
@@ -208,7 +208,7 @@ def parse_licenses(value: str | list[str] | None) -> LicensePlan:
     return LicensePlan(default, tuple(sorted(by_source.items())))
 
 
-def _map(
+def map_locally(
     raw: list[DirectoryInput | ShardInput],
     staging: Path,
     corpus: str,

@@ -64,3 +64,34 @@ class Corpus(Answer):
     sources: tuple[CorpusSource, ...]
     licenses: tuple[str, ...]  # every licence of every source, sorted
     text_index: TextIndex | None  # None: ingested without a text index
+
+
+class ChangedDocument(Answer):
+    """A document whose bytes differ between the reference and the local copy."""
+
+    doc_id: str
+    recorded: str  # the reference's content hash (BLAKE3-256 hex)
+    local: str  # the local copy's
+
+
+class CorpusStatus(Answer):
+    """`lineage corpus status`: a local copy (folders, shards) against a recorded corpus or
+    a published ready manifest, document by document (by doc_id and content hash)."""
+
+    reference: str  # "corpus NAME" or the manifest file compared against
+    reference_hash: str  # the reference's manifest hash
+    local_hash: str  # the manifest hash of the local copy, read as `ingest corpus` would
+    in_sync: bool  # no document new, changed or missing
+    recorded: int  # documents in the reference
+    local: int  # documents in the local copy (empty files are never documents)
+    unchanged: int
+    new: int  # in the local copy only
+    changed: int  # same doc_id, other bytes
+    missing: int  # in the reference only
+    limit: int  # at most this many doc_ids are listed per kind
+    new_documents: tuple[str, ...]
+    changed_documents: tuple[ChangedDocument, ...]
+    missing_documents: tuple[str, ...]
+    paths: tuple[str, ...]  # what was read, resolved
+    skipped_hidden: int
+    skipped_links: int
