@@ -71,7 +71,8 @@ def status(
     ] = None,
     manifest: Annotated[
         str | None, typer.Option(help="Compare with this published ready manifest (JSONL or "
-                                 "Parquet) instead of a recorded corpus; needs no store.")
+                                 "Parquet), or the manifest parts a Croissant file names, "
+                                 "instead of a recorded corpus; needs no store.")
     ] = None,
     source: Annotated[str | None, typer.Option(help="As `ingest corpus --source` "
                                                "(default: what the ingest used).")] = None,

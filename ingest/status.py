@@ -20,10 +20,11 @@ from typing import Any
 from lineage.api import Store
 from lineage.corpora.answers import ChangedDocument, CorpusStatus
 from lineage.corpora.token_count import parse_tokenizer
-from lineage.errors import UnknownObjectError, UsageError
+from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.corpus import map_locally, parse_licenses
 from lineage.ingest.corpus_reduce import LicensePlan, ReducedCorpus, reduce_corpus
 from lineage.ingest.inputs import ShardInput, plan_inputs
+from lineage.ingest.readers.croissant import looks_like_croissant
 from lineage.ingest.staging import StagedParts
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
 from lineage.store.durable import remove_quietly
@@ -156,12 +157,20 @@ def _read_local(planned: list[Any], scratch: Path, source: str | None,
 
 
 def _read_manifest(path: Path, scratch: Path, progress: Any) -> ReducedCorpus:
-    """A published ready manifest, checked and sorted as `ingest corpus` would record it."""
-    planned = plan_inputs([path], "manifest")
+    """A published ready manifest, checked and sorted as `ingest corpus` would record it;
+    or the ready manifests a Croissant file names (`lineage export croissant` names a
+    corpus's manifest parts), each checked against the file's SHA-256 and size first."""
+    croissant = looks_like_croissant(path)
+    planned = plan_inputs([path], "auto" if croissant else "manifest")
+    manifests = [p for p in planned if isinstance(p, ShardInput)
+                 and p.kind.startswith("manifest")]
+    if not manifests:
+        raise InputError(path, "names no ready manifest (doc_id and content_hash columns) "
+                         "to compare with: `ingest corpus` reads the files it names")
     scratch.mkdir(parents=True)
-    return reduce_corpus(corpus="status", staged_parts=StagedParts([], []), manifests=[
-        p for p in planned if isinstance(p, ShardInput)], licenses=LicensePlan(),
-        staging=scratch, out_dir=scratch / "out", progress=progress)
+    return reduce_corpus(corpus="status", staged_parts=StagedParts([], []),
+                         manifests=manifests, licenses=LicensePlan(), staging=scratch,
+                         out_dir=scratch / "out", progress=progress)
 
 
 def _parts_sql(reduced: ReducedCorpus) -> str:

@@ -144,3 +144,30 @@ def test_the_counts_are_the_set_arithmetic(store: Store, tmp_path_factory,
     assert answer.changed == sum(recorded[k] != local[k] for k in both)
     assert answer.unchanged == sum(recorded[k] == local[k] for k in both)
     assert answer.in_sync == (recorded == local)
+
+
+def test_against_a_published_croissant_file(store: Store, example_corpus: Path,
+                                            tmp_path: Path) -> None:
+    """What `lineage export croissant` publishes (the manifest's parts, with their SHA-256)
+    is a reference too: a copy is checked against it with no store of its own, and a part
+    whose bytes differ from what the file says is refused."""
+    ingest_corpus(store, [example_corpus], corpus="example", license="NOASSERTION")
+    published = tmp_path / "dataset.json"
+    Cli(store.root)("export", "croissant", "--corpus", "example", "-o", str(published))
+    cli = Cli(tmp_path / "no-store-here")
+    answer = json.loads(cli("corpus", "status", "--manifest", str(published),
+                            str(example_corpus), "--json").stdout)
+    assert answer["in_sync"] and answer["unchanged"] == answer["recorded"] > 200
+    copy = _copy(example_corpus, tmp_path)
+    (copy / "shakespeare" / "added.txt").write_text("Not in the published corpus.\n")
+    answer = json.loads(cli("corpus", "status", "--manifest", str(published), str(copy),
+                            "--json", code=1).stdout)
+    assert answer["new_documents"] == ["shakespeare/added.txt"]
+    listed = json.loads(published.read_text())
+    part = next(Path(entry["contentUrl"]) for entry in listed["distribution"]
+                if entry.get("encodingFormat") == "application/x-parquet")
+    part = part if part.is_absolute() else published.parent / part
+    part.chmod(0o644)
+    part.write_bytes(part.read_bytes()[:-1] + b"!")
+    done = cli("corpus", "status", "--manifest", str(published), str(copy), code=2)
+    assert "croissant-checksum" in done.stderr or "sha256" in done.stderr.lower()
