@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 from lineage.errors import EXIT_NO, UsageError
 
 if TYPE_CHECKING:
@@ -34,10 +41,15 @@ PayoutOption = Annotated[str | None, typer.Option(
 
 
 @app.command("status")
-def status(ctx: typer.Context, run: RunArgument, json: JsonOption = False) -> None:
+def status(ctx: typer.Context, run: RunArgument, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Intervals by status, steps verified, participants, replay hours, the longest
     contiguous verified run, relay chains and the next unclaimed steps."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     answer = current_store(ctx).audit_status(run)
+    if fmt:
+        output.emit_rows(fmt, answer)
+        return
     if json:
         output.emit_json(answer.to_dict())
         return
@@ -120,9 +132,14 @@ def _signatures(answer: AuditStep, record: dict[str, Any]) -> str:
 
 
 @app.command("who")
-def who(ctx: typer.Context, run: RunArgument, json: JsonOption = False) -> None:
+def who(ctx: typer.Context, run: RunArgument, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Everyone with a record of the run, alphabetically (a list, not a ranking)."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     answer = current_store(ctx).audit_who(run)
+    if fmt:
+        output.emit_rows(fmt, answer)
+        return
     if json:
         output.emit_json(answer.to_dict())
         return

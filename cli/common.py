@@ -57,3 +57,18 @@ RayAddressOption = Annotated[
                              "local one with this machine's cores. The store must be on "
                              "storage every node sees at the same path.")
 ]
+
+
+CsvOption = Annotated[bool, typer.Option("--csv", help="Print the rows as CSV.")]
+TsvOption = Annotated[bool, typer.Option("--tsv", help="Print the rows as TSV.")]
+NlOption = Annotated[bool, typer.Option(
+    "--nl", help="Print the rows as newline-delimited JSON (an object a line).")]
+
+
+def rows_format(*, json: bool, csv: bool, tsv: bool, nl: bool) -> str | None:
+    """`csv`, `tsv` or `nl` when one was asked for; a usage error when several outputs were."""
+    asked = [name for name, on in (("json", json), ("csv", csv), ("tsv", tsv), ("nl", nl)) if on]
+    if len(asked) > 1:
+        raise typer.BadParameter(f"give one of --{', --'.join(asked)}, not several",
+                                 param_hint="--" + asked[1])
+    return asked[0] if asked and asked[0] != "json" else None

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 from lineage.errors import EXIT_NO
 
 if TYPE_CHECKING:
@@ -17,9 +24,14 @@ app = typer.Typer(help="Recorded corpora.", no_args_is_help=True)
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOption = False) -> None:
+def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Every corpus with its totals and manifest hash."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     rows = current_store(ctx).corpora()
+    if fmt:
+        output.emit_rows(fmt, rows)
+        return
     if json:
         output.emit_json(rows.to_list())
         return
@@ -32,9 +44,16 @@ def show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The corpus name.")],
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """Sources with document and token counts, shares, licences, and the manifest hash."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     info = current_store(ctx).corpus(name)
+    if fmt:
+        output.emit_rows(fmt, info)
+        return
     if json:
         output.emit_json(info.to_dict())
         return

@@ -11,7 +11,14 @@ from typer.core import TyperCommand
 
 from lineage.cli import exp_render as render
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 from lineage.errors import EXIT_NO, UsageError
 
 app = typer.Typer(help="Experiment records that travel across rented machines.",
@@ -174,11 +181,16 @@ def logs(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOption = False) -> None:
+def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Every experiment record, oldest first."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     from lineage.exp.api import list_experiments
 
     rows = list_experiments(current_store(ctx))
+    if fmt:
+        output.emit_rows(fmt, rows)
+        return
     if json:
         output.emit_json(rows.to_list())
         return

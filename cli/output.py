@@ -169,6 +169,60 @@ def _cells(text: str) -> int:
     return cell_len(text)
 
 
+ROW_FORMATS = ("csv", "tsv", "nl")
+
+
+class RowWriter:
+    """Rows to stdout as CSV or TSV (a header line, then a line a row, each ending in CR LF)
+    or newline-delimited JSON (an object a line), a batch at a time, as sqlite-utils
+    writes them. Values are
+    written as `--json` holds them: a list or an object as compact JSON in a cell, null
+    as an empty cell, booleans as true/false. Exact, like `--json`: no escaping for
+    terminals (`shown`) is applied."""
+
+    def __init__(self, fmt: str, columns: Sequence[str]) -> None:
+        import csv
+
+        self.fmt, self.columns = fmt, list(columns)
+        self._csv = None
+        if fmt != "nl":
+            # Lines end in \r\n, as RFC 4180 (and Excel, and sqlite-utils) has it: the csv
+            # module quotes a value holding a line end only if it is one of these characters.
+            self._csv = csv.writer(sys.stdout, dialect="excel" if fmt == "csv" else "excel-tab")
+            self._csv.writerow(self.columns)
+
+    def write(self, rows: Iterable[Any]) -> None:
+        from lineage.jsonout import json_line
+
+        for row in rows:
+            if self._csv is None:  # an object as `--json` holds it (absent keys stay so)
+                as_object = row if isinstance(row, dict) else dict(
+                    zip(self.columns, row, strict=True))
+                sys.stdout.write(json_line(as_object) + "\n")
+            else:
+                values = [row.get(c) for c in self.columns] if isinstance(row, dict) else row
+                self._csv.writerow([_cell(v) for v in values])
+
+
+def _cell(value: Any) -> Any:
+    from lineage.jsonout import json_line, to_jsonable
+
+    value = to_jsonable(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json_line(value)
+    return value
+
+
+def emit_rows(fmt: str, answer: Any) -> None:
+    """A table answer's rows (`Answer.table_rows()`, `AnswerList.table_rows()`) in `fmt`."""
+    columns, rows = answer.table_rows()
+    RowWriter(fmt, columns).write(rows)
+
+
 def emit_lines(lines: Sequence[Any]) -> None:
     """Each item on its own line; a newline inside one is shown as `\\n`."""
     if not sys.stdout.isatty():  # what rich writes to a pipe, without loading it

@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 from lineage.errors import EXIT_NO
 from lineage.store.no_pandas import pandas_refused
 from lineage.text.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
@@ -29,12 +36,19 @@ def docs(
     ] = None,
     window: Annotated[int | None, typer.Option(help="Only this window.", min=0)] = None,
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """Which documents were in step N: every segment of every document, with offsets."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     with pandas_refused():
         answer = current_store(ctx).docs_in_step(
             step, stream=stream, rank=rank, world_size=world_size, window=window
         )
+    if fmt:
+        output.emit_rows(fmt, answer)
+        return
     if json:
         output.emit_json(answer)
         return
@@ -87,6 +101,9 @@ def trained_on(
         int, typer.Option(help="Candidate documents examined per text.", min=1)
     ] = DEFAULT_LIMIT,
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
     passages). Exit 0 when every query is in the stream (or trained) or matched as text.
@@ -94,13 +111,16 @@ def trained_on(
     A folder stands for the files `ingest corpus` would record from it: every file at any
     depth, in path order, each a result of its own, then a summary of the folder (files by
     verdict; hidden entries, links and empty files are skipped and counted)."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     paths = [str(f) for f in files or []]
     stdin = sys.stdin.buffer.read() if "-" in paths else None
     with pandas_refused():
         answer = current_store(ctx).trained_on(
             [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
             run=run, min_containment=min_containment, limit=limit)
-    if json:
+    if fmt:
+        output.emit_rows(fmt, answer)
+    elif json:
         output.emit_json(answer.to_dict())
     else:
         for result in answer["results"]:
@@ -158,10 +178,17 @@ def trace(
     skipped: Annotated[bool, typer.Option("--skipped", help="Every skipped step.")] = False,
     limit: Annotated[int | None, typer.Option(help="Only the first N steps.", min=1)] = None,
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """Loss, grad norm and the documents of a run's step, or of its clipped/skipped steps."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     answer = current_store(ctx).trace(run, step=step, clipped=clipped, skipped=skipped,
                                       limit=limit)
+    if fmt:
+        output.emit_rows(fmt, answer)
+        return
     if json:
         output.emit_json(answer.to_dict())
         return

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import JsonOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 from lineage.errors import EXIT_NO
 
 if TYPE_CHECKING:
@@ -18,9 +25,14 @@ chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_i
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOption = False) -> None:
+def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Every run with its stream, progress and clipped/skipped counts."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     rows = current_store(ctx).runs()
+    if fmt:
+        output.emit_rows(fmt, rows)
+        return
     if json:
         output.emit_json(rows.to_list())
         return
@@ -76,9 +88,16 @@ def checkpoints(
                      "a replay of it starts from); exit 1 when there is none.", min=0),
     ] = None,
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """A run's checkpoints with their verdicts, and the ones its declared interval lacks."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     result = current_store(ctx).checkpoints(name, nearest=nearest)
+    if fmt:
+        output.emit_rows(fmt, result)
+        return
     if json:
         output.emit_json(result.to_dict())
         return

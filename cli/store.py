@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lineage.cli import common, output
-from lineage.cli.common import JsonOption, current_store, store_root
+from lineage.cli.common import (
+    CsvOption,
+    JsonOption,
+    NlOption,
+    TsvOption,
+    current_store,
+    rows_format,
+    store_root,
+)
 from lineage.errors import EXIT_ERROR, EXIT_NO
 from lineage.store.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
@@ -43,6 +51,9 @@ def sql(
         help="Stop the query when it needs more memory than this, such as 512MiB or 2GB "
              "(0: no limit).")] = "1GiB",
     json: JsonOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+    nl: NlOption = False,
 ) -> None:
     """Run read-only SQL over the catalog; Parquet tables appear as views (documents, ...).
 
@@ -54,15 +65,28 @@ def sql(
     from lineage.store.sql_guard import process_bounds
     from lineage.stream.build import memory_bytes
 
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     memory = memory_bytes(max_memory)
     store = current_store(ctx)
     # Only a process of its own can be bounded inside a function call, and ended.
     bounds = process_bounds(max_memory=memory, timeout=timeout, on_overrun=_end_now) \
         if common.WHOLE_PROCESS else nullcontext()
+    writer: list[output.RowWriter] = []
+
+    def write(columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+        if not writer:  # the header, once the columns are known
+            writer.append(output.RowWriter(fmt or "", columns))
+        writer[0].write(rows)
+
     with bounds:
-        result = store.sql(query, timeout=timeout, max_rows=max_rows, max_memory=memory)
+        result = store.sql(query, timeout=timeout, max_rows=max_rows, max_memory=memory,
+                           on_rows=write if fmt else None)
     cut = (f"only the first {result.max_rows:,} rows are shown; "
            "--max-rows raises the limit") if result.truncated else None
+    if fmt:  # streamed as they came: the cut is said on stderr, as with --json
+        if cut:
+            output.warning(cut)
+        return
     if json:
         output.emit_json(result.to_list())
         if cut:
@@ -85,9 +109,14 @@ def _end_now(message: str) -> None:
 
 
 @app.command("verify")
-def verify(ctx: typer.Context, json: JsonOption = False) -> None:
+def verify(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Re-hash every registered Parquet file against the catalog (exit 1 on a mismatch)."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     report = current_store(ctx).verify()
+    if fmt:
+        output.emit_rows(fmt, report)
+        return
     if json:
         output.emit_json(report.to_dict())
     else:

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lineage.cli import output
-from lineage.cli.common import EngineOption, JsonOption, RayAddressOption, current_store
+from lineage.cli.common import (
+    CsvOption,
+    EngineOption,
+    JsonOption,
+    NlOption,
+    RayAddressOption,
+    TsvOption,
+    current_store,
+    rows_format,
+)
 
 if TYPE_CHECKING:
     from lineage.stream.answers import StreamCut
@@ -108,9 +117,14 @@ def _cut_line(cut: StreamCut, budget: int | None) -> str:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json: JsonOption = False) -> None:
+def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
+        tsv: TsvOption = False, nl: NlOption = False) -> None:
     """Every stream with its corpus, shape and digest."""
+    fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     rows = current_store(ctx).streams()
+    if fmt:
+        output.emit_rows(fmt, rows)
+        return
     if json:
         output.emit_json(rows.to_list())
         return

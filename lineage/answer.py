@@ -133,6 +133,17 @@ class Answer(Mapping[str, Any]):
         return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None) \
             if rows else pl.DataFrame(schema=schema)
 
+    def table_rows(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """The answer's rows as the command's `--json` holds them, with the row type's keys
+        (known even when there are no rows): what `--csv`, `--tsv` and `--nl` print."""
+        if self.ROWS is None:
+            raise TypeError(f"{type(self).__name__} is not a table; use to_dict()")
+        rows = [_plain(row) for row in getattr(self, self.ROWS)]
+        args = typing.get_args(_hints(type(self))[self.ROWS])
+        if args and isinstance(args[0], type) and issubclass(args[0], Answer):
+            return list(_fields_by_key(args[0])), rows
+        return list(dict.fromkeys(key for row in rows for key in row)), rows
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """The answer for a JSON object; its keys must be this type's fields, in order."""
@@ -197,6 +208,10 @@ class AnswerList(tuple[A, ...]):
     def to_json(self) -> str:
         """Exactly what the command's `--json` prints."""
         return json_text(self.to_list())
+
+    def table_rows(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """The rows with the row type's keys (see `Answer.table_rows`)."""
+        return list(_fields_by_key(self.row_type)), self.to_list()
 
     def to_polars(self) -> pl.DataFrame:
         """One row per item, one column per field (typed even when the list is empty)."""

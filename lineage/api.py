@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
     from lineage.store.answers import StoreVerification
     from lineage.store.query import QueryResult
+    from lineage.store.sql_guard import RowSink
     from lineage.stream.answers import StepDocuments, Stream, StreamSummary
     from lineage.text.answers import TrainedOn
 
@@ -226,16 +227,18 @@ class Store(BaseStore):
         return StoreVerification.from_dict(verify_store(self))
 
     def sql(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
-            max_memory: int | None = None) -> QueryResult:
+            max_memory: int | None = None, on_rows: RowSink | None = None) -> QueryResult:
         """`lineage sql`: read-only SQL in the guarded session (lineage.store.sql_guard).
         `timeout` in seconds, `max_rows` (the first rows, `truncated` set when there
         were more) and `max_memory` in bytes (DuckDB's own accounting; docs/store.md
         "SQL" says what it does not cover): no limit unless given. The result prints as
-        `--json` does (`to_json()`) and turns into a typed polars frame (`to_polars()`)."""
+        `--json` does (`to_json()`) and turns into a typed polars frame (`to_polars()`).
+        `on_rows(columns, rows)` receives the rows in batches instead (the result then
+        holds none): a large result is never held whole."""
         from lineage.store.sql_guard import run_guarded_sql
 
         return run_guarded_sql(self, query, timeout=timeout, max_rows=max_rows,
-                               max_memory=max_memory)
+                               max_memory=max_memory, on_rows=on_rows)
 
     def frame(self, name: str, *, check: bool = True) -> pl.LazyFrame:
         """A polars LazyFrame of the table `name` (a Parquet-backed table such as

@@ -39,6 +39,20 @@ def json_text(value: Any) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_ONE_LINE_UNSAFE = re.compile("[\ud800-\udfff\x85\u2028\u2029]")
+
+
+def json_line(value: Any) -> str:
+    """One value as compact JSON on one line (`--nl`): the same values as `json_text`,
+    without the indentation."""
+    import json
+
+    text = json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+    # Escaped too: lone surrogates (not UTF-8), and the line breaks other than \n that
+    # JSON lets stand in a string but `str.splitlines` and others split at.
+    return _ONE_LINE_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _orjson_text(value: Any) -> str | None:
     """`value` as orjson writes it, when that is what json writes; else None."""
     try:

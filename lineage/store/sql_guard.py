@@ -69,9 +69,15 @@ _STARTUP_CONFIG = {
 }
 
 
+# Receives each batch of a streamed result: (column names, rows as DuckDB gives them).
+RowSink = Callable[[list[str], list[tuple[Any, ...]]], None]
+_STREAM_BATCH = 10_000
+
+
 def run_guarded_sql(
     store: BaseStore, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
     max_rows: int | None = DEFAULT_MAX_ROWS, max_memory: int | None = DEFAULT_MAX_MEMORY,
+    on_rows: RowSink | None = None,
 ) -> QueryResult:
     """Run user SQL in a guarded session: the one entry point for untrusted queries.
 
@@ -80,7 +86,9 @@ def run_guarded_sql(
     the result `truncated`; `max_memory` (bytes) bounds what DuckDB counts (a quarter of
     it is left for what it does not, see `process_bounds`). None (or 0) means no limit.
     A refused or failing query raises `UsageError`, a damaged part `StoreError`, each with
-    a one-line message; the store is never changed.
+    a one-line message; the store is never changed. With `on_rows`, the rows are handed
+    to it in batches as DuckDB gives them (`on_rows(columns, rows)`), never all held, and
+    the result holds none.
     """
     import duckdb
 
@@ -93,6 +101,8 @@ def run_guarded_sql(
             for statement in statements[:-1]:
                 con.execute(statement.query)
             cursor = con.execute(statements[-1].query)
+            if on_rows is not None:
+                return _stream(cursor, cursor.description or [], max_rows, on_rows)
             return _fetch(cursor, cursor.description or [], max_rows)
         except duckdb.InterruptException as exc:
             raise UsageError(time_limit_message(timeout)) from exc
@@ -319,6 +329,26 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, description: list[Any],
     truncated = len(rows) > max_rows
     return QueryResult(columns, rows[:max_rows], truncated=truncated, max_rows=max_rows,
                        column_types=types)
+
+
+def _stream(cursor: duckdb.DuckDBPyConnection, description: list[Any],
+            max_rows: int | None, on_rows: RowSink) -> QueryResult:
+    """The rows to `on_rows` a batch at a time; the result keeps the columns only."""
+    columns = [d[0] for d in description]
+    types = tuple(str(d[1]) for d in description)
+    sent = 0
+    while True:
+        want = _STREAM_BATCH if not max_rows else min(_STREAM_BATCH, max_rows + 1 - sent)
+        rows = cursor.fetchmany(want)
+        if max_rows and sent + len(rows) > max_rows:
+            on_rows(columns, rows[:max_rows - sent])
+            return QueryResult(columns, [], truncated=True, max_rows=max_rows,
+                               column_types=types)
+        if rows or not sent:
+            on_rows(columns, rows)
+        sent += len(rows)
+        if len(rows) < want:
+            return QueryResult(columns, [], max_rows=max_rows or None, column_types=types)
 
 
 def _damage_or_failure(store: BaseStore, exc: Exception) -> LineageError:
