@@ -158,6 +158,9 @@ def test_a_signal_during_the_checks_is_recorded(
         return real(folder, **options)
 
     monkeypatch.setattr(gate, "read_folder", interrupted_check)
+    # Whatever handler was in place before (another library's, in a shared test worker)
+    # must be the one in place after.
+    before = signal.getsignal(signal.SIGTERM)
     marker = tmp_path / "ran"
     record = run_experiment(weights=weights, revision="r", command=["touch", str(marker)])
     assert record["outcome"] == "interrupted" and record["command"] is None
@@ -168,7 +171,7 @@ def test_a_signal_during_the_checks_is_recorded(
     shown = "\n".join(show_lines({"id": "exp-x", **record}))
     assert "interrupted by SIGTERM during the checks" in shown
     assert "command     (not run)" in shown
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+    assert signal.getsignal(signal.SIGTERM) is before  # handlers restored
 
 
 @pytest.mark.skipif(not SYSTEM_PYTHON.is_file(), reason="needs the system's /usr/bin/python3")
