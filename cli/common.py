@@ -72,3 +72,31 @@ def rows_format(*, json: bool, csv: bool, tsv: bool, nl: bool) -> str | None:
         raise typer.BadParameter(f"give one of --{', --'.join(asked)}, not several",
                                  param_hint="--" + asked[1])
     return asked[0] if asked and asked[0] != "json" else None
+
+
+CascadeOption = Annotated[bool, typer.Option(
+    "--cascade", help="Remove what depends on it too (streams of a corpus, runs of a stream, "
+    "the audit records of a run).")]
+
+
+def remove_and_report(ctx: typer.Context, kind: str, name: str, *, cascade: bool,
+                      json: bool) -> None:
+    """The `remove` commands: one library call, then the answer."""
+    from lineage.cli import output
+
+    answer = current_store(ctx).remove(kind, name, cascade=cascade)
+    if json:
+        output.emit_json(answer.to_dict())
+        return
+    if answer.status == "absent":
+        output.emit_lines([f"no {kind} {name!r}: nothing to remove"])
+        return
+    kinds = (("corpus", "corpora", answer.corpora), ("stream", "streams", answer.streams),
+             ("run", "runs", answer.runs), ("experiment", "experiments", answer.experiments))
+    taken = [f"{len(names)} {one if len(names) == 1 else many} ({', '.join(names)})"
+             for one, many, names in kinds if names]
+    if answer.audit_records:
+        taken.append(f"{answer.audit_records} audit records")
+    output.emit_lines([f"removed {', '.join(taken)}",
+                       f"{answer.parts} files ({answer.part_bytes:,} bytes) are no longer "
+                       "registered: `lineage store gc` deletes them"])

@@ -8,11 +8,13 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import (
+    CascadeOption,
     CsvOption,
     JsonOption,
     NlOption,
     TsvOption,
     current_store,
+    remove_and_report,
     rows_format,
 )
 from lineage.errors import EXIT_NO
@@ -143,3 +145,15 @@ def _status_lines(answer: CorpusStatus) -> list[str]:
         lines.append(f"  ... and {answer.changed - len(answer.changed_documents):,} more "
                      "changed")
     return lines
+
+
+@app.command("remove")
+def remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The corpus name.")],
+    cascade: CascadeOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Remove the corpus record in one commit (exit 2 when something depends on it, unless
+    --cascade); `lineage store gc` then deletes its files. Removing it twice does nothing."""
+    remove_and_report(ctx, "corpus", name, cascade=cascade, json=json)

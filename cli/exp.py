@@ -12,11 +12,13 @@ from typer.core import TyperCommand
 from lineage.cli import exp_render as render
 from lineage.cli import output
 from lineage.cli.common import (
+    CascadeOption,
     CsvOption,
     JsonOption,
     NlOption,
     TsvOption,
     current_store,
+    remove_and_report,
     rows_format,
 )
 from lineage.errors import EXIT_NO, UsageError
@@ -302,3 +304,15 @@ def providers(
                                               if report["fallback"] else "no")])
     if require and report["fallback"]:
         raise typer.Exit(EXIT_NO)
+
+
+@app.command("remove")
+def remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Id, id prefix or name.", metavar="ID")],
+    cascade: CascadeOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Remove the experiment record in one commit (exit 2 when something depends on it, unless
+    --cascade); `lineage store gc` then deletes its files. Removing it twice does nothing."""
+    remove_and_report(ctx, "experiment", name, cascade=cascade, json=json)

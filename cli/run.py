@@ -8,11 +8,13 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import (
+    CascadeOption,
     CsvOption,
     JsonOption,
     NlOption,
     TsvOption,
     current_store,
+    remove_and_report,
     rows_format,
 )
 from lineage.errors import EXIT_NO
@@ -185,3 +187,15 @@ def _verify_lines(report: ChainVerification) -> list[str]:
         lines += [f"skip rule VIOLATED at step {v['step']}: {v['reason']}"
                   for v in rule["violations"]]
     return lines
+
+
+@app.command("remove")
+def remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The run name.")],
+    cascade: CascadeOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Remove the run record in one commit (exit 2 when something depends on it, unless
+    --cascade); `lineage store gc` then deletes its files. Removing it twice does nothing."""
+    remove_and_report(ctx, "run", name, cascade=cascade, json=json)

@@ -8,6 +8,7 @@ import typer
 
 from lineage.cli import output
 from lineage.cli.common import (
+    CascadeOption,
     CsvOption,
     EngineOption,
     JsonOption,
@@ -15,6 +16,7 @@ from lineage.cli.common import (
     RayAddressOption,
     TsvOption,
     current_store,
+    remove_and_report,
     rows_format,
 )
 
@@ -155,3 +157,15 @@ def _text(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return "-" if value is None else str(value)
+
+
+@app.command("remove")
+def remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The stream name.")],
+    cascade: CascadeOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Remove the stream record in one commit (exit 2 when something depends on it, unless
+    --cascade); `lineage store gc` then deletes its files. Removing it twice does nothing."""
+    remove_and_report(ctx, "stream", name, cascade=cascade, json=json)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from lineage.exports.answers import AiActSummary, ModelCard
     from lineage.exports.openlineage_answers import OpenLineageExport
     from lineage.runs.answers import ChainVerification, Checkpoints, Run, RunSummary, Trace
-    from lineage.store.answers import StoreVerification
+    from lineage.store.answers import Removal, StoreVerification
     from lineage.store.query import QueryResult
     from lineage.store.sql_guard import RowSink
     from lineage.stream.answers import StepDocuments, Stream, StreamSummary
@@ -217,6 +217,25 @@ class Store(BaseStore):
             self, run=run, corpus=corpus, exp=exp, namespace=namespace,
             output=Path(output) if output is not None else None, url=url, endpoint=endpoint,
             api_key=api_key))
+
+    def remove(self, kind: str, name: str, *, cascade: bool = False) -> Removal:
+        """`lineage corpus|stream|run|exp remove NAME`: the record out of the catalog in one
+        commit, and with it, when `cascade`, what depends on it (a corpus's streams, a
+        stream's runs, a run's audit records); ConflictError naming them otherwise. An
+        experiment is named as `exp show` takes it (id, id prefix, name, NAME#N). Its
+        files stay until `store gc`. Removing what is not there answers `absent`."""
+        from lineage.store.remove import remove_record
+
+        if kind == "experiment":
+            from lineage.exp.records import get_record
+
+            base = name.rpartition("#")[0] or name
+            with self.reader(views=False) as con:
+                held = con.execute("SELECT count(*) FROM experiments WHERE starts_with(id, ?) "
+                                   "OR name = ?", [base, base]).fetchall()[0][0]
+            if held:  # else absent: nothing to remove; an ambiguous prefix is an error
+                name = get_record(self, name)["id"]
+        return remove_record(self, kind, name, cascade=cascade)
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;

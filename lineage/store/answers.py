@@ -62,3 +62,19 @@ class StoreRepair(Answer):
     ok: bool  # True when every registered file is now present and unchanged
     actions: tuple[RepairAction, ...]  # in the order they were done
     remaining: tuple[PartProblem, ...]  # lost files it could not rebuild (not dropped)
+
+
+class Removal(Answer):
+    """`lineage corpus|stream|run|exp remove`: what one commit took out of the catalog. The
+    files of the removed records are no longer registered: `lineage store gc` deletes them."""
+
+    kind: str  # corpus, stream, run or experiment
+    name: str  # as asked
+    status: str  # removed, or absent (nothing by that name: nothing to do)
+    corpora: tuple[str, ...]  # every record removed, by kind
+    streams: tuple[str, ...]
+    runs: tuple[str, ...]
+    experiments: tuple[str, ...]
+    audit_records: int  # ledger records of the removed runs
+    parts: int  # files no longer registered
+    part_bytes: int  # their size

@@ -148,6 +148,8 @@ SCENARIOS = [
     Scenario("exp-run", lambda w: w.base,
              lambda w, s: ["exp", "run", "--weights", str(w.inputs / "weights"), "--revision",
                            "r1", "--name", "e", "--", "true"], done=_logs_kept),
+    Scenario("remove-cascade", lambda w: w.run_store,
+             lambda w, s: ["corpus", "remove", "poems", "--cascade"]),
     Scenario("store-gc", lambda w: w.garbage,
              lambda w, s: ["store", "gc", "--min-age", "0"], done=_no_garbage),
     Scenario("store-repair", lambda w: w.broken, lambda w, s: ["store", "repair"],
