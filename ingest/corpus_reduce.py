@@ -91,7 +91,10 @@ def reduce_corpus(
     instead of being given in `manifests`."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    # A database file, not ":memory:": DuckDB compresses the table it keeps on disk, and
+    # spills the blocks of an in-memory one as they are (a 5M-row Open-1B-shaped reduce
+    # spilled 1.34 GB to its staging folder in memory, 0.70 GB with a file).
+    con = duckdb.connect(str(staging / "reduce.duckdb"))
     try:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
