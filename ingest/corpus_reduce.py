@@ -18,6 +18,7 @@ from lineage.errors import InputError, UsageError, too_little_memory
 from lineage.ingest.input_rules import INT64_MAX, IngestRuleError
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.manifests import load_manifests
+from lineage.ingest.sort_ranges import sorted_by_ranges
 from lineage.ingest.staging import StagedParts, record_place
 from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
@@ -35,8 +36,6 @@ from lineage.store.parts import report as report_progress
 
 if TYPE_CHECKING:
     import duckdb
-
-_FETCH_ROWS = 65_536
 
 # (rule broken, SQL predicate that is true on a breaking row), checked in this order.
 ROW_RULES: tuple[tuple[str, str], ...] = (
@@ -91,7 +90,9 @@ def reduce_corpus(
     instead of being given in `manifests`."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    # A database file, not ":memory:": DuckDB compresses the rows it keeps on disk and not
+    # those of an in-memory database, which spill as they are (5M rows: 1.34 GB -> 0.70 GB).
+    con = duckdb.connect(str(staging / "reduce.duckdb"))
     try:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
@@ -317,14 +318,10 @@ def write_sorted_parts(
     where_text = ("CASE WHEN has_text THEN origin END AS origin, "
                   "CASE WHEN has_text THEN record END AS record" if _any_text(con) else
                   "NULL::VARCHAR AS origin, NULL::BIGINT AS record")
-    reader = con.cursor().sql(  # a fresh cursor: no pending result in the way
-        f"SELECT ?::VARCHAR AS corpus, *, {hasher.sql_line()} AS {LINE_COLUMN} FROM ("
-        "SELECT doc_id, source, uri, n_bytes, n_tokens, content_hash, license, metadata, "
-        f"{where_text} FROM docs ORDER BY doc_id)",
-        params=[corpus],
-    ).to_arrow_reader(_FETCH_ROWS)
-    if after_sort is not None:
-        after_sort()
+    sql = (f"SELECT ?::VARCHAR AS corpus, *, {hasher.sql_line()} AS {LINE_COLUMN} FROM ("
+           "SELECT doc_id, source, uri, n_bytes, n_tokens, content_hash, license, metadata, "
+           f"{where_text} FROM docs WHERE {{range}} ORDER BY doc_id)")
+    reader = sorted_by_ranges(con, sql, [corpus], "doc_id", total, after_first=after_sort)
     parts = write_parts(
         reader, schema=documents_schema(), out_dir=out_dir, sorted_by=["doc_id"],
         digests=[hasher, controls, unique], progress=progress, stage="writing documents",
@@ -350,12 +347,12 @@ def write_hash_index(
     progress: Any = None,
 ) -> list[WrittenPart]:
     """The same documents sorted by content hash, for "was this file in the corpus?"."""
-    reader = con.cursor().sql(
-        "SELECT ?::VARCHAR AS corpus, * FROM (SELECT content_hash, doc_id, source FROM docs "
-        # the first 8 bytes as an integer sort like the hex string, and much faster
-        "ORDER BY ('0x' || left(content_hash, 16))::UBIGINT, content_hash, doc_id)",
-        params=[corpus],
-    ).to_arrow_reader(_FETCH_ROWS)
+    # the first 8 bytes as an integer sort like the hex string, and much faster
+    prefix = "('0x' || left(content_hash, 16))::UBIGINT"
+    reader = sorted_by_ranges(
+        con, "SELECT ?::VARCHAR AS corpus, * FROM (SELECT content_hash, doc_id, source "
+        f"FROM docs WHERE {{range}} ORDER BY {prefix}, content_hash, doc_id)",
+        [corpus], prefix, total, key_type="UBIGINT")
     return write_parts(
         reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
         progress=progress, stage="indexing content hashes", total=total,
