@@ -29,15 +29,32 @@ def shingle_set(text: str) -> set[int]:
 
 
 def signature(text: str) -> list[int] | None:
-    s = shingle_set(text)
-    if not s:
+    t = words(text)
+    if not t:
         return None
+    hashes = ([gram_hash(t[0].encode("utf-8"))] if len(t) == 1 else
+              [gram_hash(f"{t[i]} {t[i + 1]}".encode()) for i in range(len(t) - 1)])
+    bins = BANDS * ROWS
+    kept: list[int | None] = [None] * bins
+    for x in hashes:
+        old = kept[x % bins]
+        if old is None or x < old:
+            kept[x % bins] = x
     out = []
-    for i in range(BANDS * ROWS):
-        a = fmix64(2 * i + 1) | 1
-        b = fmix64(2 * i + 2)
-        out.append(min((a * x + b) % (1 << 64) for x in s))
-    return out
+    for i in range(bins):
+        if kept[i] is not None:
+            out.append(kept[i])
+            continue
+        donor = None
+        for attempt in range(1, 65):
+            j = fmix64(i * 2**32 + attempt) % bins
+            if kept[j] is not None:
+                donor = j
+                break
+        if donor is None:
+            donor = next((i + s) % bins for s in range(1, bins) if kept[(i + s) % bins] is not None)
+        out.append(kept[donor])
+    return out  # type: ignore[return-value]
 
 
 def band_keys(sig: list[int]) -> list[int]:

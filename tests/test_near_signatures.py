@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lineage.text.identity import normalize
 from lineage.text.minhash import (
     BANDS,
-    PERMUTATIONS,
+    BINS,
     band_keys,
     estimate,
     signature,
@@ -31,7 +31,7 @@ def test_golden_vectors_follow_the_spec() -> None:
         sig = near_reference.signature(vector["text"])
         assert sig == vector["signature"], vector["text"]
         if sig is not None:
-            assert len(sig) == PERMUTATIONS
+            assert len(sig) == BINS
             assert near_reference.band_keys(sig) == vector["band_keys"]
 
 
@@ -99,5 +99,5 @@ def test_estimate_tracks_the_exact_jaccard() -> None:
         exact = len(a & b) / len(a | b)
         sa, sb = signature(base), signature(copy)
         assert sa is not None and sb is not None
-        sigma = (exact * (1 - exact) / PERMUTATIONS) ** 0.5
+        sigma = (exact * (1 - exact) / BINS) ** 0.5
         assert abs(estimate(sa, sb) - exact) <= 4 * sigma + 1e-9

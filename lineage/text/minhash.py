@@ -2,9 +2,9 @@
 
 A copy with words replaced, deleted or inserted shares few long passages with its
 original, but most of its word pairs. The shingles are the distinct word 2-grams of the
-normalized text, hashed as `lineage-fingerprint/1` hashes its grams; each of N = 126
-hash functions `(a_i * x + b_i) mod 2^64` keeps its smallest value over the shingles;
-the signature is cut into 42 bands of 3 rows and each band hashes to one 64-bit key.
+normalized text, hashed as `lineage-fingerprint/1` hashes its grams; one-permutation
+MinHash spreads them over 126 bins (each keeps its smallest hash, an empty bin borrows a
+filled one's), and the signature is cut into 42 bands of 3 rows, each hashed to a key.
 Two texts share a band key with probability 1 - (1 - J^3)^42 for shingle Jaccard J:
 0.98 at J = 0.45 (a copy with 20 % of its words edited), 0.001 at J = 0.03.
 docs/near-spec.md states the algorithm for re-implementers; `signature` and
@@ -27,11 +27,16 @@ NEAR_SPEC = "lineage-near/1"
 SHINGLE_WORDS = 2
 BANDS = 42
 ROWS = 3
-PERMUTATIONS = BANDS * ROWS
-# Multipliers are odd, so each function is a permutation of the 64-bit values.
-MULTIPLIERS = tuple(_fmix64(2 * i + 1) | 1 for i in range(PERMUTATIONS))
-ADDENDS = tuple(_fmix64(2 * i + 2) for i in range(PERMUTATIONS))
-_BLOCK = 4096  # shingles per vectorized block: 4096 x 126 x 8 bytes = 4 MB of work
+BINS = BANDS * ROWS
+DONOR_TRIES = 64  # then the next filled bin to the right, circularly
+
+
+def _donor(target: int, attempt: int) -> int:
+    return _fmix64((target << 32) | attempt) % BINS
+
+
+# DONORS[t - 1][i]: the bin an empty bin i borrows from at attempt t.
+DONORS = tuple(tuple(_donor(i, t) for i in range(BINS)) for t in range(1, DONOR_TRIES + 1))
 
 
 def parameters() -> dict[str, object]:
@@ -47,12 +52,28 @@ def shingles(words: Sequence[str]) -> list[int]:
 
 
 def signature(words: Sequence[str]) -> list[int] | None:
-    """The N minima, in function order; None for a text without words."""
-    hashes = set(shingles(words))
+    """The BINS values, in bin order; None for a text without words.
+
+    One permutation: shingle x falls in bin x mod BINS, and a bin keeps its smallest x.
+    An empty bin borrows the value of the bin DONORS names (the first filled one in
+    DONOR_TRIES attempts), else of the next filled bin to its right."""
+    hashes = shingles(words)
     if not hashes:
         return None
-    return [min((a * x + b) & _MASK for x in hashes)
-            for a, b in zip(MULTIPLIERS, ADDENDS, strict=True)]
+    filled: dict[int, int] = {}
+    for x in hashes:
+        b = x % BINS
+        if b not in filled or x < filled[b]:
+            filled[b] = x
+    return [filled[i] if i in filled else filled[_donor_of(i, filled)] for i in range(BINS)]
+
+
+def _donor_of(target: int, filled: dict[int, int]) -> int:
+    for attempt in range(DONOR_TRIES):
+        if DONORS[attempt][target] in filled:
+            return DONORS[attempt][target]
+    return next((target + step) % BINS for step in range(1, BINS)
+                if (target + step) % BINS in filled)
 
 
 def band_keys(sig: Sequence[int]) -> list[int]:
@@ -68,8 +89,8 @@ def band_keys(sig: Sequence[int]) -> list[int]:
 
 
 def estimate(a: Sequence[int], b: Sequence[int]) -> float:
-    """The share of equal minima: an unbiased estimate of the shingle Jaccard."""
-    return sum(x == y for x, y in zip(a, b, strict=True)) / PERMUTATIONS
+    """The share of equal bins: an estimate of the shingle Jaccard similarity."""
+    return sum(x == y for x, y in zip(a, b, strict=True)) / BINS
 
 
 @dataclass(frozen=True)
@@ -77,7 +98,7 @@ class BatchSignatures:
     """Signatures of the texts of a batch that have words: parallel to `text`."""
 
     text: np.ndarray  # index of the text in the batch
-    signature: np.ndarray  # uint64, one row of PERMUTATIONS per text
+    signature: np.ndarray  # uint64, one row of BINS per text
     band_keys: np.ndarray  # uint64, one row of BANDS per text
 
 
@@ -103,27 +124,41 @@ def signature_batch(normalized: Sequence[str],
         texts.append(singles[one.text])
         hashes.append(one.hashes)
     if not texts:
-        empty = np.empty((0, PERMUTATIONS), np.uint64)
+        empty = np.empty((0, BINS), np.uint64)
         return BatchSignatures(np.empty(0, np.int64), empty, empty[:, :BANDS])
     text = np.concatenate(texts)
     shingle = np.concatenate(hashes)
-    order = np.argsort(text, kind="stable")
-    text, shingle = text[order], shingle[order]
-    present, first = np.unique(text, return_index=True)
-    sig = np.full((len(present), PERMUTATIONS), np.iinfo(np.uint64).max, np.uint64)
-    a = np.array(MULTIPLIERS, np.uint64)
-    b = np.array(ADDENDS, np.uint64)
-    row = np.searchsorted(present, text)
-    for start in range(0, len(shingle), _BLOCK):
-        block = slice(start, start + _BLOCK)
-        values = shingle[block, None] * a[None, :] + b[None, :]  # wraps modulo 2^64
-        rows = row[block]
-        cut = np.flatnonzero(np.diff(rows)) + 1
-        heads = np.concatenate(([0], cut))
-        minima = np.minimum.reduceat(values, heads, axis=0)
-        targets = rows[heads]
-        sig[targets] = np.minimum(sig[targets], minima)
+    present, row = np.unique(text, return_inverse=True)
+    cell = row * BINS + (shingle % np.uint64(BINS)).astype(np.int64)
+    flat = np.full(len(present) * BINS, np.iinfo(np.uint64).max, np.uint64)
+    np.minimum.at(flat, cell, shingle)
+    filled = np.zeros(len(present) * BINS, bool)
+    filled[cell] = True
+    sig = flat.reshape(len(present), BINS)
+    _densify(sig, filled.reshape(len(present), BINS))
     return BatchSignatures(present, sig, band_keys_array(sig))
+
+
+def _densify(sig: np.ndarray, filled: np.ndarray) -> None:
+    """Fill each empty bin from its donor, as `signature` does, in place."""
+    import numpy as np
+
+    rows, bins = np.nonzero(~filled)
+    donors = np.array(DONORS, np.int64)
+    for attempt in range(DONOR_TRIES):
+        if not len(rows):
+            return
+        donor = donors[attempt][bins]
+        found = filled[rows, donor]
+        sig[rows[found], bins[found]] = sig[rows[found], donor[found]]
+        rows, bins = rows[~found], bins[~found]
+    for step in range(1, BINS):
+        if not len(rows):
+            return
+        donor = (bins + step) % BINS
+        found = filled[rows, donor]
+        sig[rows[found], bins[found]] = sig[rows[found], donor[found]]
+        rows, bins = rows[~found], bins[~found]
 
 
 def band_keys_array(sig: np.ndarray) -> np.ndarray:
