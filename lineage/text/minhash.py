@@ -126,17 +126,43 @@ def signature_batch(normalized: Sequence[str],
     if not texts:
         empty = np.empty((0, BINS), np.uint64)
         return BatchSignatures(np.empty(0, np.int64), empty, empty[:, :BANDS])
-    text = np.concatenate(texts)
-    shingle = np.concatenate(hashes)
-    present, row = np.unique(text, return_inverse=True)
-    cell = row * BINS + (shingle % np.uint64(BINS)).astype(np.int64)
-    flat = np.full(len(present) * BINS, np.iinfo(np.uint64).max, np.uint64)
-    np.minimum.at(flat, cell, shingle)
-    filled = np.zeros(len(present) * BINS, bool)
-    filled[cell] = True
-    sig = flat.reshape(len(present), BINS)
-    _densify(sig, filled.reshape(len(present), BINS))
+    present, row = np.unique(np.concatenate(texts), return_inverse=True)
+    sig, filled = bin_minima(row, np.concatenate(hashes), len(present))
+    _densify(sig, filled)
     return BatchSignatures(present, sig, band_keys_array(sig))
+
+
+def bin_minima(row: np.ndarray, shingle: np.ndarray, rows: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Step 1 of the signature: each row's bin minima and which bins were filled."""
+    import numpy as np
+
+    cell = row * BINS + (shingle % np.uint64(BINS)).astype(np.int64)
+    flat = np.full(rows * BINS, np.iinfo(np.uint64).max, np.uint64)
+    np.minimum.at(flat, cell, shingle)
+    filled = np.zeros(rows * BINS, bool)
+    filled[cell] = True
+    return flat.reshape(rows, BINS), filled.reshape(rows, BINS)
+
+
+def long_text_band_keys(text_words: Sequence[str], chunk: int) -> list[int]:
+    """`band_keys(signature(text_words))` with memory bounded by `chunk` words: chunks
+    overlapping by one word hold every 2-gram, and bin minima combine by minimum."""
+    import numpy as np
+
+    from lineage.text.fingerprint import _batch_grams
+
+    sig = np.full((1, BINS), np.iinfo(np.uint64).max, np.uint64)
+    filled = np.zeros((1, BINS), bool)
+    for start in range(0, max(1, len(text_words) - 1), chunk - 1):
+        part = text_words[start:start + chunk]
+        grams = _batch_grams([" ".join(part)], [len(part)], min(SHINGLE_WORDS, len(part)))
+        if grams is None:
+            continue
+        minima, got = bin_minima(np.zeros(len(grams.hashes), np.int64), grams.hashes, 1)
+        sig, filled = np.minimum(sig, minima), filled | got
+    _densify(sig, filled)
+    return [int(k) for k in band_keys_array(sig)[0]]
 
 
 def _densify(sig: np.ndarray, filled: np.ndarray) -> None:
