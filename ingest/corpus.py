@@ -264,6 +264,7 @@ def _staged(summaries: list[ShardSummary]) -> tuple[StagedParts, int]:
     parts = StagedParts(
         documents=[s.part for s in summaries if s.part is not None],
         fingerprints=[s.fingerprint_part for s in summaries if s.fingerprint_part],
+        near=[s.near_part for s in summaries if s.near_part],
     )
     return parts, sum(s.dropped_empty for s in summaries)
 
@@ -386,7 +387,8 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
             if text is not None:
                 for table, parts in (("text_documents", text.document_parts),
                                      ("text_hashes", text.hash_parts),
-                                     ("fingerprints", text.fingerprint_parts)):
+                                     ("fingerprints", text.fingerprint_parts),
+                                     ("near_bands", text.near_parts)):
                     relative += publish_parts(con, store, table=table, owner=record.corpus,
                                               name=name, parts=parts)
                 index_row = text.catalog_row(record.corpus)

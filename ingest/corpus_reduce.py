@@ -108,9 +108,11 @@ def reduce_corpus(
         apply_licenses(con, licenses)
         check_rows(con)
         dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
-        fingerprints = list(staged_parts.fingerprints)
+        fingerprints, near = list(staged_parts.fingerprints), list(staged_parts.near)
         if text_index and (manifests or manifest_rows):
-            fingerprints += index_manifest_texts(con, staging, progress)
+            manifest_prints, manifest_near = index_manifest_texts(con, staging, progress)
+            fingerprints += manifest_prints
+            near += manifest_near
         documents, tokens, size = _totals(con)
         reduced = ReducedCorpus(
             manifest_hash="", documents=documents, tokens=tokens, bytes=size,
@@ -122,7 +124,7 @@ def reduce_corpus(
         if text_index:
             try:
                 reduced.text_index = write_text_index(
-                    con, corpus=corpus, staged_fingerprints=fingerprints,
+                    con, corpus=corpus, staged_fingerprints=fingerprints, staged_near=near,
                     out_dir=out_dir, progress=progress)
             except BaseException:
                 discard_parts(reduced.all_parts())

@@ -7,7 +7,7 @@ can remove what a killed one left behind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,6 +46,13 @@ def staged_fingerprint_schema() -> pa.Schema:
     )
 
 
+def staged_near_schema() -> pa.Schema:
+    """Near-duplicate band keys as a map task stages them, keyed by doc_id."""
+    import pyarrow as pa
+
+    return pa.schema([("doc_id", pa.string()), ("band_key", pa.uint64())])
+
+
 def record_place(origin: str, record: int | None) -> str | None:
     """Where a row came from inside its input file, for error messages: `row N` of a
     Parquet file, `record N` of a JSONL one, nothing for a whole file."""
@@ -60,6 +67,7 @@ class StagedParts:
 
     documents: list[str]
     fingerprints: list[str]
+    near: list[str] = field(default_factory=list)  # staged band keys (lineage-near/1)
 
 
 @dataclass(frozen=True)
@@ -70,3 +78,4 @@ class ShardSummary:
     documents: int
     dropped_empty: int
     fingerprint_part: str | None = None  # staged fingerprints, when any were made
+    near_part: str | None = None  # staged band keys, when any were made

@@ -1,8 +1,9 @@
 """The map side of the text index: text identity and fingerprints of staged documents.
 
 Each map task hands its documents' texts here batch by batch; the normalized-text hash
-and word count go into the task's staged rows, and the fingerprints into a staged part
-of their own (keyed by doc_id: the reduce numbers the documents once they are sorted).
+and word count go into the task's staged rows, and the fingerprints and near-duplicate
+band keys (`lineage-near/1`) into staged parts of their own (keyed by doc_id: the reduce
+numbers the documents once they are sorted).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 
 import blake3
 
-from lineage.ingest.staging import record_place, staged_fingerprint_schema
+from lineage.ingest.staging import record_place, staged_fingerprint_schema, staged_near_schema
 from lineage.text.fingerprint import K, W, fingerprint_batch
 from lineage.text.identity import words
+from lineage.text.minhash import BANDS, long_text_band_keys, signature_batch
 
 _BATCH_CHARS = 1 << 21  # fingerprint work arrays take ~40 bytes per byte of text
 LONG_TEXT_WORDS = 1 << 18  # longer texts are fingerprinted in overlapping chunks
@@ -23,12 +25,16 @@ _MANIFEST_BATCH_BYTES = 32 << 20  # ready-manifest documents read before indexin
 
 
 class TextIndexer:
-    """Stages the fingerprints of one map task; `identities` gives its per-row columns."""
+    """Stages the fingerprints and band keys of one map task; `identities` gives its
+    per-row columns."""
 
     def __init__(self, part: str | Path) -> None:
         self.part = str(part)
+        self.near_part = near_part_of(self.part)
         self.rows = 0
+        self.near_rows = 0
         self._writer: Any = None
+        self._near_writer: Any = None
 
     def identities(
         self, doc_ids: Sequence[str], texts: Sequence[str | None]
@@ -55,6 +61,28 @@ class TextIndexer:
                 self._stage_long(doc_ids[i], text_words)
         return hashes, counts
 
+    def _stage_near(self, doc_ids: Sequence[str], normals: Sequence[str],
+                    counts: Sequence[int | None]) -> None:
+        import numpy as np
+
+        found = signature_batch(normals, [c or 0 for c in counts])
+        ids = [doc_ids[i] for i in found.text.tolist() for _ in range(BANDS)]
+        self._write_near(ids, found.band_keys.reshape(-1) if len(ids) else np.empty(0))
+
+    def _write_near(self, doc_ids: Sequence[str], keys: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not len(doc_ids):
+            return
+        table = pa.table({"doc_id": pa.array(doc_ids, pa.string()),
+                          "band_key": pa.array(keys, pa.uint64())},
+                         schema=staged_near_schema())
+        if self._near_writer is None:
+            self._near_writer = pq.ParquetWriter(self.near_part, staged_near_schema())
+        self._near_writer.write_table(table)
+        self.near_rows += table.num_rows
+
     def _stage_long(self, doc_id: str, text_words: list[str]) -> None:
         """A long text in chunks of LONG_TEXT_WORDS words overlapping by W + K - 2, so
         every window of W grams lies whole in some chunk: the same picks as one pass,
@@ -72,12 +100,14 @@ class TextIndexer:
             prints.append(found.fingerprint)
         position, first = np.unique(np.concatenate(positions), return_index=True)
         self._write([doc_id] * len(position), position, np.concatenate(prints)[first])
+        self._write_near([doc_id] * BANDS, long_text_band_keys(text_words, LONG_TEXT_WORDS))
 
     def _stage(self, doc_ids: Sequence[str], normals: Sequence[str],
                counts: Sequence[int | None]) -> None:
         found = fingerprint_batch(normals, [c or 0 for c in counts])
         self._write([doc_ids[i] for i in found.text.tolist()], found.position,
                     found.fingerprint)
+        self._stage_near(doc_ids, normals, counts)
 
     def _write(self, doc_ids: Sequence[str], position: Any, fingerprint: Any) -> None:
         import pyarrow as pa
@@ -97,11 +127,20 @@ class TextIndexer:
         self.rows += table.num_rows
 
     def close(self) -> str | None:
-        """Finish the staged part; its path, or None when no fingerprint was made."""
+        """Finish the staged parts; the fingerprints' path, or None when no fingerprint
+        was made (`staged_near` names the band keys' part)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._near_writer is not None:
+            self._near_writer.close()
+            self._near_writer = None
         return self.part if self.rows else None
+
+    @property
+    def staged_near(self) -> str | None:
+        """The staged band keys' path, or None when no text had words."""
+        return self.near_part if self.near_rows else None
 
     def __enter__(self) -> TextIndexer:
         return self
@@ -110,12 +149,18 @@ class TextIndexer:
         self.close()
 
 
+def near_part_of(fingerprint_part: str) -> str:
+    """Where the band keys are staged beside a fingerprint part."""
+    return fingerprint_part.removesuffix(".parquet").removesuffix(".fingerprints") + ".near.parquet"
+
+
 def index_manifest_texts(
     con: Any, staging: Path, progress: Any = None
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Read each ready-manifest document from its local `uri`, check it against its
-    content hash, and give it a text identity and fingerprints (the opt-in for ready
-    manifests, which carry no text). Returns the staged fingerprint part, if any."""
+    content hash, and give it a text identity, fingerprints and band keys (the opt-in for
+    ready manifests, which carry no text). Returns the staged fingerprint and band-key
+    parts, if any."""
     import pyarrow as pa
 
     from lineage.store.parts import report
@@ -157,13 +202,14 @@ def index_manifest_texts(
         if rows:
             flush()
         part = indexer.close()
+        near = indexer.staged_near
     if updates:
         con.register("manifest_texts", pa.concat_tables(updates))
         con.execute("UPDATE docs SET origin = t.path, record = NULL, has_text = true, "
                     "text_hash = t.text_hash, n_words = t.n_words FROM manifest_texts t "
                     "WHERE docs.doc_id = t.doc_id")
         con.unregister("manifest_texts")
-    return [part] if part else []
+    return ([part] if part else []), ([near] if near else [])
 
 
 def _local_document(row: dict[str, Any]) -> Path:

@@ -1,10 +1,10 @@
-"""The reduce side of the text index: number the documents, sort, write three tables.
+"""The reduce side of the text index: number the documents, sort, write four tables.
 
 Documents are numbered by their rank in doc_id order (`doc`, the row of the document in
 the corpus's `documents` table), so a fingerprint row needs four bytes to name its
-document. Three tables come out, each sorted for the lookup it answers:
-`text_documents` (by doc), `text_hashes` (by normalized-text hash) and `fingerprints`
-(by fingerprint).
+document. Four tables come out, each sorted for the lookup it answers:
+`text_documents` (by doc), `text_hashes` (by normalized-text hash), `fingerprints`
+(by fingerprint) and `near_bands` (by band key, `lineage-near/1`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.schemas import fingerprints_schema, text_documents_schema, text_hashes_schema
+from lineage.schemas import (
+    fingerprints_schema,
+    near_bands_schema,
+    text_documents_schema,
+    text_hashes_schema,
+)
 from lineage.store.parts import (
     TEXT_PART_ROWS,
     TEXT_ROW_GROUP_ROWS,
@@ -27,12 +32,13 @@ from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION
 if TYPE_CHECKING:
     import duckdb
 
-TEXT_TABLES = ("text_documents", "text_hashes", "fingerprints")
+TEXT_TABLES = ("text_documents", "text_hashes", "fingerprints", "near_bands")
 _FETCH_ROWS = 65_536
 # Sorted 64-bit fingerprints delta-encode to about 5 bytes instead of 8; document and
 # position numbers split by byte compress better than plain.
 FINGERPRINT_ENCODINGS = {"fingerprint": "DELTA_BINARY_PACKED", "doc": "BYTE_STREAM_SPLIT",
                          "position": "BYTE_STREAM_SPLIT"}
+NEAR_ENCODINGS = {"band_key": "DELTA_BINARY_PACKED", "doc": "BYTE_STREAM_SPLIT"}
 
 
 @dataclass
@@ -45,9 +51,12 @@ class TextIndexSummary:
     document_parts: list[WrittenPart] = field(default_factory=list)
     hash_parts: list[WrittenPart] = field(default_factory=list)
     fingerprint_parts: list[WrittenPart] = field(default_factory=list)
+    band_keys: int = 0
+    near_parts: list[WrittenPart] = field(default_factory=list)
 
     def all_parts(self) -> list[WrittenPart]:
-        return [*self.document_parts, *self.hash_parts, *self.fingerprint_parts]
+        return [*self.document_parts, *self.hash_parts, *self.fingerprint_parts,
+                *self.near_parts]
 
     def catalog_row(self, corpus: str) -> dict[str, Any]:
         """The `text_indexes` row, by column name."""
@@ -61,7 +70,7 @@ class TextIndexSummary:
 
 def write_text_index(
     con: duckdb.DuckDBPyConnection, *, corpus: str, staged_fingerprints: list[str],
-    out_dir: Path, progress: Any = None,
+    out_dir: Path, progress: Any = None, staged_near: list[str] | None = None,
 ) -> TextIndexSummary:
     """Write the text index of the reduce's `docs` table; remove every part on error."""
     con.execute(
@@ -98,6 +107,15 @@ def write_text_index(
                 "ORDER BY f.fingerprint, doc, f.position", [corpus, staged_fingerprints],
                 fingerprints_schema(), out_dir / "fingerprints", ["fingerprint"], progress,
                 "writing fingerprints", summary.fingerprints, FINGERPRINT_ENCODINGS)
+        if staged_near:
+            summary.band_keys = int(con.execute(
+                "SELECT count(*) FROM read_parquet(?)", [staged_near]).fetchall()[0][0])
+            summary.near_parts = _write(
+                con, "SELECT ?::VARCHAR AS corpus, s.band_key, n.doc::UINTEGER AS doc "
+                "FROM read_parquet(?) s JOIN numbered n USING (doc_id) "
+                "ORDER BY s.band_key, doc", [corpus, staged_near],
+                near_bands_schema(), out_dir / "near_bands", ["band_key"], progress,
+                "writing near-duplicate band keys", summary.band_keys, NEAR_ENCODINGS)
     except BaseException:
         discard_parts(summary.all_parts())
         raise

@@ -40,6 +40,7 @@ BULK_TABLES: dict[str, dict[str, str]] = {
     "fingerprints": {
         "corpus": _V, "fingerprint": "UBIGINT", "doc": "UINTEGER", "position": "UINTEGER",
     },
+    "near_bands": {"corpus": _V, "band_key": "UBIGINT", "doc": "UINTEGER"},
 }  # fmt: skip
 
 
@@ -184,6 +185,19 @@ def fingerprints_schema() -> pa.Schema:
             pa.field("fingerprint", pa.uint64(), nullable=False),
             pa.field("doc", pa.uint32(), nullable=False),  # text_documents.doc
             pa.field("position", pa.uint32(), nullable=False),  # first word of the gram
+        ]
+    )
+
+
+def near_bands_schema() -> pa.Schema:
+    """LSH band keys of near-duplicate signatures (lineage-near/1), sorted by band_key."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("corpus", pa.string(), nullable=False),
+            pa.field("band_key", pa.uint64(), nullable=False),
+            pa.field("doc", pa.uint32(), nullable=False),  # text_documents.doc
         ]
     )
 

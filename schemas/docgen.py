@@ -149,6 +149,11 @@ NOTES: dict[str, dict[str, str]] = {
         "fingerprint": "a selected gram hash (`lineage-fingerprint/1`)",
         "doc": "`text_documents.doc`", "position": "first word of the gram in the document",
     },
+    "near_bands": {
+        "corpus": "corpus name",
+        "band_key": "one of the document's 42 LSH band keys (`lineage-near/1`)",
+        "doc": "`text_documents.doc`",
+    },
 }
 
 

@@ -106,7 +106,7 @@ def test_a_damaged_parquet_file_gives_a_clear_query_error(
     verified = cli("store", "verify", code=1).stdout
     assert f"{added['parts'][0]}: size-mismatch (corpus p)" in verified
     # documents, hashes, its lookup array, the text index
-    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 6 files")
+    assert verified.rstrip().splitlines()[-1].startswith("FAILED: 7 files")
 
 
 def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None:
@@ -120,7 +120,7 @@ def test_store_gc_removes_only_leftovers(cli: Cli, example_shards: Path) -> None
     removed = cli.json("store", "gc", "--min-age", "0")["removed"]
     assert removed == ["tables/documents/p-0123456789abcdef-0000.parquet"]
     # documents, hashes, its lookup array, text index
-    assert cli.json("store", "verify")["files_checked"] == 6
+    assert cli.json("store", "verify")["files_checked"] == 7  # near_bands among the text tables
 
 
 def test_init_twice_and_migrate(cli: Cli) -> None:

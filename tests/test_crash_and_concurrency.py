@@ -76,9 +76,9 @@ def test_sigkill_leaves_the_store_as_it_was_and_a_rerun_completes(
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["status"] == "added"
     report = store.verify()
-    # documents, hash index (and its lookup array) and the three text-index tables, for
-    # each of the two corpora
-    assert report["ok"] and report["files_checked"] == 12
+    # documents, hash index (and its lookup array) and the four text-index tables
+    # (near-duplicate band keys among them), for each of the two corpora
+    assert report["ok"] and report["files_checked"] == 14
     assert report["unregistered"] == []  # the re-run cleared what the killed one left
     assert [name for name, _ in store.sql("SELECT name, 1 FROM corpora ORDER BY name").rows] \
         == ["before", "c"]
@@ -110,7 +110,7 @@ def test_two_writers_of_the_same_corpus_one_adds_one_is_unchanged(
     statuses = sorted(json.loads(out)["status"] for out, _ in outputs)
     assert statuses == ["added", "unchanged"]
     report = store.verify()
-    assert report["ok"] and report["files_checked"] == 6 and report["unregistered"] == []
+    assert report["ok"] and report["files_checked"] == 7 and report["unregistered"] == []
 
 
 def test_a_query_during_the_long_part_of_an_ingest_sees_the_old_state(
@@ -263,7 +263,7 @@ def test_a_second_writer_waits_then_reports_busy(
     assert store.corpora() == []
     assert sorted(p.split("/")[1] for p in leftovers) == [
         "document_hashes", "document_hashes_arrays", "documents", "fingerprints",
-        "text_documents", "text_hashes"]
+        "near_bands", "text_documents", "text_hashes"]
     assert all(p.split("/")[2].startswith("c-") for p in leftovers)
 
 

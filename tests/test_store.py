@@ -222,7 +222,8 @@ def test_bulk_view_columns_match_the_arrow_schemas() -> None:
              "occurrence_hashes": schemas.occurrence_hashes_schema(),
              "text_documents": schemas.text_documents_schema(),
              "text_hashes": schemas.text_hashes_schema(),
-             "fingerprints": schemas.fingerprints_schema()}
+             "fingerprints": schemas.fingerprints_schema(),
+             "near_bands": schemas.near_bands_schema()}
     assert set(arrow) == set(schemas.BULK_TABLES)
     for table, schema in arrow.items():
         assert schemas.duckdb_columns(schema) == schemas.BULK_TABLES[table], table

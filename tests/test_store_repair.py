@@ -151,11 +151,11 @@ def test_lost_inputs_are_reported_then_dropped_on_request_and_can_come_back(
     assert dropped.ok
     actions = [(a.action, a.target) for a in dropped.actions]
     assert ("dropped", "corpus c") in actions
-    assert sum(a == "unregistered" for a, _ in actions) == 6  # its parts and lookup arrays
+    assert sum(a == "unregistered" for a, _ in actions) == 7  # its parts and lookup arrays
     note = next(a.detail for a in dropped.actions if a.action == "dropped")
     assert "stream s answer again once corpus c is ingested again" in note
     removed = {a.target for a in dropped.actions if a.action == "removed"}
-    assert len(removed) == 5  # its parts and arrays still there: no longer data
+    assert len(removed) == 6  # its parts and arrays still there: no longer data
     assert store.verify()["ok"]
 
     shutil.move(moved, folder)

@@ -122,7 +122,8 @@ def stage_directory(
             if callable(progress):
                 progress("hashing files", done, total)
     staged_fingerprints = indexer.close() if indexer else None
-    return ShardSummary(str(part) if kept else None, kept, dropped, staged_fingerprints)
+    return ShardSummary(str(part) if kept else None, kept, dropped, staged_fingerprints,
+                        indexer.staged_near if indexer else None)
 
 
 def _hash_chunk(entries: list[FileEntry], *, keep: bool) -> list[tuple[str, int, bytes | None]]:

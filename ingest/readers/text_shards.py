@@ -92,7 +92,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
                 writer.write_table(staged)
         fingerprints = indexer.close() if indexer else None
         check_unchanged(task.path, before)  # checked, then read by DuckDB: the same bytes
-        return ShardSummary(task.part if kept else None, kept, dropped, fingerprints)
+        return ShardSummary(task.part if kept else None, kept, dropped, fingerprints,
+                            indexer.staged_near if indexer else None)
     finally:
         con.close()
 

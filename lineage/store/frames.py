@@ -25,6 +25,7 @@ from lineage.schemas import (
     document_hashes_schema,
     documents_schema,
     fingerprints_schema,
+    near_bands_schema,
     occurrence_hashes_schema,
     occurrences_schema,
     text_documents_schema,
@@ -46,6 +47,7 @@ BULK_SCHEMAS: dict[str, Callable[[], pa.Schema]] = {
     "text_documents": text_documents_schema,
     "text_hashes": text_hashes_schema,
     "fingerprints": fingerprints_schema,
+    "near_bands": near_bands_schema,
 }
 
 

@@ -51,7 +51,7 @@ def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, A
 
 # A record's tables, its lookup arrays files (lineage/store/arrays.py) among them
 CORPUS_TABLES = ("documents", "document_hashes", "text_documents", "text_hashes",
-                 "fingerprints", "document_hashes_arrays")
+                 "fingerprints", "near_bands", "document_hashes_arrays")
 STREAM_TABLES = ("occurrences", "occurrence_hashes", "occurrences_arrays",
                  "occurrence_hashes_arrays")
 
