@@ -56,6 +56,7 @@ ARRAY_TABLES = {"occurrences": "occurrences_arrays",
                 "occurrence_hashes": "occurrence_hashes_arrays",
                 "document_hashes": "document_hashes_arrays"}
 _WIDTHS = {"i64": 8, "h32": HASH_BYTES, "str": 8, "dict": 4}
+_INT64 = struct.Struct("<q")
 
 
 class ArraysRecord:
@@ -234,16 +235,14 @@ class ArraysFile:
         hi = min(k * every, self.rows)
         if hi <= lo:
             return min(lo, self.rows)
-        chunk = _Keys(self, name, lo, hi)
+        chunk = _sort_keys(self, name, lo, hi)
         return lo + step(chunk, key)
 
     def _fences(self, name: str) -> Sequence[Any]:
         column = self.columns[name]
         at, count = int(column["fences_at"]), int(column["fences"])
-        if column["kind"] == "i64":
-            return struct.unpack_from(f"<{count}q", self._head, at)
-        raw = bytes(self._head[at:at + HASH_BYTES * count])
-        return [raw[i:i + HASH_BYTES] for i in range(0, len(raw), HASH_BYTES)]
+        width = _WIDTHS[column["kind"]]
+        return _Fixed(self._head[at:at + width * count], column["kind"])
 
 
 def _end(value: int) -> int:
@@ -251,24 +250,35 @@ def _end(value: int) -> int:
     return value if value >= 0 else -value - 1
 
 
-class _Keys(Sequence[Any]):
-    """Rows lo..hi of a sort column as a sequence bisect can search (raw hash bytes)."""
+class _Fixed(Sequence[Any]):
+    """Fixed-width values in `data` as a sequence bisect can search, each value made when
+    bisect asks for it (about log2(n) of them): a list of every value cost more than the
+    whole rest of a lookup, and grows with the store (one fence per 2,048 hashes)."""
 
-    def __init__(self, arrays: ArraysFile, name: str, lo: int, hi: int) -> None:
-        column = arrays.columns[name]
-        width = _WIDTHS[column["kind"]]
-        at = int(column["at"])
-        data = arrays._bytes(at + width * lo, at + width * hi)
-        if column["kind"] == "i64":
-            self._items: Sequence[Any] = struct.unpack(f"<{hi - lo}q", data)
-        else:
-            self._items = [data[i:i + width] for i in range(0, len(data), width)]
+    def __init__(self, data: bytes | memoryview, kind: str) -> None:
+        self._data = data
+        self._width = _WIDTHS[kind]
+        self._int = kind == "i64"
+        self._length = len(data) // self._width
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._length
 
     def __getitem__(self, index: Any) -> Any:
-        return self._items[index]
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        at = index * self._width
+        if self._int:
+            return _INT64.unpack_from(self._data, at)[0]
+        return bytes(self._data[at:at + self._width])
+
+
+def _sort_keys(arrays: ArraysFile, name: str, lo: int, hi: int) -> _Fixed:
+    """Rows lo..hi of a sort column (raw hash bytes, or integers), searchable by bisect."""
+    column = arrays.columns[name]
+    width = _WIDTHS[column["kind"]]
+    at = int(column["at"])
+    return _Fixed(arrays._bytes(at + width * lo, at + width * hi), column["kind"])
 
 
 def _read(fd: int, start: int, end: int, name: str) -> bytes:
