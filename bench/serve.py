@@ -124,6 +124,12 @@ async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str
     status = int(lines[0].split()[1])
     headers = {k.strip().lower(): v.strip() for k, _, v in
                (line.partition(":") for line in lines[1:] if line)}
+    if headers.get("transfer-encoding") == "chunked":  # datasette's answers (headline.py)
+        body = b""
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            body += (await reader.readexactly(size + 2))[:-2]
+        await reader.readuntil(b"\r\n")  # no trailers
+        return status, headers, body
     body = await reader.readexactly(int(headers.get("content-length", "0")))
     return status, headers, body
 
