@@ -133,6 +133,10 @@ def _snapshot_lines(snap: dict[str, Any] | None) -> list[str]:
 
 def _structure_lines(structure: dict[str, Any]) -> list[str]:
     formats = ", ".join(f"{k} {v}" for k, v in structure["formats"].items()) or "no weights"
+    if structure["ok"] is None:
+        lines = ["structure: not checked (no weights file; the checksums are the verdict)"]
+        return lines + [f"  {w['file']}: {w['rule']}: {w['message']}"
+                        for w in structure["warnings"]]
     lines = [f"structure: {'ok' if structure['ok'] else 'FAILED'} ({formats}; "
              f"{structure['tensors']} tensors, {structure['parameters']:,} parameters)"]
     for e in structure["errors"]:

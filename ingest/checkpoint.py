@@ -32,7 +32,8 @@ def ingest_checkpoint(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "not a checkpoint folder")
-    verdicts = verify_folder(folder, sums=sums, allow_risks=allow_risks)  # as `lineage verify`
+    verdicts = verify_folder(folder, sums=sums, allow_risks=allow_risks,  # as `lineage verify`
+                             require_weights=True)
     files = _describe(folder)
     risks = verdicts["risks"]
     digests: dict[str, Any] = {"weights_digest": None, "state_digest": None,

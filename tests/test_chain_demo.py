@@ -5,6 +5,7 @@ exit code the command line gives it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -281,3 +282,22 @@ def test_the_reference_recomputes_the_demo_run_from_the_spec(demo: tuple[Store, 
         assert ref.tensor_digest(weights) == records[step]["weights_digest"]
         named = {"weights/" + k: v for k, v in weights.items()} | state
         assert ref.tensor_digest(named) == records[step]["state_digest"]
+
+
+def test_a_checkpoint_without_weights_fails_even_with_a_matching_list(
+        demo: tuple[Store, Path], tmp_path: Path) -> None:
+    """`verify --sums` judges a folder without weights by its list alone; a checkpoint
+    is its weights, so one without them fails whatever its list says."""
+    store, run = demo
+    cli = Cli(store.root)
+    ingest(cli, str(run / "steps.jsonl"), "empty")
+    folder = tmp_path / "no-weights"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("the weights were never copied\n")
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text(hashlib.sha256((folder / "notes.txt").read_bytes()).hexdigest()
+                    + "  notes.txt\n")
+    result = cli.json("ingest", "checkpoint", str(folder), "--run", "empty", "--step", "19",
+                      "--sums", str(sums), code=1)
+    assert result["ok"] is False and result["verdicts"]["checksums"]["ok"] is True
+    assert result["verdicts"]["structure"]["ok"] is False

@@ -705,3 +705,34 @@ def test_the_fast_line_path_reads_as_the_full_rules_do(digest: str, marker: str,
 
     assert outcome(_parse_line) == outcome(_parse_any_line)
 
+
+
+def test_a_folder_without_weights_is_judged_by_its_list_alone(tmp_path: Path) -> None:
+    """A wheel unpacked, a dataset: nothing for the structure check to read. Against a
+    list `sha256sum` wrote, the checksums are the verdict (exit 0 when they match, 1 when a
+    file differs); without a list, or as a checkpoint, a folder without weights still
+    fails."""
+    import lineage
+
+    folder = tmp_path / "dataset"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "corpus" / "shakespeare", folder)
+    names = sorted(p.name for p in folder.iterdir())
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_bytes(subprocess.run([SHA256SUM, *names], cwd=folder, check=True,
+                                    capture_output=True).stdout)
+    cli = Cli(tmp_path / "no-store")
+    shown = cli("verify", "--sums", str(sums), str(folder)).stdout
+    assert shown.splitlines()[0] == ("structure: not checked (no weights file; the checksums "
+                                     "are the verdict)")
+    assert f"checksums: ok ({len(names)}/{len(names)} files match" in shown
+    answer = lineage.verify(folder, sums=sums)
+    assert answer.ok and answer.structure.ok is None
+    assert [w.rule for w in answer.structure.warnings] == ["no-weights"]
+    assert cli.json("verify", "--sums", str(sums), str(folder), "--json")["ok"] is True
+
+    with (folder / names[0]).open("ab") as changed:
+        changed.write(b"\n")
+    assert not lineage.verify(folder, sums=sums).ok
+    cli("verify", "--sums", str(sums), str(folder), code=1)
+    cli("verify", str(folder), code=1)  # no list: nothing vouches for the folder
+    assert lineage.verify(folder).structure.ok is False

@@ -38,7 +38,7 @@ class WeightSet(Answer):
 class Structure(Answer):
     """The structure verdict: every weights file against its format's rules."""
 
-    ok: bool
+    ok: bool | None  # None: not run (`verify --sums` of a folder with no weights at all)
     files: int  # weights files read
     tensors: int
     parameters: int

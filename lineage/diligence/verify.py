@@ -40,9 +40,12 @@ LOAD_NOT_TESTED = "not-tested"
 def verify_folder(
     folder: str | Path, *, sums: str | Path | None = None, max_header_mib: float = 16,
     workers: int | None = None, strict: bool = False, allow_risks: Iterable[str] = (),
+    require_weights: bool = False,
 ) -> dict[str, Any]:
     """The four verdicts on a folder, or on one model file (with its split parts).
-    `strict`: files the list does not name fail it."""
+    `strict`: files the list does not name fail it. A folder with no weights file at all
+    fails the structure verdict, unless a list or a snapshot checks it and weights are not
+    `require_weights` (a checkpoint's are): then its checksums are the verdict."""
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
@@ -53,11 +56,25 @@ def verify_folder(
     checksums = checksums_verdict(model.root, sums, workers=workers, strict=strict,
                                   snapshot=snapshot, only=chosen_files(model),
                                   contents=model.contents)
-    ran = [model.structure["ok"], risks["ok"]]
-    ran += [checksums["ok"]] if checksums["ok"] is not None else []
-    return {"folder": str(folder), "ok": all(ran), "structure": model.structure,
-            "risks": risks, "checksums": checksums, "load": LOAD_NOT_TESTED,
-            "snapshot": snapshot.describe() if snapshot else None}
+    structure = model.structure
+    if not require_weights and checksums["ok"] is not None and _only_no_weights(structure):
+        structure = _not_applicable(structure)
+    ran = [structure["ok"], risks["ok"], checksums["ok"]]
+    return {"folder": str(folder), "ok": all(v for v in ran if v is not None),
+            "structure": structure, "risks": risks, "checksums": checksums,
+            "load": LOAD_NOT_TESTED, "snapshot": snapshot.describe() if snapshot else None}
+
+
+def _only_no_weights(structure: dict[str, Any]) -> bool:
+    """A folder with no weights file at all and nothing else wrong with it (a wheel, a
+    dataset): checked against a list, its checksums are the whole verdict."""
+    return [e["rule"] for e in structure["errors"]] == ["no-weights"]
+
+
+def _not_applicable(structure: dict[str, Any]) -> dict[str, Any]:
+    """The structure verdict as not run (`ok` None); "no weights" kept as a warning."""
+    return {**structure, "ok": None, "errors": [],
+            "warnings": [*structure["errors"], *structure["warnings"]]}
 
 
 def checksums_verdict(
