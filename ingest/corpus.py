@@ -110,7 +110,7 @@ def ingest_corpus(
     started_at = time.time()
     _check_names(corpus, source)
     licenses = parse_licenses(license)
-    store._require_catalog()
+    store.require_catalog()
     spec = parse_tokenizer(tokenizer)
     walked = WalkCounts()
     planned = plan_inputs([Path(p) for p in paths], fmt, links=links, counts=walked)

@@ -58,7 +58,7 @@ def repair_store(store: BaseStore, *, drop_lost: bool = False,
 
 
 def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) -> StoreRepair:
-    store._require_catalog()
+    store.require_catalog()
     actions: list[RepairAction] = []
     if fold_log(store):
         actions.append(RepairAction("moved-log", "catalog.duckdb.wal",

@@ -86,7 +86,7 @@ class Answer(Mapping[str, Any]):
     # -- read as the JSON object (Mapping) ---------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
-        f = _fields_by_key(type(self)).get(key)
+        f = fields_by_key(type(self)).get(key)
         if f is None:
             raise KeyError(key)
         if not _present(self, f):
@@ -94,7 +94,7 @@ class Answer(Mapping[str, Any]):
         return _plain(getattr(self, f.name))
 
     def __iter__(self) -> Iterator[str]:
-        for key, f in _fields_by_key(type(self)).items():
+        for key, f in fields_by_key(type(self)).items():
             if _present(self, f):
                 yield key
 
@@ -127,7 +127,7 @@ class Answer(Mapping[str, Any]):
         import polars as pl
 
         rows = [_plain(row) for row in getattr(self, self.ROWS)]
-        schema = _polars_schema(_hints(type(self))[self.ROWS])
+        schema = _polars_schema(type_hints(type(self))[self.ROWS])
         if schema is None:
             return pl.DataFrame(rows, infer_schema_length=None)
         return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None) \
@@ -139,16 +139,16 @@ class Answer(Mapping[str, Any]):
         if self.ROWS is None:
             raise TypeError(f"{type(self).__name__} is not a table; use to_dict()")
         rows = [_plain(row) for row in getattr(self, self.ROWS)]
-        args = typing.get_args(_hints(type(self))[self.ROWS])
+        args = typing.get_args(type_hints(type(self))[self.ROWS])
         if args and isinstance(args[0], type) and issubclass(args[0], Answer):
-            return list(_fields_by_key(args[0])), rows
+            return list(fields_by_key(args[0])), rows
         return list(dict.fromkeys(key for row in rows for key in row)), rows
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """The answer for a JSON object; its keys must be this type's fields, in order."""
-        hints = _hints(cls)
-        by_key = _fields_by_key(cls)
+        hints = type_hints(cls)
+        by_key = fields_by_key(cls)
         unknown = [key for key in data if key not in by_key]
         if unknown:
             raise TypeError(f"{cls.__name__}: unexpected keys {unknown}")
@@ -211,7 +211,7 @@ class AnswerList(tuple[A, ...]):
 
     def table_rows(self) -> tuple[list[str], list[dict[str, Any]]]:
         """The rows with the row type's keys (see `Answer.table_rows`)."""
-        return list(_fields_by_key(self.row_type)), self.to_list()
+        return list(fields_by_key(self.row_type)), self.to_list()
 
     def to_polars(self) -> pl.DataFrame:
         """One row per item, one column per field (typed even when the list is empty)."""
@@ -223,7 +223,7 @@ class AnswerList(tuple[A, ...]):
             return pl.DataFrame(schema=schema)
         frame = pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
         # An optional key no row holds is still a column (of nulls), in field order.
-        keys = list(_fields_by_key(self.row_type))
+        keys = list(fields_by_key(self.row_type))
         missing = [key for key in keys if key not in frame.columns]
         if not missing:
             return frame
@@ -235,7 +235,7 @@ _HINTS: dict[type, dict[str, Any]] = {}
 _FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
 
 
-def _fields_by_key(cls: type) -> dict[str, dataclasses.Field[Any]]:
+def fields_by_key(cls: type) -> dict[str, dataclasses.Field[Any]]:
     """A subclass's fields by their JSON key, in order."""
     if cls not in _FIELDS:
         _FIELDS[cls] = {f.metadata.get(_KEY, f.name): f for f in dataclasses.fields(cls)}
@@ -253,7 +253,8 @@ def _present(answer: Answer, f: dataclasses.Field[Any]) -> bool:
                                  if p.name == partner))
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def type_hints(cls: type) -> dict[str, Any]:
+    """A class's resolved type hints (typing.get_type_hints, kept per class)."""
     if cls not in _HINTS:
         _HINTS[cls] = typing.get_type_hints(cls)
     return _HINTS[cls]
@@ -271,8 +272,8 @@ def _polars_schema(rows_hint: Any) -> dict[str, Any] | None:
     scalar = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean,
               UInt64: pl.UInt64}
     schema: dict[str, Any] = {}
-    hints = _hints(row)
-    for key, f in _fields_by_key(row).items():
+    hints = type_hints(row)
+    for key, f in fields_by_key(row).items():
         arms = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] \
             or [hints[f.name]]
         if len(arms) == 1 and arms[0] in scalar:

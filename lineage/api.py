@@ -276,5 +276,5 @@ class Store(BaseStore):
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
     """Open an existing store (see `resolve_store_path` for the default)."""
     store = Store(resolve_store_path(path))
-    store._require_catalog()
+    store.require_catalog()
     return store

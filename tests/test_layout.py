@@ -184,3 +184,40 @@ def test_the_architecture_page_names_every_package_and_leaf():
     packages = {f"lineage.{p.parent.name}" for p in (ROOT / "lineage").glob("*/__init__.py")}
     missing = sorted(name for name in packages | LEAVES if f"`{name}`" not in page)
     assert not missing, f"docs/architecture.md does not describe {missing}"
+
+
+def _private_imports(name: str, path: Path) -> list[str]:
+    """Underscore names `name` imports from a module of another package ("from
+    lineage.x.y import _z"), and underscore methods it calls on a store."""
+    own = _package(name)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in MODULES:
+            if _package(node.module) == own:
+                continue
+            found += [f"{node.module}.{a.name}" for a in node.names if _private(a.name)]
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = ast.unparse(node.value)  # a store's own methods use `self._x`
+            if owner.rpartition(".")[2].endswith("store"):
+                found.append(f"{owner}.{node.attr}")
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_private_name_is_used_across_packages() -> None:
+    """A leading underscore means "this package's business": another package that needs
+    the name needs it public, with a docstring that says what it promises."""
+    crossing = {name: hits for name, path in MODULES.items()
+                if (hits := _private_imports(name, path))}
+    assert crossing == {}
+
+
+def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
+    module = tmp_path / "probe.py"
+    module.write_text("from lineage.stream.query import _segments_of\n"
+                      "def f(store):\n    store._catalog()\n", encoding="utf-8")
+    assert _private_imports("lineage.runs.probe", module) == [
+        "lineage.stream.query._segments_of", "store._catalog"]

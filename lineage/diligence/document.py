@@ -24,7 +24,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Self
 
-from lineage.answer import Answer, _fields_by_key, _hints
+from lineage.answer import Answer, fields_by_key, type_hints
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -39,7 +39,7 @@ class Document(Answer):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """The document for a JSON object: keys it lacks read as None, others are kept."""
-        by_key = _fields_by_key(cls)
+        by_key = fields_by_key(cls)
         typed = super().from_dict({key: data.get(key) for key in by_key})
         object.__setattr__(typed, "_keys", tuple(data))
         object.__setattr__(typed, "_extra", {k: copy.deepcopy(v) for k, v in data.items()
@@ -74,8 +74,8 @@ class ScalarDocument(Document):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        hints = _hints(cls)
-        cls._names = {key: f.name for key, f in _fields_by_key(cls).items()}
+        hints = type_hints(cls)
+        cls._names = {key: f.name for key, f in fields_by_key(cls).items()}
         for name in cls._names.values():
             arms = typing.get_args(hints[name]) if isinstance(hints[name], types.UnionType) \
                 else (hints[name],)

@@ -17,7 +17,12 @@ import blake3
 from lineage.store.base import BaseStore
 from lineage.store.parts import part_files
 from lineage.stream.batch_digest import BATCH_TAG
-from lineage.stream.query import _resolve, stream_rank_rule, stream_schedule, window_pieces
+from lineage.stream.query import (
+    stream_named,
+    stream_rank_rule,
+    stream_schedule,
+    window_pieces,
+)
 
 
 def stream_batch_digests(store: BaseStore, stream: str, first_window: int,
@@ -27,7 +32,7 @@ def stream_batch_digests(store: BaseStore, stream: str, first_window: int,
     many windows it reads (by the stream's schedule); left out, it is the step the
     schedule gives `first_window`."""
     with store.reader(views=False) as con:
-        info = _resolve(con, stream)
+        info = stream_named(con, stream)
         if step is None:
             step = stream_schedule(info).step_of_window(first_window)
         return batch_digests(con, store, info, world_size, [(step, first_window)])[step]

@@ -29,7 +29,7 @@ from lineage.runs.chain import (
 from lineage.runs.chain_batches import batch_digests
 from lineage.runs.skip_rule import SkipRule, check_skips
 from lineage.store.base import BaseStore
-from lineage.stream.query import _resolve, stream_schedule
+from lineage.stream.query import stream_named, stream_schedule
 
 _END_KEYS = {"end", "last_state_hash", "state_hash", "steps"}
 _SKIP_KEYS = {"reason", "windows"}
@@ -52,7 +52,7 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         assert row is not None  # _summary raised UnknownObjectError for an unknown run
         header_text, end_text, rule_text = row
         header = json.loads(header_text)
-        stream = _resolve(con, info["stream"]) if info["stream"] else None
+        stream = stream_named(con, info["stream"]) if info["stream"] else None
         rows = con.execute("SELECT step, record FROM steps WHERE run = ? ORDER BY step",
                            [run]).fetchall()
         full = header.get("chain") in CHAIN_SPECS

@@ -16,9 +16,9 @@ from lineage.runs.query import _summary
 from lineage.store.base import BaseStore
 from lineage.stream.query import (
     StepRange,
-    _resolve,
     step_range,
     step_segments,
+    stream_named,
     stream_schedule,
     windows_range,
 )
@@ -35,7 +35,7 @@ def trace(
         if info["stream"] is None:
             raise UsageError(f"run {run!r} is a foreign chain bound to no stream: its steps "
                              "name no documents")
-        stream = _resolve(con, info["stream"])
+        stream = stream_named(con, info["stream"])
         params: list[str | int]
         where, params = "run = ?", [run]
         if step is not None:

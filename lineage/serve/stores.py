@@ -148,7 +148,7 @@ class Snapshots:
         with self._lock:  # one copy at a time; waiting requests then take that copy
             snapshot = self._current
             if snapshot is None or not self._fresh(snapshot):
-                self.store._require_catalog()
+                self.store.require_catalog()
                 snapshot = self._current = CatalogSnapshot(self.store)
             return snapshot
 

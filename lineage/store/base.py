@@ -150,7 +150,7 @@ class BaseStore:
         """
         import duckdb
 
-        self._require_catalog()
+        self.require_catalog()
         if not views:
             with _attached_cursor(self.catalog_path) as (cursor, schema):
                 _ensure_schema(cursor, self.catalog_path, migrate=False, schema=schema)
@@ -173,7 +173,7 @@ class BaseStore:
         are never held off between questions. The caller closes the connection."""
         import duckdb
 
-        self._require_catalog()
+        self.require_catalog()
         con = duckdb.connect(":memory:")
         try:
             path = str(self.catalog_path)
@@ -216,7 +216,7 @@ class BaseStore:
                     "run `lineage store verify`"
                 ) from exc
 
-    def _require_catalog(self) -> None:
+    def require_catalog(self) -> None:
         if not self.catalog_path.is_file():
             raise StoreError(
                 f"no lineage store at {self.root} (missing {CATALOG_NAME}): "

@@ -134,7 +134,7 @@ def guarded_connection(store: BaseStore, *, max_memory: int | None = None
 
     Close it after one query: the views hold the list of parts at opening time.
     """
-    store._require_catalog()
+    store.require_catalog()
     config: dict[str, Any] = dict(_STARTUP_CONFIG)
     if max_memory:
         config["memory_limit"] = f"{int(max_memory * DUCKDB_SHARE)}B"

@@ -99,17 +99,17 @@ def list_streams(store: BaseStore) -> list[dict[str, Any]]:
 def get_stream(store: BaseStore, name: str | None = None) -> dict[str, Any]:
     """One stream by name; without a name, the only stream of the store."""
     with store.reader(views=False) as con:
-        return _resolve(con, name)
+        return stream_named(con, name)
 
 
 def resolved_stream(con: duckdb.DuckDBPyConnection, store: BaseStore, name: str | None,
                     ) -> dict[str, Any]:
-    """`_resolve`'s row, read once per catalog state where the store keeps one (a server's
+    """`stream_named`'s row, read once per catalog state where the store keeps one (a server's
     copy of the catalog: lineage/store/memo.py); a copy of it, so a caller may change it."""
-    return dict(remembered(store, ("stream", name), lambda: _resolve(con, name)))
+    return dict(remembered(store, ("stream", name), lambda: stream_named(con, name)))
 
 
-def _resolve(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
+def stream_named(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
     if name is not None and (row := stream_row(con, name)) is not None:
         return row  # the common case: one query
     names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]

@@ -23,9 +23,9 @@ from lineage.errors import DamagedPartError, StoreError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.part_read import lookup_table
 from lineage.stream.query import (
-    _resolve,
     step_range,
     step_segments,
+    stream_named,
     stream_rank_rule,
     stream_schedule,
     window_piece_arrays,
@@ -68,7 +68,7 @@ class StreamReader:
     def __init__(self, store: BaseStore, stream: str | None = None) -> None:
         self.store = store
         with store.reader(views=False) as con:
-            self.info = _resolve(con, stream)
+            self.info = stream_named(con, stream)
             row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?",
                               [self.info["corpus"]]).fetchone()
         self.tokenizer = row[0] if row else None
