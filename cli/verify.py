@@ -73,19 +73,20 @@ def verify(
         return
     if folder is None:
         raise UsageError("verify needs a FOLDER (or a model file), or --cache")
-    from lineage.diligence.api import verify as verify_path
+    from lineage.diligence.verify import verify_folder
 
     require_model_path(folder)
-    answer = verify_path(folder, sums=sums, strict=strict, allow_risk=allow_risk or (),
-                         max_header_mib=max_header_mib)
-    report = answer.to_dict()
+    # The answer's JSON object as it is built (lineage.verify() types the same object: a
+    # round trip through the typed answer cost 1.6 s of 9 for a 300,000-line list).
+    report = verify_folder(folder, sums=sums, strict=strict, allow_risks=allow_risk or (),
+                           max_header_mib=max_header_mib)
     if json:
         output.emit_json(report)
     else:
         output.emit_lines(_snapshot_lines(report["snapshot"])
                           + _structure_lines(report["structure"]) + _risk_lines(report["risks"])
                           + _checksum_lines(report["checksums"]) + [f"load: {report['load']}"])
-    if not answer.ok:
+    if not report["ok"]:
         raise typer.Exit(EXIT_NO)
 
 
