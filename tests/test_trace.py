@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lineage.api import Store
 from lineage.errors import UnknownObjectError, UsageError
@@ -102,3 +104,37 @@ def test_trained_on_follows_a_run_past_its_data_skip(
     read_steps = answer["results"][1]["matches"][0]["run_steps"]
     assert read_steps and all(6 <= s <= 11 for s in read_steps)
     assert answer["results"][0]["matches"][0]["run_steps"] == []
+
+
+def test_a_server_answers_every_step_as_a_command_does(traced: Store) -> None:
+    """A server finds a step in the run's steps it keeps as columns; a command asks the
+    catalog. Every step (a data skip among them), and a step the run lacks, the same."""
+    from lineage.jsonout import json_text
+    from lineage.runs.trace import trace
+    from lineage.serve.stores import snapshots_for
+    from lineage.store.budget import lookup_budget
+
+    served = snapshots_for(traced.root).served()
+    trace(served, "r", step=0)  # the first question reads the run's steps
+    for step in range(40):
+        with lookup_budget(10_000):  # no DuckDB query within: the kept columns answer
+            kept = trace(served, "r", step=step)
+        assert json_text(kept) == json_text(trace(traced, "r", step=step))
+    for store in (served, traced):
+        with pytest.raises(UnknownObjectError, match="no record of step 40"):
+            trace(store, "r", step=40)
+
+
+@given(st.dictionaries(st.sampled_from(["cursor", "step", "cur\\u0073or"]),
+                       st.one_of(st.none(), st.booleans(), st.integers(),
+                                 st.floats(allow_nan=False), st.text(max_size=5)),
+                       min_size=1),
+       st.integers(min_value=-(2**70), max_value=2**70))
+def test_a_kept_cursor_is_the_cursor_json_reads(fields: dict[str, object], late: int) -> None:
+    """Duplicate keys (the last counts), an escaped key, integers past 64 bits, floats:
+    the columns a server keeps read each record's cursor as the query path does."""
+    from lineage.runs.step_table import _cursor, record_cursor
+
+    body = ", ".join(f'"{k}": {json.dumps(v)}' for k, v in fields.items())
+    for text in (f"{{{body}}}", f'{{{body}, "cursor": {late}}}', f'{{"cursor": NaN, {body}}}'):
+        assert repr(_cursor(text)) == repr(record_cursor(text))  # repr: NaN too

@@ -8,17 +8,18 @@ how many windows it took, so the windows follow.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs.query import _summary
+from lineage.runs.step_table import STEP_COLUMNS, RunSteps, record_cursor
 from lineage.store.base import BaseStore
+from lineage.store.memo import remembered
 from lineage.stream.query import (
     StepRange,
+    resolved_stream,
     step_range,
     step_segments,
-    stream_named,
     stream_schedule,
     windows_range,
 )
@@ -31,34 +32,49 @@ def trace(
     if sum([step is not None, clipped, skipped]) != 1:
         raise UsageError("give exactly one of --step N, --clipped, --skipped")
     with store.reader(views=False) as con:
-        info = _summary(con, run)
-        if info["stream"] is None:
+        # the run's stream only (its summary counts every step: most of a served answer)
+        bound = remembered(store, ("run-stream", run), lambda: con.execute(
+            "SELECT stream FROM runs WHERE name = ?", [run]).fetchone())
+        if bound is None:
+            _summary(con, run)  # raises, naming the runs there are
+        if bound[0] is None:
             raise UsageError(f"run {run!r} is a foreign chain bound to no stream: its steps "
                              "name no documents")
-        stream = stream_named(con, info["stream"])
-        params: list[str | int]
-        where, params = "run = ?", [run]
-        if step is not None:
-            where, params = where + " AND step = ?", [run, step]
-        elif clipped:
-            where += " AND clipped"
-        else:
-            where += " AND skipped"
-        rows = con.execute(
-            f"SELECT step, loss, grad_norm, lr, clipped, skipped, state_hash, record FROM steps "
-            f"WHERE {where} ORDER BY step LIMIT ?", [*params, limit]).fetchall()
+        stream = resolved_stream(con, store, bound[0])
+        rows = _step_rows(con, store, run, step, clipped=clipped, limit=limit)
         if step is not None and not rows:
+            info = _summary(con, run)
             raise UnknownObjectError(f"run {run!r} has no record of step {step} "
                                      f"(steps {info['first_step']}..{info['last_step']})")
         steps = []
-        for s, loss, norm, lr, was_clipped, was_skipped, state_hash, record in rows:
-            span = _windows(stream, s, json.loads(record).get("cursor"))
+        for s, loss, norm, lr, was_clipped, was_skipped, state_hash, cursor in rows:
+            span = _windows(stream, s, cursor)
             segments = step_segments(con, store, stream, span)
             steps.append({"step": s, "loss": loss, "grad_norm": norm, "lr": lr,
                           "clipped": was_clipped, "skipped": was_skipped,
                           "state_hash": state_hash, "documents": _documents(segments)})
     return {"run": run, "stream": stream["name"], "spec_hash": stream["spec_hash"],
             "manifest_hash": stream["manifest_hash"], "steps": steps}
+
+
+def _step_rows(con: Any, store: BaseStore, run: str, step: int | None, *, clipped: bool,
+               limit: int | None) -> list[tuple[Any, ...]]:
+    """(step, loss, grad_norm, lr, clipped, skipped, state_hash, cursor) of the step asked
+    for, or of the clipped (else skipped) steps: one step from the run's kept columns
+    where the store keeps them (a server), else by a query."""
+    if step is not None and store.catalog_memo is not None:
+        table = remembered(store, ("run-steps", run), lambda: RunSteps.read(con, run))
+        if table is not None:
+            found = table.row(step)
+            return [] if found is None else [found]
+    where, params = "run = ?", [run]
+    if step is not None:
+        where, params = where + " AND step = ?", [run, step]
+    else:
+        where += " AND clipped" if clipped else " AND skipped"
+    rows = con.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE {where} ORDER BY step "
+                       "LIMIT ?", [*params, limit]).fetchall()
+    return [(*row[:7], record_cursor(row[7])) for row in rows]
 
 
 def _windows(stream: dict[str, Any], step: int, cursor: Any) -> StepRange:

@@ -226,9 +226,19 @@ async def trace(request: Request) -> Response:
     limit = options.get("limit")
     if (clipped or skipped) and (limit is None or limit > cap):
         raise HTTPProblem(400, f"give limit (at most {cap}) with clipped or skipped")
-    return await answered(request, lambda store: json_answer(store.trace(
-        options["run"], step=options.get("step"), clipped=clipped, skipped=skipped,
-        limit=limit).to_json()))
+
+    def question(store: Store) -> Response:
+        # the question's JSON object as is (the typed answer prints the same bytes), as
+        # `docs` answers: building the typed answer cost as much as the lookup
+        from lineage.jsonout import json_text
+        from lineage.runs.trace import trace as trace_steps
+
+        return json_answer(json_text(trace_steps(
+            store, options["run"], step=options.get("step"), clipped=clipped,
+            skipped=skipped, limit=limit)))
+
+    # one step is a lookup: the run's steps and the stream's arrays, kept by the server
+    return await answered(request, question, quick=options.get("step") is not None)
 
 
 async def runs(request: Request) -> Response:
