@@ -3,8 +3,14 @@
 A single ORDER BY of a 100M-row table holds every row's sort keys and payload at once:
 beyond the memory limit DuckDB spills them, uncompressed, to its temp directory (a
 10M-row reduce spilled several bytes for each byte of the manifest). Sorting the rows of
-one key range at a time keeps each sort within memory and the scratch space at zero;
-the ranges, taken in key order, give exactly the rows of the global sort in its order.
+one key range at a time keeps each sort within memory; the ranges, taken in key order,
+give exactly the rows of the global sort in its order.
+
+The rows are dealt into their ranges in one pass over the table (a Parquet file for each
+range, in a scratch folder, compressed): a range read by filtering the whole table would
+cost a scan of the table per range, which grows as the square of the corpus (a 100M-row
+reduce scanned its table 100 times). Each range's file is deleted once it is sorted.
+
 The stream is cut again into batches of `batch_rows` rows, as one query's reader cuts
 them, so what is written from it (row groups, parts, digests) does not depend on where
 the ranges fall. The bounds come from a sample of the keys, which only decides how even
@@ -13,7 +19,9 @@ the ranges are, never what is written.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +34,9 @@ RANGE_ROWS = 2_000_000
 BATCH_ROWS = 65_536
 _SAMPLES_PER_RANGE = 256
 _SAMPLE_SEED = 33
+# Small row groups in the scratch files: the partitioned write buffers one per range.
+_SCRATCH_ROW_GROUP = 16_384
+_RANGE_COLUMN = "lineage_range"
 
 
 def sorted_by_ranges(
@@ -35,20 +46,28 @@ def sorted_by_ranges(
     key: str,
     total: int,
     *,
+    scratch: Path,
     key_type: str = "VARCHAR",
     table: str = "docs",
+    columns: str = "*",
     range_rows: int | None = None,
     batch_rows: int = BATCH_ROWS,
     after_first: Callable[[], None] | None = None,
 ) -> pa.RecordBatchReader:
-    """The rows of `sql` (whose WHERE holds `{range}`, and which ends ORDER BY `key`, ...)
-    as one reader. `key` must not be NULL on any row of `table`; `after_first` is called
+    """The rows of `sql` (which reads `{rows}`, a relation with `columns` of `table`, and
+    ends ORDER BY `key`, ...) as one reader. `key` must not be NULL on any row of `table`;
+    `scratch` is a folder of this sort's own (made, then deleted); `after_first` is called
     once the first range is sorted."""
     import pyarrow as pa
 
     bounds = range_bounds(con, key, total, table=table,
                           range_rows=range_rows or RANGE_ROWS)
-    readers = _range_readers(con, sql, params, key, key_type, bounds)
+    if not bounds:  # one range: the table as it is
+        readers: Iterator[pa.RecordBatchReader] = iter([_reader(
+            con, sql.replace("{rows}", f"(SELECT {columns} FROM {table})"), params)])
+    else:
+        _deal(con, table, columns, key, key_type, bounds, scratch)
+        readers = _range_readers(con, sql, params, len(bounds) + 1, scratch)
     first = next(readers)
     if after_first is not None:
         after_first()
@@ -70,23 +89,56 @@ def range_bounds(con: duckdb.DuckDBPyConnection, key: str, total: int, *, table:
     return sorted(set(picked))
 
 
+def _deal(con: duckdb.DuckDBPyConnection, table: str, columns: str, key: str,
+          key_type: str, bounds: list[Any], scratch: Path) -> None:
+    """Every row of `table` into the file of its range, in one pass: range k holds the
+    keys in [bounds[k-1], bounds[k]), found by a binary search written as nested CASEs."""
+    values: list[Any] = []
+
+    def search(lo: int, hi: int) -> str:  # ranges lo..hi; bounds[mid] parts them
+        if lo == hi:
+            return str(lo)
+        mid = (lo + hi) // 2
+        values.append(bounds[mid])
+        return (f"CASE WHEN {key} < ?::{key_type} THEN {search(lo, mid)} "
+                f"ELSE {search(mid + 1, hi)} END")
+
+    which = search(0, len(bounds))
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    con.cursor().execute(
+        f"COPY (SELECT {columns}, {which} AS {_RANGE_COLUMN} FROM {table}) TO "
+        f"'{_quoted(scratch)}' (FORMAT parquet, PARTITION_BY ({_RANGE_COLUMN}), "
+        f"ROW_GROUP_SIZE {_SCRATCH_ROW_GROUP}, COMPRESSION zstd)", values)
+
+
 def _range_readers(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any],
-                   key: str, key_type: str, bounds: list[Any]
-                   ) -> Iterator[pa.RecordBatchReader]:
-    """A reader for each range in key order: [-inf, b1), [b1, b2), ..., [bn, inf)."""
-    edges: list[Any] = [None, *bounds, None]
-    for low, high in zip(edges, edges[1:], strict=False):
-        where, values = [], []
-        if low is not None:
-            where.append(f"{key} >= ?::{key_type}")
-            values.append(low)
-        if high is not None:
-            where.append(f"{key} < ?::{key_type}")
-            values.append(high)
-        query = sql.replace("{range}", " AND ".join(where) or "true")
-        # a fresh cursor for each: no pending result of another query in the way
-        yield con.cursor().sql(query, params=[*params, *values]).to_arrow_reader(
-            BATCH_ROWS)
+                   ranges: int, scratch: Path) -> Iterator[pa.RecordBatchReader]:
+    """A reader for each range in key order, each range's file deleted once read (an
+    empty range has no file)."""
+    try:
+        for k in range(ranges):
+            folder = scratch / f"{_RANGE_COLUMN}={k}"
+            files = sorted(str(p) for p in folder.glob("*.parquet"))
+            if not files:
+                continue
+            listed = ", ".join(f"'{_quoted(Path(f))}'" for f in files)
+            rows = f"read_parquet([{listed}], hive_partitioning = false)"
+            reader = _reader(con, sql.replace("{rows}", rows), params)
+            yield reader
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _reader(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
+            ) -> pa.RecordBatchReader:
+    # a fresh cursor for each: no pending result of another query in the way
+    return con.cursor().sql(sql, params=list(params)).to_arrow_reader(BATCH_ROWS)
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
 
 
 def _chain(first: pa.RecordBatchReader,

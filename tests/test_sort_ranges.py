@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ def test_ranges_give_the_rows_and_batches_of_one_sort(
         keys: list[str], range_rows: int, batch_rows: int) -> None:
     con = duckdb.connect()
     _table(con, keys)
-    sql = "SELECT ? AS tag, * FROM (SELECT * FROM docs WHERE {range} ORDER BY doc_id, n)"
+    sql = "SELECT ? AS tag, * FROM (SELECT * FROM {rows} ORDER BY doc_id, n)"
     whole = con.sql("SELECT 'x' AS tag, * FROM docs ORDER BY doc_id, n").fetchall()
-    reader = sorted_by_ranges(con, sql, ["x"], "doc_id", len(keys), range_rows=range_rows,
-                              batch_rows=batch_rows)
-    batches = list(reader)
+    with tempfile.TemporaryDirectory() as scratch:
+        reader = sorted_by_ranges(con, sql, ["x"], "doc_id", len(keys), range_rows=range_rows,
+                                  batch_rows=batch_rows, scratch=Path(scratch) / "s")
+        batches = list(reader)
+        assert not (Path(scratch) / "s").exists()  # every range's file deleted once read
     assert [row for b in batches for row in pa.Table.from_batches([b]).to_pylist()] == [
         dict(zip(["tag", "doc_id", "n"], row, strict=True)) for row in whole]
     sizes = [b.num_rows for b in batches]

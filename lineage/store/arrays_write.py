@@ -242,8 +242,11 @@ def _column(parts: Sequence[Path], name: str) -> pa.Array:
     import pyarrow.parquet as pq
 
     chunks = [pq.read_table(p, columns=[name], use_threads=False)[name] for p in parts]
-    return pa.chunked_array([c for chunk in chunks for c in chunk.chunks],
-                            type=chunks[0].type).combine_chunks()
+    column = pa.chunked_array([c for chunk in chunks for c in chunk.chunks],
+                              type=chunks[0].type)
+    if pa.types.is_string(column.type):  # 32-bit offsets end at 2 GiB (100M doc_ids)
+        column = column.cast(pa.large_string())
+    return column.combine_chunks()
 
 
 @dataclass
