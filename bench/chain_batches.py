@@ -11,7 +11,8 @@ The store is bench/open1b.py's (stream `open1b`, 80,957 steps); the chain is the
 three commands in turn, each as its own process, timed by wall clock with its peak
 memory (/usr/bin/time's largest process, and the process tree sampled every 0.1 s):
 `lineage chain verify RUN --batches --json` as installed; the same command with the
-digests made by the old code; DuckDB alone counting and hashing the occurrences'
+digests made by the old code; `chain verify RUN --json` (the links alone: what the
+digests add is the difference); DuckDB alone counting and hashing the occurrences'
 columns (bench/open1b.py's floor). Output: medians, every run and the load average, in
 bench/out/chain-batches-<workdir's name>.json.
 """
@@ -90,13 +91,14 @@ def main() -> None:
     occ = sorted(str(p) for p in (store / "tables" / "occurrences").glob("*.parquet"))
     floor_sql = ("SELECT count(*), sum(hash(ordinal, doc_id, stream_start, stream_end)) "
                  f"FROM read_parquet({open1b.files_sql(occ)})")
-    new, old, floor = [], [], []
+    new, old, links, floor = [], [], [], []
     for _ in range(args.runs):  # in turn, so each round meets the same load
         new.append(open1b.measure([open1b.LINEAGE, *verify]))
         old.append(open1b.measure([open1b.PY, __file__, "--as-old", *verify]))
+        links.append(open1b.measure([open1b.LINEAGE, *verify[:-2], "--json"]))
         floor.append(open1b.duckdb_job(floor_sql, "1GB"))
         print(json.dumps({"new": slim(new[-1]), "old": slim(old[-1]),
-                          "duckdb": slim(floor[-1])}), flush=True)
+                          "links": slim(links[-1]), "duckdb": slim(floor[-1])}), flush=True)
     for m in new + old:
         answer = json.loads(m["stdout"])
         if answer.get("ok") is not True or not answer.get("batches_checked"):
@@ -106,7 +108,7 @@ def main() -> None:
               "store": str(store), "occurrences": info.get("occurrences"),
               "windows": info.get("windows"), "steps": info.get("steps"),
               "chain_written_s": written, "new": summary(new), "old": summary(old),
-              "duckdb": summary(floor)}
+              "links_only": summary(links), "duckdb": summary(floor)}
     n, f = result["new"]["median_s"], result["duckdb"]["median_s"]
     result["new_over_duckdb"] = round(n / f, 2)
     result["old_over_duckdb"] = round(result["old"]["median_s"] / f, 2)
@@ -114,10 +116,11 @@ def main() -> None:
     out = REPO / "bench" / "out" / f"chain-batches-{args.workdir.name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("new", "old", "duckdb")}
+    print(json.dumps({k: v for k, v in result.items()
+                      if k not in ("new", "old", "links_only", "duckdb")}
                      | {k: {"median_s": result[k]["median_s"],
                             "max_rss_mb": result[k]["max_rss_mb"]}
-                        for k in ("new", "old", "duckdb")}))
+                        for k in ("new", "old", "links_only", "duckdb")}))
 
 
 if __name__ == "__main__":
