@@ -7,14 +7,16 @@ turn, each beside DuckDB scanning the stream's occurrences, in the same run.
     .venv/bin/python bench/chain_batches.py --workdir DIR [--runs 3]
 
 The store is bench/open1b.py's (stream `open1b`, 80,957 steps); the chain is the one its
-`stage_chain` records (a closed 80,957-step chain, world size 1). Each round runs the
-three commands in turn, each as its own process, timed by wall clock with its peak
-memory (/usr/bin/time's largest process, and the process tree sampled every 0.1 s):
-`lineage chain verify RUN --batches --json` as installed; the same command with the
-digests made by the old code; `chain verify RUN --json` (the links alone: what the
-digests add is the difference); DuckDB alone counting and hashing the occurrences'
-columns (bench/open1b.py's floor). Output: medians, every run and the load average, in
-bench/out/chain-batches-<workdir's name>.json.
+`stage_chain` records (a closed 80,957-step chain, world size 1). Each round runs four
+commands in turn, each as its own process, timed by wall clock with its peak memory
+(/usr/bin/time's largest process, and the process tree sampled every 0.1 s): `lineage
+chain verify RUN --batches --json` as installed; the same command with the digests
+made by the old code; `chain verify RUN --no-batches --json` (the links alone: what
+the digests add is the difference); DuckDB alone counting and hashing the
+occurrences' columns (bench/open1b.py's floor). Output: medians, every run and the load average, in
+bench/out/chain-batches-<workdir's name>.json. With --digests-alone: each round makes
+every step's digests in a process of its own by each code, beside the same DuckDB
+scan (bench/out/chain-digests-<workdir's name>.json).
 """
 
 from __future__ import annotations
@@ -60,6 +62,21 @@ def run_as_old(argv: list[str]) -> None:
     run()
 
 
+def digests_alone(store_path: str, old: bool) -> None:
+    """Every step's batch digests (world size 1), made in this process by lineage's code
+    or the old code, and nothing else: what `chain verify --batches` adds to the links."""
+    import lineage as lin
+    from lineage.runs.chain_batches import batch_digests
+
+    store = lin.open(Path(store_path))
+    info = store.stream("open1b")
+    batch = int(info["batch"])
+    make = old_batch_digests if old else batch_digests
+    with store.reader(views=False) as con:
+        found = make(con, store, info, 1, [(s, s * batch) for s in range(int(info["steps"]))])
+    print(json.dumps({"steps": len(found)}))
+
+
 def slim(m: dict[str, Any]) -> dict[str, Any]:
     return {k: m[k] for k in ("seconds", "max_rss_mb", "tree_peak_mb", "load")}
 
@@ -76,9 +93,14 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, required=True,
                         help="bench/open1b.py's --workdir, kept (--keep)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--digests-alone", action="store_true",
+                        help="time only the digests, in a process each (no chain, no verify)")
     args = parser.parse_args()
     open1b.ARGS = args  # its DuckDB jobs spill into the work folder
     store = args.workdir / "store"
+    if args.digests_alone:
+        compare_digests(args, store)
+        return
     log = args.workdir / "steps.jsonl"
     started = time.perf_counter()
     open1b.write_chain(store, log)
@@ -95,7 +117,7 @@ def main() -> None:
     for _ in range(args.runs):  # in turn, so each round meets the same load
         new.append(open1b.measure([open1b.LINEAGE, *verify]))
         old.append(open1b.measure([open1b.PY, __file__, "--as-old", *verify]))
-        links.append(open1b.measure([open1b.LINEAGE, *verify[:-2], "--json"]))
+        links.append(open1b.measure([open1b.LINEAGE, *verify[:-2], "--no-batches", "--json"]))
         floor.append(open1b.duckdb_job(floor_sql, "1GB"))
         print(json.dumps({"new": slim(new[-1]), "old": slim(old[-1]),
                           "links": slim(links[-1]), "duckdb": slim(floor[-1])}), flush=True)
@@ -123,8 +145,33 @@ def main() -> None:
                         for k in ("new", "old", "links_only", "duckdb")}))
 
 
+def compare_digests(args: argparse.Namespace, store: Path) -> None:
+    """Rounds of: the digests alone by lineage's code, by the old code, DuckDB's scan."""
+    occ = sorted(str(p) for p in (store / "tables" / "occurrences").glob("*.parquet"))
+    floor_sql = ("SELECT count(*), sum(hash(ordinal, doc_id, stream_start, stream_end)) "
+                 f"FROM read_parquet({open1b.files_sql(occ)})")
+    new, old, floor = [], [], []
+    for _ in range(args.runs):
+        new.append(open1b.measure([open1b.PY, __file__, "--digests", str(store)]))
+        old.append(open1b.measure([open1b.PY, __file__, "--digests-old", str(store)]))
+        floor.append(open1b.duckdb_job(floor_sql, "1GB"))
+        print(json.dumps({"new": slim(new[-1]), "old": slim(old[-1]),
+                          "duckdb": slim(floor[-1])}), flush=True)
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "store": str(store), "new": summary(new), "old": summary(old),
+              "duckdb": summary(floor)}
+    out = REPO / "bench" / "out" / f"chain-digests-{args.workdir.name}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: {"median_s": result[k]["median_s"],
+                          "max_rss_mb": result[k]["max_rss_mb"]}
+                      for k in ("new", "old", "duckdb")}))
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--as-old"]:
         run_as_old(sys.argv[2:])
+    elif sys.argv[1:2] in (["--digests"], ["--digests-old"]):
+        digests_alone(sys.argv[2], old=sys.argv[1] == "--digests-old")
     else:
         main()
