@@ -21,6 +21,8 @@ from lineage.stream.query import window_piece_arrays
 from lineage.stream.schedule import RankRule
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
 
     from lineage.stream.order import IntArray
@@ -46,18 +48,24 @@ def span_digests(rows: pa.Table | None, spans: Sequence[Span], seq_len: int, rul
             starts, rows["stream_end"].to_numpy(), seq_len, first, end - 1)
         owner = group[window - first]
         read = owner >= 0  # not in a window a data skip jumped over
-        row, window, lo, hi, owner = row[read], window[read], lo[read], hi[read], owner[read]
-        order = _group_order(lo, owner)
+        if read.all():
+            order = _group_order(lo, owner)
+        else:
+            kept = np.flatnonzero(read)
+            within = _group_order(lo[kept], owner[kept])
+            order = kept if within is None else kept[within]
         if order is not None:
             row, window, lo, hi, owner = (row[order], window[order], lo[order], hi[order],
                                           owner[order])
         shift = rows["doc_offset"].to_numpy()[row] - starts[row]
         doc_id = rows["doc_id"].take(row).combine_chunks()
-        lines = _lines(window, doc_id, lo + shift, hi + shift)
+        token_start, token_end = lo + shift, hi + shift
         tied = lo[1:] == lo[:-1]  # at one position, so in one window
         if tied.any():  # overlapping occurrences (no stream has them): the lines decide
-            lines = lines.take(_tie_order(np.flatnonzero(tied), doc_id, lo + shift, hi + shift))
-        _hash_groups(lines, owner, digests)
+            order = _tie_order(np.flatnonzero(tied), doc_id, token_start, token_end)
+            window, token_start, token_end = window[order], token_start[order], token_end[order]
+            doc_id = doc_id.take(order)
+        _hash_groups(*_lines(window, doc_id, token_start, token_end), owner, digests)
     found, at = {}, 0
     for (step, _, _), count in zip(spans, ranks.tolist(), strict=True):
         found[step], at = digests[at:at + count], at + count
@@ -105,17 +113,27 @@ def _group_order(position: IntArray, group: IntArray) -> IntArray | None:
 
 
 def _lines(window: IntArray, doc_id: pa.Array, token_start: IntArray, token_end: IntArray,
-           ) -> pa.Array:
-    """The spec's lines, one a segment, as one string array."""
+           ) -> tuple[npt.NDArray[np.uint8], IntArray]:
+    """The spec's lines, one a segment: their bytes, end to end, and where each begins
+    (and the last ends)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     def text(values: IntArray) -> pa.Array:
         return pc.cast(pa.array(values), pa.string())
 
-    ends = pc.binary_join_element_wise(text(token_end), "", "\n")  # "end" LF
-    return pc.binary_join_element_wise(text(window), doc_id.cast(pa.string()),
-                                       text(token_start), ends, "\t")
+    # One join, each line ending in a tab that becomes its LF in place (the array is
+    # made here and goes nowhere else): a second join to add the LF would copy it all.
+    lines = pc.binary_join_element_wise(text(window), doc_id.cast(pa.string()),
+                                        text(token_start), text(token_end), "", "\t")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[
+        lines.offset:lines.offset + len(lines) + 1].astype(np.int64)
+    data = np.frombuffer(lines.buffers()[2], dtype=np.uint8)[:offsets[-1]]
+    if not data.flags.writeable:  # an Arrow build whose new buffers are not mutable
+        data = data.copy()
+    data[offsets[1:] - 1] = ord("\n")
+    return data, offsets
 
 
 def _tie_order(tied: IntArray, doc_id: pa.Array, token_start: IntArray, token_end: IntArray,
@@ -137,19 +155,18 @@ def _tie_order(tied: IntArray, doc_id: pa.Array, token_start: IntArray, token_en
     return order
 
 
-def _hash_groups(lines: pa.Array, owner: IntArray, digests: list[Any]) -> None:
+def _hash_groups(data: npt.NDArray[np.uint8], offsets: IntArray, owner: IntArray,
+                 digests: list[Any]) -> None:
     """digests[g] = H(tag || the lines of group g), for each group with lines; `owner`
     (each line's group) ascends."""
     import numpy as np
 
     if not len(owner):
         return
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[
-        lines.offset:lines.offset + len(lines) + 1]
-    data = memoryview(lines.buffers()[2])  # type: ignore[arg-type]
+    view = memoryview(data)
     bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])
     at = offsets[bounds].tolist()
     for group, a, b in zip(owner[bounds[:-1]].tolist(), at[:-1], at[1:], strict=True):
         hasher = blake3.blake3(BATCH_TAG)
-        hasher.update(data[a:b])
+        hasher.update(view[a:b])
         digests[group] = "blake3:" + hasher.hexdigest()
