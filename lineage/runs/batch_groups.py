@@ -163,7 +163,7 @@ def _hash_groups(data: npt.NDArray[np.uint8], offsets: IntArray, owner: IntArray
 
     if not len(owner):
         return
-    view = memoryview(data)
+    view = data.data  # the bytes, as a memoryview
     bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])
     at = offsets[bounds].tolist()
     for group, a, b in zip(owner[bounds[:-1]].tolist(), at[:-1], at[1:], strict=True):
