@@ -8,8 +8,9 @@ turn, each beside DuckDB scanning the stream's occurrences, in the same run.
 
 The store is bench/open1b.py's (stream `open1b`, 80,957 steps); the chain is the one its
 `stage_chain` records (a closed 80,957-step chain, world size 1). Each round runs four
-commands in turn, each as its own process, timed by wall clock with its peak memory
-(/usr/bin/time's largest process, and the process tree sampled every 0.1 s): `lineage
+commands in turn, each as its own process, timed by wall clock and CPU (user + system)
+with its peak memory (/usr/bin/time's largest process, and the process tree sampled
+every 0.1 s): `lineage
 chain verify RUN --batches --json` as installed; the same command with the digests
 made by the old code; `chain verify RUN --no-batches --json` (the links alone: what
 the digests add is the difference); DuckDB alone counting and hashing the
@@ -78,11 +79,12 @@ def digests_alone(store_path: str, old: bool) -> None:
 
 
 def slim(m: dict[str, Any]) -> dict[str, Any]:
-    return {k: m[k] for k in ("seconds", "max_rss_mb", "tree_peak_mb", "load")}
+    return {k: m[k] for k in ("seconds", "cpu_s", "max_rss_mb", "tree_peak_mb", "load")}
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"median_s": statistics.median(r["seconds"] for r in runs),
+            "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
             "max_rss_mb": max(r["max_rss_mb"] for r in runs),
             "tree_peak_mb": max(r["tree_peak_mb"] for r in runs),
             "runs": [slim(r) for r in runs]}
@@ -141,6 +143,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items()
                       if k not in ("new", "old", "links_only", "duckdb")}
                      | {k: {"median_s": result[k]["median_s"],
+                            "median_cpu_s": result[k]["median_cpu_s"],
                             "max_rss_mb": result[k]["max_rss_mb"]}
                         for k in ("new", "old", "links_only", "duckdb")}))
 
@@ -164,6 +167,7 @@ def compare_digests(args: argparse.Namespace, store: Path) -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: {"median_s": result[k]["median_s"],
+                          "median_cpu_s": result[k]["median_cpu_s"],
                           "max_rss_mb": result[k]["max_rss_mb"]}
                       for k in ("new", "old", "duckdb")}))
 
