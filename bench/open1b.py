@@ -11,10 +11,10 @@ shares and length distribution; 1,356 tokens a document). Open-1B read 400B of i
 tokens a step with the corpus: seq_len 2048, batch = (400e9 * N / 332.2M / 80,957 /
 2048) windows, rounded down (2,412 at full size), token budget 80,957 * 2048 * batch.
 
-Each command runs as its own process (the console script), timed by wall clock, with
-its peak memory two ways: /usr/bin/time's maximum resident set (the largest single
-process of the tree) and the sum of the resident sets of the whole tree sampled every
-0.1 s from /proc. Measured, in order:
+Each command runs as its own process (the console script), timed by wall clock (and
+its CPU time, user + system, as /usr/bin/time gives it), with its peak memory two ways:
+/usr/bin/time's maximum resident set (the largest single process of the tree) and the
+sum of the resident sets of the whole tree sampled every 0.1 s from /proc. Measured, in order:
 
 * `ingest corpus` of the manifest; DuckDB alone: COPY of the manifest sorted by doc_id
   to Parquet (zstd), in 2 GB, as the ingest's budget ($LINEAGE_MEMORY_LIMIT);
@@ -119,9 +119,11 @@ def measure(cmd: list[str], env: dict[str, str] | None = None,
         text = timing.read()
     rss_kb = next(int(line.split(":")[1]) for line in text.splitlines()
                   if "Maximum resident set size" in line)
-    return {"seconds": round(seconds, 2), "max_rss_mb": round(rss_kb / 1024),
-            "tree_peak_mb": round(peak[0] / 2**20), "load": started_load,
-            "stdout": out}
+    cpu = sum(float(line.split(":")[1]) for line in text.splitlines()
+              if line.strip().startswith(("User time", "System time")))
+    return {"seconds": round(seconds, 2), "cpu_s": round(cpu, 2),
+            "max_rss_mb": round(rss_kb / 1024), "tree_peak_mb": round(peak[0] / 2**20),
+            "load": started_load, "stdout": out}
 
 
 def files_sql(paths: list[str]) -> str:
