@@ -28,7 +28,7 @@ from lineage.errors import InputError
 from lineage.formats.compressed import compression_of
 from lineage.formats.files import PICKLE_BEARING, sniff
 from lineage.formats.npy import parse_npy_header
-from lineage.formats.pickle_scan import (
+from lineage.formats.pickle_scan.scan import (
     _START_OPCODES,
     SAFE_GLOBALS,
     SNIFF_WINDOW,
@@ -569,7 +569,7 @@ def test_the_new_format_modules_import_nothing_that_loads() -> None:
 
     import lineage.formats.compressed as compressed
     import lineage.formats.npy as npy
-    import lineage.formats.pickle_globals as pickle_globals
+    import lineage.formats.pickle_scan.classify as pickle_globals
 
     for module in (compressed, npy, pickle_globals):
         tree = ast.parse(Path(module.__file__ or "").read_text())

@@ -16,8 +16,15 @@ from collections.abc import Callable
 from typing import Protocol
 
 from lineage.formats.messages import show as _show
-from lineage.formats.pickle_findings import _Scan
-from lineage.formats.pickle_opcodes import HIGHEST_PROTOCOL, _Imported, _Made, _Stop, _Token, _Value
+from lineage.formats.pickle_scan.findings import _Scan
+from lineage.formats.pickle_scan.opcodes import (
+    HIGHEST_PROTOCOL,
+    _Imported,
+    _Made,
+    _Stop,
+    _Token,
+    _Value,
+)
 
 
 class _Decoding(Protocol):

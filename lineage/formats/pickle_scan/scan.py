@@ -116,9 +116,21 @@ from typing import BinaryIO, cast
 
 from lineage.errors import InputError
 from lineage.formats.compressed import InflatingReader, compression_of
-from lineage.formats.pickle_archive import _NPY_SNIFF, _directory_too_large, _scan_npy, _scan_zip
-from lineage.formats.pickle_decoder import _Decoder, _scan_pickles
-from lineage.formats.pickle_findings import (
+from lineage.formats.pickle_scan.archive import (
+    _NPY_SNIFF,
+    _directory_too_large,
+    _scan_npy,
+    _scan_zip,
+)
+from lineage.formats.pickle_scan.classify import (
+    DANGEROUS_LAST_NAMES,
+    DANGEROUS_MODULES,
+    DANGEROUS_NAMES,
+    SAFE_GLOBALS,
+    classify_global,
+)
+from lineage.formats.pickle_scan.decoder import _Decoder, _scan_pickles
+from lineage.formats.pickle_scan.findings import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MEMBER_BYTES,
     DEFAULT_MAX_TOTAL_BYTES,
@@ -131,15 +143,8 @@ from lineage.formats.pickle_findings import (
     _describe,
     _Scan,
 )
-from lineage.formats.pickle_globals import (
-    DANGEROUS_LAST_NAMES,
-    DANGEROUS_MODULES,
-    DANGEROUS_NAMES,
-    SAFE_GLOBALS,
-    classify_global,
-)
-from lineage.formats.pickle_opcodes import _OPCODES, _SNIFF_BYTES, _has_pickle_header
-from lineage.formats.pickle_source import _CountingFile, _Source
+from lineage.formats.pickle_scan.opcodes import _OPCODES, _SNIFF_BYTES, _has_pickle_header
+from lineage.formats.pickle_scan.source import _CountingFile, _Source
 from lineage.userfiles import open_regular
 
 __all__ = [

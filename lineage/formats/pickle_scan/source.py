@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from typing import IO, BinaryIO
 
-from lineage.formats.pickle_findings import _Budget
+from lineage.formats.pickle_scan.findings import _Budget
 
 _CHUNK = 64 * 1024
 

@@ -15,10 +15,10 @@ import struct
 from collections import Counter
 
 from lineage.formats.messages import show as _show
-from lineage.formats.pickle_findings import GlobalRef, _Scan
-from lineage.formats.pickle_globals import classify_global
-from lineage.formats.pickle_handlers import _HANDLERS
-from lineage.formats.pickle_opcodes import (
+from lineage.formats.pickle_scan.classify import classify_global
+from lineage.formats.pickle_scan.findings import GlobalRef, _Scan
+from lineage.formats.pickle_scan.handlers import _HANDLERS
+from lineage.formats.pickle_scan.opcodes import (
     _EFFECTS,
     _FIXED_ARGS,
     _KEEP_VALUE_BYTES,
@@ -36,7 +36,7 @@ from lineage.formats.pickle_opcodes import (
     _Token,
     _Value,
 )
-from lineage.formats.pickle_source import _Source
+from lineage.formats.pickle_scan.source import _Source
 
 MAX_PICKLES_PER_STREAM = 256  # consecutive pickles in one stream
 MAX_STACK_ITEMS = 1_000_000  # symbolic stack + memo entries per pickle

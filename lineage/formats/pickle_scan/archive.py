@@ -21,10 +21,10 @@ from lineage.formats.messages import show_value
 from lineage.formats.npy import MAGIC as NPY_MAGIC
 from lineage.formats.npy import MAX_HEADER_BYTES as NPY_MAX_HEADER
 from lineage.formats.npy import npy_prefix_size, parse_npy_header
-from lineage.formats.pickle_decoder import _is_pickle_after_all, _scan_pickles
-from lineage.formats.pickle_findings import _describe, _Scan
-from lineage.formats.pickle_opcodes import _SNIFF_BYTES, HIGHEST_PROTOCOL
-from lineage.formats.pickle_source import _Source
+from lineage.formats.pickle_scan.decoder import _is_pickle_after_all, _scan_pickles
+from lineage.formats.pickle_scan.findings import _describe, _Scan
+from lineage.formats.pickle_scan.opcodes import _SNIFF_BYTES, HIGHEST_PROTOCOL
+from lineage.formats.pickle_scan.source import _Source
 
 MAX_ZIP_MEMBERS = 100_000
 MAX_ZIP_DIRECTORY_BYTES = 64 * 2**20
