@@ -186,14 +186,21 @@ def test_the_architecture_page_names_every_package_and_leaf():
     assert not missing, f"docs/architecture.md does not describe {missing}"
 
 
+def _home(module: str) -> str:
+    """The package whose business a module's underscore names are: the innermost one
+    (lineage.formats.pickle_scan for its modules, not the lineage.formats layer)."""
+    path = MODULES.get(module)
+    return module if path is not None and path.name == "__init__.py" else module.rpartition(".")[0]
+
+
 def _private_imports(name: str, path: Path) -> list[str]:
-    """Underscore names `name` imports from a module of another package ("from
-    lineage.x.y import _z"), and underscore methods it calls on a store."""
-    own = _package(name)
+    """Underscore names `name` imports from a module of another package, a subpackage
+    included ("from lineage.x.y import _z"), and underscore methods it calls on a store."""
+    own = _home(name)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in MODULES:
-            if _package(node.module) == own:
+            if _home(node.module) == own:
                 continue
             found += [f"{node.module}.{a.name}" for a in node.names if _private(a.name)]
         elif isinstance(node, ast.Attribute) and _private(node.attr):
@@ -221,3 +228,13 @@ def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
                       "def f(store):\n    store._catalog()\n", encoding="utf-8")
     assert _private_imports("lineage.runs.probe", module) == [
         "lineage.stream.query._segments_of", "store._catalog"]
+
+
+def test_the_private_name_check_counts_a_subpackage_as_another_package(tmp_path: Path) -> None:
+    module = tmp_path / "probe.py"
+    module.write_text("from lineage.formats.pickle_scan.sniff import _zip_kind\n"
+                      "from lineage.formats.pickle_scan.sniff import ZIP_MAGICS\n",
+                      encoding="utf-8")
+    assert _private_imports("lineage.formats.probe", module) == [
+        "lineage.formats.pickle_scan.sniff._zip_kind"]
+    assert _private_imports("lineage.formats.pickle_scan.probe", module) == []

@@ -29,11 +29,8 @@ from lineage.formats.compressed import compression_of
 from lineage.formats.files import PICKLE_BEARING, sniff
 from lineage.formats.npy import parse_npy_header
 from lineage.formats.pickle_scan import (
-    _START_OPCODES,
     SAFE_GLOBALS,
     SNIFF_WINDOW,
-    _decoder_accepts,
-    _decodes_as_pickle,
     classify_global,
     may_be_pickle,
     pickle_kind,
@@ -41,6 +38,7 @@ from lineage.formats.pickle_scan import (
     scan_pickle_bytes,
     scan_pickle_file,
 )
+from lineage.formats.pickle_scan.sniff import START_OPCODES, decoder_accepts, decodes_as_pickle
 
 from .pickle_cases import (
     Case,
@@ -450,7 +448,7 @@ def test_random_streams_never_crash_the_scanner(tmp_path_factory: pytest.TempPat
 _PAYLOADS = [case.data for case in DANGEROUS + CLEAN] + [
     b"cos\nsystem\n(S'echo hi'\ntR.", pickle.dumps([1, {"a": (2,)}], protocol=0),
     pickle.dumps(os.system, protocol=0), pickle.dumps(print, protocol=1)]
-_NOT_FIRST = sorted(set(range(256)) - _START_OPCODES)
+_NOT_FIRST = sorted(set(range(256)) - START_OPCODES)
 _ARGUMENT_BYTES = [b"", b"\x00", b"\x01\x00\x00\x00", b"0\n", b"1\n", b"\n"]
 _ARGUMENTS = st.sampled_from(_ARGUMENT_BYTES)
 
@@ -458,9 +456,9 @@ _ARGUMENTS = st.sampled_from(_ARGUMENT_BYTES)
 def test_the_payloads_decode_as_pickles_on_their_own() -> None:
     # Without a first opcode that needs an object, decoding accepts them: the test below
     # holds because of that opcode, not because the payloads fail anyway.
-    assert sum(_decoder_accepts(data) for data in _PAYLOADS) >= len(_PAYLOADS) // 2
+    assert sum(decoder_accepts(data) for data in _PAYLOADS) >= len(_PAYLOADS) // 2
     assert {ord(c) for c in "rqpa2.Rb"} <= set(_NOT_FIRST)  # text starts like these
-    assert {ord(c) for c in "(cSVIN]}"} | {0x80} <= _START_OPCODES
+    assert {ord(c) for c in "(cSVIN]}"} | {0x80} <= START_OPCODES
 
 
 @pytest.mark.parametrize("first", _NOT_FIRST)
@@ -468,8 +466,8 @@ def test_no_pickle_starts_with_an_opcode_that_needs_an_object(first: int) -> Non
     for argument in _ARGUMENT_BYTES:
         for payload in _PAYLOADS:
             data = bytes([first]) + argument + payload
-            assert not _decoder_accepts(data), data[:40]
-            assert not _decodes_as_pickle(data)
+            assert not decoder_accepts(data), data[:40]
+            assert not decodes_as_pickle(data)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -477,11 +475,11 @@ def test_no_pickle_starts_with_an_opcode_that_needs_an_object(first: int) -> Non
        payload=st.sampled_from(_PAYLOADS) | st.binary(max_size=64), noise=st.binary(max_size=8))
 def test_a_first_opcode_that_needs_an_object_is_refused_unread_as_decoding_refuses_it(
         first: int, argument: bytes, payload: bytes, noise: bytes) -> None:
-    """_decodes_as_pickle says no without decoding when the first byte is no opcode a pickle
+    """decodes_as_pickle says no without decoding when the first byte is no opcode a pickle
     starts with; decoding the same bytes says no too, whatever follows."""
     data = bytes([first]) + argument + payload + noise
-    assert not _decoder_accepts(data)
-    assert not _decodes_as_pickle(data)
+    assert not decoder_accepts(data)
+    assert not decodes_as_pickle(data)
 
 
 _COMPRESSED = [compress(data) for data in _PAYLOADS[-4:] for compress in (
@@ -569,9 +567,9 @@ def test_the_new_format_modules_import_nothing_that_loads() -> None:
 
     import lineage.formats.compressed as compressed
     import lineage.formats.npy as npy
-    import lineage.formats.pickle_globals as pickle_globals
+    import lineage.formats.pickle_scan.classify as classify
 
-    for module in (compressed, npy, pickle_globals):
+    for module in (compressed, npy, classify):
         tree = ast.parse(Path(module.__file__ or "").read_text())
         imported = {alias.name.split(".")[0] for node in ast.walk(tree)
                     if isinstance(node, ast.Import) for alias in node.names}

@@ -1,10 +1,10 @@
 """The opcode-stream scanner: decodes pickles on a symbolic stack and judges what loading
 them would import and call, without running anything.
 
-`_Decoder` decodes one pickle: it reads each opcode's argument, applies the opcode (a handler
-of lineage/formats/pickle_handlers.py, or the `pickletools` stack effect), and judges every
-imported name and call. `_scan_pickles` decodes the consecutive pickles of a stream; a string
-or bytes value that holds a pickle is scanned in turn (`_scan_nested`), down to max_depth.
+`Decoder` decodes one pickle: it reads each opcode's argument, applies the opcode (a handler
+of module handlers, or the `pickletools` stack effect), and judges every imported name and
+call. `scan_pickles` decodes the consecutive pickles of a stream; a string or bytes value that
+holds a pickle is scanned in turn (`_scan_nested`), down to max_depth.
 """
 
 from __future__ import annotations
@@ -15,47 +15,47 @@ import struct
 from collections import Counter
 
 from lineage.formats.messages import show as _show
-from lineage.formats.pickle_findings import GlobalRef, _Scan
-from lineage.formats.pickle_globals import classify_global
-from lineage.formats.pickle_handlers import _HANDLERS
-from lineage.formats.pickle_opcodes import (
-    _EFFECTS,
-    _FIXED_ARGS,
-    _KEEP_VALUE_BYTES,
-    _LINE_ARGS,
-    _OPCODES,
-    _SIZED_ARGS,
-    _SNIFF_BYTES,
-    _STRICT_LINES,
-    _VALUE_ARGS,
-    _Imported,
-    _Made,
-    _may_hold_pickle,
-    _nested_payloads,
-    _Stop,
-    _Token,
-    _Value,
+from lineage.formats.pickle_scan.classify import classify_global
+from lineage.formats.pickle_scan.findings import GlobalRef, Scan
+from lineage.formats.pickle_scan.handlers import HANDLERS
+from lineage.formats.pickle_scan.opcodes import (
+    EFFECTS,
+    FIXED_ARGS,
+    KEEP_VALUE_BYTES,
+    LINE_ARGS,
+    OPCODES,
+    SIZED_ARGS,
+    SNIFF_BYTES,
+    STRICT_LINES,
+    VALUE_ARGS,
+    Imported,
+    Made,
+    Stop,
+    Token,
+    Value,
+    may_hold_pickle,
+    nested_payloads,
 )
-from lineage.formats.pickle_source import _Source
+from lineage.formats.pickle_scan.source import Source
 
 MAX_PICKLES_PER_STREAM = 256  # consecutive pickles in one stream
 MAX_STACK_ITEMS = 1_000_000  # symbolic stack + memo entries per pickle
 LEGACY_PICKLES = 5  # magic number, protocol version, sys info, the object, storage keys
 
 
-class _Decoder:
+class Decoder:
     """Decodes one pickle from a source, reporting into a scan; never executes anything."""
 
     def __init__(
-        self, source: _Source, member: str | None, scan: _Scan, depth: int, *, strict: bool = False
+        self, source: Source, member: str | None, scan: Scan, depth: int, *, strict: bool = False
     ) -> None:
         self.strict = strict
         self.source = source
         self.member = member
         self.scan = scan
         self.depth = depth
-        self.stack: list[_Value] = []
-        self.memo: dict[int, _Value] = {}
+        self.stack: list[Value] = []
+        self.memo: dict[int, Value] = {}
         self.calls: Counter[str] = Counter()
         self.persistent = 0
         self.opcodes = 0  # opcodes started, the last one possibly cut short
@@ -71,9 +71,9 @@ class _Decoder:
                 code = self.source.read(1)
                 if not code:
                     self._truncated(pos, "the pickle ends without a STOP opcode")
-                op = _OPCODES.get(code[0])
+                op = OPCODES.get(code[0])
                 if op is None:
-                    raise _Stop(
+                    raise Stop(
                         "unknown-opcode",
                         "unverifiable",
                         f"byte 0x{code[0]:02x} at {pos} is not a pickle opcode",
@@ -82,28 +82,28 @@ class _Decoder:
                 if self._apply(op, arg, pos):
                     return True
                 if len(self.stack) + len(self.memo) > MAX_STACK_ITEMS:
-                    raise _Stop(
+                    raise Stop(
                         "scan-limit",
                         "unverifiable",
                         f"more than {MAX_STACK_ITEMS} stack and memo items at byte {pos}",
                     )
-        except _Stop as stop:
+        except Stop as stop:
             self.scan.add(self.member, stop.kind, stop.severity, stop.detail)
             return False
         finally:
             self._report_counts()
 
-    def _finding(self, kind: str, severity: str, detail: str) -> None:
+    def finding(self, kind: str, severity: str, detail: str) -> None:
         self.scan.add(self.member, kind, severity, detail)
 
     def _truncated(self, pos: int, what: str) -> None:
         if self.source.limited:
-            raise _Stop(
+            raise Stop(
                 "scan-limit",
                 "unverifiable",
                 f"stopped at byte {pos}: the byte cap of this scan was reached",
             )
-        raise _Stop("broken-opcode", "unverifiable", f"at byte {pos}: {what} (truncated?)")
+        raise Stop("broken-opcode", "unverifiable", f"at byte {pos}: {what} (truncated?)")
 
     # -- arguments -----------------------------------------------------------------------------
 
@@ -111,19 +111,19 @@ class _Decoder:
         if op.arg is None:
             return None
         kind = op.arg.name
-        if kind in _FIXED_ARGS:
-            fmt = _FIXED_ARGS[kind]
+        if kind in FIXED_ARGS:
+            fmt = FIXED_ARGS[kind]
             return struct.unpack(fmt, self._exact(struct.calcsize(fmt), pos, op.name))[0]
         if kind == "float8":
             return self._exact(8, pos, op.name)
-        if kind in _SIZED_ARGS:
+        if kind in SIZED_ARGS:
             return self._read_sized(op.name, kind, pos)
-        if kind in _LINE_ARGS or kind == "unicodestringnl":
+        if kind in LINE_ARGS or kind == "unicodestringnl":
             return self._checked(kind, self._line(pos, op.name), pos, op.name)
         if kind == "stringnl_noescape_pair":
             pair = self._line(pos, op.name), self._line(pos, op.name)
             return tuple(self._checked(kind, line, pos, op.name) for line in pair)
-        raise _Stop(
+        raise Stop(
             "broken-opcode",
             "unverifiable",
             f"{op.name} at byte {pos} has an argument this scanner cannot read",
@@ -131,10 +131,10 @@ class _Decoder:
 
     def _checked(self, kind: str, line: bytes, pos: int, name: str) -> bytes:
         """In strict mode (sniffing), text arguments must be what the unpickler accepts."""
-        accepts = _STRICT_LINES.get(kind) if self.strict else None
+        accepts = STRICT_LINES.get(kind) if self.strict else None
         if accepts is not None and not accepts(line):
             detail = f"{name} at byte {pos}: argument {line[:40]!r} is not of its form"
-            raise _Stop("broken-opcode", "unverifiable", detail)
+            raise Stop("broken-opcode", "unverifiable", detail)
         return line
 
     def _exact(self, n: int, pos: int, name: str) -> bytes:
@@ -152,17 +152,17 @@ class _Decoder:
 
     def _read_sized(self, name: str, kind: str, pos: int) -> bytes | None:
         """The value of a length-prefixed argument, or None when it was skipped unread."""
-        fmt = _SIZED_ARGS[kind]
+        fmt = SIZED_ARGS[kind]
         (length,) = struct.unpack(fmt, self._exact(struct.calcsize(fmt), pos, name))
         if length < 0:
             detail = f"{name} at byte {pos} has a negative length {length}"
-            raise _Stop("broken-opcode", "unverifiable", detail)
-        keep = kind in _VALUE_ARGS  # numbers (LONG1/LONG4) are only passed over
-        if keep and length <= _KEEP_VALUE_BYTES:
+            raise Stop("broken-opcode", "unverifiable", detail)
+        keep = kind in VALUE_ARGS  # numbers (LONG1/LONG4) are only passed over
+        if keep and length <= KEEP_VALUE_BYTES:
             return self._exact(length, pos, name)
         # A large value is read in full only if it may hold a nested pickle.
-        head = self._exact(min(length, _SNIFF_BYTES), pos, name) if keep else b""
-        if keep and _may_hold_pickle(head):
+        head = self._exact(min(length, SNIFF_BYTES), pos, name) if keep else b""
+        if keep and may_hold_pickle(head):
             return head + self._exact(length - len(head), pos, name)
         if not self.source.skip(length - len(head)):
             self._truncated(pos, f"{name} declares {length} bytes, more than remain")
@@ -171,46 +171,46 @@ class _Decoder:
     # -- stack effects ---------------------------------------------------------------------------
 
     def _apply(self, op: pickletools.OpcodeInfo, arg: object, pos: int) -> bool:
-        handler = _HANDLERS.get(op.name)
+        handler = HANDLERS.get(op.name)
         if handler is not None:
             return handler(self, arg, pos)
         self._generic(op.name, pos)
         return False
 
     def _generic(self, name: str, pos: int) -> None:
-        below, to_mark, pushed = _EFFECTS[name]
+        below, to_mark, pushed = EFFECTS[name]
         if to_mark:
-            self._pop_to_mark(pos, name)
+            self.pop_to_mark(pos, name)
         for _ in range(below):
-            self._pop(pos, name)
-        self.stack.extend([_Token.OPAQUE] * pushed)
+            self.pop(pos, name)
+        self.stack.extend([Token.OPAQUE] * pushed)
 
-    def _stack_error(self, pos: int, what: str) -> None:
+    def stack_error(self, pos: int, what: str) -> None:
         # The unpickler would fail here; keep scanning so nothing after it goes unreported.
         if not self.stack_error_reported:
             self.stack_error_reported = True
-            self._finding("stack-error", "unverifiable", f"at byte {pos}: {what}")
+            self.finding("stack-error", "unverifiable", f"at byte {pos}: {what}")
 
-    def _pop(self, pos: int, name: str) -> _Value:
-        if not self.stack or self.stack[-1] is _Token.MARK:
-            self._stack_error(pos, f"{name} pops from an empty stack or below a MARK")
-            return _Token.OPAQUE
+    def pop(self, pos: int, name: str) -> Value:
+        if not self.stack or self.stack[-1] is Token.MARK:
+            self.stack_error(pos, f"{name} pops from an empty stack or below a MARK")
+            return Token.OPAQUE
         return self.stack.pop()
 
-    def _top(self, pos: int, name: str) -> _Value:
-        if not self.stack or self.stack[-1] is _Token.MARK:
-            self._stack_error(pos, f"{name} needs an object on the stack")
-            return _Token.OPAQUE
+    def top(self, pos: int, name: str) -> Value:
+        if not self.stack or self.stack[-1] is Token.MARK:
+            self.stack_error(pos, f"{name} needs an object on the stack")
+            return Token.OPAQUE
         return self.stack[-1]
 
-    def _pop_to_mark(self, pos: int, name: str) -> list[_Value]:
+    def pop_to_mark(self, pos: int, name: str) -> list[Value]:
         """The objects above the topmost MARK, which is removed with them."""
         for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index] is _Token.MARK:
+            if self.stack[index] is Token.MARK:
                 items = self.stack[index + 1 :]
                 del self.stack[index:]
                 return items
-        self._stack_error(pos, f"{name} finds no MARK on the stack")
+        self.stack_error(pos, f"{name} finds no MARK on the stack")
         items = self.stack[:]
         self.stack.clear()
         return items
@@ -218,9 +218,9 @@ class _Decoder:
     def _report_counts(self) -> None:
         if self.calls:
             shown = ", ".join(f"{count} {name}" for name, count in sorted(self.calls.items()))
-            self._finding("calls", "info", f"{shown}: loading calls the objects named above")
+            self.finding("calls", "info", f"{shown}: loading calls the objects named above")
         if self.persistent:
-            self._finding(
+            self.finding(
                 "persistent-id",
                 "info",
                 f"{self.persistent} persistent id(s): resolved by the loader's persistent_load "
@@ -239,21 +239,21 @@ class _Decoder:
         detail = f"{opcode} {_show(module)} {_show(name)} at byte {pos}: {reason}"
         self.scan.collector.add_once(key, kind, verdict, detail)
 
-    def _unresolved(self, pos: int, what: str) -> None:
-        self._finding("unresolved-global", "dangerous", f"at byte {pos}: {what}")
+    def unresolved(self, pos: int, what: str) -> None:
+        self.finding("unresolved-global", "dangerous", f"at byte {pos}: {what}")
 
-    def _imported(self, module: str, name: str, opcode: str, pos: int) -> _Imported:
+    def imported(self, module: str, name: str, opcode: str, pos: int) -> Imported:
         self._record_global(module, name, opcode, pos)
-        return _Imported(module, name, classify_global(module, name)[0])
+        return Imported(module, name, classify_global(module, name)[0])
 
     # -- calls ------------------------------------------------------------------------------------
 
-    def _call(self, callee: _Value, opcode: str, pos: int) -> _Made:
+    def call(self, callee: Value, opcode: str, pos: int) -> Made:
         """Judge what a REDUCE / NEWOBJ / NEWOBJ_EX / OBJ / INST runs; the result it pushes."""
         self.calls[opcode] += 1
         if not self.scan.collector.structural:  # the unpickler gets this far and runs it
             self.clean_calls += 1
-        if isinstance(callee, _Imported):
+        if isinstance(callee, Imported):
             if callee.verdict == "unknown":  # dangerous names were reported when imported
                 key = (self.member, f"{callee.module} {callee.name}", "call")
                 detail = (
@@ -261,20 +261,20 @@ class _Decoder:
                     "which is not on the allowlist: loading runs it"
                 )
                 self.scan.collector.add_once(key, "dangerous-call", "dangerous", detail)
-            return _Made(callee if callee.verdict == "safe" else None)
-        what = "the result of another call" if isinstance(callee, _Made) else "not an imported name"
+            return Made(callee if callee.verdict == "safe" else None)
+        what = "the result of another call" if isinstance(callee, Made) else "not an imported name"
         detail = (
             f"{opcode} at byte {pos} calls a value that is {what}: what runs cannot be told "
             "without running it"
         )
         self.scan.collector.add_once((self.member, "", f"unresolved-call {opcode}"),
                                      "unresolved-call", "dangerous", detail)
-        return _Made(None)
+        return Made(None)
 
     # -- nested pickles ---------------------------------------------------------------------------
 
-    def _check_nested(self, value: bytes | str, pos: int) -> None:
-        for how, payload in _nested_payloads(value):
+    def check_nested(self, value: bytes | str, pos: int) -> None:
+        for how, payload in nested_payloads(value):
             _scan_nested(
                 payload, f"{self.member or ''}@{pos}", how, self.scan, self.depth, self.member
             )
@@ -285,7 +285,7 @@ class _Decoder:
 
 
 def _scan_nested(
-    payload: bytes, label: str, how: str, scan: _Scan, depth: int, parent: str | None
+    payload: bytes, label: str, how: str, scan: Scan, depth: int, parent: str | None
 ) -> None:
     if depth + 1 > scan.max_depth:
         scan.add(
@@ -297,11 +297,11 @@ def _scan_nested(
         )
         return
     child = scan.child()
-    source = _Source(
+    source = Source(
         io.BytesIO(payload), limit=scan.max_member_bytes, budget=scan.budget, size=len(payload)
     )
-    _scan_pickles(source, label, child, depth + 1)
-    if not _is_pickle_after_all(child):
+    scan_pickles(source, label, child, depth + 1)
+    if not is_pickle_after_all(child):
         return  # bytes that merely start like a pickle: tensor data, not a payload
     scan.add(
         parent,
@@ -312,7 +312,7 @@ def _scan_nested(
     scan.merge(child)
 
 
-def _is_pickle_after_all(child: _Scan) -> bool:
+def is_pickle_after_all(child: Scan) -> bool:
     """Keep a sniffed pickle's findings unless it neither parses nor names any global."""
     return bool(child.collector.globals) or child.collector.structural == 0
 
@@ -321,13 +321,13 @@ def _is_pickle_after_all(child: _Scan) -> bool:
 # Streams of pickles
 
 
-def _scan_pickles(
-    source: _Source, member: str | None, scan: _Scan, depth: int, *, legacy: bool = False
+def scan_pickles(
+    source: Source, member: str | None, scan: Scan, depth: int, *, legacy: bool = False
 ) -> None:
     """Decode consecutive pickles until the data ends, decoding fails or a cap is reached."""
     count = 0
     while True:
-        if not _Decoder(source, member, scan, depth).run():
+        if not Decoder(source, member, scan, depth).run():
             return
         count += 1
         if legacy and count == LEGACY_PICKLES:
@@ -350,7 +350,7 @@ def _scan_pickles(
             return
 
 
-def _report_end(source: _Source, member: str | None, scan: _Scan, count: int, legacy: bool) -> None:
+def _report_end(source: Source, member: str | None, scan: Scan, count: int, legacy: bool) -> None:
     if source.limited:
         detail = f"stopped at byte {source.pos}: the byte cap of this scan was reached"
         scan.add(member, "scan-limit", "unverifiable", detail)
@@ -359,7 +359,7 @@ def _report_end(source: _Source, member: str | None, scan: _Scan, count: int, le
         scan.add(member, "legacy-layout", "unverifiable", detail)
 
 
-def _report_storage_data(source: _Source, member: str | None, scan: _Scan) -> None:
+def _report_storage_data(source: Source, member: str | None, scan: Scan) -> None:
     remaining = source.remaining()
     if remaining:
         detail = f"{remaining} bytes of raw tensor storage follow the pickles (not decoded)"

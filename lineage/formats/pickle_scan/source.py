@@ -1,7 +1,7 @@
 """Bounded byte streams for the pickle scan: every read is capped and none raises.
 
-`_Source` is a forward-only stream with a per-stream cap and the scan's shared budget (it also
-computes a zip member's CRC-32); `_CountingFile` counts the bytes read from the file on disk.
+`Source` is a forward-only stream with a per-stream cap and the scan's shared budget (it also
+computes a zip member's CRC-32); `CountingFile` counts the bytes read from the file on disk.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import zlib
 from typing import IO, BinaryIO
 
-from lineage.formats.pickle_findings import _Budget
+from lineage.formats.pickle_scan.findings import Budget
 
 _CHUNK = 64 * 1024
 
 
-class _Source:
+class Source:
     """A forward-only stream with a per-stream cap and the scan's shared budget.
 
     Reads never raise: a stream error ends the data and is kept in `error`; a cap ends it and
@@ -26,7 +26,7 @@ class _Source:
         stream: IO[bytes],
         *,
         limit: int,
-        budget: _Budget,
+        budget: Budget,
         size: int | None = None,
         seekable: bool = False,
         crc: bool = False,
@@ -156,7 +156,7 @@ class _Source:
         return self._size - self.pos
 
 
-class _CountingFile:
+class CountingFile:
     """A binary file that counts the bytes read through it (zipfile reads through this too)."""
 
     def __init__(self, raw: BinaryIO) -> None:

@@ -2,7 +2,7 @@
 `pickletools.opcodes`), the values tracked on the symbolic stack, the strict forms of text
 arguments checked when sniffing, and which values may hold a nested pickle.
 
-Nothing here decodes a whole pickle: lineage/formats/pickle_decoder.py does.
+Nothing here decodes a whole pickle: the decoder module does.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from enum import Enum
 
 HIGHEST_PROTOCOL = 5
-_KEEP_VALUE_BYTES = 64 * 1024  # larger string/bytes values are skipped unless they may nest
-_SNIFF_BYTES = 4
+KEEP_VALUE_BYTES = 64 * 1024  # larger string/bytes values are skipped unless they may nest
+SNIFF_BYTES = 4
 
 
-class _Token(Enum):
+class Token(Enum):
     MARK = "mark"
     OPAQUE = "opaque"  # a value the scanner does not track (numbers, containers, call results)
 
 
 @dataclass(frozen=True)
-class _Imported:
+class Imported:
     """A name a GLOBAL / INST / STACK_GLOBAL put on the stack, with its classification."""
 
     module: str
@@ -35,16 +35,16 @@ class _Imported:
 
 
 @dataclass(frozen=True)
-class _Made:
+class Made:
     """What a call returned; `callee` is the allowlisted name that made it, if one did."""
 
-    callee: _Imported | None
+    callee: Imported | None
 
 
-_Value = str | bytes | _Token | _Imported | _Made
+Value = str | bytes | Token | Imported | Made
 
 
-class _Stop(Exception):
+class Stop(Exception):
     """Decoding of this pickle ends here; the finding says why."""
 
     def __init__(self, kind: str, severity: str, detail: str) -> None:
@@ -54,10 +54,10 @@ class _Stop(Exception):
         self.detail = detail
 
 
-_OPCODES: dict[int, pickletools.OpcodeInfo] = {ord(op.code): op for op in pickletools.opcodes}
+OPCODES: dict[int, pickletools.OpcodeInfo] = {ord(op.code): op for op in pickletools.opcodes}
 
-_FIXED_ARGS = {"uint1": "<B", "uint2": "<H", "int4": "<i", "uint4": "<I", "uint8": "<Q"}
-_SIZED_ARGS = {  # length prefix of each length-prefixed argument
+FIXED_ARGS = {"uint1": "<B", "uint2": "<H", "int4": "<i", "uint4": "<I", "uint8": "<Q"}
+SIZED_ARGS = {  # length prefix of each length-prefixed argument
     "string1": "<B",
     "bytes1": "<B",
     "unicodestring1": "<B",
@@ -70,10 +70,10 @@ _SIZED_ARGS = {  # length prefix of each length-prefixed argument
     "bytearray8": "<Q",
     "unicodestring8": "<Q",
 }
-_LINE_ARGS = frozenset(
+LINE_ARGS = frozenset(
     {"decimalnl_short", "decimalnl_long", "floatnl", "stringnl", "stringnl_noescape"}
 )
-_VALUE_ARGS = frozenset(  # arguments whose content matters: strings (names) and bytes (nesting)
+VALUE_ARGS = frozenset(  # arguments whose content matters: strings (names) and bytes (nesting)
     {"string1", "bytes1", "unicodestring1", "string4", "bytes4", "unicodestring4", "bytes8",
      "bytearray8", "unicodestring8"}
 )  # fmt: skip
@@ -87,7 +87,7 @@ def _stack_effect(op: pickletools.OpcodeInfo) -> tuple[int, bool, int]:
     return len(before), False, len(op.stack_after)
 
 
-_EFFECTS = {op.name: _stack_effect(op) for op in pickletools.opcodes}
+EFFECTS = {op.name: _stack_effect(op) for op in pickletools.opcodes}
 
 # Text arguments as the unpickler accepts them, checked only when sniffing (see pickle_kind):
 # ordinary text often passes the scanner's own reading, which never converts numbers.
@@ -118,7 +118,7 @@ def _parses(convert: Callable[[], object]) -> bool:
     return True
 
 
-_STRICT_LINES: dict[str, Callable[[bytes], bool]] = {
+STRICT_LINES: dict[str, Callable[[bytes], bool]] = {
     "decimalnl_short": _int_line,
     "decimalnl_long": _long_line,
     "floatnl": _float_line,
@@ -131,24 +131,24 @@ _STRICT_LINES: dict[str, Callable[[bytes], bool]] = {
 # Values that may hold a pickle
 
 
-def _has_pickle_header(data: bytes) -> bool:
+def has_pickle_header(data: bytes) -> bool:
     return len(data) >= 2 and data[0] == 0x80 and 2 <= data[1] <= HIGHEST_PROTOCOL
 
 
-def _may_hold_pickle(head: bytes) -> bool:
+def may_hold_pickle(head: bytes) -> bool:
     """Could a value starting with `head` be a pickle, raw, as latin-1 text, base64 or hex?"""
     return (
-        _has_pickle_header(head)
+        has_pickle_header(head)
         or (head[:2] == b"\xc2\x80" and head[2:3] in (b"\x02", b"\x03", b"\x04", b"\x05"))
         or head[:2] == b"gA"
         or head[:3] == b"800"
     )
 
 
-def _nested_payloads(value: bytes | str) -> list[tuple[str, bytes]]:
+def nested_payloads(value: bytes | str) -> list[tuple[str, bytes]]:
     """(encoding, bytes) for each way the value decodes to something with a pickle header."""
     if isinstance(value, bytes):
-        return [("raw bytes", value)] if _has_pickle_header(value) else []
+        return [("raw bytes", value)] if has_pickle_header(value) else []
     found: list[tuple[str, bytes]] = []
     if value[:1] == "\x80":
         try:
@@ -165,4 +165,4 @@ def _nested_payloads(value: bytes | str) -> list[tuple[str, bytes]]:
             found.append(("hex text", bytes.fromhex(value)))
         except ValueError:
             pass
-    return [(how, data) for how, data in found if _has_pickle_header(data)]
+    return [(how, data) for how, data in found if has_pickle_header(data)]

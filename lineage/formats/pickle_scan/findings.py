@@ -1,9 +1,9 @@
 """What a pickle scan reports, and the state one scan keeps while it runs.
 
 `GlobalRef`, `PickleFinding` and `PickleScan` are the results (`PickleScan.verdict` comes from
-the worst finding); `_Collector` gathers globals and findings under the per-scan caps, and
-`_Scan` carries the caps and the shared byte budget through every part of the scanner. The
-finding kinds and severities are described in lineage/formats/pickle_scan.py.
+the worst finding); `Collector` gathers globals and findings under the per-scan caps, and
+`Scan` carries the caps and the shared byte budget through every part of the scanner. The
+finding kinds and severities are described in the package docstring.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _verdict(findings: Iterable[PickleFinding]) -> str:
     return "ok"
 
 
-class _Collector:
+class Collector:
     """Globals and findings of one scan, capped; repeated identical global findings are merged."""
 
     def __init__(self) -> None:
@@ -129,7 +129,7 @@ class _Collector:
         if len(self.globals) < MAX_GLOBALS:
             self.globals.append(ref)
 
-    def merge(self, other: _Collector) -> None:
+    def merge(self, other: Collector) -> None:
         for ref in other.globals:
             self.add_global(ref)
         for finding in other.close():
@@ -145,7 +145,7 @@ class _Collector:
         return self.findings
 
 
-class _Budget:
+class Budget:
     """Bytes the whole scan may still pull from its streams (max_total_bytes)."""
 
     def __init__(self, total: int) -> None:
@@ -153,21 +153,21 @@ class _Budget:
 
 
 @dataclass
-class _Scan:
+class Scan:
     max_member_bytes: int
     max_depth: int
-    budget: _Budget
-    collector: _Collector = field(default_factory=_Collector)
+    budget: Budget
+    collector: Collector = field(default_factory=Collector)
     members_scanned: list[str] = field(default_factory=list)
 
     def add(self, member: str | None, kind: str, severity: str, detail: str) -> None:
         self.collector.add(member, kind, severity, detail)
 
-    def child(self) -> _Scan:
+    def child(self) -> Scan:
         """A scan whose findings can be judged before they are merged (or dropped)."""
-        return _Scan(self.max_member_bytes, self.max_depth, self.budget)
+        return Scan(self.max_member_bytes, self.max_depth, self.budget)
 
-    def merge(self, other: _Scan) -> None:
+    def merge(self, other: Scan) -> None:
         self.collector.merge(other.collector)
         self.members_scanned.extend(other.members_scanned)
 
@@ -176,6 +176,6 @@ class _Scan:
 # Message helpers
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 200 else text[:200] + "..."

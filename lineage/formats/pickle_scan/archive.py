@@ -21,17 +21,17 @@ from lineage.formats.messages import show_value
 from lineage.formats.npy import MAGIC as NPY_MAGIC
 from lineage.formats.npy import MAX_HEADER_BYTES as NPY_MAX_HEADER
 from lineage.formats.npy import npy_prefix_size, parse_npy_header
-from lineage.formats.pickle_decoder import _is_pickle_after_all, _scan_pickles
-from lineage.formats.pickle_findings import _describe, _Scan
-from lineage.formats.pickle_opcodes import _SNIFF_BYTES, HIGHEST_PROTOCOL
-from lineage.formats.pickle_source import _Source
+from lineage.formats.pickle_scan.decoder import is_pickle_after_all, scan_pickles
+from lineage.formats.pickle_scan.findings import Scan, describe
+from lineage.formats.pickle_scan.opcodes import HIGHEST_PROTOCOL, SNIFF_BYTES
+from lineage.formats.pickle_scan.source import Source
 
 MAX_ZIP_MEMBERS = 100_000
 MAX_ZIP_DIRECTORY_BYTES = 64 * 2**20
 MAX_COMPRESSION_RATIO = 100
 COMPRESSION_RATIO_FLOOR = 2**20  # smaller members may compress this well without harm
 
-_NPY_SNIFF = NPY_MAGIC[:_SNIFF_BYTES]
+NPY_SNIFF = NPY_MAGIC[:SNIFF_BYTES]
 _STORAGE_BLOB = re.compile(r"(^|/)data/\d+$")  # torch's tensor storages inside the zip
 
 
@@ -39,7 +39,7 @@ _STORAGE_BLOB = re.compile(r"(^|/)data/\d+$")  # torch's tensor storages inside 
 # NumPy arrays
 
 
-def _scan_npy(source: _Source, member: str | None, scan: _Scan, depth: int) -> None:
+def scan_npy(source: Source, member: str | None, scan: Scan, depth: int) -> None:
     """A .npy array: its header says whether the data is a pickle (object dtype) or plain."""
     try:
         preamble = source.read(8)
@@ -60,21 +60,21 @@ def _scan_npy(source: _Source, member: str | None, scan: _Scan, depth: int) -> N
     else:
         detail = f"{what}: object dtype, numpy.load(allow_pickle=True) unpickles the data"
         scan.add(member, "npy-array", "info", detail)
-    _scan_pickles(source, member, scan, depth)
+    scan_pickles(source, member, scan, depth)
 
 
 # ---------------------------------------------------------------------------------------------
 # Zip archives
 
 
-def _scan_zip(fp: BinaryIO, size: int, label: str | None, scan: _Scan, depth: int) -> str:
+def scan_zip(fp: BinaryIO, size: int, label: str | None, scan: Scan, depth: int) -> str:
     """Scan an archive's members; return "torch-zip", "npz" or "zip"."""
-    if _directory_too_large(fp, size, label, scan):
+    if directory_too_large(fp, size, label, scan):
         return "zip"
     try:
         archive = zipfile.ZipFile(fp)
     except Exception as exc:  # BadZipFile, or struct / value errors from a mangled directory
-        scan.add(label, "bad-zip", "unverifiable", f"not a readable zip archive ({_describe(exc)})")
+        scan.add(label, "bad-zip", "unverifiable", f"not a readable zip archive ({describe(exc)})")
         return "zip"
     with archive:
         infos = archive.infolist()
@@ -83,7 +83,7 @@ def _scan_zip(fp: BinaryIO, size: int, label: str | None, scan: _Scan, depth: in
             try:
                 _scan_member(archive, info, label, scan, depth)
             except Exception as exc:  # any damage in one member (header, zlib, ...) is a finding
-                detail = f"member cannot be read ({_describe(exc)})"
+                detail = f"member cannot be read ({describe(exc)})"
                 scan.add(_member_label(label, info.filename), "bad-zip", "unverifiable", detail)
     if any(i.filename == "data.pkl" or i.filename.endswith("/data.pkl") for i in infos):
         return "torch-zip"
@@ -93,7 +93,7 @@ def _scan_zip(fp: BinaryIO, size: int, label: str | None, scan: _Scan, depth: in
 _EOCD = struct.Struct("<4s4H2LH")  # signature, disk numbers, entry counts, size, offset, comment
 
 
-def _directory_too_large(fp: BinaryIO, size: int, label: str | None, scan: _Scan) -> bool:
+def directory_too_large(fp: BinaryIO, size: int, label: str | None, scan: Scan) -> bool:
     """zipfile holds the whole central directory in memory: check its declared size first."""
     try:
         declared = _directory_size(fp, size)
@@ -145,7 +145,7 @@ def _directory_size(fp: BinaryIO, size: int) -> tuple[int, int] | None:
     return entries, nbytes
 
 
-def _report_duplicates(infos: list[zipfile.ZipInfo], label: str | None, scan: _Scan) -> None:
+def _report_duplicates(infos: list[zipfile.ZipInfo], label: str | None, scan: Scan) -> None:
     counts = Counter(info.filename for info in infos)
     for name, count in sorted(counts.items()):
         if count > 1:
@@ -163,7 +163,7 @@ def _member_label(label: str | None, name: str) -> str:
 
 
 def _scan_member(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str | None, scan: _Scan, depth: int
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str | None, scan: Scan, depth: int
 ) -> None:
     name = _member_label(label, info.filename)
     unsafe = _unsafe_name(info.orig_filename)
@@ -185,14 +185,14 @@ def _scan_member(
         return
     _check_compression(info, name, scan)
     with _open_member(archive, info, name, scan) as stream:  # errors: reported by the caller
-        head = stream.read(_SNIFF_BYTES)
+        head = stream.read(SNIFF_BYTES)
         kind = _member_kind(info.filename, head)
         if kind == "zip":
             _scan_nested_archive(stream, head, info, name, scan, depth)
         elif kind == "npy":
             source = _member_source(stream, head, info, scan)
             scan.members_scanned.append(name)
-            _scan_npy(source, name, scan, depth)
+            scan_npy(source, name, scan, depth)
             _check_source(source, info, name, scan)
         elif kind is not None:
             _scan_pickle_member(stream, head, info, name, scan, depth, tolerant=kind == "blob")
@@ -213,7 +213,7 @@ def _unsafe_name(name: str) -> str | None:
     return None
 
 
-def _check_compression(info: zipfile.ZipInfo, name: str, scan: _Scan) -> None:
+def _check_compression(info: zipfile.ZipInfo, name: str, scan: Scan) -> None:
     if info.compress_type == zipfile.ZIP_STORED:
         return
     ratio = info.file_size / max(info.compress_size, 1)
@@ -230,7 +230,7 @@ def _check_compression(info: zipfile.ZipInfo, name: str, scan: _Scan) -> None:
 
 def _without_crc(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     # zipfile checks the CRC on the read that reaches the end and then drops that read's data,
-    # which would hide the end of a damaged pickle; _Source computes the CRC itself instead.
+    # which would hide the end of a damaged pickle; Source computes the CRC itself instead.
     clone = copy.copy(info)
     del clone.CRC
     return clone
@@ -241,7 +241,7 @@ _UTF8_NAME = 0x800
 
 
 def _open_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
-                 scan: _Scan) -> IO[bytes]:
+                 scan: Scan) -> IO[bytes]:
     """The bytes the member's central directory entry points at, whatever name its local
     header gives. torch (miniz) finds members by the central directory and reads the local
     header only for where the data starts; zipfile refuses a name that differs, which would
@@ -285,7 +285,7 @@ def _member_kind(filename: str, head: bytes) -> str | None:
     """ "zip", "pickle", "blob" (a storage blob that starts like a pickle) or None (skip)."""
     if head.startswith(b"PK\x03\x04"):
         return "zip"
-    if head.startswith(_NPY_SNIFF) or filename.endswith(".npy"):
+    if head.startswith(NPY_SNIFF) or filename.endswith(".npy"):
         return "npy"
     looks_like_pickle = len(head) >= 2 and head[0] == 0x80 and head[1] <= HIGHEST_PROTOCOL
     if looks_like_pickle and _STORAGE_BLOB.search(filename):
@@ -295,8 +295,8 @@ def _member_kind(filename: str, head: bytes) -> str | None:
     return None
 
 
-def _member_source(stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, scan: _Scan) -> _Source:
-    return _Source(
+def _member_source(stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, scan: Scan) -> Source:
+    return Source(
         stream,
         limit=scan.max_member_bytes,
         budget=scan.budget,
@@ -311,7 +311,7 @@ def _scan_pickle_member(
     head: bytes,
     info: zipfile.ZipInfo,
     name: str,
-    scan: _Scan,
+    scan: Scan,
     depth: int,
     *,
     tolerant: bool,
@@ -319,20 +319,20 @@ def _scan_pickle_member(
     target = scan.child() if tolerant else scan
     source = _member_source(stream, head, info, scan)
     target.members_scanned.append(name)
-    _scan_pickles(source, name, target, depth)
+    scan_pickles(source, name, target, depth)
     _check_source(source, info, name, target)
     if not tolerant:
         return
-    if _is_pickle_after_all(target):
+    if is_pickle_after_all(target):
         scan.merge(target)
     else:
         detail = "starts like a pickle but does not parse and names no global: tensor data"
         scan.add(name, "pickle-like-data", "info", detail)
 
 
-def _check_source(source: _Source, info: zipfile.ZipInfo, name: str, scan: _Scan) -> None:
+def _check_source(source: Source, info: zipfile.ZipInfo, name: str, scan: Scan) -> None:
     if source.error is not None:
-        detail = f"member data cannot be read ({_describe(source.error)})"
+        detail = f"member data cannot be read ({describe(source.error)})"
         scan.add(name, "bad-zip", "unverifiable", detail)
     elif source.eof and source.crc is not None and source.crc != info.CRC:
         detail = f"CRC-32 {source.crc:08x} of the content differs from the recorded {info.CRC:08x}"
@@ -340,7 +340,7 @@ def _check_source(source: _Source, info: zipfile.ZipInfo, name: str, scan: _Scan
 
 
 def _scan_nested_archive(
-    stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, name: str, scan: _Scan, depth: int
+    stream: IO[bytes], head: bytes, info: zipfile.ZipInfo, name: str, scan: Scan, depth: int
 ) -> None:
     if depth + 1 > scan.max_depth:
         detail = f"nested archive deeper than max_depth {scan.max_depth}: not scanned"
@@ -354,5 +354,5 @@ def _scan_nested_archive(
         scan.add(name, "scan-limit", "unverifiable", detail)
         return
     _check_source(source, info, name, scan)
-    fmt = _scan_zip(io.BytesIO(data), len(data), name, scan, depth + 1)
+    fmt = scan_zip(io.BytesIO(data), len(data), name, scan, depth + 1)
     scan.add(name, "nested-archive", "info", f"member is a {fmt} archive, scanned as {name}!…")
