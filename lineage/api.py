@@ -84,18 +84,20 @@ class Store(BaseStore):
     def trained_on(
         self, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
         stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
-        min_containment: float = 0.5, limit: int = 20,
+        min_containment: float = 0.5, limit: int = 20, min_similarity: float = 0.5,
     ) -> TrainedOn:
         """`lineage trained-on`: was each file, text (`texts`) or `stdin` (bytes) trained
         on? By exact bytes, then as text; `partial` needs matched passages covering
-        `min_containment` of a text, `limit` candidate documents are examined per text.
-        With `run`, verdicts about that run; `stream` narrows the answer to one stream."""
+        `min_containment` of a text, `near-duplicate` (a text still unmatched, found as an
+        edited copy) a document aligned with `min_similarity` of its words; `limit`
+        candidate documents are examined per text and per kind. With `run`, verdicts
+        about that run; `stream` narrows the answer to one stream."""
         from lineage.text.answers import TrainedOn
         from lineage.text.trained_on import trained_on
 
         return TrainedOn.from_dict(trained_on(
             self, files, texts=texts, stdin=stdin, stream=stream, run=run,
-            min_containment=min_containment, limit=limit))
+            min_containment=min_containment, limit=limit, min_similarity=min_similarity))
 
     def trace(self, run: str, *, step: int | None = None, clipped: bool = False,
               skipped: bool = False, limit: int | None = None) -> Trace:
