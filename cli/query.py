@@ -115,7 +115,8 @@ def trained_on(
     nl: NlOption = False,
 ) -> None:
     """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
-    passages, edited copies). Exit 0 when every query is in the stream (or trained) or matched as text.
+    passages, edited copies). Exit 0 when every query is in the stream (or trained) or
+    matched as text.
 
     A folder stands for the files `ingest corpus` would record from it: every file at any
     depth, in path order, each a result of its own, then a summary of the folder (files by

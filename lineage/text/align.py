@@ -48,7 +48,8 @@ class Region(NamedTuple):
 def align(query: Sequence[str], doc: Sequence[str]) -> list[Block]:
     """The aligned words of `query` and `doc`, as blocks in increasing order on both
     sides (no word aligned twice)."""
-    pairs = _word_pairs(_chain(_anchors(query, doc)))
+    width = 2 if len(query) >= 2 and len(doc) >= 2 else 1
+    pairs = _word_pairs(_chain(_anchors(query, doc, width)), width)
     pairs = _with_gaps(query, doc, pairs)
     return _blocks(pairs)
 
@@ -74,10 +75,9 @@ def regions(blocks: Sequence[Block]) -> list[Region]:
     return found
 
 
-def _anchors(query: Sequence[str], doc: Sequence[str]) -> list[tuple[int, int]]:
-    """(query, document) positions of equal word 2-grams (equal words, for a one-word
+def _anchors(query: Sequence[str], doc: Sequence[str], n: int) -> list[tuple[int, int]]:
+    """(query, document) positions of equal word n-grams (2-grams; words, for a one-word
     text), at most MAX_POSITIONS document positions per query position."""
-    n = 2 if len(query) >= 2 and len(doc) >= 2 else 1
     where: dict[tuple[str, ...], list[int]] = {}
     for d in range(len(doc) - n + 1):
         found = where.setdefault(tuple(doc[d:d + n]), [])
@@ -114,12 +114,12 @@ def _chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return chain[::-1]
 
 
-def _word_pairs(anchors: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The aligned words the anchors name (both words of each 2-gram), kept strictly
+def _word_pairs(anchors: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
+    """The aligned words the anchors name (every word of each n-gram), kept strictly
     increasing on both sides."""
     pairs: list[tuple[int, int]] = []
     for q, d in anchors:
-        for step in (0, 1):
+        for step in range(width):
             if not pairs or (q + step > pairs[-1][0] and d + step > pairs[-1][1]):
                 pairs.append((q + step, d + step))
     return pairs

@@ -17,15 +17,20 @@ from typing import Any
 from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import candidate_parts, part_files
+from lineage.store.parts import part_files
 from lineage.text.align import Region, align, aligned_words, regions
 from lineage.text.identity import TEXT_SPEC, LocatedWords, located_words
 from lineage.text.match import DocInfo, DocText, document_rows, document_texts
 from lineage.text.minhash import BANDS, NEAR_SPEC, ROWS, SHINGLE_WORDS, band_keys, signature
 
+
 def has_near_index(con: Any, store: BaseStore) -> bool:
-    """Whether any corpus has band keys (corpora ingested before the layer have none)."""
-    return bool(candidate_parts(con, store, "near_bands", None, lambda first, last: True))
+    """Whether any corpus has band keys (corpora ingested before the layer have none):
+    one count in the catalog, read once per catalog state where the store keeps one."""
+    from lineage.store.memo import remembered
+
+    return bool(remembered(store, ("near index",), lambda: con.execute(
+        "SELECT count(*) FROM parquet_files WHERE table_name = 'near_bands'").fetchall()[0][0]))
 
 
 def near_matches(
@@ -73,22 +78,34 @@ def parameters(min_similarity: float) -> dict[str, Any]:
 def _candidates(con: Any, store: BaseStore, keys: list[int],
                 limit: int) -> list[tuple[str, int, list[int]]]:
     """(corpus, doc, the band keys it shares) of the `limit` documents sharing the most
-    keys with the query (ties by corpus, then doc).
+    keys with the query, then the rarest (a key's weight is one over the documents that
+    hold it), then by corpus and doc.
+
+    A document sharing a single key that more than `limit` documents hold is left out:
+    a band of three common shingles' minima (a few common word pairs) is shared by many
+    unrelated documents, and choosing `limit` of them by their numbers would decide
+    nothing but cost a text read and an alignment each. A true copy sharing one key
+    shares a rare one (its three minima together are its own).
 
     Integers only, formatted by us: a literal list lets DuckDB read only the row groups
     whose min/max admit a key, the ones part_files checked. The ranking happens in SQL,
-    so a key shared by millions of documents (a text of a few common words) never
-    reaches Python."""
+    so a key shared by millions of documents never reaches Python."""
     probes = sorted(set(keys))
     files = part_files(con, store, "near_bands", any_of=("band_key", probes))
     if not files:
         return []
     values = ", ".join(str(k) for k in probes)
     rows = con.execute(
-        f"""SELECT corpus, doc, list(band_key ORDER BY band_key) AS shared
-            FROM read_parquet(?) WHERE band_key IN ({values})
-            GROUP BY corpus, doc ORDER BY count(*) DESC, corpus, doc LIMIT ?""",
-        [files, limit]).fetchall()
+        f"""WITH hits AS MATERIALIZED (
+                SELECT corpus, band_key, doc FROM read_parquet(?)
+                WHERE band_key IN ({values})),
+            holders AS (SELECT band_key, count(*) AS held FROM hits GROUP BY band_key)
+            SELECT corpus, doc, list(band_key ORDER BY band_key) AS shared
+            FROM hits JOIN holders USING (band_key)
+            GROUP BY corpus, doc
+            HAVING count(*) > 1 OR min(held) <= ?
+            ORDER BY count(*) DESC, sum(1.0 / held) DESC, corpus, doc LIMIT ?""",
+        [files, limit, limit]).fetchall()
     return [(corpus, int(doc), [int(k) for k in shared]) for corpus, doc, shared in rows]
 
 
