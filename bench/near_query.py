@@ -15,7 +15,10 @@ Four queries, each asked in process on one opened store, alternated run by run:
 - `unrelated`: `text_index.unrelated_query` (`not-found`; it pays the near lookup too).
 
 Then `page` and `near` as whole CLI processes (`trained-on - --json`) beside DuckDB's
-start-up. Prints medians (ms) with each run's times, and the ratios.
+start-up. Prints medians (ms) with each run's times, and the ratios. With `--recall N`,
+also the recall at this corpus size: N documents of 250-450 words of the first shard,
+each copied with 5 %, 10 % and 20 % of its words edited, found (`partial` or
+`near-duplicate`, naming the document) or not.
 """
 
 from __future__ import annotations
@@ -40,15 +43,18 @@ PY = sys.executable
 def near_query(shard: Path, rate: float, seed: int) -> tuple[str, str]:
     """(doc_id, a copy of the shard's first 300-400-word document with `rate` of its words
     edited: replaced, deleted or followed by an inserted word)."""
-    rng = random.Random(seed)
-    vocab = vocabulary()
     with open(shard, encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
             if 300 <= len(record["text"].split()) <= 400:
                 break
+    return record["id"], edited(record["text"], rate, random.Random(seed))
+
+
+def edited(text: str, rate: float, rng: random.Random) -> str:
+    vocab = vocabulary()
     out: list[str] = []
-    for word in record["text"].split():
+    for word in text.split():
         if rng.random() >= rate:
             out.append(word)
             continue
@@ -57,7 +63,31 @@ def near_query(shard: Path, rate: float, seed: int) -> tuple[str, str]:
             out.append(rng.choice(vocab))
         elif kind == 2:
             out.extend((word, rng.choice(vocab)))
-    return record["id"], " ".join(out)
+    return " ".join(out)
+
+
+def recall(store: Any, shard: Path, count: int) -> None:
+    """Share of edited copies of `count` documents found naming their document."""
+    rng = random.Random(11)
+    records = []
+    with open(shard, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if 250 <= len(record["text"].split()) <= 450:
+                records.append(record)
+            if len(records) >= 20 * count:
+                break
+    sample = rng.sample(records, count)
+    for rate in (0.05, 0.10, 0.20):
+        texts = [edited(r["text"], rate, rng) for r in sample]
+        answer = store.trained_on(texts=texts)
+        found = near = 0
+        for record, result in zip(sample, answer["results"], strict=True):
+            named = any(m["doc_id"] == record["id"] for m in result["matches"])
+            found += named and result["verdict"] in ("partial", "near-duplicate")
+            near += named and result["verdict"] == "near-duplicate"
+        print(f"recall, {rate:.0%} of words edited: {found}/{count} = {found / count:.3f} "
+              f"({near} near-duplicate, {found - near} partial)")
 
 
 def main() -> None:
@@ -67,6 +97,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--cli-runs", type=int, default=7)
     parser.add_argument("--rate", type=float, default=0.10)
+    parser.add_argument("--recall", type=int, default=0)
     args = parser.parse_args()
 
     import lineage as api
@@ -129,6 +160,8 @@ def main() -> None:
         print(f"  {name}: {statistics.median(samples):.0f} ms  "
               f"({' '.join(f'{t:.0f}' for t in samples)})")
     print(f"  near / page = {statistics.median(cli['near']) / statistics.median(cli['page']):.2f}x")
+    if args.recall:
+        recall(store, shard, args.recall)
 
 
 if __name__ == "__main__":
