@@ -12,7 +12,8 @@ Four queries, each asked in process on one opened store, alternated run by run:
   delete, insert), answered `near-duplicate`;
 - `near, lookup off`: the same query with the near lookup switched off: what the query
   cost before this layer (`not-found` after the fingerprints);
-- `unrelated`: `text_index.unrelated_query` (`not-found`; it pays the near lookup too).
+- `unrelated`: `text_index.unrelated_query` (`not-found`; it pays the near lookup too);
+- `page, copies off`: `page` without the copy counts of its matches (`copies`, `seen`).
 
 Then `page` and `near` as whole CLI processes (`trained-on - --json`) beside DuckDB's
 start-up. Prints medians (ms) with each run's times, and the ratios. With `--recall N`,
@@ -101,21 +102,22 @@ def main() -> None:
     args = parser.parse_args()
 
     import lineage as api
-    from lineage.text import near_match
+    from lineage.text import near_match, trained_on
 
     shard = sorted(args.shards.glob("*.jsonl"))[0]
     store = api.open(args.store)
     page_id, page = page_query(shard)
     near_id, near = near_query(shard, args.rate, seed=1)
     unrelated = unrelated_query(vocabulary())
-    has_index = near_match.has_near_index
+    has_index, with_copies = near_match.has_near_index, trained_on._with_copies
 
-    def ask(text: str, lookup: bool = True) -> Any:
+    def ask(text: str, lookup: bool = True, copies: bool = True) -> Any:
         near_match.has_near_index = has_index if lookup else (lambda con, store: False)
+        trained_on._with_copies = with_copies if copies else (lambda *args: None)
         try:
             return store.trained_on(texts=[text])["results"][0]
         finally:
-            near_match.has_near_index = has_index
+            near_match.has_near_index, trained_on._with_copies = has_index, with_copies
 
     first = {"page": ask(page), "near": ask(near), "near, lookup off": ask(near, False),
              "unrelated": ask(unrelated)}
@@ -128,7 +130,8 @@ def main() -> None:
         print(f"{name}: {result['verdict']}, {result['words']} words, similarity "
               f"{result.get('similarity')}, {len(result['matches'])} matches")
     calls = {"page": lambda: ask(page), "near": lambda: ask(near),
-             "near, lookup off": lambda: ask(near, False), "unrelated": lambda: ask(unrelated)}
+             "near, lookup off": lambda: ask(near, False), "unrelated": lambda: ask(unrelated),
+             "page, copies off": lambda: ask(page, copies=False)}
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.runs):
         for name, call in calls.items():  # alternated: load changes hit every variant alike
@@ -140,7 +143,8 @@ def main() -> None:
     for name, samples in times.items():
         print(f"  {name}: {medians[name]:.1f} ms  ({' '.join(f'{t:.0f}' for t in samples)})")
     print(f"  near / page = {medians['near'] / medians['page']:.2f}x; near / near lookup off "
-          f"= {medians['near'] / medians['near, lookup off']:.2f}x")
+          f"= {medians['near'] / medians['near, lookup off']:.2f}x; page / page copies off = "
+          f"{medians['page'] / medians['page, copies off']:.2f}x")
 
     def process(argv: list[str], stdin: str | None = None) -> float:
         started = time.perf_counter()

@@ -174,6 +174,10 @@ def _result_lines(result: dict[str, Any]) -> list[str]:
             share = f", near {m['similarity']:.0%}, {len(m['band_keys'])} bands shared"
         else:
             share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
+        if m.get("copies", 1) > 1 or m.get("seen", 1) > 1:  # a text read more than once
+            where += f"; {m['copies']} copies in the corpus"
+            if m.get("seen") is not None:
+                where += f", seen {m['seen']} times: steps {_ranges(m['seen_steps'])}"
         lines.append(f"  {shown(m['corpus'])}/{shown(m['doc_id'])} ({shown(m['source'])}"
                      f"{share}): {where}{run_note}")
         for span in m["spans"]:

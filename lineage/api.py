@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lineage.store.query import QueryResult
     from lineage.store.sql_guard import RowSink
     from lineage.stream.answers import StepDocuments, Stream, StreamSummary
-    from lineage.text.answers import TrainedOn
+    from lineage.text.answers import CorpusDuplicates, TrainedOn
 
 __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 
@@ -52,6 +52,16 @@ class Store(BaseStore):
         from lineage.corpora.query import get_corpus
 
         return Corpus.from_dict(get_corpus(self, name))
+
+    def corpus_duplicates(self, name: str, *, threshold: float | None = None,
+                          ) -> CorpusDuplicates:
+        """`lineage corpus duplicates NAME`: clusters of exact, text-identical and
+        near-duplicate documents in a corpus, from its stored tables; a near pair's
+        signatures agree on enough bands for a shingle Jaccard of `threshold` (0.4)."""
+        from lineage.text.answers import CorpusDuplicates
+        from lineage.text.duplicates import corpus_duplicates
+
+        return CorpusDuplicates.from_dict(corpus_duplicates(self, name, threshold=threshold))
 
     def streams(self) -> AnswerList[StreamSummary]:
         """`lineage stream list`: every stream, by name, with its corpus, shape and digest."""

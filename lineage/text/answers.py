@@ -83,6 +83,9 @@ class TextMatch(Answer):
     steps: tuple[int, ...]
     windows: tuple[int, ...]
     epochs: tuple[int, ...]
+    copies: int | None = optional()  # documents of the corpus with this normalized text
+    seen: int | None = optional()  # times the stream placed one of them (in a stream)
+    seen_steps: tuple[int, ...] | None = optional(present_with="seen")  # steps reading them
     run_steps: tuple[int, ...] | None = optional()
     run_verdict: str | None = optional()
 
@@ -130,6 +133,9 @@ class NearMatch(Answer):
     steps: tuple[int, ...]
     windows: tuple[int, ...]
     epochs: tuple[int, ...]
+    copies: int | None = optional()  # documents of the corpus with this normalized text
+    seen: int | None = optional()  # times the stream placed one of them (in a stream)
+    seen_steps: tuple[int, ...] | None = optional(present_with="seen")  # steps reading them
     run_steps: tuple[int, ...] | None = optional()
     run_verdict: str | None = optional()
 
@@ -243,3 +249,43 @@ def _matches_schema() -> dict[str, Any]:
             "manifest_hash": pl.String, "stream": pl.String, "spec_hash": pl.String,
             "steps": steps, "windows": steps, "epochs": steps, "run_steps": steps,
             "run_verdict": pl.String}
+
+
+class DuplicateDocument(Answer):
+    """A document of a cluster of copies."""
+
+    doc_id: str
+    source: str
+    content_hash: str  # its bytes (blake3 hex)
+
+
+class DuplicateCluster(Answer):
+    """Documents that are copies of each other: `exact` (one content hash), `text` (one
+    normalized text, several content hashes) or `near` (signatures agreeing on enough
+    bands, joined transitively; several texts). A weaker kind's cluster holds the
+    members of the stronger ones it joins."""
+
+    kind: str  # exact, text or near
+    size: int
+    content_hash: str | None  # exact: the shared content hash
+    text_hash: str | None  # text: the shared normalized-text hash
+    shared_bands: tuple[int, int] | None  # near: fewest and most bands a joined pair shares
+    documents: tuple[DuplicateDocument, ...]  # by doc_id
+
+
+class CorpusDuplicates(Answer):
+    """`lineage corpus duplicates NAME`: the clusters of copies a corpus holds, largest
+    first. `to_polars()` gives one row per cluster."""
+
+    ROWS: ClassVar[str | None] = "clusters"
+
+    corpus: str
+    documents: int  # documents in the corpus
+    near_index: bool  # whether the corpus has near-duplicate band keys (else no near clusters)
+    near_spec: str  # lineage-near/1
+    threshold: float  # the shingle Jaccard a near pair must reach, estimated from its bands
+    min_shared_bands: int  # ceil(42 * threshold^3): the bands a near pair shares at least
+    max_run: int  # a band key held by more documents makes no pairs
+    clusters_by_kind: dict[str, int]
+    documents_in_clusters: int  # summed over the clusters (a document may be in two kinds)
+    clusters: tuple[DuplicateCluster, ...]

@@ -259,10 +259,12 @@ def _match_texts(
             found["matches"] = near_found + found["matches"]
             answer["text_evidence"]["near"] = near_match.parameters(min_similarity)
         matches = []
+        known: Placements = {}  # the matched documents' placements, for their copy counts
         for match in found.pop("matches"):
             key = (match["corpus"], match["doc_id"])
             placed = _placements(con, store, streams, match["content_hash"],
                                  {match["corpus"]})
+            known[key] = placed.get(key, [])
             base = {**match, "manifest_hash": corpora.get(match["corpus"])}
             for where in _stream_entries(placed, *key):
                 entry = {**base, **where}
@@ -270,8 +272,58 @@ def _match_texts(
                     hits = [h for h in placed[key] if h[0] == where["stream"]]
                     entry["spans"] = [_span_steps(span, hits) for span in match["spans"]]
                 matches.append(entry)
+        _with_copies(context, matches, known)
         result.update(found)
         result["matches"] = matches
+
+
+def _with_copies(context: _Context, matches: list[dict[str, Any]], known: Placements) -> None:
+    """Each text match gains `copies` (documents of its corpus with the same normalized
+    text, itself included) and, in a stream, `seen` and `seen_steps` (how many times the
+    stream placed one of them, and the steps that read them): memorisation claims turn
+    on how often a text was read, not only whether. One lookup of all the text hashes;
+    where a text has documents the matches do not name (`known` holds the placements of
+    those they name), one of those documents and one of their placements per stream."""
+    from lineage.store.part_read import lookup_rows
+    from lineage.text.match import document_rows
+
+    if not matches:
+        return
+    con, store = context.con, context.store
+    holders: dict[tuple[str, str], list[int]] = {}
+    for corpus, text_hash, doc in lookup_rows(
+            con, store, "text_hashes", None, ["corpus", "text_hash", "doc"],
+            any_of=("text_hash", sorted({m["text_hash"] for m in matches}))):
+        holders.setdefault((corpus, text_hash), []).append(int(doc))
+    named: dict[tuple[str, str], set[str]] = {}
+    for match in matches:
+        named.setdefault((match["corpus"], match["text_hash"]), set()).add(match["doc_id"])
+    # The documents of each text, by doc_id, with their placements: read only for the
+    # texts that have documents no match names (the matches' own are in `known`).
+    unnamed = [(corpus, doc) for key, docs in holders.items()
+               if len(docs) > len(named.get(key, ())) for corpus, doc in
+               ((key[0], d) for d in docs)]
+    rows = document_rows(con, store, unnamed) if unnamed else {}
+    corpora_of: dict[str, set[str]] = {}
+    for (corpus, _), info in rows.items():
+        corpora_of.setdefault(info.content_hash, set()).add(corpus)
+    placed = _placements_of(con, store, context.streams, corpora_of) if corpora_of else {}
+    texts: dict[tuple[str, str], dict[str, list[tuple[Any, ...]]]] = {}
+    for key, doc_ids in named.items():
+        texts[key] = {doc_id: known.get((key[0], doc_id), []) for doc_id in doc_ids}
+    for (corpus, _), info in rows.items():
+        texts.setdefault((corpus, info.text_hash), {})[info.doc_id] = placed.get(
+            info.content_hash, {}).get((corpus, info.doc_id), [])
+    for match in matches:
+        same = texts[(match["corpus"], match["text_hash"])]
+        match["copies"] = len(same)
+        if not match["stream"]:
+            continue
+        stream = context.streams[match["stream"]]
+        hits = [h for found in same.values() for h in found if h[0] == match["stream"]]
+        windows = {w for _, _, _, start, end, _ in hits for w in _windows(stream, start, end)}
+        match["seen"] = len(hits)
+        match["seen_steps"] = _steps_of(stream, sorted(windows))
 
 
 def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
