@@ -251,3 +251,27 @@ def test_the_web_page_shows_a_near_match_and_marks_its_regions(
     assert "near-duplicate" in html and "% aligned" in html
     marked = marked_spans(answer["results"][0], len(query))
     assert marked and marked[0][1] - marked[0][0] > len(query) // 2
+
+
+def test_a_long_query_is_signed_by_the_vectorized_path_with_the_same_keys(
+    example_corpus: Path,
+) -> None:
+    from lineage.text.near_match import query_band_keys
+
+    long = [w for name in ("macbeth.txt", "tempest.txt")
+            for w in words((example_corpus / "shakespeare" / name).read_text("utf-8"))]
+    assert len(long) > 20_000
+    assert query_band_keys(long) == band_keys(signature(long))
+    assert query_band_keys([]) == []
+
+
+def test_a_query_longer_than_the_alignment_bound_says_so(
+    indexed: Store, plays: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lineage.text import near_match
+
+    monkeypatch.setattr(near_match, "MAX_WORDS", 100)
+    query = edited(plays[11]["text"], 0.2, _vocabulary(plays), random.Random(2))
+    result = indexed.trained_on(texts=[query])["results"][0]
+    assert result["verdict"] == "not-found" and "similarity" not in result
+    assert "not looked up as an edited copy" in result["note"]

@@ -21,7 +21,18 @@ from lineage.store.parts import part_files
 from lineage.text.align import Region, align, aligned_words, regions
 from lineage.text.identity import TEXT_SPEC, LocatedWords, located_words
 from lineage.text.match import DocInfo, DocText, document_rows, document_texts
-from lineage.text.minhash import BANDS, NEAR_SPEC, ROWS, SHINGLE_WORDS, band_keys, signature
+from lineage.text.minhash import (
+    BANDS,
+    NEAR_SPEC,
+    ROWS,
+    SHINGLE_WORDS,
+    band_keys,
+    signature,
+    signature_batch,
+)
+
+MAX_WORDS = 200_000  # longer queries, and longer candidates, are not aligned: a book's size
+_VECTOR_WORDS = 20_000  # longer queries are signed by the vectorized path
 
 
 def has_near_index(con: Any, store: BaseStore) -> bool:
@@ -36,13 +47,14 @@ def has_near_index(con: Any, store: BaseStore) -> bool:
 def near_matches(
     con: Any, store: BaseStore, located: LocatedWords, *,
     indexes: dict[str, dict[str, Any]], limit: int, min_similarity: float,
-) -> tuple[float, list[dict[str, Any]]]:
+) -> tuple[float | None, list[dict[str, Any]]]:
     """(the best candidate's similarity, the matches at `min_similarity` or above), the
-    most similar first."""
-    sig = signature(located.words)
-    if sig is None:
+    most similar first; (None, []) for a query too long to align (MAX_WORDS)."""
+    if len(located.words) > MAX_WORDS:
+        return None, []
+    keys = query_band_keys(located.words)
+    if not keys:
         return 0.0, []
-    keys = band_keys(sig)
     candidates = _candidates(con, store, keys, limit)
     if not candidates:
         return 0.0, []
@@ -53,7 +65,7 @@ def near_matches(
     for corpus, doc, shared in candidates:
         info = documents.get((corpus, doc))
         data = texts.get((corpus, doc))
-        if info is None:  # a band key naming no document: only a damaged store does
+        if info is None or info.n_words > MAX_WORDS:  # None: only a damaged store
             continue
         doc_text = _read(con, info, data)
         if doc_text is None:  # cannot be confirmed: not reported
@@ -67,6 +79,16 @@ def near_matches(
                                   doc_text))
     matches.sort(key=lambda m: (-m["similarity"], m["corpus"], m["doc_id"]))
     return best, matches
+
+
+def query_band_keys(words: list[str]) -> list[int]:
+    """The query's band keys (none without words), by the plain signature for a page
+    and the vectorized one for a long text (the same keys)."""
+    if len(words) < _VECTOR_WORDS:
+        sig = signature(words)
+        return [] if sig is None else band_keys(sig)
+    found = signature_batch([" ".join(words)], [len(words)])
+    return [int(k) for k in found.band_keys[0]]
 
 
 def parameters(min_similarity: float) -> dict[str, Any]:

@@ -251,9 +251,14 @@ def _match_texts(
         if found["verdict"] == NOT_FOUND and located.words:
             near = near_match.has_near_index(con, store) if near is None else near
         if near and found["verdict"] == NOT_FOUND and located.words:
-            found["similarity"], near_found = near_match.near_matches(
+            similarity, near_found = near_match.near_matches(
                 con, store, located, indexes=indexes, limit=limit or DEFAULT_LIMIT,
                 min_similarity=min_similarity)
+            if similarity is None:  # too long to align: a note says so
+                result["note"] = (f"more than {near_match.MAX_WORDS:,} words: not looked "
+                                  "up as an edited copy")
+            else:
+                found["similarity"] = similarity
             if near_found:
                 found["verdict"] = NEAR_DUPLICATE
             found["matches"] = near_found + found["matches"]
