@@ -1,4 +1,4 @@
-"""`lineage corpus list|show|status`."""
+"""`lineage corpus list|show|status|duplicates`."""
 
 from __future__ import annotations
 
@@ -79,6 +79,49 @@ def show(
         [[s["source"], s["documents"], s["tokens"], f"{s['share']:.2%}", s["licenses"]]
          for s in info["sources"]],
     )
+
+
+@app.command("duplicates")
+def duplicates(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The corpus name.")],
+    threshold: Annotated[
+        float, typer.Option(help="Shingle Jaccard similarity a near-duplicate pair must "
+                            "reach, estimated from the bands its signatures share "
+                            "(0.4: 3 of 42 bands).", min=0.0, max=1.0)
+    ] = 0.4,
+    limit: Annotated[int, typer.Option(help="Clusters listed (--json lists every one).",
+                                       min=0)] = 20,
+    json: JsonOption = False,
+) -> None:
+    """Clusters of copies in a corpus: exact (the same bytes), text (the same normalized
+    text) and near (edited copies: lineage-near/1 signatures agreeing on enough bands),
+    across sources, from the stored tables."""
+    answer = current_store(ctx).corpus_duplicates(name, threshold=threshold)
+    if json:
+        output.emit_json(answer.to_dict())
+        return
+    kinds = ", ".join(f"{count:,} {kind}" for kind, count in answer.clusters_by_kind.items())
+    near = (f"near: {answer.near_spec}, Jaccard >= {answer.threshold} ({answer.min_shared_bands}"
+            f" of 42 bands)" if answer.near_index else "no near-duplicate index")
+    output.emit_lines([f"corpus {output.shown(answer.corpus)}: {len(answer.clusters):,} "
+                       f"clusters of copies ({kinds}) holding "
+                       f"{answer.documents_in_clusters:,} of {answer.documents:,} documents; "
+                       f"{near}"])
+    rows = []
+    for cluster in answer.clusters[:limit]:
+        names = [f"{d.source}/{d.doc_id}" if not d.doc_id.startswith(f"{d.source}/")
+                 else d.doc_id for d in cluster.documents]
+        shown = ", ".join(names[:3]) + (f", ... {len(names) - 3:,} more"
+                                        if len(names) > 3 else "")
+        bands = ("" if cluster.shared_bands is None
+                 else f"{cluster.shared_bands[0]}-{cluster.shared_bands[1]}")
+        rows.append([cluster.kind, cluster.size, bands, shown])
+    if rows:
+        output.emit_table(("kind", "documents", "shared bands", "doc_ids"), rows)
+    if len(answer.clusters) > limit:
+        output.emit_lines([f"... {len(answer.clusters) - limit:,} more clusters (--limit, "
+                           "--json)"])
 
 
 @app.command("status")

@@ -19,7 +19,12 @@ from lineage.cli.common import (
 )
 from lineage.errors import EXIT_NO
 from lineage.store.no_pandas import pandas_refused
-from lineage.text.trained_on import DEFAULT_LIMIT, DEFAULT_MIN_CONTAINMENT, all_found
+from lineage.text.trained_on import (
+    DEFAULT_LIMIT,
+    DEFAULT_MIN_CONTAINMENT,
+    DEFAULT_MIN_SIMILARITY,
+    all_found,
+)
 
 StreamOption = Annotated[
     str | None, typer.Option("--stream", help="The stream (default: the only one).")
@@ -97,6 +102,10 @@ def trained_on(
         float, typer.Option(help="Share of a text that matched passages must cover for "
                             "a `partial` verdict.", min=0.0, max=1.0)
     ] = DEFAULT_MIN_CONTAINMENT,
+    min_similarity: Annotated[
+        float, typer.Option(help="Share of a text's words a document must align with for "
+                            "a `near-duplicate` verdict (an edited copy).", min=0.0, max=1.0)
+    ] = DEFAULT_MIN_SIMILARITY,
     limit: Annotated[
         int, typer.Option(help="Candidate documents examined per text.", min=1)
     ] = DEFAULT_LIMIT,
@@ -106,7 +115,8 @@ def trained_on(
     nl: NlOption = False,
 ) -> None:
     """Was this file or text trained on? By exact bytes, then as text (re-wrapped copies,
-    passages). Exit 0 when every query is in the stream (or trained) or matched as text.
+    passages, edited copies). Exit 0 when every query is in the stream (or trained) or
+    matched as text.
 
     A folder stands for the files `ingest corpus` would record from it: every file at any
     depth, in path order, each a result of its own, then a summary of the folder (files by
@@ -117,7 +127,8 @@ def trained_on(
     with pandas_refused():
         answer = current_store(ctx).trained_on(
             [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
-            run=run, min_containment=min_containment, limit=limit)
+            run=run, min_containment=min_containment, limit=limit,
+            min_similarity=min_similarity)
     if fmt:
         output.emit_rows(fmt, answer)
     elif json:
@@ -149,6 +160,9 @@ def _result_lines(result: dict[str, Any]) -> list[str]:
     if "text_hash" in result:
         head = (f"{shown(result['file'])}: {result['verdict']}, {result['containment']:.0%} "
                 f"of {result['words']} words matched")
+    if result["verdict"] == "near-duplicate":
+        head = (f"{shown(result['file'])}: {result['verdict']}, {result['similarity']:.0%} "
+                f"of {result['words']} words aligned")
     lines = [head]
     for m in result["matches"]:
         where = "in no stream"
@@ -156,10 +170,20 @@ def _result_lines(result: dict[str, Any]) -> list[str]:
             where = (f"stream {shown(m['stream'])}: steps {_ranges(m['steps'])}, "
                      f"windows {_ranges(m['windows'])}, epochs {_ranges(m['epochs'])}")
         run_note = f" [{m['run_verdict']}]" if "run_verdict" in m else ""
-        share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
+        if m["match"] == "near":
+            share = f", near {m['similarity']:.0%}, {len(m['band_keys'])} bands shared"
+        else:
+            share = "" if m["match"] == "exact" else f", {m['match']} {m['containment']:.0%}"
+        if m.get("copies", 1) > 1 or m.get("seen", 1) > 1:  # a text read more than once
+            where += f"; {m['copies']} copies in the corpus"
+            if m.get("seen") is not None:
+                where += f", seen {m['seen']} times: steps {_ranges(m['seen_steps'])}"
         lines.append(f"  {shown(m['corpus'])}/{shown(m['doc_id'])} ({shown(m['source'])}"
                      f"{share}): {where}{run_note}")
         for span in m["spans"]:
+            if m["match"] == "near":
+                lines.append(_near_span_line(span))
+                continue
             doc = f", document words {span['doc_words'][0]}..{span['doc_words'][1]}"
             if span.get("steps"):
                 doc += f", steps {_ranges(span['steps'])}"
@@ -168,6 +192,15 @@ def _result_lines(result: dict[str, Any]) -> list[str]:
         if m.get("note"):
             lines.append(f"    note: {m['note']}")
     return lines
+
+
+def _near_span_line(span: dict[str, Any]) -> str:
+    """A region of a near match: both ranges, and how many query words it aligns."""
+    (q0, q1), (d0, d1) = span["query_words"], span["doc_words"]
+    steps = f", steps {_ranges(span['steps'])}" if span.get("steps") else ""
+    return (f"    query words {q0}..{q1} (chars {span['query_chars'][0]}.."
+            f"{span['query_chars'][1]}), document words {d0}..{d1}, {span['aligned']} words "
+            f"aligned{steps}")
 
 
 def trace(

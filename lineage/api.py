@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lineage.store.query import QueryResult
     from lineage.store.sql_guard import RowSink
     from lineage.stream.answers import StepDocuments, Stream, StreamSummary
-    from lineage.text.answers import TrainedOn
+    from lineage.text.answers import CorpusDuplicates, TrainedOn
 
 __all__ = ["Store", "init_store", "open_store", "resolve_store_path"]
 
@@ -52,6 +52,16 @@ class Store(BaseStore):
         from lineage.corpora.query import get_corpus
 
         return Corpus.from_dict(get_corpus(self, name))
+
+    def corpus_duplicates(self, name: str, *, threshold: float | None = None,
+                          ) -> CorpusDuplicates:
+        """`lineage corpus duplicates NAME`: clusters of exact, text-identical and
+        near-duplicate documents in a corpus, from its stored tables; a near pair's
+        signatures agree on enough bands for a shingle Jaccard of `threshold` (0.4)."""
+        from lineage.text.answers import CorpusDuplicates
+        from lineage.text.duplicates import corpus_duplicates
+
+        return CorpusDuplicates.from_dict(corpus_duplicates(self, name, threshold=threshold))
 
     def streams(self) -> AnswerList[StreamSummary]:
         """`lineage stream list`: every stream, by name, with its corpus, shape and digest."""
@@ -84,18 +94,20 @@ class Store(BaseStore):
     def trained_on(
         self, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
         stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
-        min_containment: float = 0.5, limit: int = 20,
+        min_containment: float = 0.5, limit: int = 20, min_similarity: float = 0.5,
     ) -> TrainedOn:
         """`lineage trained-on`: was each file, text (`texts`) or `stdin` (bytes) trained
         on? By exact bytes, then as text; `partial` needs matched passages covering
-        `min_containment` of a text, `limit` candidate documents are examined per text.
-        With `run`, verdicts about that run; `stream` narrows the answer to one stream."""
+        `min_containment` of a text, `near-duplicate` (a text still unmatched, found as an
+        edited copy) a document aligned with `min_similarity` of its words; `limit`
+        candidate documents are examined per text and per kind. With `run`, verdicts
+        about that run; `stream` narrows the answer to one stream."""
         from lineage.text.answers import TrainedOn
         from lineage.text.trained_on import trained_on
 
         return TrainedOn.from_dict(trained_on(
             self, files, texts=texts, stdin=stdin, stream=stream, run=run,
-            min_containment=min_containment, limit=limit))
+            min_containment=min_containment, limit=limit, min_similarity=min_similarity))
 
     def trace(self, run: str, *, step: int | None = None, clipped: bool = False,
               skipped: bool = False, limit: int | None = None) -> Trace:

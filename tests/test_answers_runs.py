@@ -55,8 +55,8 @@ from .test_chain import WORLD, write_log
 from .test_trace import sonnet_within
 
 MATCH_COLUMNS = ["file", "verdict", "corpus", "source", "doc_id", "content_hash", "match",
-                 "containment", "fingerprints", "manifest_hash", "stream", "spec_hash",
-                 "steps", "windows", "epochs", "run_steps", "run_verdict"]
+                 "containment", "fingerprints", "similarity", "manifest_hash", "stream",
+                 "spec_hash", "steps", "windows", "epochs", "run_steps", "run_verdict"]
 TRACE_COLUMNS = ["step", "loss", "grad_norm", "lr", "clipped", "skipped", "state_hash",
                  "doc_id", "source", "uri", "content_hash", "epoch", "windows", "tokens"]
 

@@ -45,6 +45,8 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
     "chain verify": [(*S, "chain", "verify", "nope"), (*NS, "chain", "verify", "nope")],
     "corpus list": [(*NS, "corpus", "list")],
     "corpus show": [(*S, "corpus", "show", "nope"), (*NS, "corpus", "show", "nope")],
+    "corpus duplicates": [(*S, "corpus", "duplicates", "nope"),
+                          (*NS, "corpus", "duplicates", "nope")],
     "corpus status": [(*S, "corpus", "status", "nope", "{DIR}"),
                       (*NS, "corpus", "status", "nope", "{DIR}"),
                       (*S, "corpus", "status", "--manifest", "{MISSING}", "{DIR}"),

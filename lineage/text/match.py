@@ -81,9 +81,10 @@ def check_unicode_version(indexes: dict[str, dict[str, Any]], *, building: bool)
 
 def match_text(
     con: Any, store: BaseStore, text: str, *, indexes: dict[str, dict[str, Any]],
-    min_containment: float, limit: int,
+    min_containment: float, limit: int, located: LocatedWords | None = None,
 ) -> dict[str, Any]:
-    """The text verdict of one query: text-match, partial, or not-found, with matches."""
+    """The text verdict of one query: text-match, partial, or not-found, with matches
+    (`located`: the text's words, when the caller has them already)."""
     for corpus, index in indexes.items():
         if (index["text_spec"], index["fingerprint_spec"], index["k"], index["w"]) != (
                 TEXT_SPEC, FINGERPRINT_SPEC, K, W):
@@ -91,7 +92,7 @@ def match_text(
                              f"{index['fingerprint_spec']} (k={index['k']}, w={index['w']}); "
                              f"this version reads {TEXT_SPEC} / {FINGERPRINT_SPEC} only")
     check_unicode_version(indexes, building=False)
-    located = located_words(text)
+    located = located_words(text) if located is None else located
     words = located.words
     normal = " ".join(words)
     answer: dict[str, Any] = {
@@ -269,7 +270,7 @@ def _choose(candidates: dict[tuple[str, int], _Candidate], limit: int) -> list[_
     return ranked[:max(limit, sum(c.same_text for c in ranked))]
 
 
-class _DocInfo(NamedTuple):
+class DocInfo(NamedTuple):
     """A candidate's row of `text_documents`."""
 
     doc: int
@@ -285,13 +286,20 @@ class _DocInfo(NamedTuple):
 
 
 def _documents(con: Any, store: BaseStore,
-               chosen: list[_Candidate]) -> dict[tuple[str, int], _DocInfo]:
+               chosen: list[_Candidate]) -> dict[tuple[str, int], DocInfo]:
+    return document_rows(con, store, [(c.corpus, c.doc) for c in chosen])
+
+
+def document_rows(con: Any, store: BaseStore,
+                  keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], DocInfo]:
+    """The `text_documents` rows of these (corpus, doc) keys, read from the row groups
+    that hold them."""
     by_corpus: dict[str, list[int]] = {}
-    for candidate in chosen:
-        by_corpus.setdefault(candidate.corpus, []).append(candidate.doc)
-    found: dict[tuple[str, int], _DocInfo] = {}
+    for corpus, doc in keys:
+        by_corpus.setdefault(corpus, []).append(doc)
+    found: dict[tuple[str, int], DocInfo] = {}
     for corpus, docs in sorted(by_corpus.items()):
-        rows = _copied_rows(con, store, "text_documents", corpus, list(_DocInfo._fields),
+        rows = _copied_rows(con, store, "text_documents", corpus, list(DocInfo._fields),
                             ("doc", sorted(docs)))
         if rows is None:
             files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
@@ -299,15 +307,17 @@ def _documents(con: Any, store: BaseStore,
             # min/max, so it reads only the row groups part_files checked
             values = ", ".join(str(int(doc)) for doc in docs)
             rows = con.execute(
-                f"SELECT {', '.join(_DocInfo._fields)} FROM read_parquet(?) "
+                f"SELECT {', '.join(DocInfo._fields)} FROM read_parquet(?) "
                 f"WHERE doc IN ({values})", [files]).fetchall()
         for row in rows:
-            found[(corpus, row[0])] = _DocInfo(*row)
+            found[(corpus, row[0])] = DocInfo(*row)
     return found
 
 
 @dataclass(frozen=True)
-class _DocText:
+class DocText:
+    """A document's text and where its normalized words lie in it."""
+
     text: str
     words: LocatedWords
 
@@ -322,15 +332,23 @@ class _DocText:
 
 
 def _texts_at_once(con: Any, chosen: list[_Candidate],
-                   documents: dict[tuple[str, int], _DocInfo]) -> dict[tuple[str, int], bytes]:
-    """The texts `_spans` will check, read file by file (a compressed shard is scanned once
-    for all its candidates, not once for each); none if one of them cannot be read: each
-    is then read alone, so that the note falls on the document that failed."""
+                   documents: dict[tuple[str, int], DocInfo]) -> dict[tuple[str, int], bytes]:
+    """The texts `_spans` will check (see `document_texts`)."""
+    return document_texts(con, [(c.corpus, c.doc) for c in chosen if not c.same_text],
+                          documents)
+
+
+def document_texts(con: Any, keys: Sequence[tuple[str, int]],
+                   documents: dict[tuple[str, int], DocInfo]) -> dict[tuple[str, int], bytes]:
+    """The texts of these (corpus, doc) keys, each checked against its content hash,
+    read file by file (a compressed shard is scanned once for all of them, not once for
+    each); none if one of them cannot be read: each is then read alone, so that a note
+    falls on the document that failed."""
     held: dict[str, list[tuple[int, StoredDocument]]] = {}
-    for candidate in chosen:
-        info = documents.get((candidate.corpus, candidate.doc))
-        if info is not None and not candidate.same_text and info.origin is not None:
-            held.setdefault(candidate.corpus, []).append((candidate.doc, StoredDocument(
+    for corpus, doc in keys:
+        info = documents.get((corpus, doc))
+        if info is not None and info.origin is not None:
+            held.setdefault(corpus, []).append((doc, StoredDocument(
                 info.doc_id, info.content_hash, info.origin, info.record, info.byte_offset)))
     found: dict[tuple[str, int], bytes] = {}
     try:
@@ -343,9 +361,9 @@ def _texts_at_once(con: Any, chosen: list[_Candidate],
 
 
 def _spans(
-    con: Any, candidate: _Candidate, info: _DocInfo, words: list[str],
+    con: Any, candidate: _Candidate, info: DocInfo, words: list[str],
     data: bytes | None = None,
-) -> tuple[list[_Span], str | None, _DocText | None]:
+) -> tuple[list[_Span], str | None, DocText | None]:
     """The shared passages, checked against the document's text (`data`, or read here)
     when it can be read."""
     n_words = int(info.n_words)
@@ -359,7 +377,7 @@ def _spans(
     except (LineageError, UnicodeDecodeError) as exc:
         note = f"document text unavailable ({exc}); spans from fingerprints only"
         return _fingerprint_spans(candidate.pairs, len(words)), note, None
-    doc = _DocText(text, located_words(text))
+    doc = DocText(text, located_words(text))
     return _text_spans(candidate.pairs, words, doc.words.words), None, doc
 
 
@@ -446,8 +464,8 @@ def _share(intervals: Sequence[tuple[int, int]], total: int) -> float:
     return round(_covered(intervals) / total, 4) if total else 0.0
 
 
-def _match_entry(candidate: _Candidate, info: _DocInfo, index: dict[str, Any], spans: list[_Span],
-                 located: LocatedWords, doc_words: _DocText | None,
+def _match_entry(candidate: _Candidate, info: DocInfo, index: dict[str, Any], spans: list[_Span],
+                 located: LocatedWords, doc_words: DocText | None,
                  note: str | None) -> dict[str, Any]:
     entry = {
         "corpus": candidate.corpus, "source": info.source, "doc_id": info.doc_id,
@@ -465,7 +483,7 @@ def _match_entry(candidate: _Candidate, info: _DocInfo, index: dict[str, Any], s
     return entry
 
 
-def _span_entry(span: _Span, located: LocatedWords, doc: _DocText | None,
+def _span_entry(span: _Span, located: LocatedWords, doc: DocText | None,
                 n_bytes: int) -> dict[str, Any]:
     doc_bytes = [0, n_bytes] if span.whole else (list(doc.byte_span(*span.doc)) if doc
                                                  else None)

@@ -4,7 +4,8 @@ Verdicts by exact bytes: `in-stream` (a document with these exact bytes is place
 stream), `in-corpus-only` (recorded in a corpus but in no stream, e.g. past the token
 budget). A query no corpus holds byte for byte is then matched as text
 (lineage/text/match.py): `text-match` (the same normalized words as a document) or
-`partial` (passages of documents cover enough of it); else `not-found`. With a run,
+`partial` (passages of documents cover enough of it); a text still unmatched is looked
+up as an edited copy (lineage/text/near_match.py): `near-duplicate`; else `not-found`. With a run,
 verdicts become `trained`, `skipped-only` or `not-reached`. Each match carries the
 evidence: content hash, corpus manifest hash, each stream's spec hash, windows and
 steps, and for text matches the normalization and fingerprint parameters and spans.
@@ -30,11 +31,11 @@ from lineage.text.verdicts import (
     FOUND,
     IN_CORPUS_ONLY,
     IN_STREAM,
+    NEAR_DUPLICATE,
     NOT_FOUND,
     NOT_REACHED,
-    PARTIAL,
     SKIPPED_ONLY,
-    TEXT_MATCH,
+    TEXT_VERDICTS,
     TRAINED,
 )
 from lineage.userfiles import open_regular
@@ -61,7 +62,8 @@ _HASH_CHUNK = 1 << 23  # big enough for BLAKE3 to hash a large file on every cor
 
 
 DEFAULT_MIN_CONTAINMENT = 0.5  # share of a text that matched passages must cover: `partial`
-DEFAULT_LIMIT = 20  # candidate documents examined per text query
+DEFAULT_MIN_SIMILARITY = 0.5  # aligned share of a text's words: `near-duplicate`
+DEFAULT_LIMIT = 20  # candidate documents examined per text query (and per kind of match)
 _RANK = [TRAINED, SKIPPED_ONLY, NOT_REACHED, IN_CORPUS_ONLY, NOT_FOUND]
 
 
@@ -146,12 +148,15 @@ def trained_on(
     store: BaseStore, files: Sequence[str | os.PathLike[str]] = (), *, texts: Sequence[str] = (),
     stdin: bytes | None = None, stream: str | None = None, run: str | None = None,
     min_containment: float | None = None, limit: int | None = None,
+    min_similarity: float | None = None,
 ) -> dict[str, Any]:
     """One result per query (files, then texts, then stdin), in the order given.
 
     A query whose exact bytes are in no corpus is matched as text when it is text: by
-    normalized-text hash (`text-match`) and by fingerprints (`partial`, when the matched
-    passages cover at least `min_containment` of it). With `run`, verdicts about that run.
+    normalized-text hash (`text-match`), by fingerprints (`partial`, when the matched
+    passages cover at least `min_containment` of it), then by near-duplicate band keys
+    (`near-duplicate`, when a document aligns with at least `min_similarity` of its
+    words). With `run`, verdicts about that run.
     """
     folders: list[tuple[Folder, int]] = []
     queries = queries_for(files, texts, stdin, folders=folders)
@@ -170,7 +175,7 @@ def trained_on(
         results = context.by_bytes([(q.label, q.digest) for q in queries])
         answer: dict[str, Any] = {"stream": stream, "results": results}
         _match_texts(context, queries, answer, explicit=bool(texts) or stdin is not None,
-                     min_containment=min_containment, limit=limit)
+                     thresholds=_thresholds(min_containment, min_similarity), limit=limit)
     if info is not None:
         answer = with_run(store, answer, info)
     if folders:
@@ -195,15 +200,24 @@ class _Context:
         return _answers(self.con, self.store, queries, self.streams, self.corpora)
 
 
+def _thresholds(min_containment: float | None,
+                min_similarity: float | None) -> tuple[float, float]:
+    """(min_containment, min_similarity), defaults filled in, each checked."""
+    chosen = (DEFAULT_MIN_CONTAINMENT if min_containment is None else min_containment,
+              DEFAULT_MIN_SIMILARITY if min_similarity is None else min_similarity)
+    for option, value in zip(("--min-containment", "--min-similarity"), chosen, strict=True):
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"{option} {value}: must be between 0 and 1")
+    return chosen
+
+
 def _match_texts(
     context: _Context, queries: list[Query], answer: dict[str, Any], *, explicit: bool,
-    min_containment: float | None, limit: int | None,
+    thresholds: tuple[float, float], limit: int | None,
 ) -> None:
     """Text verdicts for the queries no corpus holds byte for byte; `text_evidence`
-    (specs, parameters, threshold) joins the answer when any query was matched as text."""
-    threshold = DEFAULT_MIN_CONTAINMENT if min_containment is None else min_containment
-    if not 0.0 <= threshold <= 1.0:
-        raise UsageError(f"--min-containment {threshold}: must be between 0 and 1")
+    (specs, parameters, thresholds) joins the answer when any query was matched as text."""
+    threshold, min_similarity = thresholds
     pending = [(q, r) for q, r in zip(queries, answer["results"], strict=True)
                if r["verdict"] == NOT_FOUND]
     con, store = context.con, context.store
@@ -212,8 +226,9 @@ def _match_texts(
     refuse_within_budget("matching text")  # milliseconds of fingerprints: never at once
     # Only now: queries found by their bytes never need the text machinery.
     from lineage.text import match as text_match
+    from lineage.text import near_match
     from lineage.text.fingerprint import parameters as fingerprint_parameters
-    from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION
+    from lineage.text.identity import TEXT_SPEC, UNICODE_VERSION, located_words
 
     answer["text_evidence"] = {"text_spec": TEXT_SPEC, "unicode_version": UNICODE_VERSION,
                                "fingerprint": fingerprint_parameters(),
@@ -223,19 +238,38 @@ def _match_texts(
     if explicit:
         text_match.require_index(indexes)
     streams, corpora, tokenizers = context.streams, context.corpora, context.tokenizers
+    near = None  # whether any corpus has near-duplicate band keys, asked once
     for query, result in pending:
         text, why = query.text()
         if text is None:
             result["note"] = why
             continue
+        located = located_words(text)
         found = text_match.match_text(
             con, store, text, indexes=indexes, min_containment=threshold,
-            limit=limit or DEFAULT_LIMIT)
+            limit=limit or DEFAULT_LIMIT, located=located)
+        if found["verdict"] == NOT_FOUND and located.words:
+            near = near_match.has_near_index(con, store) if near is None else near
+        if near and found["verdict"] == NOT_FOUND and located.words:
+            similarity, near_found = near_match.near_matches(
+                con, store, located, indexes=indexes, limit=limit or DEFAULT_LIMIT,
+                min_similarity=min_similarity)
+            if similarity is None:  # too long to align: a note says so
+                result["note"] = (f"more than {near_match.MAX_WORDS:,} words: not looked "
+                                  "up as an edited copy")
+            else:
+                found["similarity"] = similarity
+            if near_found:
+                found["verdict"] = NEAR_DUPLICATE
+            found["matches"] = near_found + found["matches"]
+            answer["text_evidence"]["near"] = near_match.parameters(min_similarity)
         matches = []
+        known: Placements = {}  # the matched documents' placements, for their copy counts
         for match in found.pop("matches"):
             key = (match["corpus"], match["doc_id"])
             placed = _placements(con, store, streams, match["content_hash"],
                                  {match["corpus"]})
+            known[key] = placed.get(key, [])
             base = {**match, "manifest_hash": corpora.get(match["corpus"])}
             for where in _stream_entries(placed, *key):
                 entry = {**base, **where}
@@ -243,8 +277,58 @@ def _match_texts(
                     hits = [h for h in placed[key] if h[0] == where["stream"]]
                     entry["spans"] = [_span_steps(span, hits) for span in match["spans"]]
                 matches.append(entry)
+        _with_copies(context, matches, known)
         result.update(found)
         result["matches"] = matches
+
+
+def _with_copies(context: _Context, matches: list[dict[str, Any]], known: Placements) -> None:
+    """Each text match gains `copies` (documents of its corpus with the same normalized
+    text, itself included) and, in a stream, `seen` and `seen_steps` (how many times the
+    stream placed one of them, and the steps that read them): memorisation claims turn
+    on how often a text was read, not only whether. One lookup of all the text hashes;
+    where a text has documents the matches do not name (`known` holds the placements of
+    those they name), one of those documents and one of their placements per stream."""
+    from lineage.store.part_read import lookup_rows
+    from lineage.text.match import document_rows
+
+    if not matches:
+        return
+    con, store = context.con, context.store
+    holders: dict[tuple[str, str], list[int]] = {}
+    for corpus, text_hash, doc in lookup_rows(
+            con, store, "text_hashes", None, ["corpus", "text_hash", "doc"],
+            any_of=("text_hash", sorted({m["text_hash"] for m in matches}))):
+        holders.setdefault((corpus, text_hash), []).append(int(doc))
+    named: dict[tuple[str, str], set[str]] = {}
+    for match in matches:
+        named.setdefault((match["corpus"], match["text_hash"]), set()).add(match["doc_id"])
+    # The documents of each text, by doc_id, with their placements: read only for the
+    # texts that have documents no match names (the matches' own are in `known`).
+    unnamed = [(corpus, doc) for key, docs in holders.items()
+               if len(docs) > len(named.get(key, ())) for corpus, doc in
+               ((key[0], d) for d in docs)]
+    rows = document_rows(con, store, unnamed) if unnamed else {}
+    corpora_of: dict[str, set[str]] = {}
+    for (corpus, _), info in rows.items():
+        corpora_of.setdefault(info.content_hash, set()).add(corpus)
+    placed = _placements_of(con, store, context.streams, corpora_of) if corpora_of else {}
+    texts: dict[tuple[str, str], dict[str, list[tuple[Any, ...]]]] = {}
+    for key, doc_ids in named.items():
+        texts[key] = {doc_id: known.get((key[0], doc_id), []) for doc_id in doc_ids}
+    for (corpus, _), info in rows.items():
+        texts.setdefault((corpus, info.text_hash), {})[info.doc_id] = placed.get(
+            info.content_hash, {}).get((corpus, info.doc_id), [])
+    for match in matches:
+        same = texts[(match["corpus"], match["text_hash"])]
+        match["copies"] = len(same)
+        if not match["stream"]:
+            continue
+        stream = context.streams[match["stream"]]
+        hits = [h for found in same.values() for h in found if h[0] == match["stream"]]
+        windows = {w for _, _, _, start, end, _ in hits for w in _windows(stream, start, end)}
+        match["seen"] = len(hits)
+        match["seen_steps"] = _steps_of(stream, sorted(windows))
 
 
 def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +343,7 @@ def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> d
         reading = RunWindows.read(con, run["name"], stream_schedule(info)) if info else None
     last = run["last_step"] if run["last_step"] is not None else -1
     for result in answer["results"]:
-        text_verdict = result["verdict"] in (TEXT_MATCH, PARTIAL)
+        text_verdict = result["verdict"] in TEXT_VERDICTS
         verdicts = []
         for match in result["matches"]:
             steps, jumped = match["steps"], False

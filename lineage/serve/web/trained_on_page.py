@@ -182,6 +182,8 @@ def _result(label: str, result: dict[str, Any], query: str | None) -> Markup:
     verdict = tag("span", result["verdict"], cls="verdict " + ("ok" if found else "bad"))
     details = facts([("verdict", verdict), ("run verdict", result.get("run_verdict")),
                      ("share of the query matched", f"{result['containment']:.1%}"),
+                     ("share aligned with an edited copy's document",
+                      None if "similarity" not in result else f"{result['similarity']:.1%}"),
                      ("query BLAKE3", code(result["content_hash"])),
                      ("words", result.get("words")), ("note", result.get("note"))])
     return section(label, details, _matches(result["matches"]),
@@ -193,10 +195,18 @@ def _matches(matches: list[dict[str, Any]]) -> Markup:
     if not matches:
         return Markup("")
     rows = ([link(url("corpora", m["corpus"], "document", id=m["doc_id"]), m["doc_id"]),
-             m["corpus"], m["match"], f"{m['containment']:.1%}", _stream_cell(m),
+             m["corpus"], m["match"], _share(m), _stream_cell(m),
              _steps_cell(m), m.get("run_verdict")] for m in matches)
-    return table(["document", "corpus", "match", "containment", "stream", "steps",
+    return table(["document", "corpus", "match", "share", "stream", "steps",
                   "run verdict"], rows)
+
+
+def _share(match: dict[str, Any]) -> str:
+    """The share of the query a match covers: its containment, or for a near match the
+    aligned share of the query's words."""
+    if match["match"] == "near":
+        return f"{match['similarity']:.1%} aligned"
+    return f"{match['containment']:.1%}"
 
 
 def _stream_cell(match: dict[str, Any]) -> Markup:

@@ -1,0 +1,211 @@
+"""Copies inside a corpus: clusters of exact, text-identical and near-duplicate documents.
+
+From the stored tables alone, no text read again:
+
+- `exact`: documents with one content hash (the same bytes; `documents`);
+- `text`: documents with one normalized-text hash but more than one content hash
+  (re-wrapped, re-encoded, re-cased copies; `text_documents`);
+- `near`: documents whose `lineage-near/1` signatures agree on at least `min_shared`
+  of the 42 bands (`near_bands`), joined transitively, when the documents of the
+  cluster do not all have one text hash. Two texts of shingle Jaccard J share a band
+  with probability J^3, so b shared bands estimate J as (b / 42)^(1/3); a threshold J
+  asks for at least ceil(42 J^3) shared bands (docs/near-spec.md §8).
+
+The band table is sorted by key, so the documents sharing a key are one run of rows:
+it is read part by part, in key order, and pairs are made within each run. A key held by
+more than `MAX_RUN` documents makes no pairs (a band of common words' minima shared
+by thousands of short texts; true copies that many are exact or text clusters anyway).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from lineage.corpora.query import get_corpus
+from lineage.errors import UsageError
+from lineage.store.base import BaseStore
+from lineage.store.parts import part_files
+from lineage.text.minhash import BANDS, NEAR_SPEC
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_THRESHOLD = 0.4  # shingle Jaccard: 3 shared bands; a 20 % copy's median is 0.53
+MAX_RUN = 1_000  # documents sharing one band key, beyond which the key makes no pairs
+
+
+def min_shared_bands(threshold: float) -> int:
+    """The shared bands whose estimate (b / 42)^(1/3) reaches the threshold (at least 1)."""
+    return max(1, math.ceil(BANDS * threshold ** 3 - 1e-9))
+
+
+def corpus_duplicates(store: BaseStore, corpus: str, *,
+                      threshold: float | None = None) -> dict[str, Any]:
+    """The clusters of copies in `corpus`, largest first (then exact, text, near)."""
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    if not 0.0 < threshold <= 1.0:
+        raise UsageError(f"--threshold {threshold}: a Jaccard similarity, above 0 and at "
+                         "most 1")
+    info = get_corpus(store, corpus)  # UnknownObjectError for a corpus the store lacks
+    needed = min_shared_bands(threshold)
+    with store.reader(views=False) as con:
+        clusters = _exact(con, store, corpus) + _text(con, store, corpus)
+        near_files = part_files(con, store, "near_bands", corpus)
+        if near_files:
+            clusters += _near(con, store, corpus, near_files, needed)
+    order = {"exact": 0, "text": 1, "near": 2}
+    clusters.sort(key=lambda c: (-c["size"], order[c["kind"]], c["documents"][0]["doc_id"]))
+    counts = {kind: sum(c["kind"] == kind for c in clusters) for kind in order}
+    return {
+        "corpus": corpus, "documents": info["documents"],
+        "near_index": bool(near_files), "near_spec": NEAR_SPEC, "threshold": threshold,
+        "min_shared_bands": needed, "max_run": MAX_RUN,
+        "clusters_by_kind": counts,
+        "documents_in_clusters": sum(c["size"] for c in clusters),
+        "clusters": clusters,
+    }
+
+
+def _exact(con: Any, store: BaseStore, corpus: str) -> list[dict[str, Any]]:
+    files = part_files(con, store, "documents", corpus)
+    if not files:
+        return []
+    rows = con.execute(
+        """SELECT content_hash, list(struct_pack(doc_id, source) ORDER BY doc_id)
+           FROM read_parquet(?) GROUP BY content_hash HAVING count(*) > 1""",
+        [files]).fetchall()
+    return [{"kind": "exact", "size": len(members), "content_hash": digest,
+             "text_hash": None, "shared_bands": None,
+             "documents": [{"doc_id": m["doc_id"], "source": m["source"],
+                            "content_hash": digest} for m in members]}
+            for digest, members in rows]
+
+
+def _text(con: Any, store: BaseStore, corpus: str) -> list[dict[str, Any]]:
+    files = part_files(con, store, "text_documents", corpus)
+    if not files:
+        return []
+    rows = con.execute(
+        """SELECT text_hash, list(struct_pack(doc_id, source, content_hash) ORDER BY doc_id)
+           FROM read_parquet(?) GROUP BY text_hash
+           HAVING count(DISTINCT content_hash) > 1""",
+        [files]).fetchall()
+    return [{"kind": "text", "size": len(members), "content_hash": None,
+             "text_hash": digest, "shared_bands": None,
+             "documents": [dict(m) for m in members]}
+            for digest, members in rows]
+
+
+def _near(con: Any, store: BaseStore, corpus: str, files: list[str],
+          needed: int) -> list[dict[str, Any]]:
+    """Clusters of documents joined by pairs sharing at least `needed` band keys."""
+    import numpy as np
+
+    pairs, shared = _pairs(files, needed)
+    if not len(pairs):
+        return []
+    docs = np.unique(pairs)
+    root = _components(docs, pairs)
+    info = _document_info(con, store, corpus, docs.tolist())
+    groups: dict[int, list[int]] = {}
+    for doc, top in zip(docs.tolist(), root.tolist(), strict=True):
+        groups.setdefault(top, []).append(doc)
+    bands: dict[int, list[int]] = {}
+    for (a, _), count in zip(pairs.tolist(), shared.tolist(), strict=True):
+        bands.setdefault(int(root[np.searchsorted(docs, a)]), []).append(count)
+    clusters = []
+    for top, members in groups.items():
+        rows = [info[doc] for doc in members]
+        if len({row["text_hash"] for row in rows}) < 2:
+            continue  # one text: an exact or text cluster already says so
+        rows.sort(key=lambda row: row["doc_id"])
+        clusters.append({"kind": "near", "size": len(rows), "content_hash": None,
+                         "text_hash": None,
+                         "shared_bands": [min(bands[top]), max(bands[top])],
+                         "documents": [{"doc_id": r["doc_id"], "source": r["source"],
+                                        "content_hash": r["content_hash"]} for r in rows]})
+    return clusters
+
+
+def _pairs(files: list[str], needed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(document pairs (a < b) sharing at least `needed` band keys, how many each), read
+    part by part in key order; a run of one key may continue into the next part."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    found: list[np.ndarray] = []
+    carry_keys = np.empty(0, np.uint64)
+    carry_docs = np.empty(0, np.uint32)
+    for path in files:  # one owner's parts, in path order: in key order
+        table = pq.read_table(path, columns=["band_key", "doc"])
+        keys = np.concatenate([carry_keys, table["band_key"].to_numpy()])
+        docs = np.concatenate([carry_docs, table["doc"].to_numpy().astype(np.uint32)])
+        last = len(keys) if not len(keys) else int(np.searchsorted(keys, keys[-1]))
+        found.append(_run_pairs(keys[:last], docs[:last]))
+        carry_keys, carry_docs = keys[last:], docs[last:]
+    found.append(_run_pairs(carry_keys, carry_docs))
+    every = np.concatenate(found) if found else np.empty(0, np.uint64)
+    unique, counts = np.unique(every, return_counts=True)
+    keep = counts >= needed
+    unique, counts = unique[keep], counts[keep]
+    pairs = np.stack([(unique >> np.uint64(32)).astype(np.int64),
+                      (unique & np.uint64(0xFFFFFFFF)).astype(np.int64)], axis=1)
+    return pairs, counts
+
+
+def _run_pairs(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Each pair of documents within a run of equal keys, as a << 32 | b (a < b)."""
+    import numpy as np
+
+    if len(keys) < 2:
+        return np.empty(0, np.uint64)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    sizes = np.diff(np.append(starts, len(keys)))
+    out = []
+    two = starts[sizes == 2]  # most runs that pair anything are two documents
+    a, b = docs[two].astype(np.uint64), docs[two + 1].astype(np.uint64)
+    out.append(np.minimum(a, b) << np.uint64(32) | np.maximum(a, b))
+    for start, size in zip(starts[(sizes > 2) & (sizes <= MAX_RUN)].tolist(),
+                           sizes[(sizes > 2) & (sizes <= MAX_RUN)].tolist(), strict=True):
+        run = np.unique(docs[start:start + size]).astype(np.uint64)
+        first, second = np.triu_indices(len(run), k=1)
+        out.append(run[first] << np.uint64(32) | run[second])
+    return np.concatenate(out)
+
+
+def _components(docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """The smallest document of each document's connected component, by union-find."""
+    import numpy as np
+
+    parent = list(range(len(docs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    index = np.searchsorted(docs, pairs)
+    for i, j in index.tolist():
+        a, b = find(i), find(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)  # the smaller index roots: doc order, not chance
+    return docs[[find(i) for i in range(len(docs))]]
+
+
+def _document_info(con: Any, store: BaseStore, corpus: str,
+                   docs: list[int]) -> dict[int, dict[str, Any]]:
+    """doc_id, source, content and text hash of these document numbers."""
+    import pyarrow as pa
+
+    files = part_files(con, store, "text_documents", corpus, any_of=("doc", docs))
+    con.register("wanted_docs", pa.table({"doc": pa.array(docs, pa.uint32())}))
+    try:
+        rows = con.execute(
+            "SELECT doc, doc_id, source, content_hash, text_hash FROM read_parquet(?) "
+            "SEMI JOIN wanted_docs USING (doc)", [files]).fetchall()
+    finally:
+        con.unregister("wanted_docs")
+    return {int(doc): {"doc_id": doc_id, "source": source, "content_hash": content,
+                       "text_hash": text} for doc, doc_id, source, content, text in rows}
