@@ -48,22 +48,26 @@ def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096
 
 def verify(path: PathLike, *, sums: PathLike | None = None, strict: bool = False,
            allow_risk: Iterable[str] = (), max_header_mib: float = 16.0,
-           workers: int | None = None) -> FolderVerification:
-    """`lineage verify DIR`: four verdicts never merged (`structure`, `risks`,
-    `checksums`, `load`); `ok` is True when every verdict that ran passed.
+           workers: int | None = None,
+           sums_key: PathLike | None = None) -> FolderVerification:
+    """`lineage verify DIR`: five verdicts never merged (`structure`, `risks`,
+    `checksums`, `authenticity`, `load`); `ok` is True when every verdict that ran passed.
 
     `sums`: a trusted SHA256SUMS list (without it, a Hugging Face cache snapshot is
     checked against its blob names, any other folder's checksums are not checked);
     `strict`: files the list does not name fail the check; `allow_risk`: risk kinds
     accepted by name (e.g. "python-code"); `max_header_mib`: the largest safetensors
-    header accepted; `workers`: hashing threads (None: one per core).
+    header accepted; `workers`: hashing threads (None: one per core); `sums_key`: an SSH
+    allowed_signers file, a minisign public key or an OpenPGP public key that the list's
+    signature (LIST.sig, LIST.minisig or LIST.asc, by the key's format) must verify
+    against (the `authenticity` verdict; not checked without it).
     """
     from lineage.diligence.answers import FolderVerification
     from lineage.diligence.verify import verify_folder
 
     return FolderVerification.from_dict(verify_folder(
         os.fspath(path), sums=_fspath(sums), max_header_mib=max_header_mib, workers=workers,
-        strict=strict, allow_risks=tuple(allow_risk)))
+        strict=strict, allow_risks=tuple(allow_risk), sums_key=_fspath(sums_key)))
 
 
 def verify_cache(cache: PathLike | None = None, *,
