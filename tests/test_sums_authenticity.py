@@ -398,3 +398,25 @@ def test_a_key_without_a_list_is_a_usage_error(tmp_path: Path) -> None:
     folder, _ = model(tmp_path)
     result = Cli(tmp_path / "no-store")("verify", str(folder), "--sums-key", "k", code=2)
     assert "--sums-key checks the signature of a --sums list" in result.stderr
+
+
+@needs_ssh
+def test_the_reports_doc_console_example_of_authenticity_is_what_verify_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/reports.md's `--sums-key` example: its authenticity lines, the fingerprint
+    aside, are what a list signed by a key the allowed_signers file does not name gives."""
+    doc = (Path(__file__).parents[1] / "docs" / "reports.md").read_text(encoding="utf-8")
+    block = doc.split("$ lineage verify minilm --sums SHA256SUMS --sums-key allowed_signers\n",
+                      1)[1].split("```", 1)[0].splitlines()
+    documented = [line for line in block if line.startswith(("authenticity:", "  not-"))]
+    monkeypatch.chdir(tmp_path)
+    folder, sums = model(tmp_path)
+    ssh_sign(ssh_key(tmp_path, "mallory"), sums)
+    allowed = allowed_signers(tmp_path, ("release", ssh_key(tmp_path, "release")))
+    answer = authenticity_verdict("SHA256SUMS", allowed.name)
+    text = verify_cli(tmp_path, "m", "--sums", "SHA256SUMS", "--sums-key", allowed.name,
+                      code=1)
+    printed = [line.replace(answer["key_id"], "SHA256:hlr2fWWuSAER4lakA1N7ElZCDkde5A4tLDBz"
+                            "UVvPQIo") for line in text.splitlines()
+               if line.startswith(("authenticity:", "  not-"))]
+    assert len(documented) == 2 and printed == documented
