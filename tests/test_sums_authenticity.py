@@ -420,3 +420,27 @@ def test_the_reports_doc_console_example_of_authenticity_is_what_verify_prints(
                             "UVvPQIo") for line in text.splitlines()
                if line.startswith(("authenticity:", "  not-"))]
     assert len(documented) == 2 and printed == documented
+
+
+@needs_ssh
+def test_inspect_and_report_carry_the_authenticity_verdict(tmp_path: Path) -> None:
+    folder, sums = model(tmp_path)
+    key = ssh_key(tmp_path, "release")
+    ssh_sign(key, sums)
+    allowed = allowed_signers(tmp_path, ("release", key))
+    inspected = lineage.inspect(folder, sums=sums, sums_key=allowed)
+    assert inspected.integrity.authenticity is not None
+    assert inspected.integrity.authenticity.ok and inspected.integrity.authenticity.method == "ssh"
+    assert "authenticity: pass (ssh: release, SHA256:" in lineage.report(
+        folder, sums=sums, sums_key=allowed)
+    tamper(sums)
+    cli = Cli(tmp_path / "no-store")
+    shown = cli.json("inspect", str(folder), "--sums", str(sums), "--sums-key", str(allowed),
+                     code=None)
+    assert shown["integrity"]["checksums"]["ok"] is True
+    assert shown["integrity"]["authenticity"]["ok"] is False
+    html = cli("report", str(folder), "--format", "html", "--sums", str(sums),
+               "--sums-key", str(allowed)).stdout
+    assert "authenticity: FAIL (ssh)" in html and "signature: does not verify" in html
+    unsigned = lineage.report(folder, sums=sums)
+    assert "authenticity" not in unsigned  # reports without a key are as they were

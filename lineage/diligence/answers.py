@@ -269,10 +269,12 @@ class InspectedChecksums(Answer):
 
 
 class Integrity(Answer):
-    """Three verdicts, never merged."""
+    """Separate verdicts, never merged."""
 
     structure: Structure
     checksums: InspectedChecksums
+    # the --sums list's signature (ok None without --sums-key); absent in older reports
+    authenticity: Authenticity | None = optional()
     load: str  # "not-tested"
 
 
