@@ -444,3 +444,15 @@ def test_inspect_and_report_carry_the_authenticity_verdict(tmp_path: Path) -> No
     assert "authenticity: FAIL (ssh)" in html and "signature: does not verify" in html
     unsigned = lineage.report(folder, sums=sums)
     assert "authenticity" not in unsigned  # reports without a key are as they were
+
+
+@needs_gpg
+def test_openpgp_binary_key_is_recognised(tmp_path: Path, gnupg: dict[str, str]) -> None:
+    _, sums = model(tmp_path)
+    gpg_key(gnupg, "Release <release@example.org>", tmp_path / "armored.asc")
+    binary = subprocess.run(["gpg", "--batch", "--export", "release@example.org"],
+                            env=gnupg, check=True, capture_output=True).stdout
+    (tmp_path / "release.gpg").write_bytes(binary)
+    gpg_sign(gnupg, "release@example.org", sums)
+    verdict = authenticity_verdict(sums, tmp_path / "release.gpg")
+    assert verdict["method"] == "openpgp" and verdict["ok"] is True

@@ -23,14 +23,17 @@ from typing import Any
 from lineage.diligence.openpgp import verify_detached
 from lineage.errors import InputError, RuleError
 from lineage.formats import minisign, sshsig
+from lineage.formats.sha256sums import MAX_LIST_BYTES
 from lineage.userfiles import read_regular
 
 SSH_NAMESPACE = "file"  # ssh-keygen(1)'s namespace for signing files
 SIGNATURE_FILES = {"ssh": ".sig", "minisign": ".minisig", "openpgp": ".asc"}
 MAX_KEY_FILE_BYTES = 16 << 20  # an allowed_signers file may be long; a public key is small
 MAX_SIGNATURE_BYTES = 1 << 20
-MAX_LIST_BYTES = 4 << 30  # a list of millions of lines still fits
 _PGP_ARMOR = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+# A binary key starts with a public-key packet (tag 6): old-format headers 0x98-0x9A
+# (one, two or four length bytes), new-format 0xC6 (RFC 4880, 4.2).
+_PGP_KEY_PACKETS = (b"\x98", b"\x99", b"\x9a", b"\xc6")
 
 
 def not_checked() -> dict[str, Any]:
@@ -49,6 +52,7 @@ def authenticity_verdict(sums: str | Path, key: str | Path) -> dict[str, Any]:
         problem = ("missing-signature", f"no {signature.name} beside the list (a {method} "
                    f"key is checked against LIST{SIGNATURE_FILES[method]})")
         return {**verdict, "ok": False, "problems": [_problem(*problem)]}
+    # The list's own cap: a list too large to check is refused before any signature work.
     data = read_regular(sums, what="SHA256SUMS list", max_bytes=MAX_LIST_BYTES)
     check = {"ssh": _check_ssh, "minisign": _check_minisign, "openpgp": _check_openpgp}[method]
     signer, key_id, problems = check(sums, data, signature, key)
@@ -60,7 +64,7 @@ def key_method(key: Path) -> str:
     """ssh, minisign or openpgp, from the key file's content; InputError for anything else."""
     data = read_regular(key, what="signing key", max_bytes=MAX_KEY_FILE_BYTES)
     text = data.decode("utf-8", errors="replace")
-    if _PGP_ARMOR in text or (data and data[0] & 0x80):  # armored, or a binary packet
+    if _PGP_ARMOR in text or data[:1] in _PGP_KEY_PACKETS:
         return "openpgp"
     if minisign.looks_like_public_key(text):
         return "minisign"
