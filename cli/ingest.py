@@ -235,6 +235,9 @@ def checkpoint(
     run: Annotated[str, typer.Option(help="The run that wrote it.")],
     step: Annotated[int, typer.Option(help="The step it was saved after.", min=0)],
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
+    sums_key: Annotated[Path | None, typer.Option(
+        help="With --sums: the key the list must be signed by (as `lineage verify "
+             "--sums-key`).", show_default=False)] = None,
     allow_risk: Annotated[
         list[str] | None,
         typer.Option("--allow-risk", help="Accept a dangerous finding of this kind (e.g. "
@@ -248,7 +251,7 @@ def checkpoint(
     from lineage.ingest.checkpoint import ingest_checkpoint
 
     result = ingest_checkpoint(current_store(ctx), folder, run=run, step=step, sums=sums,
-                               allow_risks=tuple(allow_risk or ()))
+                               allow_risks=tuple(allow_risk or ()), sums_key=sums_key)
     if json:
         output.emit_json(result)
     else:
@@ -270,6 +273,9 @@ def _checkpoint_lines(result: dict[str, Any]) -> list[str]:
     if result["state_digest"] is not None:
         lines.append(f"state   {result['state_digest']}: {said[result['matches_state']]}")
     lines += [f"optimizer state FAILED: {problem}" for problem in result["optimizer_errors"]]
+    from lineage.cli.verify import authenticity_lines
+
+    lines += authenticity_lines(verdicts["authenticity"])
     for finding in risks["findings"]:
         if finding["severity"] != "info":
             mark = "allowed" if finding["allowed"] else finding["severity"].upper()

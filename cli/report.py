@@ -34,6 +34,9 @@ def inspect(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="A model file or folder.")],
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
+    sums_key: Annotated[Path | None, typer.Option(
+        help="With --sums: the key the list must be signed by (as `lineage verify "
+             "--sums-key`).", show_default=False)] = None,
     context: ContextOption = 4096,
     batch: BatchOption = 1,
     hash_files: HashOption = None,
@@ -43,7 +46,7 @@ def inspect(
     from lineage.diligence.api import inspect as inspect_path
 
     answer = inspect_path(path, sums=sums, context=context, batch=batch, store=_store(ctx),
-                          hash_files=hash_files)
+                          hash_files=hash_files, sums_key=sums_key)
     if json:
         output.emit_json(answer.to_dict())
     else:
@@ -60,6 +63,9 @@ def report(
     fmt: Annotated[str, typer.Option("--format", help="md, html or json.")] = "md",
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
     sums: Annotated[Path | None, typer.Option(help="A trusted SHA256SUMS list.")] = None,
+    sums_key: Annotated[Path | None, typer.Option(
+        help="With --sums: the key the list must be signed by (as `lineage verify "
+             "--sums-key`).", show_default=False)] = None,
     context: ContextOption = 4096,
     batch: BatchOption = 1,
     hash_files: HashOption = None,
@@ -70,7 +76,7 @@ def report(
     if out is not None:
         check_output_path(out)  # a device, FIFO or folder is refused before any work
     text = report_text(folder, format=fmt, sums=sums, context=context, batch=batch,
-                       store=_store(ctx), hash_files=hash_files)
+                       store=_store(ctx), hash_files=hash_files, sums_key=sums_key)
     if out is None:
         output.emit_raw(text)
     else:

@@ -27,13 +27,13 @@ FORMATS = {".safetensors": "safetensors", ".json": "json", ".gguf": "gguf", ".on
 @guarded_write
 def ingest_checkpoint(
     store: Store, folder: str | Path, *, run: str, step: int, sums: str | Path | None = None,
-    allow_risks: tuple[str, ...] = (),
+    allow_risks: tuple[str, ...] = (), sums_key: str | Path | None = None,
 ) -> dict[str, Any]:
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "not a checkpoint folder")
     verdicts = verify_folder(folder, sums=sums, allow_risks=allow_risks,  # as `lineage verify`
-                             require_weights=True)
+                             require_weights=True, sums_key=sums_key)
     files = _describe(folder)
     risks = verdicts["risks"]
     digests: dict[str, Any] = {"weights_digest": None, "state_digest": None,
@@ -44,6 +44,7 @@ def ingest_checkpoint(
     matches = _same(digests["weights_digest"], recorded["weights_digest"])
     state = _same(digests["state_digest"], recorded["state_digest"])
     ok = verdicts["structure"]["ok"] and verdicts["checksums"]["ok"] is not False and \
+        verdicts["authenticity"]["ok"] is not False and \
         matches is not False and state is not False and risks["ok"] and \
         not digests["optimizer_errors"]
     result = {"run": run, "step": step, "path": str(folder.resolve()), "files": files,

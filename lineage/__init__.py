@@ -3,7 +3,7 @@
     import lineage
     store = lineage.open("lineage-store")
     store.docs_in_step(3, stream="main").to_polars()   # which documents were in step 3
-    lineage.verify("models/m", sums="SHA256SUMS")       # a model folder's four verdicts
+    lineage.verify("models/m", sums="SHA256SUMS")       # a model folder's verdicts
     lineage.exp.list(store)                             # experiment records
 
 Every name here is documented in docs/python-api.md ("Public names"), and a test holds

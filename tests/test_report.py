@@ -179,7 +179,7 @@ def test_markdown_and_json_reports_through_the_cli(tmp_path: Path) -> None:
         assert key in data
     assert set(data["memory"]) >= {"weights_bytes", "kv_cache_bytes", "total_bytes",
                                    "assumptions"}
-    assert set(data["integrity"]) == {"structure", "checksums", "load"}
+    assert set(data["integrity"]) == {"structure", "checksums", "authenticity", "load"}
     assert data["generated"]["lineage"] == lineage.__version__
     assert datetime.fromisoformat(data["generated"]["at"]).tzinfo == UTC
     out = tmp_path / "r.html"

@@ -128,3 +128,34 @@ def test_optimizer_state_is_compared_and_its_names_are_checked(
     stored = run_store.sql("SELECT step, matches_state, risks FROM checkpoints ORDER BY step").rows
     assert [(s, m) for s, m, _ in stored] == [(2, True), (3, None)]
     assert json.loads(stored[0][2]) == {"ok": True, "findings": [], "allowed": []}
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
+def test_checkpoint_with_sums_key_fails_on_a_list_signed_by_another_key(
+    run_store: Store, tmp_path: Path  # noqa: F811
+) -> None:
+    log = write_log(run_store, tmp_path / "steps.jsonl", range(2))
+    ingest_steps(run_store, log, run="r", stream="s", world_size=WORLD)
+    folder = _model(tmp_path / "ckpt", {"w": np.ones((2, 2), np.float32)})
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text(subprocess.run(["sha256sum", "model.safetensors", "config.json"],
+                                   cwd=folder, capture_output=True, text=True,
+                                   check=True).stdout)
+    for name in ("release", "mallory"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        str(tmp_path / name)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"release {(tmp_path / 'release.pub').read_text()}")
+    sign = ["ssh-keygen", "-Y", "sign", "-q", "-n", "file", "-f"]
+    subprocess.run([*sign, str(tmp_path / "release"), str(sums)], check=True)
+    cli = Cli(run_store.root)  # step 50 is past the chain: no digest to differ from
+    good = cli.json("ingest", "checkpoint", str(folder), "--run", "r", "--step", "50",
+                    "--sums", str(sums), "--sums-key", str(allowed))
+    assert good["verdicts"]["authenticity"]["ok"] is True
+    assert good["verdicts"]["authenticity"]["signer"] == "release"
+    Path(f"{sums}.sig").unlink()
+    subprocess.run([*sign, str(tmp_path / "mallory"), str(sums)], check=True)
+    bad = cli("ingest", "checkpoint", str(folder), "--run", "r", "--step", "50",
+              "--sums", str(sums), "--sums-key", str(allowed), code=1)
+    assert "authenticity: FAILED (ssh: " in bad.stdout and "not-allowed" in bad.stdout
+    assert "FAILED: the checkpoint is recorded" in bad.stdout

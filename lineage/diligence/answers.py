@@ -93,6 +93,27 @@ class Checksums(Document):
     bytes_hashed: int | None  # None when nothing was checked
 
 
+class AuthenticityProblem(Answer):
+    """Why the list's signature failed (missing-signature, signature-format, signature,
+    not-allowed, key-id, trusted-comment, key-expired, key-revoked)."""
+
+    rule: str
+    message: str
+
+
+class Authenticity(Answer):
+    """The authenticity verdict: the SHA256SUMS list's signature against a trusted key;
+    `ok` and `method` are None when no key was given."""
+
+    ok: bool | None
+    method: str | None  # ssh, minisign or openpgp (from the key file's format)
+    key: str | None  # the key file given (--sums-key)
+    signature: str | None  # the signature file looked for beside the list
+    signer: str | None  # ssh: the principals allowed for the key; openpgp: its user id
+    key_id: str | None  # ssh: SHA256 fingerprint; minisign: key id; openpgp: fingerprint
+    problems: tuple[AuthenticityProblem, ...]
+
+
 class RiskVerdict(Answer):
     """The risks verdict: not ok while a dangerous or unknown finding is not allowed."""
 
@@ -112,13 +133,14 @@ class Snapshot(Answer):
 
 
 class FolderVerification(Answer):
-    """`lineage verify DIR`: four separate verdicts on a model or checkpoint folder."""
+    """`lineage verify DIR`: five separate verdicts on a model or checkpoint folder."""
 
     folder: str
     ok: bool  # every verdict that ran passed
     structure: Structure
     risks: RiskVerdict
     checksums: Checksums
+    authenticity: Authenticity
     load: str  # always "not-tested": lineage never loads or runs a model
     snapshot: Snapshot | None
 
@@ -247,10 +269,12 @@ class InspectedChecksums(Answer):
 
 
 class Integrity(Answer):
-    """Three verdicts, never merged."""
+    """Separate verdicts, never merged."""
 
     structure: Structure
     checksums: InspectedChecksums
+    # the --sums list's signature (ok None without --sums-key); absent in older reports
+    authenticity: Authenticity | None = optional()
     load: str  # "not-tested"
 
 

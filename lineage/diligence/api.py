@@ -29,7 +29,7 @@ REPORT_FORMATS = ("md", "html", "json")
 
 def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096,
             batch: int = 1, hash_files: bool | None = None,
-            store: BaseStore | None = None) -> Inspection:
+            store: BaseStore | None = None, sums_key: PathLike | None = None) -> Inspection:
     """`lineage inspect PATH`: what a model file or folder holds, whether it is safe to
     open (`risks`, worst first), whether it is intact (`integrity`), what it costs to run
     at `context` tokens and `batch` (`memory`), how open its provenance is (looked up in
@@ -37,33 +37,38 @@ def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096
 
     `sums`: a trusted SHA256SUMS list to check the files against. `hash_files`: SHA-256
     every file (True), none (False), or only when they add up to at most 1 GiB (None).
+    `sums_key`: the key the list must be signed by (`integrity.authenticity`, as `verify`).
     """
     from lineage.diligence.answers import Inspection
     from lineage.diligence.inspect import inspect_model
 
     return Inspection.from_dict(inspect_model(
         os.fspath(path), sums=_fspath(sums), context=context, batch=batch, store=store,
-        hash_files=hash_files))
+        hash_files=hash_files, sums_key=_fspath(sums_key)))
 
 
 def verify(path: PathLike, *, sums: PathLike | None = None, strict: bool = False,
            allow_risk: Iterable[str] = (), max_header_mib: float = 16.0,
-           workers: int | None = None) -> FolderVerification:
-    """`lineage verify DIR`: four verdicts never merged (`structure`, `risks`,
-    `checksums`, `load`); `ok` is True when every verdict that ran passed.
+           workers: int | None = None,
+           sums_key: PathLike | None = None) -> FolderVerification:
+    """`lineage verify DIR`: five verdicts never merged (`structure`, `risks`,
+    `checksums`, `authenticity`, `load`); `ok` is True when every verdict that ran passed.
 
     `sums`: a trusted SHA256SUMS list (without it, a Hugging Face cache snapshot is
     checked against its blob names, any other folder's checksums are not checked);
     `strict`: files the list does not name fail the check; `allow_risk`: risk kinds
     accepted by name (e.g. "python-code"); `max_header_mib`: the largest safetensors
-    header accepted; `workers`: hashing threads (None: one per core).
+    header accepted; `workers`: hashing threads (None: one per core); `sums_key`: an SSH
+    allowed_signers file, a minisign public key or an OpenPGP public key that the list's
+    signature (LIST.sig, LIST.minisig or LIST.asc, by the key's format) must verify
+    against (the `authenticity` verdict; not checked without it).
     """
     from lineage.diligence.answers import FolderVerification
     from lineage.diligence.verify import verify_folder
 
     return FolderVerification.from_dict(verify_folder(
         os.fspath(path), sums=_fspath(sums), max_header_mib=max_header_mib, workers=workers,
-        strict=strict, allow_risks=tuple(allow_risk)))
+        strict=strict, allow_risks=tuple(allow_risk), sums_key=_fspath(sums_key)))
 
 
 def verify_cache(cache: PathLike | None = None, *,
@@ -80,7 +85,7 @@ def verify_cache(cache: PathLike | None = None, *,
 
 def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,
            context: int = 4096, batch: int = 1, hash_files: bool | None = None,
-           store: BaseStore | None = None) -> str:
+           store: BaseStore | None = None, sums_key: PathLike | None = None) -> str:
     """`lineage report DIR --format F`: the due-diligence report as the text the command
     writes: Markdown ("md"), one self-contained HTML page ("html") or the inspection as
     JSON ("json"). The other parameters are `inspect`'s."""
@@ -89,7 +94,7 @@ def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,
     if format not in REPORT_FORMATS:
         raise UsageError(f"--format must be md, html or json, not {format!r}")
     inspection = inspect(path, sums=sums, context=context, batch=batch,
-                         hash_files=hash_files, store=store).to_dict()
+                         hash_files=hash_files, store=store, sums_key=sums_key).to_dict()
     if format == "json":
         import json
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.diligence.architecture import describe_architecture
+from lineage.diligence.authenticity import authenticity_verdict, not_checked
 from lineage.diligence.card import model_card
 from lineage.diligence.hashes import file_hashes, hashes_from_sums
 from lineage.diligence.license import find_license
@@ -34,6 +35,7 @@ REPORT_SPEC = "lineage-report/1"
 def inspect_model(
     path: str | Path, *, sums: str | Path | None = None, context: int = 4096, batch: int = 1,
     store: BaseStore | None = None, hash_files: bool | None = None,
+    sums_key: str | Path | None = None,
 ) -> dict[str, Any]:
     """The inspection as a dict (docs/reports.md lists its keys).
 
@@ -44,6 +46,11 @@ def inspect_model(
     require_model_path(path)  # a device or FIFO is refused unopened; a cache is pointed
     if context < 1 or batch < 1:
         raise UsageError("--context and --batch must be at least 1")
+    if sums_key is not None and sums is None:
+        raise UsageError("--sums-key checks the signature of a --sums list: give the list")
+    # Before any hashing: a key file of no known format is an error at once.
+    authenticity = (not_checked() if sums_key is None or sums is None
+                    else authenticity_verdict(sums, sums_key))
     model = read_folder(path)  # the folder model verify and the exp gate use too
     folder, files, links = model.root, model.files, model.links
     config, tokenizer, adapter = model.config, model.tokenizer, model.adapter
@@ -64,7 +71,7 @@ def inspect_model(
         "precision_warnings": _precision_warnings(weights, config),
         "notes": model_notes(folder, files, weights, config),
         "risks": risks,
-        "integrity": _integrity(model, sums),
+        "integrity": _integrity(model, sums, authenticity),
         "provenance": provenance(folder, has_weights=weights["present"], store=store,
                                  absent_reason=weights["absent_reason"],
                                  declared=card["datasets"] if card else None),
@@ -111,14 +118,15 @@ def _precision_warnings(weights: dict[str, Any], config: Any) -> list[str]:
     return warnings
 
 
-def _integrity(model: FolderModel, sums: str | Path | None) -> dict[str, Any]:
-    """Three verdicts never merged; the structure one is the folder model's (as in verify)."""
+def _integrity(model: FolderModel, sums: str | Path | None,
+               authenticity: dict[str, Any]) -> dict[str, Any]:
+    """Verdicts never merged; the structure one is the folder model's (as in verify)."""
     checksums = checksums_verdict(model.root, sums, snapshot=model.snapshot,
                                   only=chosen_files(model))
     return {"structure": model.structure,
             "checksums": {"ok": checksums["ok"], "source": checksums["source"],
                           "files": checksums["files"]},
-            "load": "not-tested"}
+            "authenticity": authenticity, "load": "not-tested"}
 
 
 def _config_dict(config: Any) -> dict[str, Any] | None:

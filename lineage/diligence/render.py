@@ -21,7 +21,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     else:
         lines.append("No risk found: no pickle code paths, no remote code, no links leaving "
                      "the folder.")
-    for title, items in (("Integrity (three separate verdicts)", sec.integrity_items(report)),
+    for title, items in (("Integrity (separate verdicts)", sec.integrity_items(report)),
                          ("Weights", sec.weights_items(report)),
                          ("Cost", sec.cost_items(report)),
                          *((("Notes", sec.note_items(report)),) if report.get("notes")
@@ -102,7 +102,7 @@ padding:8px 12px;min-width:150px}} .k{{font-size:12px;color:#666}} .v{{font-size
 <h2>Risks</h2><table><tr><th>severity</th><th>file</th><th>kind</th><th>detail</th></tr>
 {risk_rows}</table>
 <h2>At a glance</h2><div class=facts>{fact_html}</div>
-<h2>Integrity (three separate verdicts)</h2>{_html_items(sec.integrity_items(report))}
+<h2>Integrity (separate verdicts)</h2>{_html_items(sec.integrity_items(report))}
 <h2>Weights</h2>{dtype_bars}{_html_items(sec.weights_items(report))}
 <h2>Cost</h2>{_html_items(sec.cost_items(report))}
 {"<h2>Notes</h2>" + _html_items(sec.note_items(report)) if report.get("notes") else ""}

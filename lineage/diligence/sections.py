@@ -66,7 +66,18 @@ def integrity_items(report: dict[str, Any]) -> list[Item]:
               for e in integrity["structure"]["errors"]]
     return [(f"structure: {verdict(integrity['structure']['ok'])}", errors),
             (f"checksums: {verdict(integrity['checksums']['ok'])}", []),
+            *_authenticity_items(integrity.get("authenticity")),
             (f"load: {show(integrity['load'])}", [])]
+
+
+def _authenticity_items(authenticity: dict[str, Any] | None) -> list[Item]:
+    """The list's signature, when a key was given (reports without one stay as they were)."""
+    if not authenticity or authenticity["ok"] is None:
+        return []
+    signer = ", ".join(show(v) for v in (authenticity["signer"], authenticity["key_id"]) if v)
+    problems = [f"{show(p['rule'])}: {show(p['message'])}" for p in authenticity["problems"]]
+    return [(f"authenticity: {verdict(authenticity['ok'])} ({show(authenticity['method'])}"
+             f"{': ' + signer if authenticity['ok'] else ''})", problems)]
 
 
 def weights_items(report: dict[str, Any]) -> list[Item]:

@@ -1,4 +1,4 @@
-"""`lineage verify DIR`: four verdicts on a model or checkpoint folder, never merged.
+"""`lineage verify DIR`: five verdicts on a model or checkpoint folder, never merged.
 
 structure  one verdict for the whole folder (or one model file and its split parts) from the
            folder model (lineage.formats.folder): safetensors (every header rule, dtype x
@@ -12,6 +12,9 @@ risks      is it safe to open: no dangerous or unknown finding (lineage.diligenc
 checksums  the folder against a trusted source of hashes: a SHA256SUMS list when one is
            given (`source` "sums-list"); else, for a Hugging Face cache snapshot, the names
            of the cache's blobs ("hf-cache-blobs"); else not checked (`ok` and `source` null)
+authenticity  who wrote that list: its signature file checked against a key the caller
+           trusts (`sums_key`; lineage.diligence.authenticity); not checked (`ok` null)
+           without a key
 load       "not-tested": lineage reads files, it never loads or runs a model
 
 Passing one verdict says nothing of the others. A path that is neither a folder nor a
@@ -28,6 +31,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from lineage.diligence.authenticity import authenticity_verdict, not_checked
 from lineage.diligence.risks import folder_risks, risk_verdict
 from lineage.errors import InputError, UsageError
 from lineage.formats import hf_cache
@@ -40,16 +44,23 @@ LOAD_NOT_TESTED = "not-tested"
 def verify_folder(
     folder: str | Path, *, sums: str | Path | None = None, max_header_mib: float = 16,
     workers: int | None = None, strict: bool = False, allow_risks: Iterable[str] = (),
-    require_weights: bool = False,
+    require_weights: bool = False, sums_key: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The four verdicts on a folder, or on one model file (with its split parts).
+    """The verdicts on a folder, or on one model file (with its split parts).
     `strict`: files the list does not name fail it. A folder with no weights file at all
     fails the structure verdict, unless a list or a snapshot checks it and weights are not
-    `require_weights` (a checkpoint's are): then its checksums are the verdict."""
+    `require_weights` (a checkpoint's are): then its checksums are the verdict.
+    `sums_key`: the key the list's signature (LIST.sig, .minisig or .asc) is checked
+    against, a separate `authenticity` verdict."""
     folder = Path(folder)
     if max_header_mib <= 0:
         raise UsageError("--max-header-mib must be positive")
+    if sums_key is not None and sums is None:
+        raise UsageError("--sums-key checks the signature of a --sums list: give the list")
     require_model_path(folder)
+    # Before any hashing: a key file of no known format is an error at once.
+    authenticity = (not_checked() if sums_key is None or sums is None
+                    else authenticity_verdict(sums, sums_key))
     model = read_folder(folder, max_header_bytes=int(max_header_mib * 2**20))
     snapshot = model.snapshot
     risks = risk_verdict(folder_risks(model), allow=allow_risks)
@@ -59,10 +70,11 @@ def verify_folder(
     structure = model.structure
     if not require_weights and checksums["ok"] is not None and _only_no_weights(structure):
         structure = _not_applicable(structure)
-    ran = [structure["ok"], risks["ok"], checksums["ok"]]
+    ran = [structure["ok"], risks["ok"], checksums["ok"], authenticity["ok"]]
     return {"folder": str(folder), "ok": all(v for v in ran if v is not None),
             "structure": structure, "risks": risks, "checksums": checksums,
-            "load": LOAD_NOT_TESTED, "snapshot": snapshot.describe() if snapshot else None}
+            "authenticity": authenticity, "load": LOAD_NOT_TESTED,
+            "snapshot": snapshot.describe() if snapshot else None}
 
 
 def _only_no_weights(structure: dict[str, Any]) -> bool:

@@ -1,4 +1,5 @@
-"""Readers of model and checksum file formats. Read only: nothing here executes an artifact.
+"""Readers of model, checksum and signature file formats (SSHSIG, minisign). Read only:
+nothing here executes an artifact.
 
 Layer 2. May import: lineage.userfiles, lineage.errors.
 """
