@@ -37,6 +37,7 @@ def trace(
             "SELECT stream FROM runs WHERE name = ?", [run]).fetchone())
         if bound is None:
             _summary(con, run)  # raises, naming the runs there are
+            raise AssertionError(f"run {run!r} vanished")  # unreachable: it raised
         if bound[0] is None:
             raise UsageError(f"run {run!r} is a foreign chain bound to no stream: its steps "
                              "name no documents")
@@ -67,7 +68,7 @@ def _step_rows(con: Any, store: BaseStore, run: str, step: int | None, *, clippe
         if table is not None:
             found = table.row(step)
             return [] if found is None else [found]
-    where, params = "run = ?", [run]
+    where, params = "run = ?", list[str | int]([run])
     if step is not None:
         where, params = where + " AND step = ?", [run, step]
     else:
