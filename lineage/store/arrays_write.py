@@ -37,7 +37,7 @@ from lineage.store.arrays import (
     ArraysRecord,
     parts_digest,
 )
-from lineage.store.durable import fsync_dir, fsync_file, remove_quietly
+from lineage.store.durable import fsync_dir, fsync_file, remove_quietly, temp_path_for
 from lineage.store.scratch import new_staging_dir
 
 if TYPE_CHECKING:
@@ -223,7 +223,9 @@ def write_arrays(final: Path, table: str, parts: Sequence[Path], digest: str, *,
     their rows cannot be searched (see the module's doc). Read, encoded and written a
     column at a time: a column of 10M rows, not the table, is in memory at once."""
     names, sorted_by = TABLE_COLUMNS[table]
-    temp = temp_dir / final.name
+    # a name of this process's own: two ingests of the same corpus make the same final
+    # name, and a corpus's parts (so its temp folder) may be in the table's folder
+    temp = temp_path_for(temp_dir / final.name)
     try:
         written = _write(temp, table, parts, names, sorted_by)
         if written is None:
