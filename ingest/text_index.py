@@ -8,6 +8,7 @@ numbers the documents once they are sorted).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import blake3
 
 from lineage.ingest.staging import record_place, staged_fingerprint_schema, staged_near_schema
+from lineage.store.durable import close_writers
 from lineage.text.fingerprint import K, W, fingerprint_batch
 from lineage.text.identity import words
 from lineage.text.minhash import BANDS, long_text_band_keys, signature_batch
@@ -129,12 +131,8 @@ class TextIndexer:
     def close(self) -> str | None:
         """Finish the staged parts; the fingerprints' path, or None when no fingerprint
         was made (`staged_near` names the band keys' part)."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._near_writer is not None:
-            self._near_writer.close()
-            self._near_writer = None
+        writers, self._writer, self._near_writer = (self._writer, self._near_writer), None, None
+        close_writers(*writers)
         return self.part if self.rows else None
 
     @property
@@ -145,8 +143,12 @@ class TextIndexer:
     def __enter__(self) -> TextIndexer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(Exception):  # the body's failure is the one to report
+            self.close()
 
 
 def near_part_of(fingerprint_part: str) -> str:

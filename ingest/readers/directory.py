@@ -11,6 +11,7 @@ docs/manifest-spec.md states these rules for re-implementers.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from lineage.ingest.input_rules import IngestRuleError, hash_regular, read_regul
 from lineage.ingest.staging import ShardSummary, staged_schema
 from lineage.ingest.text_index import TextIndexer
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts, walk_folder
+from lineage.store.durable import parquet_writer
 
 _BATCH_FILES = 512
 _CHUNK_FILES = 16  # files per hashing task
@@ -89,7 +91,6 @@ def stage_directory(
     staged fingerprints; other files stay documents of bytes.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     tok = tokenizer.load() if tokenizer.kind == "file" else None
     if tokenizer.kind == "input":
@@ -103,7 +104,8 @@ def stage_directory(
     total = len(listing.files)
     with (
         ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool,
-        pq.ParquetWriter(part, schema) as writer,
+        parquet_writer(part, schema) as writer,
+        indexer or contextlib.nullcontext(),
     ):
         # One map over every file keeps both cores hashing; rows are written in batches.
         # A thread pool ignores map's chunksize, so files go to it in chunks: one future

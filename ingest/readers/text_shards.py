@@ -13,6 +13,7 @@ so they run in a process pool (or on any engine that can call a function).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from lineage.ingest.value_rules import (
     check_parquet_not_null,
     check_parquet_types,
 )
+from lineage.store.durable import parquet_writer
 
 if TYPE_CHECKING:
     import duckdb
@@ -59,7 +61,6 @@ class TextShardTask:
 def stage_text_shard(task: TextShardTask) -> ShardSummary:
     """Read, check and hash one shard; write its staged part. Pure apart from the part."""
     import duckdb
-    import pyarrow.parquet as pq
 
     before = stat_of(task.path)
     checked_offsets = check_shard_values(task)
@@ -75,7 +76,8 @@ def stage_text_shard(task: TextShardTask) -> ShardSummary:
         indexer = TextIndexer(task.fingerprint_part) if task.fingerprint_part else None
         # where each record starts, from the check's pass (the file is unchanged since)
         offsets = checked_offsets if indexer and _plain_jsonl(task) else None
-        with pq.ParquetWriter(task.part, staged_schema()) as writer:
+        with parquet_writer(task.part, staged_schema()) as writer, \
+                indexer or contextlib.nullcontext():
             while True:
                 try:
                     batch = reader.read_next_batch()

@@ -6,6 +6,7 @@ names carry the writer's pid so a later run can tell abandoned ones from live on
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -13,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from lineage.errors import CommitUnknownError, StoreFullError, StoreWriteError
 
@@ -151,6 +152,44 @@ def _reason(exc: BaseException) -> str:
         return exc.strerror
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return first[:200]
+
+
+def close_writers(*writers: Any) -> None:
+    """Close each pyarrow ParquetWriter given (None is skipped), every one even when an
+    earlier one fails; the first failure is raised after. A writer whose close failed is
+    marked closed: pyarrow would otherwise try again when it is collected, and print that
+    second failure as an ignored exception with its traceback."""
+    failure: BaseException | None = None
+    for writer in writers:
+        if writer is None:
+            continue
+        try:
+            writer.close()
+        except BaseException as exc:
+            failure = failure or exc
+            writer.is_open = False
+            handle = getattr(writer, "file_handle", None)
+            if handle is not None:  # left open by the failed close: the file is abandoned
+                with contextlib.suppress(OSError):
+                    handle.close()
+    if failure is not None:
+        raise failure
+
+
+@contextmanager
+def parquet_writer(where: Any, schema: Any, **options: Any) -> Iterator[Any]:
+    """A pyarrow ParquetWriter closed on leaving, as `close_writers` closes it. When the
+    body failed, that failure is the one raised (the close's own is dropped)."""
+    import pyarrow.parquet as pq
+
+    writer = pq.ParquetWriter(where, schema, **options)
+    try:
+        yield writer
+    except BaseException:
+        with contextlib.suppress(Exception):
+            close_writers(writer)
+        raise
+    close_writers(writer)
 
 
 def remove_quietly(path: Path) -> None:

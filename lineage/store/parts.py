@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import CommitUnknownError
-from lineage.store.durable import TEMP_PREFIX, fsync_dir
+from lineage.store.durable import TEMP_PREFIX, close_writers, fsync_dir
 
 if TYPE_CHECKING:
     import duckdb
@@ -359,8 +359,7 @@ class _RotatingWriter:
     def __exit__(self, *exc: object) -> None:
         writer, sink, self._writer, self._sink = self._writer, self._sink, None, None
         try:
-            if writer is not None:
-                writer.close()
+            close_writers(writer)
         finally:
             if sink is not None:
                 sink.close()
