@@ -157,7 +157,7 @@ def test_a_server_checks_each_file_whole_once(copied: Store) -> None:
     assert kept.check_all(copied) == []
     copied.kept_arrays = kept
     expected = _answers(copied)
-    path, record = _arrays_path(copied, "occurrence_hashes")
+    path, record = _arrays_path(copied, "occurrences")
     _flip(path, record.head_at // 2)  # in the columns: a command would read it only where
     fresh = KeptArrays()                    # a lookup meets it; a server checks it all
     problems = fresh.check_all(copied)
@@ -237,7 +237,7 @@ def test_arrays_answer_as_the_parts_do(
                   fingerprints=False)
     build_stream(store, corpus="c", name="s", seed=seed, seq_len=seq_len, batch=batch,
                  separator_tokens=separator, epochs=epochs)
-    assert len(_records(store)) == 3
+    assert len(_records(store)) == len(ARRAY_TABLES)  # the corpus's file and the stream's
     with_arrays = _answers(store)
     drop_lookup_arrays(store)
     assert _answers(store) == with_arrays
