@@ -227,7 +227,7 @@ def test_arrays_answer_as_the_parts_do(
     streams (seq_len, batch, separators, repeated epochs): every step's documents and
     every document's verdict equal with the arrays and with the parts alone."""
     folder = tmp_path_factory.mktemp("random")
-    records = [{"id": f"d{i:03d}", "text": text, **({"uri": f"s3://b/{i}"} if uris and i % 2
+    records = [{"id": f"d{i:03d}", "text": text, **({"url": f"s3://b/{i}"} if uris and i % 2
                                                      else {})}
                for i, text in enumerate(texts)]
     records.append({"id": "tail", "text": "tail " * 80})  # at least one step of 5 x 64
