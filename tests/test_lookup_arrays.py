@@ -259,3 +259,76 @@ def test_a_lookup_process_without_arrays_still_keeps_pandas_out(copied: Store) -
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
     modules = set(json.loads(line.removeprefix("MODULES ")))
     assert "pyarrow" in modules and "pandas" not in modules
+
+
+# -- files that lookups do not use: an earlier format, a stream made against another
+# -- corpus file ----------------------------------------------------------------------
+
+def _rewrite_record(store: Store, table: str, edit: Callable[[dict[str, Any]], None],
+                    ) -> None:
+    with store.writer() as con:
+        path, text = con.execute("SELECT path, row_groups FROM parquet_files WHERE "
+                                 "table_name = ?", [table]).fetchone()
+        record = json.loads(text)
+        edit(record)
+        con.execute("UPDATE parquet_files SET row_groups = ? WHERE path = ?",
+                    [json.dumps(record), path])
+
+
+def test_a_store_of_lineage_arrays_1_answers_from_parquet_until_repair_writes_2(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files registered as lineage-arrays/1 (and the /1 stream's second file,
+    occurrence_hashes_arrays) are never read: the answers come from Parquet with a
+    notice naming repair; verify calls them outdated; repair writes /2 in their place."""
+    expected = _answers(copied)
+    stream_file = _records(copied)["occurrences_arrays"][0]
+    shutil.copy(copied.root / stream_file, copied.root / "tables" / "old-hashes.arrays")
+    for table in ARRAY_TABLES.values():
+        _rewrite_record(copied, table, lambda r: r.update(spec="lineage-arrays/1"))
+    with copied.writer() as con:
+        con.execute("INSERT INTO parquet_files SELECT 'tables/old-hashes.arrays', "
+                    "'occurrence_hashes_arrays', owner, n_rows, n_bytes, sha256, created_at, "
+                    "key_ranges, row_groups FROM parquet_files WHERE table_name = "
+                    "'occurrences_arrays'")
+    take_notices()
+    assert _answers(copied) == expected
+    notices = take_notices()
+    assert notices and all("lineage-arrays/1" in n and "lineage store repair" in n
+                           for n in notices)
+    report = copied.verify()
+    assert {p.status for p in report.problems} == {"outdated"}
+    assert len(report.problems) == 3
+    repaired = repair_store(copied)
+    assert repaired.ok, repaired
+    assert copied.verify().ok
+    assert set(_records(copied)) == set(ARRAY_TABLES.values())  # /1's extra file is gone
+    assert not (copied.root / "tables" / "old-hashes.arrays").exists()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a lookup read Parquet")
+
+    monkeypatch.setattr(part_read, "lookup_table", refused)
+    assert _answers(copied) == expected
+    assert take_notices() == []
+
+
+def test_a_stream_file_made_against_another_corpus_file_is_not_used(copied: Store) -> None:
+    """A corpus file other than the one a stream file's rows refer to (as after the
+    corpus was written again): Parquet answers, with a notice; verify calls the stream
+    file stale; repair makes it against the current corpus file."""
+    expected = _answers(copied)
+    path, _ = _arrays_path(copied, "occurrences")
+    before = path.read_bytes()
+    _rewrite_record(copied, "occurrences_arrays", lambda r: r.update(corpus_blake3="0" * 64))
+    take_notices()
+    assert _answers(copied) == expected
+    notices = take_notices()
+    assert notices and "another lookup arrays file of corpus 'plays'" in notices[0]
+    (problem,) = copied.verify().problems
+    assert problem.status == "stale" and problem.owner == "stream s"
+    repaired = repair_store(copied)
+    assert repaired.ok and any(a.action == "rebuilt" for a in repaired.actions), repaired
+    assert copied.verify().ok
+    assert path.read_bytes() == before
+    assert _answers(copied) == expected
+    assert take_notices() == []
