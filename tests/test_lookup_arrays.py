@@ -239,6 +239,9 @@ def test_arrays_answer_as_the_parts_do(
                  separator_tokens=separator, epochs=epochs)
     assert len(_records(store)) == len(ARRAY_TABLES)  # the corpus's file and the stream's
     with_arrays = _answers(store)
+    store.kept_arrays = KeptArrays()  # as a server reads them: mapped, checked whole
+    assert _answers(store) == with_arrays
+    store.kept_arrays = None
     drop_lookup_arrays(store)
     assert _answers(store) == with_arrays
 

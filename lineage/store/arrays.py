@@ -32,6 +32,7 @@ import bisect
 import json
 import os
 import struct
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ ARRAY_SOURCES = {"occurrences": ("occurrences",),
 # The integer kinds: struct letter of each (unsigned where the values are never negative)
 INT_KINDS = {"u8": "B", "u16": "H", "u32": "I", "i64": "q"}
 WIDTHS = {"u8": 1, "u16": 2, "u32": 4, "i64": 8, "h32": HASH_BYTES}
+_NATIVE = sys.byteorder == "little"  # typed views read the machine's order: ours is LE
+_STRUCTS = {kind: struct.Struct("<" + letter) for kind, letter in INT_KINDS.items()}
+_PAIRS = {kind: struct.Struct("<2" + letter) for kind, letter in INT_KINDS.items()}
 
 
 class OldArraysError(DamagedPartError):
@@ -134,6 +138,9 @@ class ArraysFile:
         self._page_digests = bytes(head[:size - 4 - length])
         self._digests_at = int(self.directory["digests_at"])
         self.columns: dict[str, dict[str, Any]] = self.directory["columns"]
+        # A mapped file's integer columns as typed views (made on first use): a server's
+        # binary search and reads then run in C, not a struct call a value.
+        self._views: dict[str, memoryview] = {}
 
     @classmethod
     def open(cls, root: Path, record: ArraysRecord, *, whole: bool = False) -> ArraysFile:
@@ -178,6 +185,9 @@ class ArraysFile:
 
     def close(self) -> None:
         if self._whole:
+            for view in self._views.values():
+                view.release()
+            self._views.clear()
             self._data.close()
         elif self._data >= 0:
             os.close(self._data)
@@ -234,6 +244,20 @@ class ArraysFile:
 
     # -- columns ----------------------------------------------------------------------
 
+    def _view(self, name: str) -> memoryview | None:
+        """A mapped file's integer column as a typed view (None: read by struct)."""
+        view = self._views.get(name)
+        if view is None and self._whole and _NATIVE:
+            column = self.columns[name]
+            kind = column["width"] if column["kind"] == "dict" else column["kind"]
+            if kind in INT_KINDS:  # integers, or a dictionary's codes
+                at, count = int(column["at"]), int(column["count"])
+                whole = memoryview(self._data)
+                view = whole[at:at + WIDTHS[kind] * count].cast(INT_KINDS[kind])
+                whole.release()
+                self._views[name] = view
+        return view
+
     def values(self, name: str, lo: int, hi: int) -> list[Any]:
         """Values lo..hi of column `name`, as Python values (a content hash as its hex)."""
         column = self.columns[name]
@@ -241,6 +265,12 @@ class ArraysFile:
         lo, hi = max(lo, 0), min(hi, int(column["count"]))
         if hi <= lo:
             return []
+        view = self._view(name) if self._whole else None
+        if view is not None:
+            if kind == "dict":
+                words = column["words"]
+                return [words[code] for code in view[lo:hi].tolist()]
+            return view[lo:hi].tolist()
         if kind in INT_KINDS:
             width = WIDTHS[kind]
             return list(struct.unpack(f"<{hi - lo}{INT_KINDS[kind]}",
@@ -257,8 +287,37 @@ class ArraysFile:
         return self._strings(column, lo, hi)
 
     def value_at(self, name: str, rows: Sequence[int]) -> list[Any]:
-        """Column `name` at each of `rows` (any order), as `values` gives them."""
-        return [self.values(name, row, row + 1)[0] for row in rows]
+        """Column `name` at each of `rows` (any order, each below its count), as
+        `values` gives them: a step's documents are rows scattered over the corpus file,
+        so each is read on its own, with nothing made per row but the value."""
+        column = self.columns[name]
+        kind, at, get = column["kind"], int(column["at"]), self._bytes
+        view = self._view(name) if self._whole else None
+        if view is not None:
+            if kind == "dict":
+                words = column["words"]
+                return [words[view[r]] for r in rows]
+            return [view[r] for r in rows]
+        if self._whole:  # the mapped bytes, sliced here: no call a value
+            return _mapped_at(self._data, column, rows)
+        if kind == "h32":
+            return [get(at + HASH_BYTES * r, at + HASH_BYTES * (r + 1)).hex() for r in rows]
+        if kind in INT_KINDS or kind == "dict":
+            width_kind = column["width"] if kind == "dict" else kind
+            width, unpack = WIDTHS[width_kind], _STRUCTS[width_kind].unpack
+            found = [unpack(get(at + width * r, at + width * (r + 1)))[0] for r in rows]
+            if kind == "dict":
+                words = column["words"]
+                return [words[code] for code in found]
+            return found
+        width, pair = WIDTHS[column["width"]], _PAIRS[column["width"]].unpack
+        heap = int(column["heap"])
+        strings: list[Any] = []
+        for r in rows:
+            start, end = pair(get(at + width * r, at + width * (r + 2)))
+            strings.append(None if end & 1 else get(heap + (start >> 1), heap + (end >> 1))
+                           .decode("utf-8"))
+        return strings
 
     def _strings(self, column: dict[str, Any], lo: int, hi: int) -> list[Any]:
         """A string column's values lo..hi: each end offset is `end * 2 + null`."""
@@ -283,7 +342,10 @@ class ArraysFile:
         column = self.columns[name]
         key = bytes.fromhex(value) if column["kind"] == "h32" else value
         step = bisect.bisect_right if right else bisect.bisect_left
-        return step(_Probe(self, column), key)
+        if not self._whole:
+            return step(_Probe(self, column), key)
+        view = self._view(name)
+        return step(_MappedHashes(self._data, column) if view is None else view, key)
 
 
 class _Probe(Sequence[Any]):
@@ -308,6 +370,35 @@ class _Probe(Sequence[Any]):
         if self._letter is None:
             return data
         return struct.unpack("<" + self._letter, data)[0]
+
+
+class _MappedHashes(Sequence[bytes]):
+    """A mapped file's hash column as a sequence bisect can search."""
+
+    def __init__(self, data: Any, column: dict[str, Any]) -> None:
+        self._data, self._at, self._length = data, int(column["at"]), int(column["count"])
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        at = self._at + HASH_BYTES * index
+        return self._data[at:at + HASH_BYTES]
+
+
+def _mapped_at(data: Any, column: dict[str, Any], rows: Sequence[int]) -> list[Any]:
+    """`value_at` of a hash or string column of a mapped (checked) file."""
+    at = int(column["at"])
+    if column["kind"] == "h32":
+        return [data[at + HASH_BYTES * r:at + HASH_BYTES * (r + 1)].hex() for r in rows]
+    width, pair = WIDTHS[column["width"]], _PAIRS[column["width"]].unpack_from
+    heap = int(column["heap"])
+    found: list[Any] = []
+    for r in rows:
+        start, end = pair(data, at + width * r)
+        found.append(None if end & 1 else
+                     data[heap + (start >> 1):heap + (end >> 1)].decode("utf-8"))
+    return found
 
 
 def _read(fd: int, start: int, end: int, name: str) -> bytes:
