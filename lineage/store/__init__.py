@@ -8,7 +8,8 @@ reader of a fixed catalog copy keeps between questions (`memo`), the lookup tabl
 copies a server reads instead of their parts (`lookup_copy`, `lookup_copy_write`), the
 lookup arrays that answer lookups by binary search (`arrays`: the format and its
 reader; `arrays_spool`: the batch writer's scratch columns; `arrays_rows`: what each file
-holds; `arrays_write`: making and publishing them; `arrays_use`: the lookups), and a question's budget of rows for answering it at once (`budget`).
+holds; `arrays_write`: making and publishing them; `arrays_use`: the lookups), and a
+question's budget of rows for answering it at once (`budget`).
 
 Layer 1, the bottom of the core. May import: lineage.errors, lineage.schemas.
 """

@@ -253,7 +253,8 @@ class ArraysFile:
             if kind in INT_KINDS:  # integers, or a dictionary's codes
                 at, count = int(column["at"]), int(column["count"])
                 whole = memoryview(self._data)
-                view = whole[at:at + WIDTHS[kind] * count].cast(INT_KINDS[kind])
+                view = whole[at:at + WIDTHS[kind] * count].cast(
+                    INT_KINDS[kind])  # type: ignore[call-overload]
                 whole.release()
                 self._views[name] = view
         return view

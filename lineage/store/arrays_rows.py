@@ -84,9 +84,9 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
                 threads: int = 2) -> Written | None:
     """A stream's arrays file from its `occurrences` parts, its documents numbered by
     their rows in the corpus file (`corpus_blake3`) made from `hash_parts`."""
-    spools: list[Spool] = [IntSpool(name, folder) for name in (
-        "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")]
-    by_name = {spool.name: spool for spool in spools}
+    by_name = {name: IntSpool(name, folder) for name in (
+        "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")}
+    spools: list[Spool] = list(by_name.values())
     con = _session(folder, threads)
     try:
         corpus_rows = _bases(con, "hash_parts", hash_parts)
@@ -113,7 +113,7 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
             spool.close()
 
 
-def _occurrences(con: duckdb.DuckDBPyConnection, spools: dict[str, Any]) -> int:
+def _occurrences(con: duckdb.DuckDBPyConnection, spools: dict[str, IntSpool]) -> int:
     """The integer columns in row (ordinal) order; the rows written."""
     query = """
         SELECT o.stream_start, o.stream_end, o.epoch, o.doc_offset, d.doc, o.ordinal

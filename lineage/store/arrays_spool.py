@@ -194,8 +194,8 @@ class DictSpool(Spool):
         if strings.null_count:
             self._codes.setdefault(None, len(self._codes))
         if len(self._codes) > MAX_DICTIONARY:
-            self._to_strings()
-            self.strings.add(strings)  # type: ignore[union-attr]
+            self.strings = self._to_strings()
+            self.strings.add(strings)
             self.count += len(strings)
             return
         self.words = list(self._codes)
@@ -208,7 +208,7 @@ class DictSpool(Spool):
         self._out.write(np.ascontiguousarray(codes, dtype="<u4").tobytes())
         self.count += len(strings)
 
-    def _to_strings(self) -> None:
+    def _to_strings(self) -> StrSpool:
         import numpy as np
         import pyarrow as pa
 
@@ -218,7 +218,7 @@ class DictSpool(Spool):
         with open(self.path, "rb") as source:
             while chunk := source.read(COPY_VALUES * 4):
                 strings.add(words.take(pa.array(np.frombuffer(chunk, dtype="<u4"))))
-        self.strings = strings
+        return strings
 
     def close(self) -> None:
         super().close()

@@ -135,7 +135,8 @@ def current_records(con: duckdb.DuckDBPyConnection, table: str, owner: str | Non
                           lambda: current_records(con, table, owner, notify=notify))
     sources = list(ARRAY_SOURCES[table])
     kinds = [ARRAY_TABLES[table], *(OLD_ARRAY_TABLES if table == "occurrences" else ())]
-    where, params = "", [[*sources, *kinds]]
+    params: list[Any] = [[*sources, *kinds]]
+    where = ""
     if owner is not None:
         where, params = " AND owner = ?", [*params, owner]
     rows = con.execute(

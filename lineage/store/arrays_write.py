@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from lineage.store.arrays import (
@@ -257,7 +258,7 @@ def _final(store: BaseStore, table: str, name: str, digest: str) -> Path:
     return store.table_dir(ARRAY_TABLES[table]) / f"{name}-{digest[:8]}.arrays"
 
 
-def _rows():  # type: ignore[no-untyped-def]
+def _rows() -> ModuleType:
     from lineage.store import arrays_rows  # pyarrow and DuckDB: only when writing
 
     return arrays_rows
