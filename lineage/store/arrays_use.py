@@ -133,22 +133,39 @@ def current_records(con: duckdb.DuckDBPyConnection, table: str, owner: str | Non
 
         return remembered(store, ("arrays", table, owner),
                           lambda: current_records(con, table, owner, notify=notify))
-    sources = list(ARRAY_SOURCES[table])
-    kinds = [ARRAY_TABLES[table], *(OLD_ARRAY_TABLES if table == "occurrences" else ())]
-    params: list[Any] = [[*sources, *kinds]]
-    where = ""
-    if owner is not None:
-        where, params = " AND owner = ?", [*params, owner]
-    rows = con.execute(
+    return _records_from(_registered(con, [(table, owner)]), table, notify=notify)
+
+
+def _kinds(table: str) -> list[str]:
+    """The tables a lookup table's file is made from, then its file's (old ones too)."""
+    return [*ARRAY_SOURCES[table], ARRAY_TABLES[table],
+            *(OLD_ARRAY_TABLES if table == "occurrences" else ())]
+
+
+def _registered(con: duckdb.DuckDBPyConnection, wanted: Sequence[tuple[str, str | None]],
+                ) -> list[tuple[Any, ...]]:
+    """The registered files of each (lookup table, owner or None for all), in one query:
+    each query that reads the records costs milliseconds (the records column is long)."""
+    where, params = [], []
+    for table, owner in wanted:
+        where.append("list_contains(?, table_name)" + ("" if owner is None else
+                                                        " AND owner = ?"))
+        params += [_kinds(table), *(() if owner is None else (owner,))]
+    return con.execute(
         "SELECT owner, table_name, path, n_bytes, sha256, row_groups FROM parquet_files "
-        f"WHERE list_contains(?, table_name){where} ORDER BY owner, path", params).fetchall()
+        f"WHERE ({') OR ('.join(where)}) ORDER BY owner, path", params).fetchall()
+
+
+def _records_from(rows: Sequence[tuple[Any, ...]], table: str, *, notify: bool,
+                  ) -> dict[str, ArraysRecord | None]:
+    sources, kinds = ARRAY_SOURCES[table], _kinds(table)
     parts: dict[str, list[tuple[str, str]]] = {}
     files: dict[str, list[tuple[str, int, str]]] = {}
     owners = {name for name, kind, *_ in rows if kind == table}
     for name, kind, path, n_bytes, sha256, record in rows:
         if kind in sources:
             parts.setdefault(name, []).append((path, sha256))
-        else:
+        elif kind in kinds:
             files.setdefault(name, []).append((path, n_bytes, record))
     found: dict[str, ArraysRecord | None] = {}
     for name, listed in parts.items():
@@ -174,16 +191,22 @@ def stream_records(con: duckdb.DuckDBPyConnection, store: BaseStore, stream: str
                    corpus: str) -> tuple[ArraysRecord, ArraysRecord] | None:
     """The stream's current arrays file and its corpus's, when the stream's was made
     against that very corpus file; else None (with a notice when the stream has a file
-    that cannot be used beside its corpus's)."""
-    mine = current_records(con, "occurrences", stream, store=store, notify=True).get(stream)
+    that cannot be used beside its corpus's). One read of the catalog for both, once
+    per catalog state where the store keeps one."""
+    from lineage.store.memo import remembered
+
+    rows = remembered(store, ("arrays-of-stream", stream, corpus), lambda: _registered(
+        con, [("occurrences", stream), ("document_hashes", corpus)]))
+    notify = store.kept_arrays is None  # a server says it once, at start-up
+    mine = _records_from(rows, "occurrences", notify=notify).get(stream)
     if mine is None:
         return None
-    theirs = current_records(con, "document_hashes", corpus, store=store,
-                             notify=True).get(corpus)
+    theirs = _records_from(rows, "document_hashes", notify=notify).get(corpus)
     if theirs is None or theirs.blake3 != mine.corpus_blake3:
-        add_notice(f"{mine.path}: made against another lookup arrays file of corpus "
-                   f"{corpus!r} than its current one; {REMEDY}; answered from the "
-                   "Parquet parts")
+        if notify:
+            add_notice(f"{mine.path}: made against another lookup arrays file of corpus "
+                       f"{corpus!r} than its current one; {REMEDY}; answered from the "
+                       "Parquet parts")
         return None
     return mine, theirs
 

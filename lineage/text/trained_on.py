@@ -497,7 +497,7 @@ def _document_lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, digests: 
     found: list[tuple[Any, ...]] = []
     # Each corpus's arrays file where it has a current one, else its parts
     for name, record in current_records(con, "document_hashes", None, store=store,
-                                        notify=True).items():
+                                        notify=store.kept_arrays is None).items():
         rows = None if record is None else with_record(
             store, record, lambda arrays: document_rows(arrays, digests))
         if rows is None:
