@@ -300,7 +300,11 @@ class ArraysFile:
                 return [words[view[r]] for r in rows]
             return [view[r] for r in rows]
         if self._whole:  # the mapped bytes, sliced here: no call a value
-            return _mapped_at(self._data, column, rows)
+            if kind == "h32":
+                data = self._data
+                return [data[at + HASH_BYTES * r:at + HASH_BYTES * (r + 1)].hex()
+                        for r in rows]
+            return self._mapped_strings(name, column, rows)
         if kind == "h32":
             return [get(at + HASH_BYTES * r, at + HASH_BYTES * (r + 1)).hex() for r in rows]
         if kind in INT_KINDS or kind == "dict":
@@ -319,6 +323,27 @@ class ArraysFile:
             strings.append(None if end & 1 else get(heap + (start >> 1), heap + (end >> 1))
                            .decode("utf-8"))
         return strings
+
+    def _mapped_strings(self, name: str, column: dict[str, Any], rows: Sequence[int],
+                        ) -> list[Any]:
+        """`value_at` of a string column of a mapped (checked) file: its end offsets
+        through a typed view, each value sliced from the heap."""
+        ends = self._views.get(name + "/ends")
+        if ends is None:
+            width = column["width"]
+            whole = memoryview(self._data)
+            at = int(column["at"])
+            ends = whole[at:at + WIDTHS[width] * (int(column["count"]) + 1)].cast(
+                INT_KINDS[width])  # type: ignore[call-overload]
+            whole.release()
+            self._views[name + "/ends"] = ends
+        data, heap = self._data, int(column["heap"])
+        found: list[Any] = []
+        for r in rows:
+            end = ends[r + 1]
+            found.append(None if end & 1 else
+                         data[heap + (ends[r] >> 1):heap + (end >> 1)].decode("utf-8"))
+        return found
 
     def _strings(self, column: dict[str, Any], lo: int, hi: int) -> list[Any]:
         """A string column's values lo..hi: each end offset is `end * 2 + null`."""
@@ -385,21 +410,6 @@ class _MappedHashes(Sequence[bytes]):
     def __getitem__(self, index: Any) -> Any:
         at = self._at + HASH_BYTES * index
         return self._data[at:at + HASH_BYTES]
-
-
-def _mapped_at(data: Any, column: dict[str, Any], rows: Sequence[int]) -> list[Any]:
-    """`value_at` of a hash or string column of a mapped (checked) file."""
-    at = int(column["at"])
-    if column["kind"] == "h32":
-        return [data[at + HASH_BYTES * r:at + HASH_BYTES * (r + 1)].hex() for r in rows]
-    width, pair = WIDTHS[column["width"]], _PAIRS[column["width"]].unpack_from
-    heap = int(column["heap"])
-    found: list[Any] = []
-    for r in rows:
-        start, end = pair(data, at + width * r)
-        found.append(None if end & 1 else
-                     data[heap + (start >> 1):heap + (end >> 1)].decode("utf-8"))
-    return found
 
 
 def _read(fd: int, start: int, end: int, name: str) -> bytes:

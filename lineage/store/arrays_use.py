@@ -224,6 +224,9 @@ def span_rows(stream: ArraysFile, corpus: ArraysFile, start: int, end: int,
     docs = stream.values("doc", first, last)
     wanted = sorted(set(docs))
     for name in DOCUMENT_COLUMNS:
+        if len(wanted) == len(docs):  # each document once: read in the rows' order
+            rows[name] = corpus.value_at(name, docs)
+            continue
         found = dict(zip(wanted, corpus.value_at(name, wanted), strict=True))
         rows[name] = [found[doc] for doc in docs]
     return rows
