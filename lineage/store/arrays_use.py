@@ -133,7 +133,11 @@ def current_records(con: duckdb.DuckDBPyConnection, table: str, owner: str | Non
 
         return remembered(store, ("arrays", table, owner),
                           lambda: current_records(con, table, owner, notify=notify))
-    return _records_from(_registered(con, [(table, owner)]), table, notify=notify)
+    notices: list[str] = []
+    found = _records_from(_registered(con, [(table, owner)]), table, notices)
+    for notice in notices if notify else ():
+        add_notice(notice)
+    return found
 
 
 def _kinds(table: str) -> list[str]:
@@ -156,8 +160,10 @@ def _registered(con: duckdb.DuckDBPyConnection, wanted: Sequence[tuple[str, str 
         f"WHERE ({') OR ('.join(where)}) ORDER BY owner, path", params).fetchall()
 
 
-def _records_from(rows: Sequence[tuple[Any, ...]], table: str, *, notify: bool,
+def _records_from(rows: Sequence[tuple[Any, ...]], table: str, notices: list[str],
                   ) -> dict[str, ArraysRecord | None]:
+    """Each owner of `table`'s parts among `rows` with its current arrays file, or None;
+    a file of an earlier format is said in `notices`."""
     sources, kinds = ARRAY_SOURCES[table], _kinds(table)
     parts: dict[str, list[tuple[str, str]]] = {}
     files: dict[str, list[tuple[str, int, str]]] = {}
@@ -177,8 +183,7 @@ def _records_from(rows: Sequence[tuple[Any, ...]], table: str, *, notify: bool,
             try:
                 record = ArraysRecord.parse(*mine[0])
             except OldArraysError as exc:
-                if notify:
-                    add_notice(f"{exc}; answered from the Parquet parts")
+                notices.append(f"{exc}; answered from the Parquet parts")
                 continue
             except (ValueError, KeyError, TypeError, DamagedPartError):
                 continue  # an unreadable record: the parts answer
@@ -190,25 +195,32 @@ def _records_from(rows: Sequence[tuple[Any, ...]], table: str, *, notify: bool,
 def stream_records(con: duckdb.DuckDBPyConnection, store: BaseStore, stream: str,
                    corpus: str) -> tuple[ArraysRecord, ArraysRecord] | None:
     """The stream's current arrays file and its corpus's, when the stream's was made
-    against that very corpus file; else None (with a notice when the stream has a file
-    that cannot be used beside its corpus's). One read of the catalog for both, once
-    per catalog state where the store keeps one."""
+    against that very corpus file; else None (with a notice, for a command, when the
+    stream has a file that cannot be used). Read once per catalog state where the store
+    keeps one, in one query for both."""
     from lineage.store.memo import remembered
 
-    rows = remembered(store, ("arrays-of-stream", stream, corpus), lambda: _registered(
-        con, [("occurrences", stream), ("document_hashes", corpus)]))
-    notify = store.kept_arrays is None  # a server says it once, at start-up
-    mine = _records_from(rows, "occurrences", notify=notify).get(stream)
+    pair, notices = remembered(store, ("arrays-of-stream", stream, corpus),
+                               lambda: _stream_pair(con, stream, corpus))
+    if store.kept_arrays is None:  # a server says it once, at start-up
+        for notice in notices:
+            add_notice(notice)
+    return pair
+
+
+def _stream_pair(con: duckdb.DuckDBPyConnection, stream: str, corpus: str,
+                 ) -> tuple[tuple[ArraysRecord, ArraysRecord] | None, list[str]]:
+    notices: list[str] = []
+    rows = _registered(con, [("occurrences", stream), ("document_hashes", corpus)])
+    mine = _records_from(rows, "occurrences", notices).get(stream)
+    theirs = _records_from(rows, "document_hashes", notices).get(corpus)
     if mine is None:
-        return None
-    theirs = _records_from(rows, "document_hashes", notify=notify).get(corpus)
+        return None, notices
     if theirs is None or theirs.blake3 != mine.corpus_blake3:
-        if notify:
-            add_notice(f"{mine.path}: made against another lookup arrays file of corpus "
-                       f"{corpus!r} than its current one; {REMEDY}; answered from the "
-                       "Parquet parts")
-        return None
-    return mine, theirs
+        return None, [*notices, f"{mine.path}: made against another lookup arrays file of "
+                      f"corpus {corpus!r} than its current one; {REMEDY}; answered from "
+                      "the Parquet parts"]
+    return (mine, theirs), notices
 
 
 def span_rows(stream: ArraysFile, corpus: ArraysFile, start: int, end: int,
