@@ -338,12 +338,8 @@ class ArraysFile:
             whole.release()
             self._views[name + "/ends"] = ends
         data, heap = self._data, int(column["heap"])
-        found: list[Any] = []
-        for r in rows:
-            end = ends[r + 1]
-            found.append(None if end & 1 else
-                         data[heap + (ends[r] >> 1):heap + (end >> 1)].decode("utf-8"))
-        return found
+        return [None if (end := ends[r + 1]) & 1 else
+                data[heap + (ends[r] >> 1):heap + (end >> 1)].decode() for r in rows]
 
     def _strings(self, column: dict[str, Any], lo: int, hi: int) -> list[Any]:
         """A string column's values lo..hi: each end offset is `end * 2 + null`."""
