@@ -7,8 +7,9 @@ Each file registered in the store (a corpus's, a stream's) is made again from it
 by `lineage.store.arrays_write.build_arrays` (what `lineage store repair` runs), each in
 a process of its own, timed with its peak resident set (/usr/bin/time's maximum RSS);
 then its bytes are compared with the file's before (the same parts make the same
-bytes). The floor, in the same run: DuckDB reading every column the file is made from
-(`SELECT ... FROM read_parquet(parts)` into a count). The store is changed only by
+bytes). The floor, in the same run: DuckDB copying every column the file is made from
+to one Parquet file (`COPY (SELECT ... FROM read_parquet(parts)) TO ...`, 2 threads,
+1 GB), beside the parts. The store is changed only by
 having its files written again, byte for byte. Output: bench/out/arrays-write-<label>.json.
 """
 
@@ -32,11 +33,13 @@ from lineage.store.arrays_write import build_arrays
 print(build_arrays(open_store(sys.argv[1]), sys.argv[2], sys.argv[3]))
 """
 FLOOR = """
-import sys, duckdb
+import os, sys, tempfile, duckdb
 con = duckdb.connect()
 con.execute("SET threads = 2")
-print(con.execute(f"SELECT count(*) FROM (SELECT {sys.argv[2]} FROM read_parquet(?))",
-                  [sys.argv[3:]]).fetchone())
+con.execute("SET memory_limit = '1GB'")
+with tempfile.TemporaryDirectory(dir=os.path.dirname(sys.argv[3])) as folder:
+    con.execute(f"COPY (SELECT {sys.argv[2]} FROM read_parquet(?)) TO "
+                f"'{folder}/copy.parquet'", [sys.argv[3:]])
 """
 
 
