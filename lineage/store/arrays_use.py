@@ -214,9 +214,9 @@ def _stream_pair(con: duckdb.DuckDBPyConnection, stream: str, corpus: str,
     rows = _registered(con, [("occurrences", stream), ("document_hashes", corpus)])
     mine = _records_from(rows, "occurrences", notices).get(stream)
     theirs = _records_from(rows, "document_hashes", notices).get(corpus)
-    if mine is None:
+    if mine is None or theirs is None:  # no corpus file (dropped, or none made): Parquet
         return None, notices
-    if theirs is None or theirs.blake3 != mine.corpus_blake3:
+    if theirs.blake3 != mine.corpus_blake3:
         return None, [*notices, f"{mine.path}: made against another lookup arrays file of "
                       f"corpus {corpus!r} than its current one; {REMEDY}; answered from "
                       "the Parquet parts"]
@@ -327,7 +327,9 @@ def arrays_problems(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]
             corpus = con.execute("SELECT corpus FROM streams WHERE name = ?",
                                  [owner]).fetchone()
             theirs = None if corpus is None else current["document_hashes"].get(corpus[0])
-            if theirs is None or theirs.blake3 != record.corpus_blake3:
+            # (a corpus without a current file, dropped or of an earlier format, is
+            # reported on its own; made again from the same parts, it is the same file)
+            if theirs is not None and theirs.blake3 != record.corpus_blake3:
                 found[path] = ("stale", "made against another lookup arrays file of its "
                                f"corpus than the current one; {REMEDY}")
     return found
