@@ -146,6 +146,11 @@ def store_bytes(store: Path) -> int:
     return sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
 
 
+def arrays_bytes(store: Path) -> int:
+    """Bytes of the lookup arrays files (tables/*_arrays/), of the store's total."""
+    return sum(p.stat().st_size for p in store.glob("tables/*_arrays/*") if p.is_file())
+
+
 def lineage(store: Path, *args: str, ok: tuple[int, ...] = (0,)) -> dict[str, Any]:
     return measure([LINEAGE, "--store", str(store), *args], ok=ok)
 
@@ -165,6 +170,7 @@ def stage_ingest(manifest: Path, store: Path, workdir: Path, n: int) -> dict[str
     out.unlink()
     return {"lineage": slim(ours), "duckdb": slim(floor),
             "store_bytes_per_doc": round(store_bytes(store) / n, 1),
+            "arrays_bytes_per_doc": round(arrays_bytes(store) / n, 1),
             "duckdb_bytes_per_doc": round(floor_bytes / n, 1),
             "manifest_bytes_per_doc": round(sum(os.path.getsize(s) for s in shards) / n, 1)}
 
@@ -195,7 +201,8 @@ def stage_build(store: Path, workdir: Path, n: int) -> dict[str, Any]:
     return {"lineage": slim(ours), "duckdb": slim(floor), "batch": batch,
             "token_budget": tokens, "steps": built.get("steps"),
             "occurrences": built.get("occurrences"),
-            "store_bytes_per_doc": round(store_bytes(store) / n, 1)}
+            "store_bytes_per_doc": round(store_bytes(store) / n, 1),
+            "arrays_bytes_per_doc": round(arrays_bytes(store) / n, 1)}
 
 
 def write_chain(store_path: Path, log: Path) -> None:
@@ -254,7 +261,8 @@ def stage_chain(store: Path, workdir: Path, n: int) -> dict[str, Any]:
             "ingest": {"lineage": slim(ingest), "duckdb": slim(ingest_floor)},
             "verify": {"lineage": slim(verify), "duckdb": slim(verify_floor),
                        "answer": json.loads(verify["stdout"]).get("ok")},
-            "store_bytes_per_doc": round(store_bytes(store) / n, 1)}
+            "store_bytes_per_doc": round(store_bytes(store) / n, 1),
+            "arrays_bytes_per_doc": round(arrays_bytes(store) / n, 1)}
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -420,7 +428,8 @@ def table(r: dict[str, Any]) -> str:
     for stage in ("ingest", "build", "chain"):
         if stage in r:
             lines.append(f"- store after {stage}: {r[stage]['store_bytes_per_doc']} bytes "
-                         "a document")
+                         f"a document, of which lookup arrays "
+                         f"{r[stage].get('arrays_bytes_per_doc', '?')}")
     if "ingest" in r:
         lines.append(f"- DuckDB's sorted Parquet: {r['ingest']['duckdb_bytes_per_doc']} "
                      f"bytes a document (manifest {r['ingest']['manifest_bytes_per_doc']})")

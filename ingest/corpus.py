@@ -44,7 +44,7 @@ from lineage.ingest.staging import ShardSummary, StagedParts
 from lineage.ingest.text_reduce import TEXT_TABLES
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
 from lineage.store import faults
-from lineage.store.arrays_write import discard_arrays, prepare_arrays, publish_arrays
+from lineage.store.arrays_write import discard_arrays, prepare_corpus_arrays, publish_arrays
 from lineage.store.durable import guarded_write, remove_abandoned_temps, remove_quietly
 from lineage.store.parts import discard_parts, publish_parts, unpublish_unless_unknown
 from lineage.store.parts import report as report_progress
@@ -361,8 +361,8 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
     digest = reduced.manifest_hash.split(":", 1)[1][:16]
     relative: list[str] = []
     renamed: list[str] = []
-    arrays = [prepare_arrays(store, "document_hashes", record.corpus,
-                             f"{record.corpus}-{digest}", reduced.hash_parts)]
+    arrays = [prepare_corpus_arrays(store, record.corpus, f"{record.corpus}-{digest}",
+                                    reduced.hash_parts, reduced.parts)]
     try:
         with store.writer() as con:
             faults.reach("commit-locked")

@@ -22,7 +22,7 @@ from typing import Any
 
 from lineage.errors import StoreFullError, StoreWriteError
 from lineage.store.answers import PartProblem, RepairAction, StoreRepair
-from lineage.store.arrays import ARRAY_TABLES
+from lineage.store.arrays import ARRAY_SOURCES, ARRAY_TABLES, OLD_ARRAY_TABLES
 from lineage.store.base import BaseStore, init_store
 from lineage.store.durable import remove_quietly, sha256_file, write_failure
 from lineage.store.integrity import verify_store
@@ -64,7 +64,7 @@ def _repair(store: BaseStore, *, drop_lost: bool, logs_min_age: float | None) ->
         actions.append(RepairAction("moved-log", "catalog.duckdb.wal",
                                     "moved the commits kept in the log into catalog.duckdb"))
     lost = lost_files(store, verify_store(store)["problems"])
-    arrays = [item for item in lost if item.table in ARRAY_TABLES.values()]
+    arrays = [item for item in lost if item.table in (*ARRAY_TABLES.values(), *OLD_ARRAY_TABLES)]
     by_owner: dict[tuple[str, str], list[Lost]] = defaultdict(list)
     for item in lost:
         if item not in arrays:
@@ -107,12 +107,16 @@ def _remake_arrays(store: BaseStore, lost: list[Lost], remaining: list[Lost],
 
     left: list[Lost] = []
     unusable = {(item.table, item.owner) for item in remaining}
-    for item in lost:
-        table = next(t for t, kind in ARRAY_TABLES.items() if kind == item.table)
-        if not _registered(store, item.path):
-            continue  # dropped with its record
-        if (table, item.owner) in unusable:  # its parts are lost too: reported with them
-            left.append(item)
+    done: set[tuple[str, str]] = set()
+    # A corpus's file first: a stream's is made against its corpus's current one.
+    for item in sorted(lost, key=lambda i: (i.owner_kind != "corpus", i.path)):
+        table = next((t for t, kind in ARRAY_TABLES.items() if kind == item.table),
+                     "occurrences")  # lineage-arrays/1's occurrence_hashes: the stream's
+        if (table, item.owner) in done or not _registered(store, item.path):
+            continue  # made with its stream's other file, or dropped with its record
+        done.add((table, item.owner))
+        if any((source, item.owner) in unusable for source in ARRAY_SOURCES[table]):
+            left.append(item)  # its parts are lost too: reported with them
             continue
         made = build_arrays(store, table, item.owner)
         if made is None:

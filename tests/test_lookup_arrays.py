@@ -157,7 +157,7 @@ def test_a_server_checks_each_file_whole_once(copied: Store) -> None:
     assert kept.check_all(copied) == []
     copied.kept_arrays = kept
     expected = _answers(copied)
-    path, record = _arrays_path(copied, "occurrence_hashes")
+    path, record = _arrays_path(copied, "occurrences")
     _flip(path, record.head_at // 2)  # in the columns: a command would read it only where
     fresh = KeptArrays()                    # a lookup meets it; a server checks it all
     problems = fresh.check_all(copied)
@@ -227,7 +227,7 @@ def test_arrays_answer_as_the_parts_do(
     streams (seq_len, batch, separators, repeated epochs): every step's documents and
     every document's verdict equal with the arrays and with the parts alone."""
     folder = tmp_path_factory.mktemp("random")
-    records = [{"id": f"d{i:03d}", "text": text, **({"uri": f"s3://b/{i}"} if uris and i % 2
+    records = [{"id": f"d{i:03d}", "text": text, **({"url": f"s3://b/{i}"} if uris and i % 2
                                                      else {})}
                for i, text in enumerate(texts)]
     records.append({"id": "tail", "text": "tail " * 80})  # at least one step of 5 x 64
@@ -237,8 +237,11 @@ def test_arrays_answer_as_the_parts_do(
                   fingerprints=False)
     build_stream(store, corpus="c", name="s", seed=seed, seq_len=seq_len, batch=batch,
                  separator_tokens=separator, epochs=epochs)
-    assert len(_records(store)) == 3
+    assert len(_records(store)) == len(ARRAY_TABLES)  # the corpus's file and the stream's
     with_arrays = _answers(store)
+    store.kept_arrays = KeptArrays()  # as a server reads them: mapped, checked whole
+    assert _answers(store) == with_arrays
+    store.kept_arrays = None
     drop_lookup_arrays(store)
     assert _answers(store) == with_arrays
 
@@ -259,3 +262,76 @@ def test_a_lookup_process_without_arrays_still_keeps_pandas_out(copied: Store) -
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
     modules = set(json.loads(line.removeprefix("MODULES ")))
     assert "pyarrow" in modules and "pandas" not in modules
+
+
+# -- files that lookups do not use: an earlier format, a stream made against another
+# -- corpus file ----------------------------------------------------------------------
+
+def _rewrite_record(store: Store, table: str, edit: Callable[[dict[str, Any]], None],
+                    ) -> None:
+    with store.writer() as con:
+        path, text = con.execute("SELECT path, row_groups FROM parquet_files WHERE "
+                                 "table_name = ?", [table]).fetchone()
+        record = json.loads(text)
+        edit(record)
+        con.execute("UPDATE parquet_files SET row_groups = ? WHERE path = ?",
+                    [json.dumps(record), path])
+
+
+def test_a_store_of_lineage_arrays_1_answers_from_parquet_until_repair_writes_2(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files registered as lineage-arrays/1 (and the /1 stream's second file,
+    occurrence_hashes_arrays) are never read: the answers come from Parquet with a
+    notice naming repair; verify calls them outdated; repair writes /2 in their place."""
+    expected = _answers(copied)
+    stream_file = _records(copied)["occurrences_arrays"][0]
+    shutil.copy(copied.root / stream_file, copied.root / "tables" / "old-hashes.arrays")
+    for table in ARRAY_TABLES.values():
+        _rewrite_record(copied, table, lambda r: r.update(spec="lineage-arrays/1"))
+    with copied.writer() as con:
+        con.execute("INSERT INTO parquet_files SELECT 'tables/old-hashes.arrays', "
+                    "'occurrence_hashes_arrays', owner, n_rows, n_bytes, sha256, created_at, "
+                    "key_ranges, row_groups FROM parquet_files WHERE table_name = "
+                    "'occurrences_arrays'")
+    take_notices()
+    assert _answers(copied) == expected
+    notices = take_notices()
+    assert notices and all("lineage-arrays/1" in n and "lineage store repair" in n
+                           for n in notices)
+    report = copied.verify()
+    assert {p.status for p in report.problems} == {"outdated"}
+    assert len(report.problems) == 3
+    repaired = repair_store(copied)
+    assert repaired.ok, repaired
+    assert copied.verify().ok
+    assert set(_records(copied)) == set(ARRAY_TABLES.values())  # /1's extra file is gone
+    assert not (copied.root / "tables" / "old-hashes.arrays").exists()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a lookup read Parquet")
+
+    monkeypatch.setattr(part_read, "lookup_table", refused)
+    assert _answers(copied) == expected
+    assert take_notices() == []
+
+
+def test_a_stream_file_made_against_another_corpus_file_is_not_used(copied: Store) -> None:
+    """A corpus file other than the one a stream file's rows refer to (as after the
+    corpus was written again): Parquet answers, with a notice; verify calls the stream
+    file stale; repair makes it against the current corpus file."""
+    expected = _answers(copied)
+    path, _ = _arrays_path(copied, "occurrences")
+    before = path.read_bytes()
+    _rewrite_record(copied, "occurrences_arrays", lambda r: r.update(corpus_blake3="0" * 64))
+    take_notices()
+    assert _answers(copied) == expected
+    notices = take_notices()
+    assert notices and "another lookup arrays file of corpus 'plays'" in notices[0]
+    (problem,) = copied.verify().problems
+    assert problem.status == "stale" and problem.owner == "stream s"
+    repaired = repair_store(copied)
+    assert repaired.ok and any(a.action == "rebuilt" for a in repaired.actions), repaired
+    assert copied.verify().ok
+    assert path.read_bytes() == before
+    assert _answers(copied) == expected
+    assert take_notices() == []

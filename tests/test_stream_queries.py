@@ -247,14 +247,20 @@ def test_a_hash_is_placed_only_in_the_streams_of_its_corpora(
     build_stream(streamed, corpus="poems", name="p", seed=1, seq_len=512, batch=2)
     held = sorted((example_corpus / "shakespeare").iterdir())[0]
     asked: list[tuple[str, str | None]] = []
-    real = module._lookup
+    documents, placements = module._document_lookup, module._placement_lookup
 
-    def recorded(con: Any, store: Store, table: str, owner: str | None, columns: str,
-                 digest: str) -> list[tuple[Any, ...]]:
-        asked.append((table, owner))
-        return real(con, store, table, owner, columns, digest)
+    def documents_recorded(con: Any, store: Store, digests: list[str],
+                           ) -> list[tuple[Any, ...]]:
+        asked.append(("document_hashes", None))
+        return documents(con, store, digests)
 
-    monkeypatch.setattr(module, "_lookup", recorded)
+    def placements_recorded(con: Any, store: Store, stream: str, corpus: str,
+                            digests: list[str]) -> list[tuple[Any, ...]]:
+        asked.append(("occurrence_hashes", stream))
+        return placements(con, store, stream, corpus, digests)
+
+    monkeypatch.setattr(module, "_document_lookup", documents_recorded)
+    monkeypatch.setattr(module, "_placement_lookup", placements_recorded)
     answer = module.trained_on(streamed, [held])
     assert answer["results"][0]["verdict"] == "in-stream"
     assert sorted(asked) == [("document_hashes", None), ("occurrence_hashes", "s0"),

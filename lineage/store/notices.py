@@ -9,7 +9,8 @@ _MAX_NOTICES = 100  # a long-lived process (a library user's) may never take the
 
 
 def add_notice(text: str) -> None:
-    if len(_NOTICES) < _MAX_NOTICES:
+    """Keep `text` to print, once however often it is said."""
+    if len(_NOTICES) < _MAX_NOTICES and text not in _NOTICES:
         _NOTICES.append(text)
 
 

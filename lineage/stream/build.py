@@ -497,8 +497,8 @@ def commit_stream(
     """Publish the parts and record the stream in one transaction: "added" or "unchanged"."""
     relative: list[str] = []
     digest16 = built.digest.split(":", 1)[1][:16]
-    arrays = prepare_stream_arrays(store, name, f"{name}-{digest16}", built.parts,
-                                   built.hash_parts)  # before the lock: reads every row
+    arrays = [prepare_stream_arrays(store, name, corpus, f"{name}-{digest16}",
+                                    built.parts)]  # before the lock: reads every row
     try:
         with store.writer() as con:
             faults.reach("stream-commit-locked")

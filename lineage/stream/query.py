@@ -9,13 +9,13 @@ search on disk, whatever the corpus size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.jsonout import PlainRows
-from lineage.store.arrays_use import span_rows, with_arrays
+from lineage.store.arrays_use import span_rows, stream_records, with_records
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
 from lineage.stream.schedule import BatchSchedule, RankRule
@@ -233,8 +233,9 @@ def step_segments(
     the columns they come from hold only text and integers (json_text need not look)."""
     seq_len = int(info["seq_len"])
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-    from_arrays = with_arrays(con, store, "occurrences", info["name"],
-                              lambda arrays: span_rows(arrays, SEGMENT_COLUMNS, start, end))
+    records = stream_records(con, store, info["name"], info["corpus"])
+    from_arrays = None if records is None else with_records(
+        store, records, lambda files: span_rows(files[0], files[1], start, end))
     if from_arrays is not None:
         return _segments_of(from_arrays, seq_len, span, answer=answer)
     import numpy as np
@@ -279,12 +280,9 @@ def step_segments(
 def _segments_of(rows: dict[str, list[Any]], seq_len: int, span: StepRange, *,
                  answer: bool) -> list[dict[str, Any]]:
     """`step_segments` from rows given as lists by column (a lookup arrays file's), in
-    plain Python: the same segments, in the same order, as the arrays' path above."""
-    count = len(rows["ordinal"])
-    order: Sequence[int] = range(count)
-    ordinal = rows["ordinal"]
-    if any(ordinal[i + 1] <= ordinal[i] for i in range(count - 1)):
-        order = sorted(order, key=ordinal.__getitem__)  # stable: in stream order
+    plain Python: the same segments, in the same order, as the Parquet path below.
+    The rows come in stream (ordinal) order: an arrays file holds them so."""
+    order = range(len(rows["stream_start"]))
     starts, ends, offsets = rows["stream_start"], rows["stream_end"], rows["doc_offset"]
     pieces = []  # (window, position, row, token_start, token_end), by row, then window
     for i in order:

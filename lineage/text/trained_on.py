@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from lineage.errors import InputError, UsageError
-from lineage.store.arrays_use import current_records, hash_rows, with_record
+from lineage.store.arrays_use import (
+    current_records,
+    document_rows,
+    placement_rows,
+    stream_records,
+    with_record,
+    with_records,
+)
 from lineage.store.base import BaseStore
 from lineage.store.budget import refuse_within_budget
 from lineage.store.memo import remembered
@@ -403,8 +410,7 @@ def _answers(
     looked up file by file spent ~9 ms a file on the two lookups."""
     digests = sorted({digest for _, digest in queries})
     documents: dict[str, list[tuple[Any, ...]]] = {}
-    for digest, *document in _lookup(con, store, "document_hashes", None,
-                                     "content_hash, corpus, source, doc_id", digests):
+    for digest, *document in _document_lookup(con, store, digests):
         documents.setdefault(digest, []).append(tuple(document))
     # A stream holds only documents of its corpus: no document, nothing to place.
     placed = _placements_of(con, store, streams, {
@@ -454,8 +460,7 @@ def _placements_of(
         digests = sorted(wanted.get(name, []))
         if not digests:
             continue
-        rows = _lookup(con, store, "occurrence_hashes", name, "content_hash, corpus, doc_id, "
-                       "epoch, stream_start, stream_end, doc_offset", digests)
+        rows = _placement_lookup(con, store, name, info["corpus"], digests)
         for digest, corpus, doc_id, epoch, start, end, offset in rows:
             placed.setdefault(digest, {}).setdefault((corpus, doc_id), []).append(
                 (name, info, epoch, start, end, offset))
@@ -485,23 +490,42 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
     return entries
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, table: str, owner: str | None,
-            columns: str, digests: list[str]) -> list[tuple[Any, ...]]:
-    """The rows holding one of these content hashes, as `columns`, in order of all of
-    them."""
-    names = columns.split(", ")
+def _document_lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, digests: list[str],
+                     ) -> list[tuple[Any, ...]]:
+    """(content_hash, corpus, source, doc_id) of every document holding one of these
+    content hashes, in order."""
     found: list[tuple[Any, ...]] = []
-    # Each owner's (each corpus's) arrays file where it has a current one, else its parts
-    for name, record in current_records(con, table, owner, store=store).items():
+    # Each corpus's arrays file where it has a current one, else its parts
+    for name, record in current_records(con, "document_hashes", None, store=store,
+                                        notify=store.kept_arrays is None).items():
         rows = None if record is None else with_record(
-            store, record, lambda arrays: hash_rows(arrays, names, digests))
+            store, record, lambda arrays: document_rows(arrays, digests))
         if rows is None:
             from lineage.store.part_read import lookup_rows
 
-            rows = lookup_rows(con, store, table, name, names,
+            rows = lookup_rows(con, store, "document_hashes", name,
+                               ["content_hash", "corpus", "source", "doc_id"],
                                any_of=("content_hash", digests))
         found += rows
     return sorted(found)
+
+
+def _placement_lookup(con: duckdb.DuckDBPyConnection, store: BaseStore, stream: str,
+                      corpus: str, digests: list[str]) -> list[tuple[Any, ...]]:
+    """(content_hash, corpus, doc_id, epoch, stream_start, stream_end, doc_offset) of
+    every occurrence in `stream` of a document holding one of these content hashes, in
+    order: from the stream's and its corpus's arrays files where both are current, else
+    from the stream's `occurrence_hashes` parts."""
+    records = stream_records(con, store, stream, corpus)
+    rows = None if records is None else with_records(
+        store, records, lambda files: placement_rows(files[0], files[1], digests))
+    if rows is None:
+        from lineage.store.part_read import lookup_rows
+
+        rows = lookup_rows(con, store, "occurrence_hashes", stream,
+                           ["content_hash", "corpus", "doc_id", "epoch", "stream_start",
+                            "stream_end", "doc_offset"], any_of=("content_hash", digests))
+    return sorted(rows)
 
 
 def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, Any]:

@@ -1,0 +1,220 @@
+"""What a corpus's and a stream's lookup arrays files hold (docs/arrays-spec.md), read
+from their Parquet parts by DuckDB in batches and written with
+lineage/store/arrays_spool.py.
+
+- A corpus file: the rows of `document_hashes` in their order (content hash, then
+  doc_id), with each document's uri from `documents`: content_hash, doc_id, source, uri.
+  A document's row in this file is its number everywhere else.
+- A stream file: the rows of `occurrences` in their order (ordinal), as integers:
+  stream_start, stream_end, epoch, doc_offset and doc (the document's row in the corpus
+  file); then post_at and postings, each document's occurrence rows in row order
+  (document d's are postings[post_at[d]:post_at[d + 1]]).
+
+Rows that a binary search cannot use (a sort column that goes down somewhere, a content
+hash that is not 64 lowercase hex, an occurrence whose document is not in the corpus,
+ordinals out of order) make no file (None): the lookups read Parquet. Every query orders
+by unique keys, so the bytes do not depend on DuckDB's threads or the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lineage.store.arrays_spool import (
+    DictSpool,
+    HashSpool,
+    IntSpool,
+    Spool,
+    StrSpool,
+    Written,
+    assemble,
+)
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+BATCH_ROWS = 1 << 16  # rows DuckDB hands over at a time
+MEMORY_LIMIT = "1GB"  # DuckDB's share: its joins and sorts spill to the scratch folder
+POSTINGS_CHUNK = 1 << 20  # documents whose post_at entries are made at a time
+
+
+class _Unsearchable(Exception):
+    """The rows cannot be made into a file a binary search can use."""
+
+
+def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path],
+                doc_parts: Sequence[Path], *, threads: int = 2) -> Written | None:
+    """A corpus's arrays file from its `document_hashes` and `documents` parts."""
+    spools: list[Spool] = [HashSpool("content_hash", folder), StrSpool("doc_id", folder),
+                           DictSpool("source", folder), StrSpool("uri", folder)]
+    con = _session(folder, threads)
+    try:
+        _bases(con, "hash_parts", hash_parts)
+        query = """
+            SELECT h.content_hash, h.doc_id, h.source, d.uri
+            FROM read_parquet(?, filename = true, file_row_number = true) h
+            JOIN hash_parts b ON b.filename = h.filename
+            LEFT JOIN read_parquet(?) d ON d.doc_id = h.doc_id
+            ORDER BY b.base + h.file_row_number"""
+        last: Any = None
+        rows = 0
+        for batch in _batches(con, query, [[str(p) for p in hash_parts],
+                                           [str(p) for p in doc_parts]]):
+            hashes = batch.column(0)
+            _check_hashes(hashes)
+            last = _ascending(hashes, last)
+            for spool, column in zip(spools, batch.columns, strict=True):
+                spool.add(column)  # type: ignore[attr-defined]
+            rows += batch.num_rows
+        return assemble(temp, folder, "corpus", rows, spools,
+                        {"corpus": corpus, "sorted_by": ["content_hash"]})
+    except _Unsearchable:
+        return None
+    finally:
+        con.close()
+        for spool in spools:
+            spool.close()
+
+
+def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequence[Path],
+                corpus: str, corpus_blake3: str, hash_parts: Sequence[Path], *,
+                threads: int = 2) -> Written | None:
+    """A stream's arrays file from its `occurrences` parts, its documents numbered by
+    their rows in the corpus file (`corpus_blake3`) made from `hash_parts`."""
+    by_name = {name: IntSpool(name, folder) for name in (
+        "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")}
+    spools: list[Spool] = list(by_name.values())
+    con = _session(folder, threads)
+    try:
+        corpus_rows = _bases(con, "hash_parts", hash_parts)
+        _bases(con, "occurrence_parts", occurrence_parts)
+        con.execute(f"""
+            CREATE TEMP VIEW doc_rows AS SELECT h.doc_id, b.base + h.file_row_number AS doc
+            FROM read_parquet({_paths(hash_parts)}, filename = true, file_row_number = true) h
+            JOIN hash_parts b ON b.filename = h.filename""")
+        con.execute(f"""
+            CREATE TEMP VIEW occurrence_rows AS SELECT o.*, b.base + o.file_row_number AS row
+            FROM read_parquet({_paths(occurrence_parts)}, filename = true,
+                              file_row_number = true) o
+            JOIN occurrence_parts b ON b.filename = o.filename""")
+        rows = _occurrences(con, by_name)
+        _postings(con, by_name["post_at"], by_name["postings"], corpus_rows)
+        return assemble(temp, folder, "stream", rows, spools, {
+            "stream": stream, "corpus": corpus, "corpus_rows": corpus_rows,
+            "corpus_blake3": corpus_blake3, "sorted_by": ["stream_start", "stream_end"]})
+    except _Unsearchable:
+        return None
+    finally:
+        con.close()
+        for spool in spools:
+            spool.close()
+
+
+def _occurrences(con: duckdb.DuckDBPyConnection, spools: dict[str, IntSpool]) -> int:
+    """The integer columns in row (ordinal) order; the rows written."""
+    query = """
+        SELECT o.stream_start, o.stream_end, o.epoch, o.doc_offset, d.doc, o.ordinal
+        FROM occurrence_rows o LEFT JOIN doc_rows d ON d.doc_id = o.doc_id
+        ORDER BY o.row"""
+    lasts: dict[str, Any] = {"stream_start": None, "stream_end": None, "ordinal": None}
+    rows = 0
+    for batch in _batches(con, query, []):
+        if batch.column(4).null_count:
+            raise _Unsearchable  # an occurrence of a document the corpus does not hold
+        for name in lasts:
+            lasts[name] = _ascending(batch.column(name), lasts[name])
+        for name in ("stream_start", "stream_end", "epoch", "doc_offset", "doc"):
+            spools[name].add(batch.column(name).to_numpy())
+        rows += batch.num_rows
+    return rows
+
+
+def _postings(con: duckdb.DuckDBPyConnection, post_at: IntSpool, postings: IntSpool,
+              corpus_rows: int) -> None:
+    """Each document's occurrence rows (`postings`, by document, then row) and where
+    they start (`post_at`, one entry per corpus row and one past the last)."""
+    import numpy as np
+
+    query = """
+        SELECT d.doc, o.row FROM occurrence_rows o JOIN doc_rows d ON d.doc_id = o.doc_id
+        ORDER BY d.doc, o.row"""
+    done, seen = 0, 0  # documents whose start is written; postings so far
+    for batch in _batches(con, query, []):
+        docs = batch.column(0).to_numpy()
+        top = int(docs[-1]) + 1  # the starts of documents up to the batch's last are known
+        for lo in range(done, top, POSTINGS_CHUNK):
+            wanted = np.arange(lo, min(lo + POSTINGS_CHUNK, top), dtype=np.int64)
+            post_at.add(seen + np.searchsorted(docs, wanted, side="left"))
+        done = max(done, top)
+        postings.add(batch.column(1).to_numpy())
+        seen += batch.num_rows
+    for lo in range(done, corpus_rows + 1, POSTINGS_CHUNK):
+        count = min(lo + POSTINGS_CHUNK, corpus_rows + 1) - lo
+        post_at.add(np.full(count, seen, dtype=np.int64))
+
+
+def _session(folder: Path, threads: int) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads = {max(1, int(threads))}")
+    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+    con.execute("SET temp_directory = ?", [str(folder / "spill")])
+    con.execute("SET preserve_insertion_order = true")
+    return con
+
+
+def _bases(con: duckdb.DuckDBPyConnection, table: str, parts: Sequence[Path]) -> int:
+    """A table `table` of each part's path and its first row's number; the rows in all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bases, total = [], 0
+    for part in parts:
+        bases.append(total)
+        total += pq.ParquetFile(part).metadata.num_rows
+    listed = pa.table({"filename": [str(p) for p in parts], "base": bases},
+                      schema=pa.schema([("filename", pa.string()), ("base", pa.int64())]))
+    con.register(f"{table}_listed", listed)
+    con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {table}_listed")
+    con.unregister(f"{table}_listed")
+    return total
+
+
+def _paths(parts: Sequence[Path]) -> str:
+    """A list of paths as a SQL literal (a view's definition takes no parameters)."""
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in parts) + "]"
+
+
+def _batches(con: duckdb.DuckDBPyConnection, query: str, params: list[Any],
+             ) -> Iterator[pa.RecordBatch]:
+    reader = con.sql(query, params=params or None).to_arrow_reader(BATCH_ROWS)
+    for batch in reader:
+        if batch.num_rows:
+            yield batch
+
+
+def _check_hashes(hashes: pa.Array) -> None:
+    import pyarrow.compute as pc
+
+    if hashes.null_count or not pc.all(pc.match_substring_regex(
+            hashes, "^[0-9a-f]{64}$")).as_py():
+        raise _Unsearchable
+
+
+def _ascending(values: pa.Array, last: Any) -> Any:
+    """Raise _Unsearchable unless `values` ascend (and start at or above `last`, the
+    previous batch's last value); this batch's last value."""
+    import pyarrow.compute as pc
+
+    if len(values) == 0:
+        return last
+    if len(values) > 1 and not pc.all(pc.greater_equal(values[1:], values[:-1])).as_py():
+        raise _Unsearchable
+    first = values[0].as_py()
+    if last is not None and first < last:
+        raise _Unsearchable
+    return values[-1].as_py()
