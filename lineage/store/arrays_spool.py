@@ -100,17 +100,10 @@ class HashSpool(Spool):
     """Content hashes (64 lowercase hex each), spooled and copied as their 32 bytes."""
 
     def add(self, hexes: pa.Array) -> None:
-        import numpy as np
-        import pyarrow as pa
 
-        text = hexes.cast(pa.large_string())
-        offsets = np.frombuffer(text.buffers()[1], dtype="<i8")[
-            text.offset:text.offset + len(text) + 1]
-        data = text.buffers()[2]
-        if data is not None and len(text):
-            raw = data.to_pybytes()[int(offsets[0]):int(offsets[-1])]
-            self._out.write(bytes.fromhex(raw.decode("ascii")))
-        self.count += len(text)
+        _, raw = _utf8_run(hexes)
+        self._out.write(bytes.fromhex(raw.decode("ascii")))
+        self.count += len(hexes)
 
     def copy_into(self, body: Body) -> dict[str, Any]:
         self.close()
@@ -136,11 +129,8 @@ class StrSpool(Spool):
         import pyarrow as pa
 
         text = strings.cast(pa.large_string())
-        offsets = np.frombuffer(text.buffers()[1], dtype="<i8")[
-            text.offset:text.offset + len(text) + 1]
-        data = text.buffers()[2]
-        if data is not None and len(text):
-            self._heap.write(data.to_pybytes()[int(offsets[0]):int(offsets[-1])])
+        offsets, heap = _utf8_run(text)
+        self._heap.write(heap)
         ends = (offsets[1:] - offsets[0] + self.heap_bytes) * 2
         if text.null_count:
             ends = ends + text.is_null().to_numpy(zero_copy_only=False).astype("<i8")
@@ -332,3 +322,20 @@ def assemble(temp: Path, folder: Path, kind: str, rows: int, spools: Sequence[Sp
     record = ArraysRecord("", n_bytes, head_at, blake3.blake3(head).hexdigest(),
                           body.blake3.hexdigest(), "")
     return Written(temp, n_bytes, body.sha256.hexdigest(), record, rows)
+
+
+def _utf8_run(strings: pa.Array) -> tuple[Any, bytes]:
+    """A string array's end offsets (int64, one more than its values) and the UTF-8 bytes
+    of its values end to end, copied from the one range of its data buffer they span."""
+    import numpy as np
+    import pyarrow as pa
+
+    text = strings.cast(pa.large_string())
+    offsets = np.frombuffer(text.buffers()[1], dtype="<i8")[
+        text.offset:text.offset + len(text) + 1]
+    data = text.buffers()[2]
+    if data is None or not len(text):
+        return offsets, b""
+    start, stop = int(offsets[0]), int(offsets[-1])
+    return offsets, data.slice(start, stop - start).to_pybytes()
+
