@@ -3,12 +3,17 @@
     .venv/bin/python bench/served_sizes.py --store STORE [--stream open1b] [--runs 3]
                                            [--seconds 5] [--label 100M]
 
-`lineage serve` (2 workers) answers random steps (`/api/docs`), random content hashes of
-documents the stream holds (`/api/trained-on?hash=`) and, when the store has a run on the
-stream, random steps traced (`/api/trace?step=`), 16 closed-loop clients each, in rounds;
+`lineage serve` (2 workers) answers random steps (`/api/docs`), one random window of a
+random step (`/api/docs?window=`), random content hashes of documents the stream holds
+(`/api/trained-on?hash=`) and, when the store has a run on the stream, random steps traced
+(`/api/trace?step=`), 16 closed-loop clients each, in rounds;
 the CPU of the server's processes comes from /proc (bench/serve.py's accounting), so the
 figure is what each answer costs the machine whatever else it runs. The same store sizes
 bench/open1b.py builds (its stream is `open1b`) give the curve; a flat curve is the goal.
+The Open-1B shape keeps 80,957 steps at every size, so a step's windows (and the documents
+a `docs --step` answer lists) grow with the corpus: the one-window answer lists a few
+documents at every size, and the documents an answer lists (the mean over 200 random
+steps, in process) are written beside each figure.
 Results go to bench/out/served-<label>.json.
 """
 
@@ -45,9 +50,12 @@ def questions(store: Path, stream: str) -> dict[str, Any]:
     runs = [r[0] for r in opened.sql(
         f"SELECT name FROM runs WHERE stream = '{stream}' ORDER BY name").rows]
     rng = random.Random(7)
+    windows = int(info["batch"])
     made = {
         "docs": lambda: (serve._get(f"/api/docs?step={rng.randrange(steps)}&stream={stream}"),
                          "0"),
+        "docs, one window": lambda: (serve._get(one_window(rng, steps, windows, stream)),
+                                     "0"),
         "trained-on by hash": lambda: (serve._get(
             f"/api/trained-on?hash={rng.choice(hashes)}&stream={stream}"), "0"),
     }
@@ -55,7 +63,30 @@ def questions(store: Path, stream: str) -> dict[str, Any]:
         made["trace --step"] = lambda: (serve._get(
             f"/api/trace?run={runs[0]}&step={rng.randrange(steps)}"), "0")
     return {"made": made, "documents": opened.sql(
-        "SELECT sum(documents) FROM corpora").rows[0][0], "steps": steps}
+        "SELECT sum(documents) FROM corpora").rows[0][0], "steps": steps,
+        "listed": listed(opened, stream, steps, windows)}
+
+
+def one_window(rng: random.Random, steps: int, windows: int, stream: str) -> str:
+    """A random window of a random step (window numbers count from the stream's start)."""
+    step = rng.randrange(steps)
+    return (f"/api/docs?step={step}&window={step * windows + rng.randrange(windows)}"
+            f"&stream={stream}")
+
+
+def listed(store: Any, stream: str, steps: int, windows: int) -> dict[str, float]:
+    """The mean number of document segments a step's answer and a window's answer list."""
+    from lineage.stream.query import docs_in_step
+
+    rng = random.Random(11)
+    whole = [len(docs_in_step(store, rng.randrange(steps), stream=stream)["documents"])
+             for _ in range(200)]
+    window = []
+    for _ in range(200):
+        step = rng.randrange(steps)
+        window.append(len(docs_in_step(store, step, stream=stream, window=step * windows
+                                       + rng.randrange(windows))["documents"]))
+    return {"docs": statistics.fmean(whole), "docs, one window": statistics.fmean(window)}
 
 
 def main() -> None:
@@ -87,7 +118,8 @@ def main() -> None:
             for name, runs in cells.items()}
     label = args.label or f"{asked['documents'] // 1_000_000}M"
     result = {"store": str(args.store), "documents": asked["documents"],
-              "steps": asked["steps"], "load": os.getloadavg(), "rows": rows}
+              "steps": asked["steps"], "documents_listed": asked["listed"],
+              "load": os.getloadavg(), "rows": rows}
     out = REPO / "bench" / "out" / f"served-{label}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
