@@ -24,7 +24,8 @@ from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageE
 from lineage.ingest.input_rules import check_unchanged, hash_regular, stat_of
 from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet_types
 from lineage.store.durable import guarded_write, remove_quietly
-from lineage.store.parts import Progress, part_files
+from lineage.store.part_select import part_files
+from lineage.store.parts import Progress
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, first_batch
 from lineage.stream.query import SCHEDULE_KEYS, stream_row

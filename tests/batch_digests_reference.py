@@ -13,7 +13,7 @@ from typing import Any
 
 import blake3
 
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.stream.batch_digest import BATCH_TAG
 from lineage.stream.query import window_pieces
 from lineage.stream.schedule import BatchSchedule, RankRule

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
-from lineage.store import parts
+from lineage.store import part_select, parts
 from lineage.store.part_check import RangeRecord
 from lineage.store.part_read import lookup_rows
 from lineage.stream.build import build_stream
@@ -190,10 +190,10 @@ def test_row_groups_bisected_for_many_values_hold_every_one_that_can(
     """Each value's row groups are found by bisection; together they hold every row
     group a test of each finds (the fixture's fingerprints span parts and row groups)."""
     held = held_values(small_parts.root, "fingerprints", "fingerprint")
-    admits = parts.key_admits(any_of=("fingerprint", sorted({held[p % len(held)]
+    admits = part_select.key_admits(any_of=("fingerprint", sorted({held[p % len(held)]
                                                              for p in picks})))
     with small_parts.reader(views=False) as con:
-        listed = parts.candidate_parts(con, small_parts, "fingerprints", None,
+        listed = part_select.candidate_parts(con, small_parts, "fingerprints", None,
                                        lambda first, last: True)
         records = [RangeRecord.parse(part.row_groups)  # type: ignore[arg-type]
                    for part in listed]
@@ -214,8 +214,8 @@ def test_only_checked_bytes_are_decoded(small_parts: Store) -> None:
     from lineage.store.part_check import checked_ranges
 
     with small_parts.reader(views=False) as con:
-        admits = parts.key_admits(span=(0, 1))
-        [part] = parts.candidate_parts(con, small_parts, "occurrences", "s", admits)
+        admits = part_select.key_admits(span=(0, 1))
+        [part] = part_select.candidate_parts(con, small_parts, "occurrences", "s", admits)
     chunks = checked_ranges(small_parts.root, part.path, part.n_bytes, part.sha256,
                             part.row_groups, admits)
     assert chunks.groups == {0}
@@ -327,15 +327,15 @@ def test_row_groups_found_by_bisection_are_those_a_scan_finds(
     digest = digests[pick % len(digests)]
     if pick % 7 == 0:  # a hash no document has, between two that some have
         digest = digest[:-1] + "x"
-    asked = {"occurrences": ("s", parts.key_admits(span=(start, start + length * 64))),
-             "occurrence_hashes": ("s", parts.key_admits(digest=digest)),
-             "document_hashes": (None, parts.key_admits(digest=digest))}
+    asked = {"occurrences": ("s", part_select.key_admits(span=(start, start + length * 64))),
+             "occurrence_hashes": ("s", part_select.key_admits(digest=digest)),
+             "document_hashes": (None, part_select.key_admits(digest=digest))}
     # A lookup asks for one value of the sort column (lineage/store/part_read.py).
-    one_value = {"occurrence_hashes": ("s", parts.key_admits(any_of=("content_hash", [digest]))),
-                 "document_hashes": (None, parts.key_admits(any_of=("content_hash", [digest])))}
+    by_value = part_select.key_admits(any_of=("content_hash", [digest]))
+    one_value = {"occurrence_hashes": ("s", by_value), "document_hashes": (None, by_value)}
     with small_parts.reader(views=False) as con:
         for table, (owner, admits) in [*asked.items(), *one_value.items()]:
-            for part in parts.candidate_parts(con, small_parts, table, owner,
+            for part in part_select.candidate_parts(con, small_parts, table, owner,
                                               lambda first, last: True):
                 record = part.row_groups  # as written: a plain store parses it when read
                 record = RangeRecord.parse(record) if isinstance(record, str) else record
@@ -416,10 +416,10 @@ def test_testing_a_record_in_place_keeps_what_testing_each_group_keeps(
                          {"stream_start": ends, "stream_end": ends, "content_hash": last_hashes})
     hash_text = st.text("0123456789abcdef", max_size=3)
     condition = data.draw(st.sampled_from([
-        parts.key_admits(span=data.draw(st.tuples(st.integers(0, 70), st.integers(0, 70)))),
-        parts.key_admits(digest=data.draw(hash_text)),
-        parts.key_admits(any_of=("content_hash", data.draw(st.lists(hash_text, max_size=3)))),
-        parts.key_admits(any_of=("stream_start", data.draw(st.lists(st.integers(0, 70),
+        part_select.key_admits(span=data.draw(st.tuples(st.integers(0, 70), st.integers(0, 70)))),
+        part_select.key_admits(digest=data.draw(hash_text)),
+        part_select.key_admits(any_of=("content_hash", data.draw(st.lists(hash_text, max_size=3)))),
+        part_select.key_admits(any_of=("stream_start", data.draw(st.lists(st.integers(0, 70),
                                                                     max_size=3))))]))
     window = range(data.draw(st.integers(0, groups)), groups)
     every = [i for i in window if condition(

@@ -24,7 +24,8 @@ from lineage.errors import ConflictError, InputError, UnknownObjectError, UsageE
 from lineage.ingest.input_rules import hash_regular
 from lineage.store.base import BaseStore
 from lineage.store.durable import remove_quietly
-from lineage.store.parts import Progress, part_files
+from lineage.store.part_select import part_files
+from lineage.store.parts import Progress
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, content_hash_words
 from lineage.stream.imported import ImportedSpec

@@ -36,7 +36,8 @@ from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.ingest.orders.megatron_segments import Parts, sample_parts
 from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
-from lineage.store.parts import Progress, part_files
+from lineage.store.part_select import part_files
+from lineage.store.parts import Progress
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
 

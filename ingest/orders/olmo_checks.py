@@ -20,7 +20,7 @@ from lineage.ingest.orders.corpus_tokens import (
 )
 from lineage.ingest.orders.reread_all import TokenFiles, reread_all
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 
 if TYPE_CHECKING:
     import pyarrow as pa

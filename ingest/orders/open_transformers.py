@@ -26,7 +26,8 @@ from lineage.ingest.orders.open_transformers_reread import (
 )
 from lineage.ingest.orders.reread_all import check_verify
 from lineage.store.base import BaseStore
-from lineage.store.parts import Progress, part_files
+from lineage.store.part_select import part_files
+from lineage.store.parts import Progress
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import RankRule
 

@@ -27,7 +27,7 @@ from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import open_regular, os_error
 from lineage.ingest.orders.corpus_tokens import Encoder
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 
 if TYPE_CHECKING:
     import duckdb

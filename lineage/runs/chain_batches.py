@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.runs.batch_groups import Span, span_digests
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.stream.query import stream_named, stream_rank_rule, stream_schedule
 
 if TYPE_CHECKING:

@@ -168,7 +168,7 @@ def build_arrays(store: BaseStore, table: str, owner: str) -> str | None:
     does for a file that is missing, damaged, made from other parts, against another
     corpus file, or of an earlier format. The path registered, or None (no parts, rows a
     binary search cannot use, or a stream whose corpus has no current file)."""
-    from lineage.store.parts import check_all_parts
+    from lineage.store.part_select import check_all_parts
 
     with store.reader(views=False) as con:
         parts = con.execute(

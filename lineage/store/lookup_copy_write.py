@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lineage.store.base import BaseStore
-    from lineage.store.parts import PartEntry
+    from lineage.store.part_select import PartEntry
 
 # The tables lookups read by key (lineage/store/part_read.py `lookup_table`).
 COPIED_TABLES = ("occurrences", "occurrence_hashes", "document_hashes", "text_hashes",
@@ -34,7 +34,7 @@ def make_copies(store: BaseStore, folder: Path, *, tables: Sequence[str] = COPIE
     and private to this user) and write the index; return the index's BLAKE3, which a
     reader must be given to load them. Parts registered without a record of their row
     groups' key values (before schema 7) are not copied: a lookup would read all of it."""
-    from lineage.store.parts import candidate_parts
+    from lineage.store.part_select import candidate_parts
 
     with store.reader(views=False) as con:
         parts = [part for table in tables

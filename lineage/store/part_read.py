@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.store.budget import refuse_within_budget
 from lineage.store.part_check import CheckedBytes, checked_ranges
-from lineage.store.parts import PartEntry, candidate_parts, key_admits
+from lineage.store.part_select import PartEntry, candidate_parts, key_admits
 
 if TYPE_CHECKING:
     import duckdb

@@ -29,17 +29,15 @@ from lineage.store.arrays_write import (
 )
 from lineage.store.base import BaseStore
 from lineage.store.durable import guarded_write, remove_quietly
+from lineage.store.part_select import check_all_parts
 from lineage.store.parts import (
     Progress,
     WrittenPart,
-    check_all_parts,
     discard_parts,
     publish_parts,
     unpublish_unless_unknown,
 )
-from lineage.store.parts import (
-    report as report_progress,
-)
+from lineage.store.parts import report as report_progress
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut
 from lineage.stream.order import Candidates, Placed, place

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.corpora.query import get_corpus
 from lineage.errors import UsageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.text.minhash import BANDS, NEAR_SPEC
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from lineage.errors import LineageError, StoreError, UsageError
 from lineage.store.base import BaseStore
 from lineage.store.budget import OverBudget, lookup_budget
 from lineage.store.part_read import lookup_rows
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.text.fingerprint import FINGERPRINT_SPEC, GUARANTEE_WORDS, K, W
 from lineage.text.fingerprint import gram_hashes_many as query_gram_hashes
 from lineage.text.fingerprint import winnow_many as winnow

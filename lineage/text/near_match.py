@@ -17,7 +17,7 @@ from typing import Any
 from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError
 from lineage.store.base import BaseStore
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.text.align import Region, align, aligned_words, regions
 from lineage.text.identity import TEXT_SPEC, LocatedWords, located_words
 from lineage.text.match import DocInfo, DocText, document_rows, document_texts

@@ -17,7 +17,7 @@ from lineage.errors import ConflictError, InputError, UsageError
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders import artifact_hash, store_order
 from lineage.ingest.orders.common import corpus_rows
-from lineage.store.parts import part_files
+from lineage.store.part_select import part_files
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
 

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from lineage.store.part_check import checked_ranges
-from lineage.store.parts import PartEntry, candidate_parts, key_admits
+from lineage.store.part_select import PartEntry, candidate_parts, key_admits
 
 if TYPE_CHECKING:
     import polars as pl
