@@ -249,14 +249,43 @@ def test_doc_ids_as_a_dictionary_store_the_same_order(sonnets: Store) -> None:
                     segments=broken, origin=Path("x"))
 
 
-def _stored_rows(store: Store, table: str, stream: str) -> str:
-    """sha256 of a stream's rows of `table` as stored (file order, every column)."""
-    import hashlib
-
+def _stored_rows(store: Store, table: str, stream: str) -> list[tuple[Any, ...]]:
+    """A stream's rows of `table` as stored, in file order, every column but `stream`
+    (occurrence_hashes holds no uri)."""
+    columns = OCCURRENCE_COLUMNS if table == "occurrences" else OCCURRENCE_COLUMNS[:-1]
     with store.reader(views=True) as con:
-        rows = con.execute(f"SELECT * EXCLUDE (stream) FROM {table} WHERE stream = ?",
+        return con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE stream = ?",
                            [stream]).fetchall()
-    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+OCCURRENCE_COLUMNS = ("ordinal", "corpus", "doc_id", "source", "epoch", "stream_start",
+                      "stream_end", "doc_offset", "content_hash", "uri")
+
+
+def _expected_rows(store: Store, segments: pa.Table, seq_len: int) -> list[tuple[Any, ...]]:
+    """The occurrences docs/importers.md describes, derived from the segments alone:
+    each placed at window x seq_len + slot, a segment that continues the one before it
+    (same document, its next token, the next position) joined to it, its epoch the
+    document's tokens in earlier segments over its length, rounded down."""
+    with store.reader(views=True) as con:
+        corpus = {row[0]: row[1:] for row in con.execute(
+            "SELECT doc_id, n_tokens, source, content_hash, uri FROM documents "
+            "WHERE corpus = 'sonnets'").fetchall()}
+    occurrences: list[list[Any]] = []
+    seen: dict[str, int] = {}
+    for seg in segments.to_pylist():
+        doc_id, start = seg["doc_id"], seg["window"] * seq_len + seg["slot"]
+        n_tokens, source, content_hash, uri = corpus[doc_id]
+        last = occurrences[-1] if occurrences else None
+        if last and last[2] == doc_id and last[6] == start and \
+                seg["doc_offset"] == last[7] + (last[6] - last[5]):
+            last[6] = start + seg["n_tokens"]
+        else:
+            occurrences.append([len(occurrences), "sonnets", doc_id, source,
+                                seen.get(doc_id, 0) // n_tokens, start,
+                                start + seg["n_tokens"], seg["doc_offset"], content_hash, uri])
+        seen[doc_id] = seen.get(doc_id, 0) + seg["n_tokens"]
+    return [tuple(row) for row in occurrences]
 
 
 def _reference_digest(store: Store, stream: str, version: int) -> str:
@@ -271,7 +300,7 @@ def _reference_digest(store: Store, stream: str, version: int) -> str:
     return lines_digest(f"lineage-occurrences/{version}", rows)
 
 
-def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
+def test_the_stored_rows_are_those_the_segments_describe(sonnets: Store) -> None:
     """Documents in several passes, some cut short (so one epoch holds two occurrences
     of a document): both tables hold exactly the rows they always held."""
     documents = documents_of(sonnets, "sonnets")
@@ -285,10 +314,13 @@ def test_the_stored_rows_are_pinned(sonnets: Store) -> None:
         "blake3:feb2f0166ab9331ab765d88ff115236e15fbcfe7e422415e901c891e34d3cce4")
     assert _reference_digest(sonnets, "imp", 1) == (
         "blake3:406f9bdd45b1685760b93198ae4eebf30f8797f8e0d69c8f8b5f5f7bfe46e9ec")
-    assert _stored_rows(sonnets, "occurrences", "imp") == (
-        "c3cdf564c07e1f03b22f2f622b83b04b8e85b2d9ca97979eea542b2ebbeecc83")
-    assert _stored_rows(sonnets, "occurrence_hashes", "imp") == (
-        "601df619430971c025c1112243ee3fb18526db6ee152ff3c9698048bf762fa79")
+    expected = _expected_rows(sonnets, table, 200)
+    assert len(expected) == result["occurrences"] and max(row[4] for row in expected) == 2
+    assert _stored_rows(sonnets, "occurrences", "imp") == expected
+    # the by-hash table: the same rows by (content hash, doc_id, epoch, ordinal)
+    by_hash = sorted((row[:-1] for row in expected),
+                     key=lambda row: (row[8], row[2], row[4], row[0]))
+    assert _stored_rows(sonnets, "occurrence_hashes", "imp") == by_hash
 
 
 def test_corpus_rows_finds_each_document_by_its_doc_id_order_row(sonnets: Store) -> None:
