@@ -394,7 +394,7 @@ def test_the_docs_list_every_page(client: TestClient) -> None:
 
 
 def test_line_plot_draws_a_long_series_thinned_to_its_ends() -> None:
-    from lineage.serve.web.svg import MAX_POINTS, line_plot
+    from lineage.charts import MAX_POINTS, line_plot
 
     xs = list(range(100_001))
     svg = line_plot(xs, [float(x % 97) for x in xs], title="t", y_label="y")

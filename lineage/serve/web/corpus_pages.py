@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lineage.charts import share_bars
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.serve.web.figures import corpus_documents, stream_schedule_of
 from lineage.serve.web.markup import (
@@ -22,7 +23,6 @@ from lineage.serve.web.markup import (
     url,
 )
 from lineage.serve.web.respond import int_param, page_routes
-from lineage.serve.web.svg import share_bars
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from lineage.charts import line_plot
 from lineage.jsonout import json_text
 from lineage.serve.web.markup import (
     Markup,
@@ -21,7 +22,6 @@ from lineage.serve.web.markup import (
     url,
 )
 from lineage.serve.web.respond import page_routes, text_param
-from lineage.serve.web.svg import line_plot
 
 if TYPE_CHECKING:
     from starlette.requests import Request

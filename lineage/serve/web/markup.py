@@ -1,29 +1,21 @@
 """HTML built in code: every value from the store is escaped on the way in.
 
-`Markup` is HTML already safe to send; anything else given to these builders is text and
-is escaped with `html.escape`. No template engine: nothing from an artifact is ever
-rendered as a template.
+`Markup` (lineage.markup's, markupsafe's) is HTML already safe to send; anything else given
+to these builders is text and is escaped by `lineage.markup.escape`, as it is, so a page
+gives back exactly the text it was given. No template engine: nothing from an artifact is
+ever rendered as a template.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from lineage.markup import Markup, escape
 
-class Markup(str):
-    """A fragment of HTML that is safe to send as it is; adding text to it escapes the
-    text."""
-
-    __slots__ = ()
-
-    def __add__(self, other: str) -> Markup:
-        return Markup(str.__add__(self, esc(other)))
-
-    def __radd__(self, other: str) -> Markup:
-        return Markup(str.__add__(esc(other), self))
+__all__ = ["Markup", "capped", "code", "document", "esc", "facts", "join", "link", "section",
+           "short_hash", "table", "tag", "url"]
 
 
 def esc(value: Any) -> Markup:
@@ -35,10 +27,10 @@ def esc(value: Any) -> Markup:
     if isinstance(value, bool):
         return Markup("yes" if value else "no")
     if isinstance(value, float):
-        return Markup(html.escape(f"{value:.6g}"))
+        return escape(f"{value:.6g}")
     if isinstance(value, int):
         return Markup(f"{value:,}")
-    return Markup(html.escape(str(value)))
+    return escape(str(value))
 
 
 def join(parts: Iterable[Any], sep: str = "") -> Markup:
@@ -57,9 +49,9 @@ def url(*segments: str | int, **query: Any) -> str:
 
 def link(href: str, text: Any, *, title: str | None = None) -> Markup:
     """A link; a number as its text is an identifier (a step, a window): no separators."""
-    extra = f' title="{html.escape(title)}"' if title else ""
+    extra = f' title="{escape(title)}"' if title else ""
     shown = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
-    return Markup(f'<a href="{html.escape(href)}"{extra}>{esc(shown)}</a>')
+    return Markup(f'<a href="{escape(href)}"{extra}>{esc(shown)}</a>')
 
 
 def capped(items: list[Markup], *, at: int = 200, sep: str = ", ") -> Markup:
@@ -70,7 +62,7 @@ def capped(items: list[Markup], *, at: int = 200, sep: str = ", ") -> Markup:
 
 def tag(name: str, content: Any = "", **attrs: Any) -> Markup:
     """`<name attrs>content</name>`; attribute names use `_` for `-`, `cls` for class."""
-    shown = "".join(f' {_attr(k)}="{html.escape(str(v))}"' for k, v in attrs.items()
+    shown = "".join(f' {_attr(k)}="{escape(str(v))}"' for k, v in attrs.items()
                     if v is not None and v is not False)
     return Markup(f"<{name}{shown}>{esc(content)}</{name}>")
 
@@ -164,7 +156,7 @@ def document(title: str, body: Markup, *, json_href: str | None,
     """A whole page: the layout around `body`, with a link to the page's JSON (where it
     has one) and, for a browser signed in to a server with a token, a sign-out button."""
     footer = "" if json_href is None else (
-        f'<footer>This page as JSON: <a href="{html.escape(json_href)}">'
+        f'<footer>This page as JSON: <a href="{escape(json_href)}">'
         f"{esc(json_href)}</a></footer>")
     return PAGE.format(title=esc(title), style=STYLE, body=body, footer=footer,
                        account=SIGN_OUT if signed_in else "")

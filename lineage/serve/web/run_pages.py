@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lineage.charts import Mark, line_plot
 from lineage.serve.web.figures import kept, run_series, stream_schedule_of
 from lineage.serve.web.markup import (
     Markup,
@@ -22,7 +23,6 @@ from lineage.serve.web.markup import (
     url,
 )
 from lineage.serve.web.respond import page_routes
-from lineage.serve.web.svg import Mark, line_plot
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lineage.charts import stacked_columns
 from lineage.serve.web.figures import source_mix
 from lineage.serve.web.markup import (
     Markup,
@@ -20,7 +21,6 @@ from lineage.serve.web.markup import (
     url,
 )
 from lineage.serve.web.respond import int_param, page_routes
-from lineage.serve.web.svg import stacked_columns
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -1,14 +1,19 @@
-"""Plots as inline SVG, drawn from numbers already computed (no plotting library, no
-script): a line plot with linked marks, stacked columns of shares, and share bars."""
+"""Charts as inline SVG, drawn from numbers already computed (no plotting library, no
+script): a line plot with linked marks, stacked columns of shares, and horizontal bars.
+
+A leaf module (it imports only `lineage.markup`), so the due-diligence report and the web
+explorer draw with the same code. Every label is written by `lineage.markup.html_text`
+and every link by `lineage.markup.escape`: text from a store or an artifact is never
+markup.
+"""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from lineage.serve.web.markup import Markup
+from lineage.markup import Markup, escape, html_text
 
 PALETTE = ("#1d5fa8", "#e07b24", "#2a9d55", "#b3261e", "#7b4fb3", "#8c6d31", "#d4569b",
            "#5a6b7b", "#17a2b8", "#9aa32b")
@@ -33,7 +38,11 @@ def color(index: int) -> str:
 
 
 def _text(value: object) -> str:
-    return html.escape(str(value))
+    return str(html_text(value))
+
+
+def _href(value: str) -> str:
+    return str(escape(value))
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -72,7 +81,7 @@ def line_plot(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_
     for mark in marks:
         dot = (f'<circle cx="{sx(mark.x):.1f}" cy="{sy(mark.y):.1f}" r="3.5" '
                f'fill="{mark.color}"><title>{_text(mark.label)}</title></circle>')
-        parts.append(dot if mark.href is None else f'<a href="{_text(mark.href)}">{dot}</a>')
+        parts.append(dot if mark.href is None else f'<a href="{_href(mark.href)}">{dot}</a>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -137,7 +146,7 @@ def stacked_columns(labels: Sequence[str], series: Sequence[tuple[str, Sequence[
         parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
                      f'{share:.0%}</text>')
     for i, (label, href) in enumerate(zip(labels, hrefs, strict=True)):
-        parts.append(f'<a href="{_text(href)}">{_column(i, label, series, column, plot_h)}</a>')
+        parts.append(f'<a href="{_href(href)}">{_column(i, label, series, column, plot_h)}</a>')
     for i, anchor in ((0, "start"), (len(labels) - 1, "end")):
         x = LEFT + (i + (0 if anchor == "start" else 1)) * column
         parts.append(f'<text x="{x:.1f}" y="{height - BOTTOM + 16}" '
@@ -168,20 +177,40 @@ def legend(names: Sequence[str]) -> Markup:
     return Markup(f'<div class="legend">{items}</div>')
 
 
-def share_bars(items: Sequence[tuple[str, float]], *, title: str, width: int = 600) -> Markup:
-    """Horizontal bars, one per (label, share in 0..1)."""
-    row, label_w = 24, 160
-    height = TOP + row * len(items) + 8
+def bars(items: Sequence[tuple[str, float, str]], *, title: str | None = None,
+         top: float | None = None, width: int = 600, label_width: int = 160,
+         at_most: int | None = 40) -> Markup:
+    """Horizontal bars, one per (label, value, text shown after the bar), the first
+    `at_most` of them (None: all). A bar's length is its value over `top` (the largest value when
+    None) of the bar area; a label too long for its column is cut, and whole on hover."""
+    if not items:
+        return Markup('<p class="muted">none</p>')
+    items = items[:at_most] if at_most is not None else items
+    top = top if top is not None else max(value for _, value, _ in items)
+    row, head = 24, TOP if title else 4
+    height = head + row * len(items) + 8
+    bar_w = width - label_width - 70
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" '
-             f'height="{height}" viewBox="0 0 {width} {height}"><title>{_text(title)}</title>'
-             f'<text x="8" y="16" font-weight="600">{_text(title)}</text>']
-    bar_w = width - label_w - 70
-    for k, (label, share) in enumerate(items):
-        y = TOP + k * row
-        parts.append(f'<text x="8" y="{y + 15}">{_text(label)}</text>'
-                     f'<rect x="{label_w}" y="{y + 3}" width="{max(share, 0) * bar_w:.1f}" '
+             f'height="{height}" viewBox="0 0 {width} {height}">']
+    if title:
+        parts.append(f'<title>{_text(title)}</title>'
+                     f'<text x="8" y="16" font-weight="600">{_text(title)}</text>')
+    fits = max(label_width // 7 - 1, 1)  # characters of about 7 px at 11 px
+    for k, (label, value, shown) in enumerate(items):
+        y = head + k * row
+        length = max(value, 0) / (top or 1) * bar_w
+        cut = label if len(label) <= fits else label[:fits - 1] + "…"
+        parts.append(f'<g><title>{_text(label)}</title><text x="8" y="{y + 15}">'
+                     f'{_text(cut)}</text>'
+                     f'<rect x="{label_width}" y="{y + 3}" width="{length:.1f}" '
                      f'height="{row - 8}" fill="{color(k)}"/>'
-                     f'<text x="{label_w + max(share, 0) * bar_w + 6:.1f}" y="{y + 15}">'
-                     f'{share:.1%}</text>')
+                     f'<text x="{label_width + length + 6:.1f}" y="{y + 15}">'
+                     f'{_text(shown)}</text></g>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def share_bars(items: Sequence[tuple[str, float]], *, title: str, width: int = 600) -> Markup:
+    """Horizontal bars, one per (label, share in 0..1), each as long as its share."""
+    return bars([(label, share, f"{share:.1%}") for label, share in items], title=title,
+                top=1.0, width=width, at_most=None)
