@@ -278,3 +278,21 @@ def test_the_estimate_is_set_beside_gpus_and_macs_unified_memory(tmp_path: Path)
     assert "fits: GPU 48 GB; Mac 48 GB unified (its GPU may use about 36.00 GiB)" in md
     assert inspect_model(_llama(tmp_path / "n"), context=8192, batch=20_000)["memory"][
         "fits"][-1]["fits"] is False
+
+
+def test_a_file_name_is_text_in_both_renderings(tmp_path: Path) -> None:
+    """The one rule (lineage.markup): a file name's `_`, `|` and `<` are escaped in the
+    Markdown table (today's report escaped only `|`), and its bidi override is spelled
+    out in both renderings, so `gnp.exe` cannot pass for `exe.png`."""
+    folder = _llama(tmp_path / "m")
+    name = "__x|<b>\u202egnp.exe"
+    (folder / name).write_bytes(b"not a model")
+    report = inspect_model(folder)
+    md, page = render_markdown(report), render_html(report)
+    assert "\u202e" not in md and "\u202e" not in page
+    row = next(line for line in md.splitlines() if line.startswith("| \\_\\_x"))
+    assert row.startswith("| \\_\\_x\\|\\<b\\>\\u202egnp.exe | ")
+    assert len(re.split(r"(?<!\\)\|", row)) == 7  # five cells
+    assert "<td>__x|&lt;b&gt;\\u202egnp.exe</td>" in page
+    # the size chart labels the file by its name, as text, whole on hover
+    assert "<title>__x|&lt;b&gt;\\u202egnp.exe</title>" in page

@@ -1,23 +1,27 @@
 """Render an inspection as Markdown or as one self-contained HTML page (no network).
 
 The risk section comes first: it decides whether the rest matters. Charts are inline SVG
-bars (dtype shares, size per file) so the page opens anywhere, offline.
+bars (dtype shares, size per file) so the page opens anywhere, offline. Every line, a file's
+name and a model card's fields among them, is text written by `lineage.markup`
+(`md_text`, `md_table`, `html_text`): control and bidi characters spelled out, nothing
+from the folder read as markup.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
+from lineage.charts import bars
 from lineage.diligence import sections as sec
+from lineage.markup import html_text, md_table, md_text
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    lines = [f"# Model report: {report['path']}", ""]
-    lines += [f"- {line}" for line in sec.header_items(report)]
+    lines = [f"# Model report: {md_text(report['path'])}", ""]
+    lines += [f"- {md_text(line)}" for line in sec.header_items(report)]
     lines += ["", "## Risks", ""]
     if report["risks"]:
-        lines += _md_table(["severity", "file", "kind", "detail"], sec.risk_rows(report))
+        lines += md_table(["severity", "file", "kind", "detail"], sec.risk_rows(report))
     else:
         lines.append("No risk found: no pickle code paths, no remote code, no links leaving "
                      "the folder.")
@@ -31,29 +35,21 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"## {title}", "", *_md_items(items)]
     if report.get("card"):
         lines += ["", "## Model card", "", *_md_items(sec.card_items(report["card"]))]
-    lines += ["", "## Files", "", sec.hashes_note(report), ""]
-    lines += _md_table(["file", "format", "size", "sha256", "name says"], sec.file_rows(report))
+    lines += ["", "## Files", "", md_text(sec.hashes_note(report)), ""]
+    lines += md_table(["file", "format", "size", "sha256", "name says"], sec.file_rows(report))
     return "\n".join(lines) + "\n"
 
 
 def _md_items(items: list[sec.Item]) -> list[str]:
     out = []
     for line, children in items:
-        out.append(f"- {line}")
-        out += [f"  - {child}" for child in children]
+        out.append(f"- {md_text(line)}")
+        out += [f"  - {md_text(child)}" for child in children]
     return out
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]]
-
-
 def render_html(report: dict[str, Any]) -> str:
-    e = html.escape
+    e = html_text
     risks = report["risks"]
     worst = risks[0]["severity"] if risks else "none"
     banner = {"dangerous": "#b00020", "unknown": "#b26a00", "info": "#245", "none": "#1b5e20"}
@@ -62,9 +58,10 @@ def render_html(report: dict[str, Any]) -> str:
         for r in sec.risk_rows(report)) or "<tr><td colspan=4>No risk found.</td></tr>"
     q, m, p = report["quantization"], report["memory"], report["provenance"]
     total_params = report["parameters"] or 1
-    dtype_bars = _bars([(k, v, f"{v / total_params:.1%}") for k, v in report["dtypes"].items()]
-                       ) if report["dtypes"] else ""
-    file_bars = _bars([(f["path"], f["size"], sec.size(f["size"])) for f in report["files"]])
+    dtype_bars = bars([(k, v, f"{v / total_params:.1%}") for k, v in report["dtypes"].items()],
+                      title="parameters by dtype") if report["dtypes"] else ""
+    file_bars = bars([(f["path"], f["size"], sec.size(f["size"])) for f in report["files"]],
+                     title="size per file", width=980, label_width=300)
     bits = q.get("bits_per_weight")
     facts = [("Model", sec.show((report.get("model") or {}).get("summary"))),
              ("Parameters", f"{report['parameters']:,}" if _has_weights(report)
@@ -126,28 +123,10 @@ def _has_weights(report: dict[str, Any]) -> bool:
 
 
 def _html_items(items: list[sec.Item]) -> str:
-    e = html.escape
+    e = html_text
     parts = []
     for line, children in items:
         sub = "".join(f"<li>{e(c)}</li>" for c in children)
         parts.append(f"<li>{e(line)}" + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
     return f"<ul>{''.join(parts)}</ul>"
 
-
-def _bars(items: list[tuple[str, int, str]]) -> str:
-    """A horizontal bar chart as inline SVG."""
-    if not items:
-        return "<p>none</p>"
-    items = items[:40]
-    top = max(v for _, v, _ in items) or 1
-    row, width = 22, 560
-    parts = []
-    for i, (label, value, text) in enumerate(items):
-        y = i * row
-        bar = max(1, int(width * value / top))
-        parts.append(f"<text x=0 y={y + 15} font-size=12>{html.escape(label[:40])}</text>"
-                     f"<rect x=300 y={y + 4} width={bar} height=14 fill='#4a7ab5'/>"
-                     f"<text x={306 + bar} y={y + 15} font-size=12>{html.escape(text)}</text>")
-    height = row * len(items)
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width={300 + width + 120} "
-            f"height={height} role=img>{''.join(parts)}</svg>")
