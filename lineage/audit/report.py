@@ -5,14 +5,13 @@ the participants, the machines the replays ran on (as their auditors reported th
 inconclusive steps, the next unclaimed steps, and the rule that bounds what a match
 proves. Everything comes from `audit_status` and `participants`, so the page and
 `lineage audit status` never disagree. The HTML is one self-contained file: no script, no
-network (its content security policy forbids both), every ledger value escaped, since
-auditor names and machine descriptions are whatever their authors wrote.
+network (its content security policy forbids both), every ledger value escaped by
+`lineage.markup` (control and bidi characters spelled out too), since auditor names and
+machine descriptions are whatever their authors wrote.
 """
 
 from __future__ import annotations
 
-import html
-import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from lineage.audit.records import SPEC, format_time, utc_now
 from lineage.audit.status import STATUSES, audit_status, participants
 from lineage.audit.versions import counted_versions
 from lineage.errors import UsageError
+from lineage.markup import html_text, md_code, md_table, md_text
 from lineage.store.base import BaseStore
 from lineage.version import __version__
 
@@ -132,71 +132,42 @@ _INCONCLUSIVE = ("Steps whose only attestations are mismatches from machines tha
                  "or could not tell (re-run with more memory): ")
 
 
-# Characters a terminal acts on, and invisible ones that reorder or hide text (bidi
-# overrides, zero-width characters): a name must read as what it is.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e"
-                      "\u2060-\u2069\ufeff]")
-
-
-def _printable(text: object) -> str:
-    """Ledger text with control and invisible characters written as `\\xNN` or `\\uNNNN`,
-    so the page reads the same on a terminal, in a file and in a browser."""
-    return _CONTROL.sub(lambda m: _code(ord(m.group())), str(text))
-
-
-def _code(point: int) -> str:
-    return f"\\x{point:02x}" if point <= 0xFF else f"\\u{point:04x}"
-
-
-def h(text: object) -> str:
-    """Ledger text for HTML: printable, then escaped (quotes included)."""
-    return html.escape(_printable(text), quote=True)
-
-
 def _gib(memory: int) -> str:
     return f"{memory / 2**30:.1f} GiB"
 
 
 # -- Markdown ------------------------------------------------------------------------
 
-_MD_SPECIAL = set("\\`*_{}[]<>()#+-.!|&~")
-
-
-def md_escape(text: object) -> str:
-    """Ledger text as literal Markdown: every character Markdown (or inline HTML) would
-    act on is backslash-escaped, line breaks become spaces."""
-    flat = " ".join(_printable(text).split("\n"))
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in flat)
-
 
 def render_markdown(report: AuditReport) -> str:
     s = report.status
-    lines = [f"# Audit coverage: {md_escape(report.run)}", "",
-             f"Chain head `{s.chain_head}`.", ""]
-    lines += [f"- {fact}" for fact in _facts(report)]
-    lines += ["", "| status | intervals |", "|---|---:|"]
-    lines += [f"| {SYMBOLS[name]} {name} | {s.intervals[name]:,} |" for name in STATUSES]
-    lines += ["", "## Intervals", "", _md_grid(s), ""]
+    lines = [f"# Audit coverage: {md_text(report.run)}", "",
+             f"Chain head {md_code(s.chain_head)}.", ""]
+    lines += [f"- {md_text(fact)}" for fact in _facts(report)]
+    lines += ["", *md_table(["status", "intervals"],
+                            [[f"{SYMBOLS[name]} {name}", f"{s.intervals[name]:,}"]
+                             for name in STATUSES], align="-r")]
+    lines += ["", "## Intervals", "", *_md_grid(s), ""]
     touched = [c for c in interval_cells(s) if c[3] != "untouched"]
     if touched:
-        lines += ["| interval | steps | status | verified |", "|---:|---|---|---:|"]
-        lines += [f"| {k} | {first}–{last} | {state} | {verified} of {last - first + 1} |"
-                  for k, first, last, state, verified in touched]
+        lines += md_table(["interval", "steps", "status", "verified"],
+                          [[k, f"{first}–{last}", state, f"{verified} of {last - first + 1}"]
+                           for k, first, last, state, verified in touched], align="r--r")
     else:
         lines.append("Every interval is untouched.")
     lines += ["", "## Relay chains", "", *_md_relays(s), "",
-              "## Participants", "", "Alphabetically: a list, not a ranking.", "",
-              "| name | public keys | attestations | steps | claims | checkpoints | hours "
-              "| payout |", "|---|---|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {md_escape(p.name)} | {md_escape(', '.join(p.public_keys)) or '–'} | "
-              f"{p.attestations} | {p.steps} | {p.claims} | {p.checkpoints} | "
-              f"{p.replay_hours:g} | {md_escape(', '.join(p.payouts)) or '–'} |"
-              for p in report.participants]
-    lines += ["", "## Machines (self-reported)", "",
-              "| backend | device | memory | replays | hours | swapped |",
-              "|---|---|---:|---:|---:|---:|"]
-    lines += [f"| {md_escape(m.backend)} | {md_escape(m.device)} | {_gib(m.memory_bytes)} | "
-              f"{m.replays} | {m.replay_hours:g} | {m.swapped} |" for m in report.machines]
+              "## Participants", "", "Alphabetically: a list, not a ranking.", ""]
+    lines += md_table(
+        ["name", "public keys", "attestations", "steps", "claims", "checkpoints", "hours",
+         "payout"],
+        [[p.name, ", ".join(p.public_keys) or "–", p.attestations, p.steps, p.claims,
+          p.checkpoints, f"{p.replay_hours:g}", ", ".join(p.payouts) or "–"]
+         for p in report.participants], align="--rrrrr-")
+    lines += ["", "## Machines (self-reported)", ""]
+    lines += md_table(["backend", "device", "memory", "replays", "hours", "swapped"],
+                      [[m.backend, m.device, _gib(m.memory_bytes), m.replays,
+                        f"{m.replay_hours:g}", m.swapped] for m in report.machines],
+                      align="--rrrr")
     lines += ["", "## Inconclusive steps", "",
               _INCONCLUSIVE + _steps_text(s.inconclusive, "none") + ".",
               "", "## Next unclaimed steps", "", _steps_text(s.next_unclaimed, "None."),
@@ -205,24 +176,21 @@ def render_markdown(report: AuditReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_grid(status: AuditStatus) -> str:
+def _md_grid(status: AuditStatus) -> list[str]:
     cells = interval_cells(status)
     columns = min(MD_COLUMNS, len(cells))
     legend = ", ".join(f"{SYMBOLS[name]} {name}" for name in STATUSES)
-    rows = [f"One symbol per interval ({legend}).", "",
-            "| intervals | " + " | ".join(f"+{i}" for i in range(columns)) + " |",
-            "|---|" + "---|" * columns]
-    for start in range(0, len(cells), columns):
-        chunk = cells[start:start + columns]
-        rows.append(f"| {start}–{chunk[-1][0]} | "
-                    + " | ".join(SYMBOLS[c[3]] for c in chunk) + " |")
-    return "\n".join(rows)
+    rows = [[f"{start}–{start + len(chunk) - 1}", *(SYMBOLS[c[3]] for c in chunk)]
+            for start in range(0, len(cells), columns)
+            for chunk in [cells[start:start + columns]]]
+    return [f"One symbol per interval ({legend}).", "",
+            *md_table(["intervals", *(f"+{i}" for i in range(columns))], rows)]
 
 
 def _md_relays(status: AuditStatus) -> list[str]:
     if not status.relays:
         return ["None: no replay continued from another auditor's checkpoint."]
-    return [f"{n}. " + " → ".join(f"step {link.step} by {md_escape(link.auditor)}"
+    return [f"{n}. " + " → ".join(f"step {link.step} by {md_text(link.auditor)}"
                                   for link in chain)
             for n, chain in enumerate(status.relays, start=1)]
 
@@ -253,7 +221,7 @@ footer { margin-top: 2em; color: #666; font-size: .85em; }
 
 
 def render_html(report: AuditReport) -> str:
-    e = h
+    e = html_text
     s = report.status
     css = _CSS + "".join(f".cell.{name} {{ background: {colour}; }}\n"
                          for name, colour in COLOURS.items())
@@ -331,7 +299,7 @@ def _html_touched(status: AuditStatus) -> str:
 
 
 def _html_relays(status: AuditStatus) -> str:
-    e = h
+    e = html_text
     if not status.relays:
         return "<p>None: no replay continued from another auditor's checkpoint.</p>"
     chains = "".join(
@@ -341,7 +309,7 @@ def _html_relays(status: AuditStatus) -> str:
 
 
 def _html_participants(report: AuditReport) -> str:
-    e = h
+    e = html_text
     rows = "".join(
         f"<tr><td>{e(p.name)}</td><td>{_html_keys(p.public_keys)}</td>"
         f'<td class="n">{p.attestations}</td><td class="n">{p.steps}</td>'
@@ -355,11 +323,11 @@ def _html_participants(report: AuditReport) -> str:
 
 
 def _html_keys(keys: tuple[str, ...]) -> str:
-    return "<br>".join(f"<code>{h(key)}</code>" for key in keys) or "–"
+    return "<br>".join(f"<code>{html_text(key)}</code>" for key in keys) or "–"
 
 
 def _html_machines(report: AuditReport) -> str:
-    e = h
+    e = html_text
     rows = "".join(
         f"<tr><td>{e(m.backend)}</td><td>{e(m.device)}</td>"
         f'<td class="n">{_gib(m.memory_bytes)}</td><td class="n">{m.replays}</td>'

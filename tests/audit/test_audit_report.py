@@ -133,7 +133,8 @@ def test_markdown_holds_what_audit_status_says(audited: Store) -> None:
     assert [[int(n) for n in row[2:6]] + [float(row[6])] for row in people] == [
         [p["attestations"], p["steps"], p["claims"], p["checkpoints"], p["replay_hours"]]
         for p in who["participants"]]
-    assert _md_table(md, "| backend |") == [["cpu", "x86\\_64", "8.0 GiB", "16", "8", "2"]]
+    # a `_` inside a word is never emphasis: the shared rule (lineage.markup) leaves it
+    assert _md_table(md, "| backend |") == [["cpu", "x86_64", "8.0 GiB", "16", "8", "2"]]
     assert f"(re-run with more memory): {', '.join(map(str, status['inconclusive']))}." in md
     assert ", ".join(map(str, status["next_unclaimed"])) in md and RULE in md
 
@@ -179,6 +180,18 @@ def test_auditor_names_and_machines_are_escaped(hostile: Store, tmp_path: Path) 
     assert "\\<script\\>" in md
     row = next(r for r in _md_table(md, "| name |") if "script" in r[0])
     assert len(row) == 8  # the name's pipes did not split the table row
+
+
+def test_markdown_escapes_what_markdown_acts_on_and_leaves_plain_punctuation(
+        hostile: Store) -> None:
+    """The one Markdown rule every report shares (lineage.markup): `.`, `-`, `(`, `[` and
+    `"` mean nothing inside a line and stay as they are (this report used to escape them
+    too), nor does a backslash before a letter; `<`, `|`, `*` and `&` are escaped and the
+    bidi override is spelled out."""
+    md = render(coverage_report(hostile, RUN, now=NOW), "md")
+    row = next(r for r in _md_table(md, "| name |") if "script" in r[0])
+    assert row[0] == ('\\<script\\>alert("x")\\</script\\> \\& \'o\'\\<b\\>\\|\\*x\\*\\|'
+                      '\\x1b[31m \\u202egnp.exe')
 
 
 def _timeless(text: str) -> str:
