@@ -196,3 +196,21 @@ def test_size_range_is_the_templates(tokens: int) -> None:
     ("https://[::1", None)])
 def test_domain_of(uri: str | None, domain: str | None) -> None:
     assert domain_of(uri) == domain
+
+
+def test_markdown_escapes_what_the_store_holds(demo: Store) -> None:
+    """The one Markdown rule (lineage.markup): a source name's `|`, `<` and line feed
+    stay in its cell as text (today's summary escaped only `|`, and a line feed broke the
+    table), a provider's answer is text, and a tokenizer's name is code."""
+    data = summary(demo, corpus="web").to_dict()
+    data["data_sources"]["recorded_sources"][0]["source"] = "<b>web_x</b>|\nnext"
+    data["general_information"]["provider"] = "- *Acme* `Labs`"
+    data["general_information"]["text_size"]["tokenizer"] = "tok`en"
+    text = summary_markdown(data)
+    row = next(line for line in text.splitlines() if line.startswith("| \\<b"))
+    assert row.startswith("| \\<b\\>web_x\\</b\\>\\|\\nnext | ")
+    assert len(re.split(r"(?<!\\)\|", row)) == 9  # seven cells
+    assert "- Provider: \\- \\*Acme\\* \\`Labs\\`" in text
+    assert "(counted by ``tok`en``)" in text
+    page = summary_html(data)
+    assert "&lt;b&gt;web_x&lt;/b&gt;|\\nnext" in page and "<code>tok`en</code>" in page

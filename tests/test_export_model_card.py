@@ -250,3 +250,27 @@ def test_an_exported_card_is_read_back_by_inspect_and_names_its_recorded_corpus(
     assert declared.recorded and declared.corpus == "example"
     assert declared.manifest_hash == demo.corpus("example").manifest_hash
     assert declared.manifest_hash in written.text
+
+
+def test_a_source_name_is_text_in_its_cell_and_a_name_in_code_keeps_its_backticks(
+        demo: Store) -> None:
+    """The one Markdown rule (lineage.markup): a `|`, a `*` or a `_` at a word's edge in a
+    source name is escaped and its line feed spelled `\\n` (today's card wrote `_` and `*`
+    as they are, which a reader takes for emphasis), its bidi override is spelled out, and
+    a run name with backticks widens its span."""
+    from dataclasses import replace
+
+    from lineage.exports.card_text import card_text
+    from lineage.exports.model_card import card_facts
+
+    facts = card_facts(demo, "tiny", 99)
+    sources = [{**facts.corpus["sources"][0], "source": "__a|b__*\nc\u202e"},
+               *facts.corpus["sources"][1:]]
+    odd = replace(facts, corpus={**facts.corpus, "sources": sources},
+                  run={**facts.run, "name": "r`1``"})
+    text = card_text(odd, {"license": "other", "license_name": "mixed"})
+    row = next(line for line in text.splitlines() if line.startswith("| \\_\\_a"))
+    assert row.startswith("| \\_\\_a\\|b\\_\\_\\*\\nc\\u202e | ")
+    assert len(re.split(r"(?<!\\)\|", row)) == 7  # five cells between six pipes
+    assert "- Name: ``` r`1`` ```; chain" in text  # a run of two: a fence of three
+    assert "\u202e" not in text

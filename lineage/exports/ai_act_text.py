@@ -1,23 +1,37 @@
 """The AI Act summary as Markdown and as a self-contained HTML page.
 
 Both are made from the summary's JSON object (lineage.exports.ai_act), row by row in the
-template's order, so the two say the same thing; every value in the HTML is escaped.
+template's order, so the two say the same thing. A row's value is text and code pieces,
+never markup: each format writes them with `lineage.markup` (text escaped, names and
+hashes as code), so a value from the store is only ever an escaped value.
 """
 
 from __future__ import annotations
 
-import html
 import re
+from dataclasses import dataclass
 from typing import Any
 
-Row = tuple[str, str]
+from lineage.markup import html_text, md_code, md_table, md_text
+
+
+@dataclass(frozen=True)
+class Code:
+    """A name or a hash, shown as code."""
+
+    value: str
+
+
+Piece = str | Code
+Value = Piece | tuple[Piece, ...]
+Row = tuple[str, Value]
 Table = tuple[list[str], list[list[str]]]
 Section = tuple[str, list[Row | Table]]
 
-INTRO = ("Drafted by `lineage export ai-act-summary` from the records of a lineage store, "
-         "on the template {title} ({issuer}, version of {version}), {legal_basis}. Every "
-         "number is the store's; every field marked \"to be completed by the provider\" is "
-         "one the store does not record.")
+INTRO = ("Drafted by ", Code("lineage export ai-act-summary"),
+         " from the records of a lineage store, on the template {title} ({issuer}, version "
+         "of {version}), {legal_basis}. Every number is the store's; every field marked "
+         "\"to be completed by the provider\" is one the store does not record.")
 
 
 def sections(s: dict[str, Any]) -> list[Section]:
@@ -33,8 +47,9 @@ def sections(s: dict[str, Any]) -> list[Section]:
         ("Date placed on the Union market", g["placed_on_market"]),
         ("Modalities", ", ".join(g["modalities"])),
         ("Text size (template range)", size["range"]),
-        ("Text size (recorded)", f"{size['tokens']} tokens (counted by `{size['tokenizer']}`), "
-                                 f"{size['bytes']} bytes, {size['documents']} documents"),
+        ("Text size (recorded)", (f"{size['tokens']} tokens (counted by ",
+                                  Code(size["tokenizer"]),
+                                  f"), {size['bytes']} bytes, {size['documents']} documents")),
         ("Tokens the run's stream orders", _num(size["stream_tokens"])),
         ("Types of content", g["types_of_content"]), ("Knowledge cut-off", g["knowledge_cutoff"])]
     sources: list[Row | Table] = [
@@ -67,17 +82,20 @@ def sections(s: dict[str, Any]) -> list[Section]:
             ("3. Data processing aspects", processing)]
 
 
-def _code(value: str | None) -> str:
-    return f"`{value}`" if value is not None else "none"
+def _code(value: str | None) -> Piece:
+    return Code(value) if value is not None else "none"
 
 
 def _num(value: int | None) -> str:
     return str(value) if value is not None else "not applicable (drawn from a corpus)"
 
 
+def _intro(s: dict[str, Any]) -> Value:
+    return tuple(p.format(**s["template"]) if isinstance(p, str) else p for p in INTRO)
+
+
 def summary_markdown(s: dict[str, Any]) -> str:
-    lines = ["# Public summary of training content (draft)", "",
-             INTRO.format(**s["template"])]
+    lines = ["# Public summary of training content (draft)", "", _md_value(_intro(s))]
     for title, items in sections(s):
         lines += ["", f"## {title}", ""]
         for item in items:
@@ -88,21 +106,23 @@ def summary_markdown(s: dict[str, Any]) -> str:
 
 def _md_item(item: Row | Table) -> list[str]:
     if isinstance(item[0], str):
-        return [f"- {item[0]}: {item[1]}"]
+        return [f"- {md_text(item[0])}: {_md_value(item[1])}"]
     head, rows = item
     if not rows:
         return ["", "(none)", ""]
-    return (["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
-               for row in rows] + [""])
+    return ["", *md_table(head, rows), ""]
+
+
+def _md_value(value: Value) -> str:
+    pieces = value if isinstance(value, tuple) else (value,)
+    return "".join(md_code(p.value) if isinstance(p, Code) else md_text(p) for p in pieces)
 
 
 def summary_html(s: dict[str, Any]) -> str:
-    esc = html.escape
     body = ["<h1>Public summary of training content (draft)</h1>",
-            f"<p>{_inline(INTRO.format(**s['template']))}</p>"]
+            f"<p>{_html_value(_intro(s))}</p>"]
     for title, items in sections(s):
-        body.append(f"<h2>{esc(title)}</h2>")
+        body.append(f"<h2>{html_text(title)}</h2>")
         for item in items:
             body.append(_html_item(item))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -114,17 +134,17 @@ def summary_html(s: dict[str, Any]) -> str:
 
 def _html_item(item: Row | Table) -> str:
     if isinstance(item[0], str):
-        return f"<p><b>{_inline(item[0])}</b>: {_inline(str(item[1]))}</p>"
+        return f"<p><b>{html_text(item[0])}</b>: {_html_value(item[1])}</p>"
     head, rows = item
     if not rows:
         return "<p>(none)</p>"
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+    cells = "".join(f"<th>{html_text(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
-def _inline(text: str) -> str:
-    """Escape, then turn Markdown `code` spans into <code> (backticks are not escaped)."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+def _html_value(value: Value) -> str:
+    pieces = value if isinstance(value, tuple) else (value,)
+    return "".join(f"<code>{html_text(p.value)}</code>" if isinstance(p, Code)
+                   else html_text(p) for p in pieces)

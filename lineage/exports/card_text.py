@@ -1,13 +1,16 @@
 """The text of a model card: the YAML metadata block, then the training-data section
 (docs/exports.md, "Model card"). Every value comes from the store's records; numbers are
 written as the store holds them (integers without separators, shares to 6 places), so a
-program can read them back and compare."""
+program can read them back and compare. Names and hashes are code spans and table cells
+text, both written by `lineage.markup`."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from lineage.markup import md_code, md_table, md_text
 
 _SAID = {True: "yes", False: "NO", None: "no record to compare"}
 
@@ -49,40 +52,38 @@ def _intro() -> str:
 
 def _corpus(corpus: dict[str, Any], metadata: dict[str, Any]) -> str:
     lines = ["### Corpus", "",
-             f"- Name: {_code(corpus['name'])}",
-             f"- Manifest hash: {_code(corpus['manifest_hash'])} "
-             f"({_code(corpus['manifest_spec'])})",
+             f"- Name: {md_code(corpus['name'])}",
+             f"- Manifest hash: {md_code(corpus['manifest_hash'])} "
+             f"({md_code(corpus['manifest_spec'])})",
              f"- Documents: {corpus['documents']}; tokens: {corpus['tokens']} "
-             f"(counted by {_code(corpus['tokenizer'])}); bytes: {corpus['bytes']}",
-             "", "| Source | Documents | Tokens | Share of tokens | Licences |",
-             "|---|---:|---:|---:|---|"]
-    for s in corpus["sources"]:
-        licences = ", ".join(_cell(lic) for lic in s["licenses"]) or "none recorded"
-        lines.append(f"| {_cell(s['source'])} | {s['documents']} | {s['tokens']} | "
-                     f"{s['share']:.6f} | {licences} |")
+             f"(counted by {md_code(corpus['tokenizer'])}); bytes: {corpus['bytes']}", ""]
+    lines += md_table(["Source", "Documents", "Tokens", "Share of tokens", "Licences"],
+                      [[s["source"], s["documents"], s["tokens"], f"{s['share']:.6f}",
+                        ", ".join(s["licenses"]) or "none recorded"]
+                       for s in corpus["sources"]], align="-rrr-")
     lines += ["", _license_note(metadata)]
     return "\n".join(lines) + "\n"
 
 
 def _license_note(metadata: dict[str, Any]) -> str:
     if metadata["license"] != "other":
-        return (f"Every source carries the one licence above, so the metadata says "
-                f"`license: {metadata['license']}`. The licence of the model itself is to "
-                "be confirmed by the provider.")
-    return (f"The sources do not share one SPDX licence, so the metadata says `license: "
-            f"other` (`license_name: {metadata['license_name']}`). The licence of the model "
-            "itself is to be completed by the provider.")
+        return ("Every source carries the one licence above, so the metadata says "
+                f"{md_code('license: ' + metadata['license'])}. The licence of the model "
+                "itself is to be confirmed by the provider.")
+    return ("The sources do not share one SPDX licence, so the metadata says `license: "
+            f"other` ({md_code('license_name: ' + metadata['license_name'])}). The licence "
+            "of the model itself is to be completed by the provider.")
 
 
 def _stream(stream: dict[str, Any]) -> str:
     seed = stream["seed"] if stream["seed"] is not None else "none (recorded from a run's log)"
     return "\n".join([
         "### Stream", "",
-        f"- Name: {_code(stream['name'])}; spec {_code(stream['spec'])}, "
-        f"spec hash {_code(stream['spec_hash'])}",
+        f"- Name: {md_code(stream['name'])}; spec {md_code(stream['spec'])}, "
+        f"spec hash {md_code(stream['spec_hash'])}",
         f"- Seed: {seed}; sequence length: {stream['seq_len']} tokens; batch: "
         f"{_batch(stream)}; steps: {stream['steps']}; tokens: {stream['tokens']}",
-        f"- Occurrences digest: {_code(stream['occurrences_digest'])}",
+        f"- Occurrences digest: {md_code(stream['occurrences_digest'])}",
     ]) + "\n"
 
 
@@ -98,12 +99,12 @@ def _batch(stream: dict[str, Any]) -> str:
 def _run(run: dict[str, Any], chain_head: str) -> str:
     return "\n".join([
         "### Run", "",
-        f"- Name: {_code(run['name'])}; chain {_code(run['chain'])} ({run['algorithm']}), "
-        f"genesis {_code(run['genesis'])}",
+        f"- Name: {md_code(run['name'])}; chain {md_code(run['chain'])} "
+        f"({md_text(run['algorithm'])}), genesis {md_code(run['genesis'])}",
         f"- Steps recorded: {run['steps_recorded']} (steps {run['first_step']} to "
         f"{run['last_step']} of the stream's {run['stream_steps']}); chain closed: "
         f"{'yes' if run['closed'] else 'no'}",
-        f"- Chain head (the state hash of the last step): {_code(chain_head)}",
+        f"- Chain head (the state hash of the last step): {md_code(chain_head)}",
         f"- Skip rule: {_skip_rule(run['skip_rule'])}",
         f"- Clipped steps: {run['clipped_count']}; skipped steps: {run['skipped_count']}",
     ]) + "\n"
@@ -114,7 +115,7 @@ def _skip_rule(rule: dict[str, Any] | None) -> str:
         return "none declared"
     return (f"a step whose gradient norm before clipping is above {rule['grad_norm_above']} "
             f"is skipped, and so are the {rule['skip_following']} steps after it "
-            f"({_code(rule['rule'])})")
+            f"({md_code(rule['rule'])})")
 
 
 def _checkpoint(ckpt: dict[str, Any]) -> str:
@@ -124,11 +125,11 @@ def _checkpoint(ckpt: dict[str, Any]) -> str:
     risk = "not checked" if risks is None else ("none found" if risks["ok"] else "FOUND")
     return "\n".join([
         f"### Checkpoint after step {ckpt['step']}", "",
-        f"- Weights digest: {_code(ckpt['weights_digest'] or 'none')}; the chain's: "
-        f"{_code(ckpt['chain_weights_digest'] or 'none')}; matches the chain: "
+        f"- Weights digest: {md_code(ckpt['weights_digest'] or 'none')}; the chain's: "
+        f"{md_code(ckpt['chain_weights_digest'] or 'none')}; matches the chain: "
         f"{_SAID[ckpt['matches_chain']]}",
-        f"- State digest (weights and optimizer state): {_code(ckpt['state_digest'] or 'none')}"
-        f"; the chain's: {_code(ckpt['chain_state_digest'] or 'none')}; matches the chain: "
+        f"- State digest (weights and optimizer state): {md_code(ckpt['state_digest'] or 'none')}"
+        f"; the chain's: {md_code(ckpt['chain_state_digest'] or 'none')}; matches the chain: "
         f"{_SAID[ckpt['matches_state']]}",
         f"- Structure: {'ok' if ckpt['structure_ok'] else 'FAILED'}; checksums: {checks}; "
         f"pickle risks: {risk}",
@@ -150,19 +151,6 @@ def _how_to_check(facts: CardFacts) -> str:
         "checkpoint's digests against the chain; the last command writes this card again, "
         "byte for byte.", "", "```sh", *commands, "```",
     ]) + "\n"
-
-
-def _code(value: Any) -> str:
-    """A value as inline code; a backtick inside widens the fence, a newline is shown."""
-    text = str(value).replace("\n", "\\n")
-    fence = "``" if "`" in text else "`"
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _cell(value: Any) -> str:
-    """A value in a table cell: a `|` would end the cell."""
-    return str(value).replace("\n", "\\n").replace("|", "\\|")
 
 
 def _arg(value: str) -> str:
