@@ -23,7 +23,9 @@ It is stricter in two places: a string field must be UTF-8 (upb hands back raw b
 Every failure names one rule id:
 
     unreadable        the model file cannot be opened or is not a regular file
-    too-large         the model file is larger than `max_bytes` (protobuf's own limit is 2 GiB)
+    too-large         the model file is larger than `max_bytes` (protobuf's own limit is 2 GiB),
+                      or, read with `nodes=True`, its nodes name more than MAX_NODE_NAMES
+                      inputs and outputs (each kept in memory)
     protobuf          malformed wire data: a truncated field, a varint longer than 10 bytes or
                       above 2**64, a length past the end of its message, a group or invalid
                       wire type, field number 0, nesting deeper than `max_depth`, a packed
@@ -78,6 +80,7 @@ DEFAULT_MAX_BYTES = 2**31  # protobuf refuses messages of 2 GiB and more
 DEFAULT_MAX_DEPTH = 32  # real models nest about 7 deep; upb's own limit is 100
 MAX_TEXT_BYTES = 2**20  # names, op types and dim params are short; a huge one is an attack
 MAX_RANK = 1024
+MAX_NODE_NAMES = 2**24  # a 16.7M-edge graph is far past any real one; each name costs memory
 MAX_VARINT_BYTES = 10
 MAX_FIELD_NUMBER = 2**29 - 1
 U64_MAX = 2**64 - 1
@@ -397,6 +400,7 @@ class _Graph:
     nodes: int = 0
     keep_nodes: bool = False
     node_list: list[Node] = field(default_factory=list)
+    node_names: int = 0  # inputs and outputs kept in node_list
     op_types: Counter[str] = field(default_factory=Counter)
     inputs: list[ValueInfo] = field(default_factory=list)
     outputs: list[ValueInfo] = field(default_factory=list)
@@ -471,6 +475,12 @@ def _parse_graph(src: _Source, item: _Field, depth: int, graph: _Graph) -> None:
                 graph.op_types[node.op_type] += 1
                 if graph.keep_nodes:
                     graph.node_list.append(node)
+                    graph.node_names += len(node.inputs) + len(node.outputs)
+                    if graph.node_names > MAX_NODE_NAMES:
+                        raise OnnxInputError(
+                            src.path, "too-large",
+                            f"the nodes name more than {MAX_NODE_NAMES:,} inputs and outputs",
+                            where=f"byte {sub.start}")
             case 2, 2:
                 graph.name = src.text(sub)
             case 5, 2:
