@@ -1,4 +1,4 @@
-"""`lineage exp run|logs|list|show|diff|export|import|providers`."""
+"""`lineage exp run|logs|list|show|diff|export|import|providers|compare-outputs|ort-sweep`."""
 
 from __future__ import annotations
 
@@ -301,9 +301,84 @@ def providers(
                            f"obtained   {', '.join(report['obtained'])}",
                            f"available  {', '.join(report['available'])}",
                            "fallback   " + ("yes: " + ", ".join(report["missing"])
-                                              if report["fallback"] else "no")])
+                                              if report["fallback"] else "no"),
+                           f"session    {render.readable(report['session'])}"])
     if require and report["fallback"]:
         raise typer.Exit(EXIT_NO)
+
+
+InputFileOption = Annotated[Path, typer.Option(
+    "--input", help="The graph inputs: a .npy (a graph with one input) or a .npz keyed by "
+    "input name; never unpickled.")]
+
+
+@app.command("compare-outputs")
+def compare_outputs(
+    a: Annotated[Path, typer.Argument(help="The reference ONNX model.")],
+    b: Annotated[Path, typer.Argument(help="The converted ONNX model.")],
+    inputs: InputFileOption,
+    jump_ratio: Annotated[float, typer.Option(
+        min=1.0, help="Mark the first value whose relative error grows by more than this "
+        "factor over the previous value's.")] = 10.0,
+    json: JsonOption = False,
+) -> None:
+    """Per layer, the relative error of B against A (max|a-b| / max|a|) and its growth over
+    the previous layer; marks where the error first jumps. Runs both with onnxruntime."""
+    from lineage.exp.layer_errors import compare_outputs as compare
+
+    result = compare(a, b, inputs, jump_ratio=jump_ratio)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_table(
+        ("value", "op", "shape", "max |a-b|", "rel error", "growth", ""),
+        [[r["value"], r["op"], "x".join(map(str, r["shape"])) or "scalar",
+          render.number(r["max_abs_diff"]), render.number(r["rel_error"]),
+          render.number(r["growth"]), _jump_mark(r, result["first_jump"])]
+         for r in result["layers"]])
+    output.emit_lines([
+        "rel error = max|a-b| / max|a| over the value (a: A's); growth = rel error / the "
+        "previous row's",
+        f"first jump (growth above {result['jump_ratio']:g}, or error where there was none): "
+        + (result["first_jump"] or "none")])
+
+
+def _jump_mark(row: dict[str, object], first: str | None) -> str:
+    if row["jump"]:
+        return "first jump" if row["value"] == first else "jump"
+    return str(row["note"] or "")
+
+
+@app.command("ort-sweep")
+def ort_sweep(
+    model: Annotated[Path, typer.Argument(help="An ONNX model.")],
+    inputs: InputFileOption,
+    intra_threads: Annotated[str, typer.Option(
+        help="Intra-op thread counts to sweep too, comma-separated (0: onnxruntime's "
+        "default).")] = "0",
+    json: JsonOption = False,
+) -> None:
+    """The same model under every graph optimisation level x execution mode: each
+    setting's outputs against the first setting's (max abs and relative differences)."""
+    from lineage.exp.ort_sweep import ort_sweep as sweep
+
+    try:
+        threads = tuple(int(t) for t in intra_threads.split(",") if t.strip())
+    except ValueError:
+        raise UsageError(f"--intra-threads {intra_threads!r}: give counts such as 1,2,4"
+                         ) from None
+    result = sweep(model, inputs, intra_threads=threads)
+    if json:
+        output.emit_json(result)
+        return
+    output.emit_table(
+        ("optimisation", "mode", "intra", "inter", "max |o-r|", "rel diff", ""),
+        [[r["settings"]["graph_optimization_level"], r["settings"]["execution_mode"],
+          r["settings"]["intra_op_num_threads"], r["settings"]["inter_op_num_threads"],
+          render.number(r["max_abs_diff"]), render.number(r["rel_diff"]), r["note"] or ""]
+         for r in result["settings"]])
+    output.emit_lines(["r: the first row's outputs; rel diff = max|o-r| / max|r|, the "
+                       "largest over the outputs; 0 threads: onnxruntime's default"])
 
 
 @app.command("remove")

@@ -25,6 +25,11 @@ def readable(value: Any) -> str:
     return str(value)
 
 
+def number(value: float | None) -> str:
+    """A measured difference: 3 significant digits, `-` when there is none."""
+    return "-" if value is None else f"{value:.3g}"
+
+
 def diff_cell(field: str, value: Any) -> str:
     if field == "command" and isinstance(value, list):
         return shlex.join(value)
@@ -182,6 +187,8 @@ def _report_lines(report: dict[str, Any]) -> list[str]:
     if providers:
         lines.append(f"providers   requested {readable(providers.get('requested'))}; "
                      f"obtained {readable(providers.get('obtained'))}")
+    if providers.get("session"):
+        lines.append(f"session     {readable(providers['session'])}")
     if report.get("error"):
         lines.append(f"report      {report['error']}")
     return lines

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,21 +40,48 @@ def inspect(
     context: ContextOption = 4096,
     batch: BatchOption = 1,
     hash_files: HashOption = None,
+    supported_ops: Annotated[Path | None, typer.Option(
+        help="A file of the op types a provider supports, one a line (# comments): count "
+             "the pieces each ONNX graph splits into and the tensors handed between them.",
+        show_default=False)] = None,
+    provider: Annotated[str | None, typer.Option(
+        help="As --supported-ops, from a built-in list: CPUExecutionProvider (every op).",
+        show_default=False)] = None,
     json: JsonOption = False,
 ) -> None:
     """What is in a model file or folder; is it safe to open? Exit 1 on a dangerous risk."""
     from lineage.diligence.api import inspect as inspect_path
 
     answer = inspect_path(path, sums=sums, context=context, batch=batch, store=_store(ctx),
-                          hash_files=hash_files, sums_key=sums_key)
+                          hash_files=hash_files, sums_key=sums_key,
+                          supported_ops=supported_ops, provider=provider)
     if json:
         output.emit_json(answer.to_dict())
     else:
         from lineage.diligence.render import render_markdown
 
         output.emit_document(render_markdown(output.shown_values(answer.to_dict())))
+        if answer.partition is not None:
+            output.emit_lines(partition_lines(answer.partition))
     if any(risk.severity == "dangerous" for risk in answer.risks):
         raise typer.Exit(EXIT_NO)
+
+
+def partition_lines(partition: dict[str, Any]) -> list[str]:
+    """The partition section after the report (pieces, transfers: docs/reports.md)."""
+    support = (f"provider {partition['provider']}" if "provider" in partition else
+               f"{len(partition['ops'])} op type{'s' * (len(partition['ops']) != 1)} from "
+               f"{partition['supported_ops']}")
+    lines = ["", "## Graph partition", "", f"Supported: {support}.", ""]
+    for graph in partition["graphs"]:
+        unsupported = ", ".join(f"{op} x{n}" for op, n in graph["unsupported_ops"].items())
+        lines += [f"- {graph['file']}: {graph['pieces']} pieces ({graph['supported_pieces']} "
+                  f"on the provider, {graph['unsupported_pieces']} unsupported nodes on the "
+                  f"CPU), {graph['transfers']} transfers ({graph['crossings']} crossing "
+                  f"between provider and CPU); {graph['supported_nodes']} of "
+                  f"{graph['nodes']} nodes supported"
+                  + (f"; unsupported: {unsupported}" if unsupported else "")]
+    return lines
 
 
 def report(

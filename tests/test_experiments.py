@@ -160,6 +160,33 @@ def test_cli_providers_require(weights: Path, tmp_path: Path) -> None:
     assert "fallback   yes: CUDAExecutionProvider" in fell.stdout
 
 
+SETTINGS_RUNNER = r'''
+import os, sys
+import onnxruntime as ort
+from lineage.exp.providers import record_providers
+options = ort.SessionOptions()
+options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, sys.argv[1])
+options.intra_op_num_threads = int(sys.argv[2])
+session = ort.InferenceSession(os.path.join(os.environ["LINEAGE_EXP_WEIGHTS"], "model.onnx"),
+                               options, providers=["CPUExecutionProvider"])
+record_providers(session, ["CPUExecutionProvider"])
+'''
+
+
+def test_session_settings_are_recorded_and_diffed(weights: Path, tmp_path: Path) -> None:
+    script = tmp_path / "settings.py"
+    script.write_text(SETTINGS_RUNNER)
+    a, b = (run_experiment(weights=weights, revision="r",
+                           command=[sys.executable, str(script), level, threads])
+            for level, threads in (("ORT_DISABLE_ALL", "1"), ("ORT_ENABLE_ALL", "1")))
+    assert a["report"]["providers"]["session"] == {
+        "graph_optimization_level": "ORT_DISABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",
+        "intra_op_num_threads": 1, "inter_op_num_threads": 0}
+    changes = [c for c in diff_records(a, b)["changes"] if c["field"] == "session"]
+    assert changes == [{"field": "session", "key": "graph_optimization_level",
+                        "a": "ORT_DISABLE_ALL", "b": "ORT_ENABLE_ALL"}]
+
+
 def _other_packages(tmp_path: Path) -> dict[str, str]:
     """A real, different package set: a distribution the lineage process can see."""
     site = tmp_path / "extra-site"

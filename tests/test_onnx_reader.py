@@ -164,6 +164,7 @@ def oracle(path: Path, *, sizes: bool = True) -> dict[str, Any]:
         "outputs": tuple(map(oracle_value_info, graph.output)),
         "initializers": tuple(oracle_initializer(t, path.parent, sizes) for t in graph.initializer),
         "sparse_initializers": len(graph.sparse_initializer),
+        "nodes": tuple((op_key(n), n.name, tuple(n.input), tuple(n.output)) for n in graph.node),
     }
 
 
@@ -239,8 +240,9 @@ def oracle_initializer(tensor: onnx.TensorProto, folder: Path, sizes: bool) -> t
 
 
 def ours(path: Path, *, sizes: bool = True) -> dict[str, Any]:
-    model = read_onnx(path)
+    model = read_onnx(path, nodes=True)
     summary = {key: getattr(model, key) for key in oracle_keys()}
+    summary["nodes"] = tuple((n.op_type, n.name, n.inputs, n.outputs) for n in model.nodes)
     summary["inputs"] = tuple(astuple(v) for v in model.inputs)
     summary["outputs"] = tuple(astuple(v) for v in model.outputs)
     summary["initializers"] = tuple(
@@ -769,7 +771,7 @@ def test_fuzz_mutated_model(seed_bytes: bytes, fuzz_path: Path, data: st.DataObj
         raw = raw[: data.draw(st.integers(0, len(raw)), label="cut")]
     fuzz_path.write_bytes(bytes(raw))
     try:
-        read_onnx(fuzz_path)
+        read_onnx(fuzz_path, nodes=True)  # every string field read, node edges included
     except OnnxInputError as exc:
         event(exc.rule_id)
         assert exc.rule_id in RULES
@@ -779,3 +781,13 @@ def test_fuzz_mutated_model(seed_bytes: bytes, fuzz_path: Path, data: st.DataObj
         assert ours(fuzz_path, sizes=False) == oracle(fuzz_path, sizes=False)
     else:
         event("pass, onnx refuses")
+
+
+def test_node_edges_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept node names cost memory: past the cap the reader stops (only with nodes=True)."""
+    from lineage.formats import onnx_reader
+
+    path = save(mlp_model(), tmp_path / "mlp.onnx")  # 3 nodes naming 8 inputs and outputs
+    monkeypatch.setattr(onnx_reader, "MAX_NODE_NAMES", 6)
+    assert rule_of(path, nodes=True) == "too-large"
+    assert read_onnx(path).node_count == 3

@@ -376,3 +376,7 @@ class Inspection(Answer):
     adapter: dict[str, Any] | None
     architecture: str | None  # the model family
     hashes: Hashes
+    # only with --supported-ops or --provider: the support used (`supported_ops` and `ops`,
+    # or `provider`) and `graphs`, one per ONNX file: nodes, supported_nodes, pieces,
+    # supported_pieces, unsupported_pieces, transfers, crossings, unsupported_ops
+    partition: dict[str, Any] | None = optional()

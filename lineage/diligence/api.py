@@ -29,7 +29,8 @@ REPORT_FORMATS = ("md", "html", "json")
 
 def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096,
             batch: int = 1, hash_files: bool | None = None,
-            store: BaseStore | None = None, sums_key: PathLike | None = None) -> Inspection:
+            store: BaseStore | None = None, sums_key: PathLike | None = None,
+            supported_ops: PathLike | None = None, provider: str | None = None) -> Inspection:
     """`lineage inspect PATH`: what a model file or folder holds, whether it is safe to
     open (`risks`, worst first), whether it is intact (`integrity`), what it costs to run
     at `context` tokens and `batch` (`memory`), how open its provenance is (looked up in
@@ -38,13 +39,17 @@ def inspect(path: PathLike, *, sums: PathLike | None = None, context: int = 4096
     `sums`: a trusted SHA256SUMS list to check the files against. `hash_files`: SHA-256
     every file (True), none (False), or only when they add up to at most 1 GiB (None).
     `sums_key`: the key the list must be signed by (`integrity.authenticity`, as `verify`).
+    `supported_ops` (a file of op types, one a line) or `provider` (a provider with a
+    built-in list: CPUExecutionProvider): add `partition`, the pieces each ONNX graph
+    splits into between that provider and the CPU, and the tensors handed between them.
     """
     from lineage.diligence.answers import Inspection
     from lineage.diligence.inspect import inspect_model
 
     return Inspection.from_dict(inspect_model(
         os.fspath(path), sums=_fspath(sums), context=context, batch=batch, store=store,
-        hash_files=hash_files, sums_key=_fspath(sums_key)))
+        hash_files=hash_files, sums_key=_fspath(sums_key), supported_ops=_fspath(supported_ops),
+        provider=provider))
 
 
 def verify(path: PathLike, *, sums: PathLike | None = None, strict: bool = False,

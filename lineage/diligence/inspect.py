@@ -20,6 +20,7 @@ from lineage.diligence.hashes import file_hashes, hashes_from_sums
 from lineage.diligence.license import find_license
 from lineage.diligence.memory import estimate_memory
 from lineage.diligence.notes import model_notes
+from lineage.diligence.partition import graph_partition
 from lineage.diligence.provenance import provenance
 from lineage.diligence.quantization import quantization
 from lineage.diligence.risks import folder_risks
@@ -35,12 +36,15 @@ REPORT_SPEC = "lineage-report/1"
 def inspect_model(
     path: str | Path, *, sums: str | Path | None = None, context: int = 4096, batch: int = 1,
     store: BaseStore | None = None, hash_files: bool | None = None,
-    sums_key: str | Path | None = None,
+    sums_key: str | Path | None = None, supported_ops: str | Path | None = None,
+    provider: str | None = None,
 ) -> dict[str, Any]:
     """The inspection as a dict (docs/reports.md lists its keys).
 
     `hash_files`: SHA-256 every file (True), none (False), or only when the files add up
-    to at most 1 GiB (None, the default; lineage.diligence.hashes).
+    to at most 1 GiB (None, the default; lineage.diligence.hashes). `supported_ops` (a file
+    of op types) or `provider` (a name with a built-in list): add `partition`, how each
+    ONNX graph splits between that provider and the CPU.
     """
     path = Path(path)
     require_model_path(path)  # a device or FIFO is refused unopened; a cache is pointed
@@ -53,6 +57,8 @@ def inspect_model(
                     else authenticity_verdict(sums, sums_key))
     model = read_folder(path)  # the folder model verify and the exp gate use too
     folder, files, links = model.root, model.files, model.links
+    partition = (None if supported_ops is None and provider is None else
+                 graph_partition(folder, files, supported_ops=supported_ops, provider=provider))
     config, tokenizer, adapter = model.config, model.tokenizer, model.adapter
     weights = weights_summary(folder, files, config)
     architecture = describe_architecture(config, weights["gguf"])
@@ -84,6 +90,8 @@ def inspect_model(
     report["hashes"] = file_hashes(folder, files, hash_files=hash_files,
                                    known=hashes_from_sums(report["integrity"]),
                                    vetted=model.snapshot.blobs if model.snapshot else None)
+    if partition is not None:  # asked for only: no key otherwise
+        report["partition"] = partition
     return report
 
 

@@ -87,6 +87,10 @@ def _outputs(record: dict[str, Any]) -> Iterator[Fact]:
     providers = report.get("providers") or {}
     yield "providers", "requested", providers.get("requested")
     yield "providers", "obtained", providers.get("obtained")
+    session = providers.get("session") or {}  # absent from records made before it was kept
+    for key in ("graph_optimization_level", "execution_mode", "intra_op_num_threads",
+                "inter_op_num_threads"):
+        yield "session", key, session.get(key)
 
 
 def _runtime(record: dict[str, Any]) -> Iterator[Fact]:

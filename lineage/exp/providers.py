@@ -2,7 +2,9 @@
 
 A missing provider is a silent fallback: the session is created, inference runs, exit
 code 0. What counts is `session.get_providers()`. A command run by `lineage exp run`
-calls `record_providers` with its session, and the obtained list lands in the record.
+calls `record_providers` with its session, and the obtained list lands in the record,
+with the session's settings as the session reports them (`session`: graph optimisation
+level, execution mode, intra- and inter-op threads), which change its numerics too.
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ REPORT_ENV = "LINEAGE_EXP_REPORT"
 METRICS_ENV = "LINEAGE_EXP_METRICS"  # the --metrics file, when it is JSON lines
 
 
-def providers_report(requested: list[str], obtained: list[str],
-                     available: list[str]) -> dict[str, Any]:
+def providers_report(requested: list[str], obtained: list[str], available: list[str],
+                     *, session: Any = None) -> dict[str, Any]:
     missing = [p for p in requested if p not in obtained]
-    return {"requested": requested, "obtained": obtained, "available": available,
-            "missing": missing, "fallback": bool(missing)}
+    report = {"requested": requested, "obtained": obtained, "available": available,
+              "missing": missing, "fallback": bool(missing)}
+    if session is not None:
+        from lineage.exp.ort_session import session_settings
+
+        report["session"] = session_settings(session)
+    return report
 
 
 def check_providers(model: str, requested: list[str]) -> dict[str, Any]:
@@ -43,7 +50,7 @@ def check_providers(model: str, requested: list[str]) -> dict[str, Any]:
             raise InputError(model, f"onnxruntime could not create a session "
                                     f"({str(exc).splitlines()[0]})") from exc
     report = providers_report(requested, list(session.get_providers()),
-                              list(ort.get_available_providers()))
+                              list(ort.get_available_providers()), session=session)
     report["warnings"] = [str(w.message) for w in caught]
     return report
 
@@ -54,7 +61,7 @@ def record_providers(session: Any, requested: list[str], **facts: Any) -> dict[s
     import onnxruntime as ort
 
     report = providers_report(requested, list(session.get_providers()),
-                              list(ort.get_available_providers()))
+                              list(ort.get_available_providers()), session=session)
     record_facts(providers=report, **facts)
     return report
 

@@ -6,7 +6,12 @@ blocks, so tensor bytes that are skipped (raw_data, external files) are never re
 varints longer than 10 bytes or above 2**64, lengths that run past their enclosing message,
 group wire types, field number 0 and nesting deeper than `max_depth` are refused. Fields this
 reader does not use (node attributes, doc strings, training info, functions) are skipped by
-their length without being parsed: a structure reader, not a validator.
+their length without being parsed: a structure reader, not a validator. Nodes inside
+control-flow subgraphs (an If's branches, a Loop's body) are attributes, so they are not read.
+
+With `nodes=True` the reader also keeps each node's op type, inputs and outputs in file order
+(`OnnxModel.nodes`), the edges a graph partition is counted from; without it only the op
+type counts are kept.
 
 Decoding follows protobuf's own rules where they matter for agreement with `onnx.load`: a
 singular message field that appears twice is merged, a scalar that appears twice keeps the
@@ -18,7 +23,9 @@ It is stricter in two places: a string field must be UTF-8 (upb hands back raw b
 Every failure names one rule id:
 
     unreadable        the model file cannot be opened or is not a regular file
-    too-large         the model file is larger than `max_bytes` (protobuf's own limit is 2 GiB)
+    too-large         the model file is larger than `max_bytes` (protobuf's own limit is 2 GiB),
+                      or, read with `nodes=True`, its nodes name more than MAX_NODE_NAMES
+                      inputs and outputs (each kept in memory)
     protobuf          malformed wire data: a truncated field, a varint longer than 10 bytes or
                       above 2**64, a length past the end of its message, a group or invalid
                       wire type, field number 0, nesting deeper than `max_depth`, a packed
@@ -62,6 +69,7 @@ __all__ = [
     "RULES",
     "ExternalData",
     "Initializer",
+    "Node",
     "OnnxInputError",
     "OnnxModel",
     "ValueInfo",
@@ -72,6 +80,7 @@ DEFAULT_MAX_BYTES = 2**31  # protobuf refuses messages of 2 GiB and more
 DEFAULT_MAX_DEPTH = 32  # real models nest about 7 deep; upb's own limit is 100
 MAX_TEXT_BYTES = 2**20  # names, op types and dim params are short; a huge one is an attack
 MAX_RANK = 1024
+MAX_NODE_NAMES = 2**24  # a 16.7M-edge graph is far past any real one; each name costs memory
 MAX_VARINT_BYTES = 10
 MAX_FIELD_NUMBER = 2**29 - 1
 U64_MAX = 2**64 - 1
@@ -171,6 +180,14 @@ class ValueInfo:
 
 
 @dataclass(frozen=True)
+class Node:
+    op_type: str  # "Relu", or "domain:op" outside the default domain
+    name: str
+    inputs: tuple[str, ...]  # "" marks an omitted optional input, as in ONNX
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OnnxModel:
     path: str
     file_size: int
@@ -186,6 +203,7 @@ class OnnxModel:
     outputs: tuple[ValueInfo, ...]
     initializers: tuple[Initializer, ...]
     sparse_initializers: int  # counted only: their parameters are not in `parameters`
+    nodes: tuple[Node, ...] = ()  # read only with read_onnx(..., nodes=True)
 
     @property
     def parameters(self) -> int:
@@ -380,6 +398,9 @@ def _packed_fixed(src: _Source, item: _Field, width: int) -> int:
 class _Graph:
     name: str = ""
     nodes: int = 0
+    keep_nodes: bool = False
+    node_list: list[Node] = field(default_factory=list)
+    node_names: int = 0  # inputs and outputs kept in node_list
     op_types: Counter[str] = field(default_factory=Counter)
     inputs: list[ValueInfo] = field(default_factory=list)
     outputs: list[ValueInfo] = field(default_factory=list)
@@ -401,7 +422,7 @@ class _Model:
 # another wire type falls through to "unknown field, skipped", as in protobuf.
 
 
-def _parse_model(src: _Source) -> _Model:
+def _parse_model(src: _Source, *, keep_nodes: bool) -> _Model:
     model = _Model()
     for item in _fields(src, 0, src.size, 0, "ModelProto"):
         match item.number, item.wire:
@@ -412,7 +433,8 @@ def _parse_model(src: _Source) -> _Model:
             case 3, 2:
                 model.producer_version = src.text(item)
             case 7, 2:
-                model.graph = model.graph or _Graph()  # a repeated singular message merges
+                # a repeated singular message merges
+                model.graph = model.graph or _Graph(keep_nodes=keep_nodes)
                 _parse_graph(src, item, 1, model.graph)
             case 8, 2:
                 model.opsets.append(_parse_opset(src, item, 1))
@@ -449,7 +471,16 @@ def _parse_graph(src: _Source, item: _Field, depth: int, graph: _Graph) -> None:
         match sub.number, sub.wire:
             case 1, 2:
                 graph.nodes += 1
-                graph.op_types[_parse_node(src, sub, depth + 1)] += 1
+                node = _parse_node(src, sub, depth + 1, keep=graph.keep_nodes)
+                graph.op_types[node.op_type] += 1
+                if graph.keep_nodes:
+                    graph.node_list.append(node)
+                    graph.node_names += len(node.inputs) + len(node.outputs)
+                    if graph.node_names > MAX_NODE_NAMES:
+                        raise OnnxInputError(
+                            src.path, "too-large",
+                            f"the nodes name more than {MAX_NODE_NAMES:,} inputs and outputs",
+                            where=f"byte {sub.start}")
             case 2, 2:
                 graph.name = src.text(sub)
             case 5, 2:
@@ -462,15 +493,26 @@ def _parse_graph(src: _Source, item: _Field, depth: int, graph: _Graph) -> None:
                 graph.sparse_initializers += 1
 
 
-def _parse_node(src: _Source, item: _Field, depth: int) -> str:
-    op_type, domain = "", ""
+def _parse_node(src: _Source, item: _Field, depth: int, *, keep: bool) -> Node:
+    """The node's op type; its name, inputs and outputs too when `keep` (each a string field
+    under the same MAX_TEXT_BYTES check as every other)."""
+    op_type, domain, name = "", "", ""
+    inputs: list[str] = []
+    outputs: list[str] = []
     for sub in _fields(src, item.start, item.stop, depth, "NodeProto"):
         match sub.number, sub.wire:
+            case 1, 2 if keep:
+                inputs.append(src.text(sub))
+            case 2, 2 if keep:
+                outputs.append(src.text(sub))
+            case 3, 2 if keep:
+                name = src.text(sub)
             case 4, 2:
                 op_type = src.text(sub)
             case 7, 2:
                 domain = src.text(sub)
-    return op_type if domain in ("", "ai.onnx") else f"{domain}:{op_type}"
+    shown = op_type if domain in ("", "ai.onnx") else f"{domain}:{op_type}"
+    return Node(shown, name, tuple(inputs), tuple(outputs))
 
 
 # --- tensors
@@ -838,15 +880,17 @@ class _Folder:
 
 
 def read_onnx(
-    path: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
+    path: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH,
+    nodes: bool = False,
 ) -> OnnxModel:
-    """Decode an .onnx file's structure; raise OnnxInputError on the first violated rule."""
+    """Decode an .onnx file's structure; raise OnnxInputError on the first violated rule.
+    `nodes`: also keep every node's inputs and outputs (`OnnxModel.nodes`)."""
     path = Path(path)
     with _open(path, max_bytes) as handle:
         fd = handle.fileno()
         size = os.fstat(fd).st_size
         src = _Source(path, fd, size, max_depth)
-        model = _parse_model(src)
+        model = _parse_model(src, keep_nodes=nodes)
         if model.graph is None:
             raise OnnxInputError(
                 path, "not-onnx", "the message holds no graph (field 7): not an ONNX model"
@@ -869,6 +913,7 @@ def read_onnx(
         outputs=tuple(graph.outputs),
         initializers=initializers,
         sparse_initializers=graph.sparse_initializers,
+        nodes=tuple(graph.node_list),
     )
 
 
