@@ -52,17 +52,14 @@ def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path
                            DictSpool("source", folder), StrSpool("uri", folder)]
     con = _session(folder, threads)
     try:
-        _bases(con, "hash_parts", hash_parts)
-        query = """
-            SELECT h.content_hash, h.doc_id, h.source, d.uri
-            FROM read_parquet(?, filename = true, file_row_number = true) h
-            JOIN hash_parts b ON b.filename = h.filename
-            LEFT JOIN read_parquet(?) d ON d.doc_id = h.doc_id
-            ORDER BY b.base + h.file_row_number"""
+        uris = _uris_in_hash_order(con, folder, hash_parts, doc_parts)
+        query = f"""
+            SELECT h.content_hash, h.doc_id, h.source, u.uri
+            FROM read_parquet({_paths(hash_parts)}) h
+            POSITIONAL JOIN read_parquet({_literal(uris)}) u"""
         last: Any = None
         rows = 0
-        for batch in _batches(con, query, [[str(p) for p in hash_parts],
-                                           [str(p) for p in doc_parts]]):
+        for batch in _batches(con, query, []):
             hashes = batch.column(0)
             _check_hashes(hashes)
             last = _ascending(hashes, last)
@@ -77,6 +74,38 @@ def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path
         con.close()
         for spool in spools:
             spool.close()
+
+
+def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
+                        hash_parts: Sequence[Path], doc_parts: Sequence[Path]) -> Path:
+    """A scratch Parquet file of each document's uri in `document_hashes` row order.
+
+    Both tables hold each document once: `documents` by doc_id, `document_hashes` by
+    content hash. Sorting the hash rows' numbers by doc_id lines them up with the
+    documents row for row, and sorting the uris by those numbers puts them in hash order:
+    two external sorts of narrow rows, where a hash join of the two tables held one
+    side's doc_ids in memory (at 100M documents, more than the session's budget)."""
+    _bases(con, "hash_parts", hash_parts)
+    by_doc, uris = folder / "rows-by-doc_id.parquet", folder / "uris-by-row.parquet"
+    con.execute(f"""
+        COPY (SELECT h.doc_id, b.base + h.file_row_number AS row
+              FROM read_parquet({_paths(hash_parts)}, filename = true,
+                                file_row_number = true) h
+              JOIN hash_parts b ON b.filename = h.filename
+              ORDER BY h.doc_id)
+        TO {_literal(by_doc)} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
+    con.execute(f"""
+        COPY (SELECT r.row, d.uri, d.doc_id IS NOT DISTINCT FROM r.doc_id AS same
+              FROM read_parquet({_paths(doc_parts)}) d POSITIONAL JOIN
+                   read_parquet({_literal(by_doc)}) r
+              ORDER BY r.row NULLS LAST)
+        TO {_literal(uris)} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
+    by_doc.unlink()
+    [(lined_up,)] = con.execute(
+        f"SELECT bool_and(same) FROM read_parquet({_literal(uris)})").fetchall()
+    if not lined_up:
+        raise _Unsearchable  # the tables do not hold the same documents
+    return uris
 
 
 def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequence[Path],
@@ -186,7 +215,12 @@ def _bases(con: duckdb.DuckDBPyConnection, table: str, parts: Sequence[Path]) ->
 
 def _paths(parts: Sequence[Path]) -> str:
     """A list of paths as a SQL literal (a view's definition takes no parameters)."""
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in parts) + "]"
+    return "[" + ", ".join(_literal(p) for p in parts) + "]"
+
+
+def _literal(path: Path) -> str:
+    """A path as a SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str, params: list[Any],
