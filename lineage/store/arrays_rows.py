@@ -48,22 +48,26 @@ class _Unsearchable(Exception):
 def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path],
                 doc_parts: Sequence[Path], *, threads: int = 2) -> Written | None:
     """A corpus's arrays file from its `document_hashes` and `documents` parts."""
+    import pyarrow.compute as pc
+
     spools: list[Spool] = [HashSpool("content_hash", folder), StrSpool("doc_id", folder),
                            DictSpool("source", folder), StrSpool("uri", folder)]
     con = _session(folder, threads)
     try:
         uris = _uris_in_hash_order(con, folder, hash_parts, doc_parts)
         query = f"""
-            SELECT h.content_hash, h.doc_id, h.source, u.uri
+            SELECT h.content_hash, h.doc_id, h.source, u.uri, u.same
             FROM read_parquet({_paths(hash_parts)}) h
             POSITIONAL JOIN read_parquet({_literal(uris)}) u"""
         last: Any = None
         rows = 0
         for batch in _batches(con, query, []):
+            if not pc.all(batch.column(4)).as_py():
+                raise _Unsearchable  # the tables do not hold the same documents
             hashes = batch.column(0)
             _check_hashes(hashes)
             last = _ascending(hashes, last)
-            for spool, column in zip(spools, batch.columns, strict=True):
+            for spool, column in zip(spools, batch.columns[:4], strict=True):
                 spool.add(column)  # type: ignore[attr-defined]
             rows += batch.num_rows
         return assemble(temp, folder, "corpus", rows, spools,
@@ -78,7 +82,8 @@ def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path
 
 def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
                         hash_parts: Sequence[Path], doc_parts: Sequence[Path]) -> Path:
-    """A scratch Parquet file of each document's uri in `document_hashes` row order.
+    """A scratch Parquet file of each document's uri in `document_hashes` row order,
+    and whether the two tables' rows lined up there (`same`: the doc_ids agree).
 
     Both tables hold each document once: `documents` by doc_id, `document_hashes` by
     content hash. Sorting the hash rows' numbers by doc_id lines them up with the
@@ -101,10 +106,6 @@ def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
               ORDER BY r.row NULLS LAST)
         TO {_literal(uris)} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
     by_doc.unlink()
-    [(lined_up,)] = con.execute(
-        f"SELECT bool_and(same) FROM read_parquet({_literal(uris)})").fetchall()
-    if not lined_up:
-        raise _Unsearchable  # the tables do not hold the same documents
     return uris
 
 
