@@ -72,11 +72,19 @@ _doc = st.fixed_dictionaries({
 
 @pytest.fixture(params=["in-memory", "out-of-core"])
 def order_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways of computing the order: numpy when it fits the budget, else DuckDB."""
-    from lineage.stream import build
+    """Both ways of computing the order: numpy arrays when they fit the budget, else
+    files read a piece at a time, here pieces of a few rows: many key ranges, merge
+    rounds and buckets."""
+    from lineage.stream import build, order_files, tables_files
 
     if request.param == "out-of-core":
         monkeypatch.setattr(build, "IN_MEMORY_BYTES_PER_ROW", 10**30)
+        monkeypatch.setattr(order_files, "ROWS_PER_RANGE", 3)
+        monkeypatch.setattr(order_files, "MERGE_ROWS", 5)
+        monkeypatch.setattr(order_files, "KEY_BATCH_ROWS", 7)
+        monkeypatch.setattr(tables_files, "RIDS_PER_BUCKET", 4)
+        monkeypatch.setattr(tables_files, "ROWS_PER_BUCKET", 6)
+        monkeypatch.setattr(tables_files, "PLACED_CHUNK_ROWS", 9)
     return str(request.param)
 
 
@@ -321,3 +329,33 @@ def test_the_command_line_says_what_the_end_of_the_stream_cut(
                          "1 cut short")
     again = cli.json(*args, "--name", "j")  # found built: the catalog does not keep the cut
     assert again["status"] == "unchanged" and "cut" not in again
+
+
+def test_both_paths_write_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ordered in memory or through files a few rows at a time, the stream's parts are
+    the same files: three sources, two epochs of one, duplicate content hashes."""
+    import hashlib
+
+    from lineage.stream import build, order_files, tables_files
+
+    docs = _docs(300, {"web": 90, "code": 40, "math": 25})
+    for i, doc in enumerate(docs):
+        doc["content_hash"] = f"{(i % 70) * 7919:064x}"  # 85 documents share a hash
+    files: list[list[str]] = []
+    for path in ("in-memory", "out-of-core"):
+        if path == "out-of-core":
+            monkeypatch.setattr(build, "IN_MEMORY_BYTES_PER_ROW", 10**30)
+            monkeypatch.setattr(order_files, "ROWS_PER_RANGE", 11)
+            monkeypatch.setattr(order_files, "MERGE_ROWS", 17)
+            monkeypatch.setattr(tables_files, "RIDS_PER_BUCKET", 13)
+            monkeypatch.setattr(tables_files, "ROWS_PER_BUCKET", 19)
+        init_store(tmp_path / path)
+        store = open_store(tmp_path / path)
+        ingest_corpus(store, [_manifest(tmp_path / f"{path}.parquet", docs)], corpus="c")
+        build_stream(store, corpus="c", name="s", seed=7, seq_len=64, batch=3,
+                     epochs=["code=2", "math=0.6"])
+        files.append(sorted(
+            f"{table}:{hashlib.sha256(part.read_bytes()).hexdigest()}"
+            for table in ("occurrences", "occurrence_hashes")
+            for part in store.table_dir(table).rglob("*.parquet")))
+    assert files[0] == files[1] and len(files[0]) >= 2

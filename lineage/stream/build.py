@@ -2,17 +2,19 @@
 
 Everything runs outside the catalog lock. DuckDB reads the corpus and computes the keys
 (SHA-256, §2) on all cores; numpy sorts, truncates, interleaves and packs the occurrences
-(§2-4, `lineage.stream.order`) when its arrays fit the build's memory budget, else
-DuckDB does it out of core (`lineage.stream.order_sql`). The two tables are then written
-by `lineage.stream.tables`, spilling to the store's staging folder when they do not fit
-in memory: the occurrence table in ordinal order, its digest computed from the same
-batches, and a copy in content-hash order that answers "trained on?".
+(§2-4, `lineage.stream.order`) when its arrays fit the build's memory budget, and the
+two tables are written by `lineage.stream.tables`: the occurrence table in ordinal
+order, its digest computed from the same batches, and a copy in content-hash order that
+answers "trained on?". A corpus whose arrays do not fit is ordered and written out of
+core, through files in the store's staging folder that are read a bucket at a time
+(`lineage.stream.order_files`, `lineage.stream.tables_files`): the same rows and bytes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +43,7 @@ from lineage.store.parts import report as report_progress
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut
 from lineage.stream.order import Candidates, Placed, place
-from lineage.stream.order_sql import order_in_duckdb
+from lineage.stream.order_files import KEYS_SQL
 from lineage.stream.schedule import BatchSchedule, RankRule
 from lineage.stream.shuffle import Distributed, Executor, sorted_candidates
 from lineage.stream.spec import (
@@ -52,7 +54,7 @@ from lineage.stream.spec import (
     parse_epochs,
     source_budget,
 )
-from lineage.stream.tables import CorpusParts, write_canonical, write_occurrences
+from lineage.stream.tables import CorpusParts, write_canonical
 
 if TYPE_CHECKING:
     import duckdb
@@ -245,7 +247,7 @@ def _build(
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
-                             memory_limit, progress, distributed)
+                             memory_limit, Path(staging), progress, distributed)
     except duckdb.OutOfMemoryException as exc:
         raise too_little_memory(f"--memory-limit {memory_limit}", "build", exc) from exc
     finally:
@@ -255,24 +257,25 @@ def _build(
 def _build_within(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     sources: dict[str, tuple[int, int]], parts: list[tuple[str, int]],
-    hash_parts: list[str], memory_limit: str, progress: Progress,
+    hash_parts: list[str], memory_limit: str, staging: Path, progress: Progress,
     distributed: Distributed | None = None,
 ) -> Built:
     """The order in memory when its arrays fit the budget, else out of core (in this
-    process's DuckDB, whatever the executor)."""
+    process, whatever the executor)."""
     rows = _source_rows(con, spec, sources)
     candidates = sum(sources[source][0] * n_epochs for source, _, n_epochs, _ in rows)
     report_progress(progress, "ordering documents", 0, 3)
     if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
         return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
                                 progress, distributed)
-    return _build_out_of_core(con, store, spec, corpus, name, parts, progress)
+    return _build_out_of_core(con, store, spec, corpus, name, sources, rows, parts, staging,
+                              progress)
 
 
 # What the in-memory order holds per (document, epoch), measured at 10M documents. When
-# that fits the build's memory budget, the order is computed in numpy (twice as fast);
-# otherwise in DuckDB, out of core. The budget is then used twice at most: once by DuckDB,
-# once by the arrays.
+# that fits the build's memory budget, the order is computed in numpy arrays; otherwise
+# through files, a bucket at a time. The budget is then used twice at most: once by
+# DuckDB, once by the arrays.
 IN_MEMORY_BYTES_PER_ROW = 100
 
 
@@ -331,24 +334,50 @@ def _build_in_memory(
 
 def _build_out_of_core(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
-    parts: list[tuple[str, int]], progress: Progress,
+    sources: dict[str, tuple[int, int]], rows: list[tuple[str, str, int, int]],
+    parts: list[tuple[str, int]], staging: Path, progress: Progress,
 ) -> Built:
-    con.execute("SET preserve_insertion_order = false")  # the window sorts need less memory
-    order_in_duckdb(con, _key_prefix(spec), [path for path, _ in parts], spec.separator_tokens)
+    from lineage.stream import order_files, tables_files
+
+    folder = staging / "order"
+    folder.mkdir(parents=True, exist_ok=True)
+    con.execute("SET preserve_insertion_order = false")  # rows carry their rid
+    ordered = [order_files.Source(src, sources[source][0], n_epochs, budget)
+               for source, src, n_epochs, budget in rows]
+    bits = order_files.range_bits(ordered)
+    order_files.write_keys(con, _key_prefix(spec), _first_rids(parts), ordered, folder, bits)
+    report_progress(progress, "ordering documents", 2, 3)
+    sequences = order_files.write_sequences(
+        ordered, folder, bits, _full_key(con, parts, spec, [row[1] for row in rows]))
+    count = sum(sequence.rows for sequence in sequences)
+    packed = sum(sequence.tokens for sequence in sequences) + spec.separator_tokens * count
+    steps, windows, tokens = _steps(spec, corpus, packed)
+    placed = folder / "placed.bin"
+    kept, last_end = order_files.merge_sequences(sequences, spec.separator_tokens, tokens,
+                                                 placed)
+    for sequence in sequences:
+        sequence.path.unlink()
     report_progress(progress, "ordering documents", 3, 3)
-    packed, count = con.execute(
-        "SELECT coalesce(sum(n_tokens), 0) + ? * count(*), count(*) FROM ordered",
-        [spec.separator_tokens]).fetchall()[0]
-    steps, windows, tokens = _steps(spec, corpus, int(packed))
-    kept, last_end = con.execute(
-        "SELECT count(*), max(stream_start + n_tokens) FROM ordered WHERE stream_start < ?",
-        [tokens]).fetchall()[0]
-    cut = Cut.of(int(packed), tokens, int(count), int(kept),
-                 None if last_end is None else int(last_end))
-    con.execute("DELETE FROM ordered WHERE stream_start >= ?", [tokens])
-    written = write_occurrences(con, store, name, corpus, progress)
+    written = tables_files.write_from_file(con, store, name, corpus, placed, kept,
+                                           [path for path, _ in parts], folder, progress)
     return Built(tokens, windows, steps, written.occurrences, written.digest,
-                 written.parts, written.hash_parts, cut)
+                 written.parts, written.hash_parts,
+                 Cut.of(packed, tokens, count, kept, last_end))
+
+
+def _full_key(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, int]], spec: StreamSpec,
+              srcs: list[str]) -> Callable[[int, int, int], tuple[bytes, bytes]]:
+    """(rid, srank, epoch) -> the row's full sort key (SHA-256 digest, doc_id bytes)."""
+    import hashlib
+
+    prefix = _key_prefix(spec)
+
+    def full_key(rid: int, srank: int, epoch: int) -> tuple[bytes, bytes]:
+        doc_id = _doc_id(con, parts, rid)
+        message = f"{prefix}{srcs[srank]}\n{epoch}\n{doc_id}".encode()
+        return hashlib.sha256(message).digest(), doc_id.encode("utf-8")
+
+    return full_key
 
 
 def _key_prefix(spec: StreamSpec) -> str:
@@ -403,19 +432,7 @@ def _order(
         return _place(con, spec, rows, parts, candidates, presorted=True)
     # Only the key's first 8 bytes travel to numpy; rows that agree there (never seen:
     # 2^-64 a pair) get their full keys from `full_keys`.
-    arrays = con.execute(
-        """
-        SELECT p.first_rid + d.file_row_number AS rid, s.srank::INTEGER AS srank,
-               e.epoch::INTEGER AS epoch, d.n_tokens,
-               ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10),
-                                           d.doc_id)), 16))::UBIGINT AS k64
-        FROM read_parquet(?, filename = true, file_row_number = true) d
-        JOIN part_rows p ON p.path = d.filename
-        JOIN src s USING (source),
-        LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
-        """,
-        [prefix, [path for path, _ in parts]],
-    ).fetchnumpy()
+    arrays = con.execute(KEYS_SQL, [prefix, [path for path, _ in parts]]).fetchnumpy()
     report_progress(progress, "ordering documents", 2, 3)
     candidates = Candidates(**{key: np.asarray(arrays.pop(key)) for key in
                                ("rid", "srank", "epoch", "n_tokens", "k64")})
@@ -426,20 +443,12 @@ def _place(
     con: duckdb.DuckDBPyConnection, spec: StreamSpec, rows: list[tuple[str, str, int, int]],
     parts: list[tuple[str, int]], candidates: Candidates, presorted: bool = False,
 ) -> tuple[Placed, UIntArray]:
-    import hashlib
-
-    prefix = _key_prefix(spec)
-    srcs = [row[1] for row in rows]
+    full_key = _full_key(con, parts, spec, [row[1] for row in rows])
 
     def full_keys(positions: Any) -> list[tuple[bytes, bytes]]:
-        keys = []
-        for rid, srank, epoch in zip(candidates.rid[positions].tolist(),
-                                     candidates.srank[positions].tolist(),
-                                     candidates.epoch[positions].tolist(), strict=True):
-            doc_id = _doc_id(con, parts, rid)
-            message = f"{prefix}{srcs[srank]}\n{epoch}\n{doc_id}".encode()
-            keys.append((hashlib.sha256(message).digest(), doc_id.encode("utf-8")))
-        return keys
+        return [full_key(rid, srank, epoch) for rid, srank, epoch in zip(
+            candidates.rid[positions].tolist(), candidates.srank[positions].tolist(),
+            candidates.epoch[positions].tolist(), strict=True)]
 
     # DuckDB decodes the content hashes on its threads while numpy places (one core).
     with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:

@@ -19,7 +19,7 @@ canonical stream's lineage-occurrences/1 (docs/stream-spec.md §5).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 _FETCH_ROWS = 65_536
 # Equal hashes in (doc_id, epoch) order, the order the in-memory path streams them in, so
 # both paths write the same bytes; ordinal breaks the ties of recorded segments.
-_HASH_ORDER = ("('0x' || left(content_hash, 16))::UBIGINT, content_hash, doc_id, epoch, "
+HASH_ORDER = ("('0x' || left(content_hash, 16))::UBIGINT, content_hash, doc_id, epoch, "
                "ordinal")
 
 
@@ -273,7 +273,7 @@ def write_occurrences(
                    stage="writing occurrences")
     try:
         hash_parts = _write(con, store, "occurrence_hashes", name, corpus, source="ordered",
-                            params=[], order=_HASH_ORDER, digests=[], total=occurrences,
+                            params=[], order=HASH_ORDER, digests=[], total=occurrences,
                             progress=progress, stage="indexing occurrences")
         faults.reach("stream-written")
     except BaseException:
@@ -293,35 +293,53 @@ def _write(
     checks: Sequence[str] = (),
 ) -> list[WrittenPart]:
     """One table from the rows of `source` (sorted by `order` unless None, when they
-    already are in the table's order). A sort carries only the columns that vary by row
-    and that the table has, plus the `checks` columns the digests read; the constants,
-    `stream_end` and the digest lines are added after it (positions widened first: the
-    lists may hold them in 16 or 32 bits)."""
-    occurrences = table == "occurrences"
-    schema = occurrences_schema() if occurrences else occurrence_hashes_schema()
+    already are in the table's order)."""
+    with con.cursor() as cursor:
+        if registered is not None:
+            cursor.register("placed", registered)
+        batches = table_rows(cursor, table, name, corpus, source=source, params=params,
+                             order=order, digests=digests, checks=checks)
+        return write_table(store, table, batches, digests=digests, total=total,
+                           progress=progress, stage=stage)
+
+
+def table_rows(
+    cursor: duckdb.DuckDBPyConnection, table: str, name: str, corpus: str, *, source: str,
+    params: list[Any], order: str | None, digests: Sequence[Any], checks: Sequence[str] = (),
+) -> pa.RecordBatchReader:
+    """The rows of `table` from those of `source`, sorted by `order` unless None. A sort
+    carries only the columns that vary by row and that the table has, plus the `checks`
+    columns the digests read; the constants, `stream_end` and the digest lines are added
+    after it (positions widened first: the lists may hold them in 16 or 32 bits)."""
+    schema = occurrences_schema() if table == "occurrences" else occurrence_hashes_schema()
     payload = ", ".join([c for c in _ROW_COLUMNS if c in schema.names or c == "n_tokens"]
                         + list(checks))
     lines = "".join(f", {d.sql_line()} AS {LINE_COLUMN}" for d in digests
                     if isinstance(d, LineHasher))
-    with con.cursor() as cursor:
-        if registered is not None:
-            cursor.register("placed", registered)
-        reader = cursor.sql(
-            f"""
-            SELECT *{lines} FROM (
-                SELECT ?::VARCHAR AS stream, ?::VARCHAR AS corpus, *,
-                       stream_start::BIGINT + n_tokens::BIGINT AS stream_end
-                FROM (SELECT {payload} FROM {source}
-                      {f"ORDER BY {order}" if order else ""}))
-            """,
-            params=[name, corpus, *params],
-        ).to_arrow_reader(_FETCH_ROWS)
-        # In ordinal order the positions grow with the ordinal: deltas encode them best.
-        sorted_integers = ("ordinal", "stream_start", "stream_end") if occurrences else ()
-        return write_parts(
-            reader, schema=schema, out_dir=store.table_dir(table),
-            sorted_by=["ordinal"] if occurrences else ["content_hash"], digests=digests,
-            progress=progress, stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
-            part_rows=LOOKUP_PART_ROWS,
-            range_columns=["stream_start", "stream_end"] if occurrences else ["content_hash"],
-            encodings=dict.fromkeys(sorted_integers, SORTED_INTEGERS))
+    return cursor.sql(
+        f"""
+        SELECT *{lines} FROM (
+            SELECT ?::VARCHAR AS stream, ?::VARCHAR AS corpus, *,
+                   stream_start::BIGINT + n_tokens::BIGINT AS stream_end
+            FROM (SELECT {payload} FROM {source}
+                  {f"ORDER BY {order}" if order else ""}))
+        """,
+        params=[name, corpus, *params],
+    ).to_arrow_reader(_FETCH_ROWS)
+
+
+def write_table(store: BaseStore, table: str, batches: Iterable[pa.RecordBatch], *,
+                digests: Sequence[Any], total: int, progress: Progress,
+                stage: str) -> list[WrittenPart]:
+    """`batches` (in the table's order) as the parts of `table`."""
+    occurrences = table == "occurrences"
+    schema = occurrences_schema() if occurrences else occurrence_hashes_schema()
+    # In ordinal order the positions grow with the ordinal: deltas encode them best.
+    sorted_integers = ("ordinal", "stream_start", "stream_end") if occurrences else ()
+    return write_parts(
+        batches, schema=schema, out_dir=store.table_dir(table),
+        sorted_by=["ordinal"] if occurrences else ["content_hash"], digests=digests,
+        progress=progress, stage=stage, total=total, row_group_rows=LOOKUP_ROW_GROUP_ROWS,
+        part_rows=LOOKUP_PART_ROWS,
+        range_columns=["stream_start", "stream_end"] if occurrences else ["content_hash"],
+        encodings=dict.fromkeys(sorted_integers, SORTED_INTEGERS))
