@@ -70,7 +70,8 @@ def build(
     memory_limit: Annotated[
         str, typer.Option(help="Memory budget, such as 1GB: DuckDB's, and the in-memory "
                           "order's (about 100 bytes per occurrence) when it fits; a larger "
-                          "corpus is ordered out of core, 1.5-2x slower.")
+                          "corpus is ordered out of core, through files in the store's "
+                          "staging folder (about 200 bytes per occurrence).")
     ] = "1GB",
     engine: EngineOption = "local",
     ray_address: RayAddressOption = None,

@@ -335,3 +335,30 @@ def test_a_stream_file_made_against_another_corpus_file_is_not_used(copied: Stor
     assert path.read_bytes() == before
     assert _answers(copied) == expected
     assert take_notices() == []
+
+
+def test_scattered_rows_are_asked_of_the_kernel_at_once_before_they_are_read(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values at rows spread over a file: every block they lie in (and its digest page)
+    is advised WILLNEED before the first read, so a cold file costs one disk round trip
+    for all of them; the values are those of a plain range read."""
+    import os
+
+    path, record = _arrays_path(copied, "document_hashes")
+    advised: list[tuple[int, int]] = []
+    reads: list[int] = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, at, n, advice: advised.append(
+        (at, advice)))
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: (reads.append(len(advised)),
+                                                        real_pread(fd, n, at))[1])
+    for name in ("doc_id", "content_hash", "uri"):
+        advised.clear()
+        reads.clear()
+        with ArraysFile.open(copied.root, record) as arrays:
+            rows = list(range(arrays.rows - 1, -1, -37))
+            assert len(rows) >= 2
+            values = arrays.value_at(name, rows)
+            assert advised and {advice for _, advice in advised} == {os.POSIX_FADV_WILLNEED}
+            assert reads[0] == 0 and reads[1] > 0  # the head, then the rows after the advice
+            assert values == [arrays.values(name, r, r + 1)[0] for r in rows]

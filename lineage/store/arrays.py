@@ -306,10 +306,12 @@ class ArraysFile:
                         for r in rows]
             return self._mapped_strings(name, column, rows)
         if kind == "h32":
+            self._prefetch([at + HASH_BYTES * r for r in rows], HASH_BYTES)
             return [get(at + HASH_BYTES * r, at + HASH_BYTES * (r + 1)).hex() for r in rows]
         if kind in INT_KINDS or kind == "dict":
             width_kind = column["width"] if kind == "dict" else kind
             width, unpack = WIDTHS[width_kind], _STRUCTS[width_kind].unpack
+            self._prefetch([at + width * r for r in rows], width)
             found = [unpack(get(at + width * r, at + width * (r + 1)))[0] for r in rows]
             if kind == "dict":
                 words = column["words"]
@@ -317,12 +319,31 @@ class ArraysFile:
             return found
         width, pair = WIDTHS[column["width"]], _PAIRS[column["width"]].unpack
         heap = int(column["heap"])
-        strings: list[Any] = []
-        for r in rows:
-            start, end = pair(get(at + width * r, at + width * (r + 2)))
-            strings.append(None if end & 1 else get(heap + (start >> 1), heap + (end >> 1))
-                           .decode("utf-8"))
-        return strings
+        self._prefetch([at + width * r for r in rows], 2 * width)
+        bounds = [pair(get(at + width * r, at + width * (r + 2))) for r in rows]
+        self._prefetch([heap + (start >> 1) for start, _ in bounds],
+                       [(end >> 1) - (start >> 1) for start, end in bounds])
+        return [None if end & 1 else get(heap + (start >> 1), heap + (end >> 1))
+                .decode("utf-8") for start, end in bounds]
+
+    def _prefetch(self, starts: Sequence[int], lengths: int | Sequence[int]) -> None:
+        """Ask the kernel for the blocks (and their digest pages) of these byte ranges
+        all at once, before they are read one by one: rows scattered over a file that is
+        not in the page cache then cost one disk round trip together, not one each
+        (a step's documents at 100M: 11,000 reads of 50 us)."""
+        if not hasattr(os, "posix_fadvise") or len(starts) < 2:
+            return
+        spans = zip(starts, [lengths] * len(starts) if isinstance(lengths, int) else lengths,
+                    strict=True)
+        blocks = sorted({block for start, length in spans if length > 0
+                         for block in range(start // BLOCK, (start + length - 1) // BLOCK + 1)}
+                        - self._blocks.keys())
+        pages = sorted({block * DIGEST_BYTES // PAGE for block in blocks} - self._pages.keys())
+        for block in blocks:
+            os.posix_fadvise(self._data, block * BLOCK, BLOCK, os.POSIX_FADV_WILLNEED)
+        for page in pages:
+            os.posix_fadvise(self._data, self._digests_at + page * PAGE, PAGE,
+                             os.POSIX_FADV_WILLNEED)
 
     def _mapped_strings(self, name: str, column: dict[str, Any], rows: Sequence[int],
                         ) -> list[Any]:

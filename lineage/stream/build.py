@@ -358,8 +358,11 @@ def _build_out_of_core(
     for sequence in sequences:
         sequence.path.unlink()
     report_progress(progress, "ordering documents", 3, 3)
-    written = tables_files.write_from_file(con, store, name, corpus, placed, kept,
-                                           [path for path, _ in parts], folder, progress)
+    try:
+        written = tables_files.write_from_file(con, store, name, corpus, placed, kept,
+                                               [path for path, _ in parts], folder, progress)
+    finally:
+        remove_quietly(folder)  # the disk it took is the stream arrays' scratch space
     return Built(tokens, windows, steps, written.occurrences, written.digest,
                  written.parts, written.hash_parts,
                  Cut.of(packed, tokens, count, kept, last_end))
