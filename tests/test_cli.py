@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -187,3 +188,43 @@ def test_a_reader_that_stops_early_is_not_reported_as_a_bug() -> None:
                               capture_output=True, text=True, timeout=60,
                               env={**os.environ, "COLUMNS": "80"})
         assert "unexpected" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("failing", ["order_files", "tables_files"])
+def test_a_full_disk_in_an_out_of_core_build_says_so_and_stores_nothing(
+    cli: Cli, example_corpus: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The out-of-core order's scratch files (the keys, or the buckets the tables are
+    sorted from) meet a full disk: one line, exit 2, no stream, nothing left in staging."""
+    import builtins
+    import errno
+    import importlib
+
+    from lineage.stream import build
+
+    cli("ingest", "corpus", str(example_corpus), "--corpus", "c")
+    monkeypatch.setattr(build, "IN_MEMORY_BYTES_PER_ROW", 10**30)
+    module = importlib.import_module(f"lineage.stream.{failing}")
+
+    def full(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "a" in mode or "w" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    if failing == "order_files":
+        monkeypatch.setattr(module, "open", full, raising=False)
+    else:  # the buckets, once the order is made: Arrow files
+        import pyarrow as pa
+
+        def no_room(*args: Any, **kwargs: Any) -> Any:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(pa.ipc, "new_file", no_room)
+    result = cli("stream", "build", "--corpus", "c", "--name", "s", "--seed", "1",
+                 "--seq-len", "64", "--batch", "1", code=2)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "disk" in line.lower(), line
+    assert cli("stream", "list", "--json").stdout.strip() == "[]"
+    store_root = Path(cli.store_path)
+    assert not any(p.is_file() for p in (store_root / "staging").rglob("*"))
+    assert cli("store", "verify", "--json").stdout.count('"ok": true') == 1
