@@ -269,7 +269,7 @@ def _build_within(
         return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
                                 progress, distributed)
     return _build_out_of_core(con, store, spec, corpus, name, sources, rows, parts, staging,
-                              progress)
+                              progress, distributed)
 
 
 # What the in-memory order holds per (document, epoch), measured at 10M documents. When
@@ -336,8 +336,12 @@ def _build_out_of_core(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     sources: dict[str, tuple[int, int]], rows: list[tuple[str, str, int, int]],
     parts: list[tuple[str, int]], staging: Path, progress: Progress,
+    distributed: Distributed | None = None,
 ) -> Built:
+    """The order and the tables through files in `staging`; with `distributed`, the keys
+    are computed by tasks (a part's rows each), which write the same files."""
     from lineage.stream import order_files, tables_files
+    from lineage.stream.shuffle import ROWS_PER_KEYS
 
     folder = staging / "order"
     folder.mkdir(parents=True, exist_ok=True)
@@ -345,7 +349,19 @@ def _build_out_of_core(
     ordered = [order_files.Source(src, sources[source][0], n_epochs, budget)
                for source, src, n_epochs, budget in rows]
     bits = order_files.range_bits(ordered)
-    order_files.write_keys(con, _key_prefix(spec), _first_rids(parts), ordered, folder, bits)
+    prefix = _key_prefix(spec)
+    if distributed is None:
+        order_files.write_keys(con, prefix, _first_rids(parts), ordered, folder, bits)
+    else:
+        slices = [(path, first, (start, min(start + ROWS_PER_KEYS, n_rows)))
+                  for (path, first), (_, n_rows) in zip(_first_rids(parts), parts, strict=True)
+                  for start in range(0, n_rows, ROWS_PER_KEYS)]
+        distributed.executor.map(order_files.task_keys, [
+            order_files.KeyTask(path, first, span, prefix,
+                                tuple((row[0], row[1], row[2], rank)
+                                      for rank, row in enumerate(rows)),
+                                str(folder), bits, number)
+            for number, (path, first, span) in enumerate(slices)])
     report_progress(progress, "ordering documents", 2, 3)
     sequences = order_files.write_sequences(
         ordered, folder, bits, _full_key(con, parts, spec, [row[1] for row in rows]))

@@ -46,17 +46,19 @@ PLACED_ROW = [("rid", "<i8"), ("epoch", "<i8"), ("n_tokens", "<i8"), ("stream_st
 
 # Every (document, epoch) of the documents' parts with its rid (table `part_rows`: each
 # part's path and first rid), its source's rank and the key's first 8 bytes (spec §2);
-# table `src` holds the sources (src hex, epochs drawn, rank).
-KEYS_SQL = """
+# table `src` holds the sources (src hex, epochs drawn, rank). `{documents}`: the parts
+# read with filename and file_row_number (`KEYS_SQL`), or some rows of one (a task's).
+KEYS_OF = """
     SELECT p.first_rid + d.file_row_number AS rid, s.srank::INTEGER AS srank,
            e.epoch::INTEGER AS epoch, d.n_tokens,
            ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR, chr(10),
                                        d.doc_id)), 16))::UBIGINT AS k64
-    FROM read_parquet(?, filename = true, file_row_number = true) d
+    FROM {documents} d
     JOIN part_rows p ON p.path = d.filename
     JOIN src s USING (source),
     LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
 """
+KEYS_SQL = KEYS_OF.format(documents="read_parquet(?, filename = true, file_row_number = true)")
 
 # (rid, srank, epoch) -> the row's full sort key: (SHA-256 digest, doc_id bytes), for the
 # rare rows whose 64-bit key prefixes are equal
@@ -88,38 +90,83 @@ def range_bits(sources: list[Source]) -> int:
     return max(0, math.ceil(math.log2(max(largest / ROWS_PER_RANGE, 1))))
 
 
-def _key_file(folder: Path, srank: int, epoch: int, key_range: int) -> Path:
-    return folder / f"keys-{srank:04d}-{epoch:04d}-{key_range:06d}.bin"
+def _key_file(folder: Path, srank: int, epoch: int, key_range: int, task: str = "") -> Path:
+    return folder / f"keys-{srank:04d}-{epoch:04d}-{key_range:06d}{task}.bin"
 
 
 def write_keys(con: duckdb.DuckDBPyConnection, prefix: str, parts: list[tuple[str, int]],
                sources: list[Source], folder: Path, bits: int) -> None:
     """Every (document, epoch) of the documents' `parts` (path, rid of the first row),
     appended to its sequence's key-range file (table `src` must exist)."""
-    import numpy as np
-
     con.execute("CREATE OR REPLACE TABLE part_rows (path VARCHAR, first_rid BIGINT)")
     con.executemany("INSERT INTO part_rows VALUES (?, ?)", parts)
     reader = con.sql(KEYS_SQL, params=[prefix, [path for path, _ in parts]]
                      ).to_arrow_reader(KEY_BATCH_ROWS)
     epochs = max((source.epochs for source in sources), default=1)
     for batch in reader:
-        columns = {name: batch.column(name).to_numpy() for name in batch.schema.names}
-        rows = np.empty(batch.num_rows, dtype=KEY_ROW)
-        for name, _ in KEY_ROW:
-            rows[name] = columns[name]
-        key_range = (rows["k64"] >> np.uint64(64 - bits)).astype(np.int64) if bits else 0
-        file_of = (columns["srank"].astype(np.int64) * epochs + columns["epoch"]) \
-            * (1 << bits) + key_range
-        order = np.argsort(file_of, kind="stable")
-        file_of = np.asarray(file_of)[order]
-        starts = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]])
-        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
-            number = int(file_of[start])
-            group, key_range_of = divmod(number, 1 << bits)
-            srank, epoch = divmod(group, epochs)
-            with open(_key_file(folder, srank, epoch, key_range_of), "ab") as out:
-                rows[order[start:end]].tofile(out)
+        _append_keys(batch, folder, bits, epochs)
+
+
+@dataclass(frozen=True)
+class KeyTask:
+    """Some rows of one documents part, whose keys a task writes to files of its own."""
+
+    path: str
+    first_rid: int  # the rid of the part's first row
+    rows: tuple[int, int]  # the part's rows this task reads: [start, end)
+    prefix: str  # the key's prefix (spec, seed)
+    sources: tuple[tuple[str, str, int, int], ...]  # (source, src hex, epochs, srank)
+    folder: str
+    bits: int
+    number: int  # the task's files end in -t<number>
+
+
+def task_keys(task: KeyTask) -> int:
+    """`write_keys` for one task's rows (in a process of its own, on a cluster): its
+    files beside the other tasks' in the shared folder; the rows written."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET threads = 1")  # a task per core
+        con.execute("SET preserve_insertion_order = false")  # rows carry their rid
+        con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
+                    "srank INTEGER)")
+        con.executemany("INSERT INTO src VALUES (?, ?, ?, ?)", list(task.sources))
+        con.execute("CREATE TABLE part_rows AS SELECT ?::VARCHAR AS path, "
+                    "?::BIGINT AS first_rid", [task.path, task.first_rid])
+        documents = ("(SELECT * FROM read_parquet(?, filename = true, file_row_number = true)"
+                     " WHERE file_row_number >= ? AND file_row_number < ?)")
+        reader = con.sql(KEYS_OF.format(documents=documents),
+                         params=[task.prefix, task.path, *task.rows]
+                         ).to_arrow_reader(KEY_BATCH_ROWS)
+        epochs = max((source[2] for source in task.sources), default=1)
+        return sum(_append_keys(batch, Path(task.folder), task.bits, epochs,
+                                f"-t{task.number:06d}") for batch in reader)
+    finally:
+        con.close()
+
+
+def _append_keys(batch: Any, folder: Path, bits: int, epochs: int, task: str = "") -> int:
+    """A batch of KEYS_OF's rows appended to their (source, epoch, key range) files."""
+    import numpy as np
+
+    columns = {name: batch.column(name).to_numpy() for name in batch.schema.names}
+    rows = np.empty(batch.num_rows, dtype=KEY_ROW)
+    for name, _ in KEY_ROW:
+        rows[name] = columns[name]
+    key_range = (rows["k64"] >> np.uint64(64 - bits)).astype(np.int64) if bits else 0
+    file_of = (columns["srank"].astype(np.int64) * epochs + columns["epoch"]) \
+        * (1 << bits) + key_range
+    order = np.argsort(file_of, kind="stable")
+    file_of = np.asarray(file_of)[order]
+    starts = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]])
+    for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
+        group, key_range_of = divmod(int(file_of[start]), 1 << bits)
+        srank, epoch = divmod(group, epochs)
+        with open(_key_file(folder, srank, epoch, key_range_of, task), "ab") as out:
+            rows[order[start:end]].tofile(out)
+    return len(rows)
 
 
 def write_sequences(sources: list[Source], folder: Path, bits: int,
@@ -136,14 +183,16 @@ def write_sequences(sources: list[Source], folder: Path, bits: int,
         with open(path, "wb") as out:
             for epoch in range(source.epochs):
                 for key_range in range(1 << bits):
-                    keys = _key_file(folder, srank, epoch, key_range)
-                    if not keys.exists():
-                        continue
-                    if full:
-                        keys.unlink()
+                    # the local build's file, or the tasks' (each task's rows in its own)
+                    keys = sorted(folder.glob(_key_file(folder, srank, epoch, key_range,
+                                                        "*").name))
+                    if not keys or full:
+                        for read in keys:
+                            read.unlink()
                         continue
                     ranged = _sorted_range(keys, srank, epoch, full_key)
-                    keys.unlink()
+                    for read in keys:
+                        read.unlink()
                     inclusive = carry + np.cumsum(ranged["n_tokens"])
                     kept = int(np.searchsorted(inclusive, source.budget, side="right"))
                     block = np.empty(kept, dtype=SEQUENCE_ROW)
@@ -160,12 +209,13 @@ def write_sequences(sources: list[Source], folder: Path, bits: int,
     return sequences
 
 
-def _sorted_range(path: Path, srank: int, epoch: int, full_key: FullKey) -> Any:
+def _sorted_range(paths: list[Path], srank: int, epoch: int, full_key: FullKey) -> Any:
     """One key range's rows sorted by key; rows whose 64-bit prefixes agree by their
-    full keys (as `lineage.stream.order` orders them)."""
+    full keys (as `lineage.stream.order` orders them), so the files' order is not the
+    order's."""
     import numpy as np
 
-    rows = np.fromfile(path, dtype=KEY_ROW)
+    rows = np.concatenate([np.fromfile(path, dtype=KEY_ROW) for path in paths])
     order = np.argsort(rows["k64"])
     by_key = rows["k64"][order]
     tied = np.flatnonzero(by_key[1:] == by_key[:-1])

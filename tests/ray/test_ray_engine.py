@@ -110,6 +110,41 @@ def test_ready_manifests_and_their_stream_are_the_same_on_ray(
         assert local["streams"] and local["files"]
 
 
+def test_a_stream_ordered_out_of_core_is_the_same_on_ray(
+    ray_cluster: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """A corpus over the build's memory budget: on Ray the keys are computed by tasks
+    (the driver never computes them), each writing files of its own, and the stream is
+    the local one byte for byte (ranges, slices and buckets of a few rows)."""
+    from lineage.stream import build, order_files, tables_files
+
+    monkeypatch.setattr(build, "IN_MEMORY_BYTES_PER_ROW", 10**30)
+    monkeypatch.setattr(order_files, "ROWS_PER_RANGE", 9)
+    monkeypatch.setattr(order_files, "MERGE_ROWS", 11)
+    monkeypatch.setattr("lineage.stream.shuffle.ROWS_PER_KEYS", 13)
+    monkeypatch.setattr(tables_files, "RIDS_PER_BUCKET", 17)
+    monkeypatch.setattr(tables_files, "ROWS_PER_BUCKET", 19)
+    records = [{"doc_id": f"d{i:03d}", "source": ("web", "code", "books")[i % 3],
+                "uri": f"s3://b/{i}", "n_bytes": 10 + i, "n_tokens": 1 + (i * 37) % 50,
+                "content_hash": blake3.blake3(f"{i % 60}".encode()).hexdigest()}
+               for i in range(90)]
+    manifest = write_jsonl(tmp_path / "m.jsonl", records)
+    local_keys = order_files.write_keys
+
+    def build_both(store: Store, executor: Any) -> None:
+        ingest_corpus(store, [manifest], corpus="c", fmt="manifest", executor=executor)
+        if executor is not None:  # the driver must not compute the keys itself
+            monkeypatch.setattr(order_files, "write_keys", None)
+        try:
+            _stream(store, executor, 11, ["web=1.5", "code=0.7"])
+        finally:
+            monkeypatch.setattr(order_files, "write_keys", local_keys)
+
+    local, ray = _both(tmp_path / "work", build_both)
+    assert isinstance(local, dict) and local["streams"]
+    assert ray == local
+
+
 texts = st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=0, max_size=40),
                            st.booleans(), st.sampled_from(["poems", "prose"])),
                  min_size=1, max_size=30)
