@@ -109,10 +109,9 @@ class RayExecutor:
 
 
 def _settle(refs: list[Any]) -> None:
-    """Cancel what still runs and wait for it: the caller removes the staging folder
-    next, and no task may write into it afterwards."""
-    for ref in refs:
-        ray.cancel(ref)
+    """Wait for every task to end: the caller removes the staging folder next, and no
+    task may write into it afterwards. (Not cancelled: `ray.cancel` of a task failing at
+    the same time sometimes ended the driver's own process, exit 1 with no message.)"""
     for ref in refs:
         try:
             ray.get(ref)
