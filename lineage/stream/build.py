@@ -356,11 +356,9 @@ def _build_out_of_core(
         slices = [(path, first, (start, min(start + ROWS_PER_KEYS, n_rows)))
                   for (path, first), (_, n_rows) in zip(_first_rids(parts), parts, strict=True)
                   for start in range(0, n_rows, ROWS_PER_KEYS)]
+        ranked = tuple((row[0], row[1], row[2], rank) for rank, row in enumerate(rows))
         distributed.executor.map(order_files.task_keys, [
-            order_files.KeyTask(path, first, span, prefix,
-                                tuple((row[0], row[1], row[2], rank)
-                                      for rank, row in enumerate(rows)),
-                                str(folder), bits, number)
+            order_files.KeyTask(path, first, span, prefix, ranked, str(folder), bits, number)
             for number, (path, first, span) in enumerate(slices)])
     report_progress(progress, "ordering documents", 2, 3)
     sequences = order_files.write_sequences(

@@ -24,12 +24,12 @@ tests hold this path, with ranges and blocks of a few rows, to the spec's refere
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lineage.stream.order import _order_ties, merge_keys
+from lineage.stream.order import _order_ties, _runs, merge_keys
 
 if TYPE_CHECKING:
     import duckdb
@@ -124,27 +124,44 @@ class KeyTask:
 def task_keys(task: KeyTask) -> int:
     """`write_keys` for one task's rows (in a process of its own, on a cluster): its
     files beside the other tasks' in the shared folder; the rows written."""
+    epochs = max((source[2] for source in task.sources), default=1)
+    return sum(_append_keys(batch, Path(task.folder), task.bits, epochs,
+                            f"-t{task.number:06d}")
+               for batch in part_key_batches(task.path, task.first_rid, task.rows,
+                                             task.prefix, task.sources))
+
+
+def part_key_batches(path: str, first_rid: int, rows: tuple[int, int], prefix: str,
+                     sources: tuple[tuple[str, str, int, int], ...]) -> Iterator[Any]:
+    """KEYS_OF's rows for rows [start, end) of one documents part, in batches, from a
+    DuckDB session of one thread (a task's: a task per core); `sources` as in KeyTask."""
     import duckdb
 
     con = duckdb.connect(":memory:")
     try:
-        con.execute("SET threads = 1")  # a task per core
+        con.execute("SET threads = 1")
         con.execute("SET preserve_insertion_order = false")  # rows carry their rid
         con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
                     "srank INTEGER)")
-        con.executemany("INSERT INTO src VALUES (?, ?, ?, ?)", list(task.sources))
+        con.executemany("INSERT INTO src VALUES (?, ?, ?, ?)", list(sources))
         con.execute("CREATE TABLE part_rows AS SELECT ?::VARCHAR AS path, "
-                    "?::BIGINT AS first_rid", [task.path, task.first_rid])
+                    "?::BIGINT AS first_rid", [path, first_rid])
         documents = ("(SELECT * FROM read_parquet(?, filename = true, file_row_number = true)"
                      " WHERE file_row_number >= ? AND file_row_number < ?)")
-        reader = con.sql(KEYS_OF.format(documents=documents),
-                         params=[task.prefix, task.path, *task.rows]
-                         ).to_arrow_reader(KEY_BATCH_ROWS)
-        epochs = max((source[2] for source in task.sources), default=1)
-        return sum(_append_keys(batch, Path(task.folder), task.bits, epochs,
-                                f"-t{task.number:06d}") for batch in reader)
+        yield from con.sql(KEYS_OF.format(documents=documents), params=[prefix, path, *rows]
+                           ).to_arrow_reader(KEY_BATCH_ROWS)
     finally:
         con.close()
+
+
+def groups(keys: Any) -> Iterator[tuple[int, Any]]:
+    """(key, the positions holding it, in position order) for each key, ascending."""
+    import numpy as np
+
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    for start, end in zip(*_runs(ordered), strict=True):
+        yield int(ordered[start]), order[start:end]
 
 
 def _append_keys(batch: Any, folder: Path, bits: int, epochs: int, task: str = "") -> int:
@@ -158,14 +175,11 @@ def _append_keys(batch: Any, folder: Path, bits: int, epochs: int, task: str = "
     key_range = (rows["k64"] >> np.uint64(64 - bits)).astype(np.int64) if bits else 0
     file_of = (columns["srank"].astype(np.int64) * epochs + columns["epoch"]) \
         * (1 << bits) + key_range
-    order = np.argsort(file_of, kind="stable")
-    file_of = np.asarray(file_of)[order]
-    starts = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]])
-    for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
-        group, key_range_of = divmod(int(file_of[start]), 1 << bits)
+    for number, selected in groups(file_of):
+        group, key_range_of = divmod(number, 1 << bits)
         srank, epoch = divmod(group, epochs)
         with open(_key_file(folder, srank, epoch, key_range_of, task), "ab") as out:
-            rows[order[start:end]].tofile(out)
+            rows[selected].tofile(out)
     return len(rows)
 
 

@@ -71,33 +71,18 @@ def range_bits(candidates: int) -> int:
 def part_keys(task: KeyTask) -> list[int]:
     """Every (document, epoch) of one part with its key prefix, written as one file per
     key range; the rows in each range."""
-    import duckdb
     import numpy as np
 
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute("SET threads = 1")  # a task per core
-        con.execute("CREATE TABLE src (source VARCHAR, src VARCHAR, n_epochs BIGINT, "
-                    "srank INTEGER)")
-        con.executemany("INSERT INTO src VALUES (?, ?, ?, ?)", list(task.sources))
-        arrays = con.execute(
-            """
-            SELECT ?::BIGINT + d.file_row_number AS rid, s.srank::INTEGER AS srank,
-                   e.epoch::INTEGER AS epoch, d.n_tokens,
-                   ('0x' || left(sha256(concat(?, s.src, chr(10), e.epoch::VARCHAR,
-                                               chr(10), d.doc_id)), 16))::UBIGINT AS k64
-            FROM (SELECT * FROM read_parquet(?, file_row_number = true)
-                  WHERE file_row_number >= ? AND file_row_number < ?) d
-            JOIN src s USING (source),
-            LATERAL (SELECT unnest(range(s.n_epochs)) AS epoch) e
-            """,
-            [task.first_rid, task.prefix, task.path, *task.rows],
-        ).fetchnumpy()
-    finally:
-        con.close()
-    rows = np.empty(len(arrays["k64"]), dtype=list(_COLUMNS))
-    for name, _ in _COLUMNS:
-        rows[name] = np.asarray(arrays[name])
+    from lineage.stream.order_files import part_key_batches
+
+    batches = list(part_key_batches(task.path, task.first_rid, task.rows, task.prefix,
+                                    task.sources))
+    rows = np.empty(sum(batch.num_rows for batch in batches), dtype=list(_COLUMNS))
+    at = 0
+    for batch in batches:
+        for name, _ in _COLUMNS:
+            rows[name][at:at + batch.num_rows] = batch.column(name).to_numpy()
+        at += batch.num_rows
     ranges = (rows["k64"] >> np.uint64(64 - task.bits)).astype(np.int64)
     by_range = np.argsort(ranges, kind="stable")
     bounds = np.searchsorted(ranges[by_range], np.arange((1 << task.bits) + 1))

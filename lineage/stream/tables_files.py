@@ -28,7 +28,7 @@ from lineage.corpora.digest import LineHasher
 from lineage.store import faults
 from lineage.store.parts import Progress, discard_parts
 from lineage.store.parts import report as report_progress
-from lineage.stream.order_files import PLACED_ROW
+from lineage.stream.order_files import PLACED_ROW, groups
 from lineage.stream.spec import OCCURRENCES_SPEC, digest_columns
 from lineage.stream.tables import HASH_ORDER, StreamTables, table_rows, write_table
 
@@ -94,23 +94,11 @@ def _cut_by_document(placed: Path, kept: int, folder: Path) -> int:
         cut["rid"], cut["epoch"] = chunk["rid"], chunk["epoch"]
         cut["stream_start"] = chunk["stream_start"]
         cut["ordinal"] = np.arange(begin, begin + len(chunk), dtype=np.int64)
-        for number, selected in _groups(cut["rid"] // RIDS_PER_BUCKET):
+        for number, selected in groups(cut["rid"] // RIDS_PER_BUCKET):
             with open(_bucket_file(folder, "rids", number), "ab") as out:
                 cut[selected].tofile(out)
             ranges = max(ranges, number + 1)
     return ranges
-
-
-def _groups(keys: Any) -> Iterator[tuple[int, Any]]:
-    """(key, the positions holding it, in position order) for each key, ascending."""
-    import numpy as np
-
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(order) else \
-        np.zeros(0, dtype=np.int64)
-    for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
-        yield int(ordered[start]), order[start:end]
 
 
 def _join_documents(documents: list[str], rid_buckets: int, folder: Path,
@@ -141,10 +129,10 @@ def _join_documents(documents: list[str], rid_buckets: int, folder: Path,
             joined = slice_.take(pa.array(rows["rid"] - number * RIDS_PER_BUCKET))
             for column in ("ordinal", "epoch", "stream_start"):
                 joined = joined.append_column(column, pa.array(rows[column]))
-            for bucket, selected in _groups(rows["ordinal"] // ROWS_PER_BUCKET):
+            for bucket, selected in groups(rows["ordinal"] // ROWS_PER_BUCKET):
                 append(_bucket_file(folder, "ordinal", bucket), joined.take(selected))
             hashed = joined.drop_columns(["uri"])
-            for bucket, selected in _groups(_top_bits(joined.column("content_hash"),
+            for bucket, selected in groups(_top_bits(joined.column("content_hash"),
                                                       hash_bits)):
                 append(_bucket_file(folder, "hash", bucket), hashed.take(selected))
     finally:
