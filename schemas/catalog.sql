@@ -1,4 +1,4 @@
--- lineage catalog, schema version 9 (migrations/ take older catalogs here).
+-- lineage catalog, schema version 10 (migrations/ take older catalogs here).
 -- Small tables live here; bulk rows live in Parquet files listed in parquet_files.
 -- A Parquet file that is not listed here is garbage, never data.
 
@@ -18,9 +18,11 @@ CREATE TABLE parquet_files (
     created_at  TIMESTAMP NOT NULL,
     key_ranges  VARCHAR,               -- JSON {column: [first, last]} of the sort columns,
                                        -- so a lookup opens only the parts that can match
-    row_groups  VARCHAR                -- JSON {ends, blake3, first, last}: the byte ranges
+    row_groups  VARCHAR,               -- JSON {ends, blake3, first, last}: the byte ranges
                                        -- (each row group, then the footer) with the BLAKE3
                                        -- a read checks; NULL for parts written before v7
+    arrays_record VARCHAR              -- a lookup arrays file's JSON record (spec, head,
+                                       -- BLAKE3, the parts it was made from); NULL for parts
 );
 
 CREATE TABLE corpora (

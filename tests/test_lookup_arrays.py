@@ -89,6 +89,36 @@ def test_build_and_ingest_register_arrays_that_answer_without_parquet(
     assert copied.verify().ok
 
 
+def test_arrays_registered_by_schema_9_are_used_after_the_migration(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema 9 kept an arrays file's record in `row_groups`; migrated, the record is in
+    `arrays_record` and the lookups use the files as before, without Parquet."""
+    import duckdb
+
+    from lineage.api import init_store
+
+    expected = _answers(copied)
+    con = duckdb.connect(str(copied.root / "catalog.duckdb"))
+    con.execute("UPDATE parquet_files SET row_groups = arrays_record, arrays_record = NULL "
+                "WHERE arrays_record IS NOT NULL")
+    con.execute("ALTER TABLE parquet_files DROP COLUMN arrays_record")
+    con.execute("UPDATE schema_info SET value = '9' WHERE key = 'schema_version'")
+    con.close()
+    assert init_store(copied.root).migrated_from == 9
+    rows = copied.sql("SELECT table_name, row_groups IS NULL, arrays_record LIKE "
+                      "'{\"spec\": \"lineage-arrays/2\"%' FROM parquet_files WHERE "
+                      "table_name LIKE '%_arrays' ORDER BY table_name").rows
+    assert rows == [(table, True, True) for table in sorted(ARRAY_TABLES.values())]
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a lookup read Parquet")
+
+    monkeypatch.setattr(part_read, "lookup_table", refused)
+    assert _answers(copied) == expected
+    assert take_notices() == []
+    assert copied.verify().ok
+
+
 def test_a_store_without_arrays_answers_the_same_from_parquet(copied: Store) -> None:
     expected = _answers(copied)
     drop_lookup_arrays(copied)
@@ -200,7 +230,7 @@ def test_arrays_of_other_parts_are_not_used(copied: Store) -> None:
     """A file made from parts the catalog no longer lists (its record's parts digest
     differs) is left alone: the lookup reads Parquet."""
     with copied.writer() as con:
-        con.execute("UPDATE parquet_files SET row_groups = replace(row_groups, "
+        con.execute("UPDATE parquet_files SET arrays_record = replace(arrays_record, "
                     "'\"parts_digest\": \"', '\"parts_digest\": \"0') "
                     "WHERE table_name = 'occurrences_arrays'")
     with copied.reader(views=False) as con:
@@ -270,11 +300,11 @@ def test_a_lookup_process_without_arrays_still_keeps_pandas_out(copied: Store) -
 def _rewrite_record(store: Store, table: str, edit: Callable[[dict[str, Any]], None],
                     ) -> None:
     with store.writer() as con:
-        path, text = con.execute("SELECT path, row_groups FROM parquet_files WHERE "
+        path, text = con.execute("SELECT path, arrays_record FROM parquet_files WHERE "
                                  "table_name = ?", [table]).fetchone()
         record = json.loads(text)
         edit(record)
-        con.execute("UPDATE parquet_files SET row_groups = ? WHERE path = ?",
+        con.execute("UPDATE parquet_files SET arrays_record = ? WHERE path = ?",
                     [json.dumps(record), path])
 
 
@@ -291,7 +321,7 @@ def test_a_store_of_lineage_arrays_1_answers_from_parquet_until_repair_writes_2(
     with copied.writer() as con:
         con.execute("INSERT INTO parquet_files SELECT 'tables/old-hashes.arrays', "
                     "'occurrence_hashes_arrays', owner, n_rows, n_bytes, sha256, created_at, "
-                    "key_ranges, row_groups FROM parquet_files WHERE table_name = "
+                    "key_ranges, row_groups, arrays_record FROM parquet_files WHERE table_name = "
                     "'occurrences_arrays'")
     take_notices()
     assert _answers(copied) == expected

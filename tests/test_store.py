@@ -134,6 +134,9 @@ def _catalog_before(version: int) -> str:
     """The catalog DDL as an older schema made it (each migration undone by hand)."""
     ddl = schemas.catalog_ddl()
     assert "unicode_version" in ddl and "experiment_logs" in ddl  # schemas 5 and 6
+    if version < 10:  # schema 10 added parquet_files.arrays_record
+        ddl = ddl.replace("row_groups  VARCHAR,   ", "row_groups  VARCHAR    ").replace(
+            "arrays_record VARCHAR", "-- arrays_record")
     if version < 9:  # schema 9 added the OpenLineage events
         ddl = ddl[:ddl.index("-- OpenLineage events (schema 9)")]
     if version < 8:  # schema 8 added the audit ledger
@@ -176,7 +179,7 @@ def test_a_version_1_store_migrates_to_the_current_schema(tmp_path: Path) -> Non
     result = init_store(store.root)  # what `lineage store migrate` does
     assert (result.created, result.migrated_from, result.schema_version) == (False, 1, current)
     columns = [r[0] for r in store.sql("DESCRIBE parquet_files").rows]
-    assert columns[-2:] == ["key_ranges", "row_groups"]
+    assert columns[-3:] == ["key_ranges", "row_groups", "arrays_record"]
     assert store.sql("SELECT count(*) FROM text_indexes").rows == [(0,)]
     assert store.sql("SELECT count(*) FROM experiment_logs").rows == [(0,)]  # schema 6
     assert store.sql("SELECT count(*) FROM audit_records").rows == [(0,)]  # schema 8

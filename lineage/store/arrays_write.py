@@ -149,7 +149,7 @@ def _publish_one(con: duckdb.DuckDBPyConnection, store: BaseStore, item: Prepare
                           written.record.head_blake3, written.record.blake3, item.digest,
                           item.corpus_blake3)
     con.execute("INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, "
-                "NULL, ?)", [relative, ARRAY_TABLES[item.table], item.owner, written.rows,
+                "NULL, NULL, ?)", [relative, ARRAY_TABLES[item.table], item.owner, written.rows,
                              written.n_bytes, written.sha256, record.to_json()])
 
 

@@ -209,7 +209,7 @@ def publish_parts(
         fsync_dir(folder)
         for part, rel in zip(parts, relative, strict=True):
             con.execute(
-                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?, ?)",
+                "INSERT INTO parquet_files VALUES (?, ?, ?, ?, ?, ?, now()::TIMESTAMP, ?, ?, NULL)",
                 [rel, table, owner, part.rows, part.n_bytes, part.sha256, part.key_ranges(),
                  part.row_groups()],
             )
