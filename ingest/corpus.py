@@ -128,6 +128,7 @@ def ingest_corpus(
     staging = new_staging_dir(store.staging_dir)
     for table in ("documents", "document_hashes", *TEXT_TABLES):
         remove_abandoned_temps(store.table_dir(table))
+    reduced: ReducedCorpus | None = None
     try:
         if executor is None:
             staged, dropped = map_locally(raw, staging, corpus, source, spec, workers,
@@ -157,6 +158,8 @@ def ingest_corpus(
             discard_parts(reduced.all_parts())  # e.g. store busy: the temp parts are nobody's
             raise
     finally:
+        if reduced is not None and reduced.arrays is not None:
+            reduced.arrays.close()  # its spools' files go with the staging folder
         remove_quietly(staging)
     return CorpusIngestResult(
         corpus=corpus, status=status, manifest_hash=reduced.manifest_hash,
@@ -362,7 +365,7 @@ def _commit(store: Store, reduced: ReducedCorpus, record: _IngestRecord) -> tupl
     relative: list[str] = []
     renamed: list[str] = []
     arrays = [prepare_corpus_arrays(store, record.corpus, f"{record.corpus}-{digest}",
-                                    reduced.hash_parts, reduced.parts)]
+                                    reduced.hash_parts, reduced.parts, reduced.arrays)]
     try:
         with store.writer() as con:
             faults.reach("commit-locked")

@@ -24,6 +24,7 @@ from lineage.ingest.text_index import index_manifest_texts
 from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
 from lineage.schemas import document_hashes_schema, documents_schema
 from lineage.store import faults
+from lineage.store.arrays_rows import CorpusColumns
 from lineage.store.parts import (
     LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
@@ -68,6 +69,8 @@ class ReducedCorpus:
     parts: list[WrittenPart] = field(default_factory=list)  # documents, by doc_id
     hash_parts: list[WrittenPart] = field(default_factory=list)  # document_hashes
     text_index: TextIndexSummary | None = None
+    # the lookup arrays file's columns, spooled from the content-hash sort
+    arrays: CorpusColumns | None = None
 
     def all_parts(self) -> list[WrittenPart]:
         text = self.text_index.all_parts() if self.text_index else []
@@ -128,6 +131,8 @@ def reduce_corpus(
                     con, corpus=corpus, staged_fingerprints=fingerprints, staged_near=near,
                     out_dir=out_dir, progress=progress)
             except BaseException:
+                if reduced.arrays is not None:
+                    reduced.arrays.discard()
                 discard_parts(reduced.all_parts())
                 raise
         return reduced
@@ -152,12 +157,14 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
     def content_hashes() -> list[WrittenPart]:
         return write_hash_index(con, corpus=corpus, out_dir=out_dir / "document_hashes",
                                 total=reduced.documents, scratch=staging / "ranges-hashes",
-                                progress=progress)
+                                progress=progress, arrays=reduced.arrays)
 
-    reduced.parts, reduced.hash_parts = write_overlapped(documents, content_hashes)
+    reduced.arrays = CorpusColumns(staging / "corpus-arrays")
     try:
+        reduced.parts, reduced.hash_parts = write_overlapped(documents, content_hashes)
         faults.reach("reduce-written")
     except BaseException:
+        reduced.arrays.discard()
         discard_parts(reduced.all_parts())
         raise
 
@@ -351,19 +358,22 @@ def _any_text(con: duckdb.DuckDBPyConnection) -> bool:
 
 def write_hash_index(
     con: duckdb.DuckDBPyConnection, *, corpus: str, out_dir: Path, total: int,
-    scratch: Path, progress: Any = None,
+    scratch: Path, progress: Any = None, arrays: CorpusColumns | None = None,
 ) -> list[WrittenPart]:
-    """The same documents sorted by content hash, for "was this file in the corpus?"."""
+    """The same documents sorted by content hash, for "was this file in the corpus?".
+    `arrays` takes the corpus's lookup arrays columns from the same sorted rows (which
+    carry the uri for it: the parts do not)."""
     # the first 8 bytes as an integer sort like the hex string, and much faster
     prefix = "('0x' || left(content_hash, 16))::UBIGINT"
+    carried = "content_hash, doc_id, source" + (", uri" if arrays is not None else "")
     reader = sorted_by_ranges(
-        con, "SELECT ?::VARCHAR AS corpus, * FROM (SELECT content_hash, doc_id, source "
+        con, f"SELECT ?::VARCHAR AS corpus, * FROM (SELECT {carried} "
         f"FROM {{rows}} ORDER BY {prefix}, content_hash, doc_id)",
-        [corpus], prefix, total, key_type="UBIGINT", scratch=scratch,
-        columns="content_hash, doc_id, source")
+        [corpus], prefix, total, key_type="UBIGINT", scratch=scratch, columns=carried)
     return write_parts(
         reader, schema=document_hashes_schema(), out_dir=out_dir, sorted_by=["content_hash"],
-        progress=progress, stage="indexing content hashes", total=total,
+        digests=[] if arrays is None else [arrays], progress=progress,
+        stage="indexing content hashes", total=total,
         row_group_rows=LOOKUP_ROW_GROUP_ROWS, part_rows=LOOKUP_PART_ROWS,
         range_columns=["content_hash"],
     )

@@ -7,7 +7,8 @@ one key range at a time keeps each sort within memory; the ranges, taken in key 
 give exactly the rows of the global sort in its order.
 
 The rows are dealt into their ranges in one pass over the table (a Parquet file for each
-range, in a scratch folder, compressed): a range read by filtering the whole table would
+range, in a scratch folder, zstd at level 1: the default level cost a 10M-row ingest
+about 8 s of its 66, for a file 6% smaller): a range read by filtering the whole table would
 cost a scan of the table per range, which grows as the square of the corpus (a 100M-row
 reduce scanned its table 100 times). Each range's file is deleted once it is sorted.
 
@@ -109,7 +110,7 @@ def _deal(con: duckdb.DuckDBPyConnection, table: str, columns: str, key: str,
     con.cursor().execute(
         f"COPY (SELECT {columns}, {which} AS {_RANGE_COLUMN} FROM {table}) TO "
         f"'{_quoted(scratch)}' (FORMAT parquet, PARTITION_BY ({_RANGE_COLUMN}), "
-        f"ROW_GROUP_SIZE {_SCRATCH_ROW_GROUP}, COMPRESSION zstd)", values)
+        f"ROW_GROUP_SIZE {_SCRATCH_ROW_GROUP}, COMPRESSION zstd, COMPRESSION_LEVEL 1)", values)
 
 
 def _range_readers(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any],

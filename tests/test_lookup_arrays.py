@@ -119,6 +119,38 @@ def test_arrays_registered_by_schema_9_are_used_after_the_migration(
     assert copied.verify().ok
 
 
+@pytest.mark.parametrize("ranges", [False, True])
+def test_the_ingests_corpus_file_is_the_one_made_from_its_parts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ranges: bool) -> None:
+    """An ingest takes the corpus file's columns from its own content-hash sort; repair
+    makes the file from the registered parts: the same bytes, with rows sharing content
+    hashes, missing uris, several sources, and (`ranges`) the sort cut into ranges and
+    the index into several parts."""
+    from lineage.api import init_store
+    from lineage.store.arrays_write import build_arrays
+
+    if ranges:
+        monkeypatch.setattr("lineage.ingest.sort_ranges.RANGE_ROWS", 700)
+        monkeypatch.setattr("lineage.ingest.corpus_reduce.LOOKUP_PART_ROWS", 900)
+    rows = [{"doc_id": f"d{(i * 7919) % 3001:05d}", "source": ("web", "code", "books")[i % 3],
+             "uri": None if i % 11 == 0 else f"s3://b/{i}", "n_bytes": 10 + i,
+             "n_tokens": 3 + i % 50, "content_hash": f"{(i * 31) % 1200:064x}"}
+            for i in range(3001)]
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    init_store(tmp_path / "store")
+    store = open_store(tmp_path / "store")
+    ingest_corpus(store, [manifest], corpus="c")
+    assert store.sql("SELECT count(*) > 1 FROM parquet_files WHERE table_name = "
+                     "'document_hashes'").rows == [(ranges,)]
+    path = store.root / _records(store)["document_hashes_arrays"][0]
+    made_by_ingest = path.read_bytes()
+    path.unlink()
+    assert build_arrays(store, "document_hashes", "c") == _records(store)[
+        "document_hashes_arrays"][0]
+    assert path.read_bytes() == made_by_ingest
+    assert store.verify().ok
+
+
 def test_a_store_without_arrays_answers_the_same_from_parquet(copied: Store) -> None:
     expected = _answers(copied)
     drop_lookup_arrays(copied)

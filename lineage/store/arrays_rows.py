@@ -45,13 +45,62 @@ class _Unsearchable(Exception):
     """The rows cannot be made into a file a binary search can use."""
 
 
+class CorpusColumns:
+    """A corpus file's columns (content_hash, doc_id, source, uri), taken from batches
+    in the file's row order as they pass (`update`, the `digests` protocol of
+    `write_parts`): an ingest feeds them from its own content-hash sort while it writes
+    `document_hashes`, where `corpus_file` reads and sorts the parts' rows again.
+    Spooled in `folder`; `write` makes the file, None when the rows cannot be searched."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.spools: list[Spool] = [HashSpool("content_hash", folder),
+                                    StrSpool("doc_id", folder), DictSpool("source", folder),
+                                    StrSpool("uri", folder)]
+        self.rows = 0
+        self.searchable = True
+        self._last: Any = None
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        if not self.searchable:
+            return
+        try:
+            hashes = batch.column("content_hash")
+            _check_hashes(hashes)
+            self._last = _ascending(hashes, self._last)
+        except _Unsearchable:
+            self.searchable = False
+            return
+        for spool in self.spools:
+            spool.add(batch.column(spool.name))  # type: ignore[attr-defined]
+        self.rows += batch.num_rows
+
+    def write(self, temp: Path, folder: Path, corpus: str) -> Written | None:
+        if not self.searchable:
+            return None
+        return assemble(temp, folder, "corpus", self.rows, self.spools,
+                        {"corpus": corpus, "sorted_by": ["content_hash"]})
+
+    def close(self) -> None:
+        for spool in self.spools:
+            spool.close()
+
+    def discard(self) -> None:
+        """Close and remove the spools (as large as the file: the disk is freed now)."""
+        from lineage.store.durable import remove_quietly
+
+        self.close()
+        remove_quietly(self.folder)
+
+
 def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path],
                 doc_parts: Sequence[Path], *, threads: int = 2) -> Written | None:
-    """A corpus's arrays file from its `document_hashes` and `documents` parts."""
+    """A corpus's arrays file from its `document_hashes` and `documents` parts (what
+    repair does; an ingest feeds `CorpusColumns` from its own sort instead)."""
     import pyarrow.compute as pc
 
-    spools: list[Spool] = [HashSpool("content_hash", folder), StrSpool("doc_id", folder),
-                           DictSpool("source", folder), StrSpool("uri", folder)]
+    columns = CorpusColumns(folder)
     con = _session(folder, threads)
     try:
         uris = _uris_in_hash_order(con, folder, hash_parts, doc_parts)
@@ -59,25 +108,14 @@ def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path
             SELECT h.content_hash, h.doc_id, h.source, u.uri, u.same
             FROM read_parquet({_paths(hash_parts)}) h
             POSITIONAL JOIN read_parquet({_literal(uris)}) u"""
-        last: Any = None
-        rows = 0
         for batch in _batches(con, query, []):
             if not pc.all(batch.column(4)).as_py():
-                raise _Unsearchable  # the tables do not hold the same documents
-            hashes = batch.column(0)
-            _check_hashes(hashes)
-            last = _ascending(hashes, last)
-            for spool, column in zip(spools, batch.columns[:4], strict=True):
-                spool.add(column)  # type: ignore[attr-defined]
-            rows += batch.num_rows
-        return assemble(temp, folder, "corpus", rows, spools,
-                        {"corpus": corpus, "sorted_by": ["content_hash"]})
-    except _Unsearchable:
-        return None
+                return None  # the tables do not hold the same documents
+            columns.update(batch)
+        return columns.write(temp, folder, corpus)
     finally:
         con.close()
-        for spool in spools:
-            spool.close()
+        columns.close()
 
 
 def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,

@@ -35,6 +35,7 @@ from lineage.store.scratch import new_staging_dir
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.store.arrays_rows import CorpusColumns
     from lineage.store.base import BaseStore
     from lineage.store.parts import WrittenPart
 
@@ -55,21 +56,30 @@ class PreparedArrays:
 
 def prepare_corpus_arrays(store: BaseStore, corpus: str, name: str,
                           hash_parts: Sequence[WrittenPart],
-                          doc_parts: Sequence[WrittenPart]) -> PreparedArrays | None:
-    """A corpus's arrays file from parts written but not yet published (`publish_parts`
-    will name them `<name>-NNNN.parquet`); None when there are none or their rows cannot
-    be searched. Call before taking the catalog's lock: this reads every row."""
+                          doc_parts: Sequence[WrittenPart],
+                          columns: CorpusColumns | None = None) -> PreparedArrays | None:
+    """A corpus's arrays file for parts written but not yet published (`publish_parts`
+    will name them `<name>-NNNN.parquet`): from `columns`, spooled while the parts were
+    written, else from the parts' rows; None when there are none or their rows cannot
+    be searched. Call before taking the catalog's lock."""
     if not hash_parts:
         return None
     listed = [*_future(store, "document_hashes", name, hash_parts),
               *_future(store, "documents", name, doc_parts)]
     digest = parts_digest(listed)
     final = _final(store, "document_hashes", name, digest)
+
+    def make(temp: Path, folder: Path) -> Written | None:
+        if columns is not None:
+            try:
+                return columns.write(temp, folder, corpus)
+            finally:
+                columns.discard()
+        return _rows().corpus_file(temp, folder, corpus, [p.temp for p in hash_parts],
+                                   [p.temp for p in doc_parts])
+
     # written beside the staged parts (a killed ingest's is cleared with them)
-    written = _write(store, final, hash_parts[0].temp.parent,
-                     lambda temp, folder: _rows().corpus_file(
-                         temp, folder, corpus, [p.temp for p in hash_parts],
-                         [p.temp for p in doc_parts]))
+    written = _write(store, final, hash_parts[0].temp.parent, make)
     return None if written is None else PreparedArrays("document_hashes", corpus, final,
                                                        written, digest)
 
