@@ -169,6 +169,62 @@ def test_random_stores_match_the_spec(fresh_store: Callable[[Path], Store],
     assert len(corpus_bytes) > 4096 * 257  # more than one page of digests
 
 
+@pytest.mark.parametrize("batch_rows", [5, 65_536])
+def test_copies_of_a_text_are_placed_by_doc_id_in_the_stream_file(
+        fresh_store: Callable[[Path], Store], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, batch_rows: int) -> None:
+    """The stream file finds each occurrence's document by reading occurrence_hashes
+    beside document_hashes: with 400 documents holding 6 texts (runs of copies sharing
+    a content hash, told apart by doc_id), 3 epochs and batches of 5 rows (runs and
+    documents split across batches), the file is still the spec's."""
+    monkeypatch.setattr(arrays_rows, "BATCH_ROWS", batch_rows)
+    records = [{"id": f"d{(i * 37) % 400:03d}", "text": f"text number {i % 6} " * 3}
+               for i in range(400)]
+    write_jsonl(tmp_path / "docs.jsonl", records)
+    store = fresh_store(tmp_path / "store")
+    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
+                  fingerprints=False)
+    build_stream(store, corpus="c", name="s", seed=2, seq_len=16, batch=2, epochs=["web=3"])
+    assert store.sql("SELECT count(DISTINCT content_hash), count(*) FROM documents").rows == [
+        (6, 400)]
+    corpus_bytes, stream_bytes = expected_files(store, "c", "s")
+    files = _files(store)
+    assert files["document_hashes_arrays"].read_bytes() == corpus_bytes
+    assert files["occurrences_arrays"].read_bytes() == stream_bytes
+
+
+def test_a_stream_file_is_not_made_from_another_streams_hash_order(
+        fresh_store: Callable[[Path], Store], tmp_path: Path) -> None:
+    """Two streams of the same documents, each document once, in other orders: the same
+    ordinals and documents, so only the sum of the rows' hashes tells that one stream's
+    `occurrence_hashes` are not the other's occurrences; no file is made of them."""
+    records = [{"id": f"d{i:03d}", "text": f"doc number {i:05d}"} for i in range(60)]
+    write_jsonl(tmp_path / "docs.jsonl", records)
+    store = fresh_store(tmp_path / "store")
+    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
+                  fingerprints=False)
+    for name, seed in (("s", 1), ("t", 2)):
+        build_stream(store, corpus="c", name=name, seed=seed, seq_len=16, batch=1)
+
+    def parts(table: str, owner: str) -> list[Path]:
+        return [store.root / r[0] for r in store.sql(
+            f"SELECT path FROM parquet_files WHERE table_name = '{table}' AND owner = "
+            f"'{owner}' ORDER BY path").rows]
+
+    def made(by_hash: str) -> object:
+        folder = tmp_path / f"scratch-{by_hash}"
+        folder.mkdir()
+        return arrays_rows.stream_file(
+            folder / "file.arrays", folder, "s", parts("occurrences", "s"),
+            parts("occurrence_hashes", by_hash), "c", "0" * 64, parts("document_hashes", "c"))
+
+    orders = store.sql("SELECT stream, list(doc_id ORDER BY ordinal) FROM occurrences "
+                       "GROUP BY stream ORDER BY stream").rows
+    assert sorted(orders[0][1]) == sorted(orders[1][1]) != orders[0][1] != orders[1][1]
+    assert made("s") is not None
+    assert made("t") is None
+
+
 @pytest.mark.parametrize("threads", [1, 4])
 def test_the_bytes_do_not_depend_on_threads_or_batches(
         fresh_store: Callable[[Path], Store], tmp_path: Path,

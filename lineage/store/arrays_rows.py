@@ -34,6 +34,7 @@ from lineage.store.arrays_spool import (
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
     import pyarrow as pa
 
 BATCH_ROWS = 1 << 16  # rows DuckDB hands over at a time
@@ -148,28 +149,46 @@ def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
 
 
 def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequence[Path],
-                corpus: str, corpus_blake3: str, hash_parts: Sequence[Path], *,
-                threads: int = 2) -> Written | None:
-    """A stream's arrays file from its `occurrences` parts, its documents numbered by
-    their rows in the corpus file (`corpus_blake3`) made from `hash_parts`."""
+                occurrence_hash_parts: Sequence[Path], corpus: str, corpus_blake3: str,
+                hash_parts: Sequence[Path], *, threads: int = 2) -> Written | None:
+    """A stream's arrays file from its `occurrences` parts (ordinal order) and its
+    `occurrence_hashes` parts (content-hash order), its documents numbered by their rows
+    in the corpus file (`corpus_blake3`) made from `hash_parts`.
+
+    No join: `occurrence_hashes` and `document_hashes` are sorted by the same key (the
+    content hash, then doc_id), so one pass over both, side by side, finds each
+    occurrence's document row, and gives the postings already grouped by document; the
+    `doc` column is then those rows put back in ordinal order through a file of one
+    integer an occurrence. (Two hash joins on doc_id took a 100M-document build about 4
+    minutes and 8.5 GB of spill.)"""
+    import numpy as np
+
     by_name = {name: IntSpool(name, folder) for name in (
         "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")}
     spools: list[Spool] = list(by_name.values())
     con = _session(folder, threads)
     try:
+        rows, digest = _occurrences(con, occurrence_parts, by_name)
         corpus_rows = _bases(con, "hash_parts", hash_parts)
-        _bases(con, "occurrence_parts", occurrence_parts)
-        con.execute(f"""
-            CREATE TEMP VIEW doc_rows AS SELECT h.doc_id, b.base + h.file_row_number AS doc
-            FROM read_parquet({_paths(hash_parts)}, filename = true, file_row_number = true) h
-            JOIN hash_parts b ON b.filename = h.filename""")
-        con.execute(f"""
-            CREATE TEMP VIEW occurrence_rows AS SELECT o.*, b.base + o.file_row_number AS row
-            FROM read_parquet({_paths(occurrence_parts)}, filename = true,
-                              file_row_number = true) o
-            JOIN occurrence_parts b ON b.filename = o.filename""")
-        rows = _occurrences(con, by_name)
-        _postings(con, by_name["post_at"], by_name["postings"], corpus_rows)
+        doc_of = np.memmap(folder / "doc-by-ordinal.bin", dtype="<i8", mode="w+",
+                           shape=(max(rows, 1),))
+        doc_of[:] = -1
+        postings = _Postings(by_name["post_at"], by_name["postings"])
+        matched, digest_by_hash = 0, 0
+        for docs, ordinals, row_hashes in _documents_of(con, occurrence_hash_parts,
+                                                        hash_parts):
+            if len(ordinals) and (ordinals.min() < 0 or ordinals.max() >= rows):
+                raise _Unsearchable  # an ordinal that is not a row of the occurrences
+            doc_of[ordinals] = docs
+            postings.add(docs, ordinals)
+            matched += len(ordinals)
+            digest_by_hash = (digest_by_hash + int(row_hashes.sum(dtype=np.uint64))) % _WRAP
+        postings.finish(corpus_rows)
+        if matched != rows or digest_by_hash != digest or (rows and doc_of[:rows].min() < 0):
+            raise _Unsearchable  # the two tables do not hold the same occurrences
+        for lo in range(0, rows, POSTINGS_CHUNK):
+            by_name["doc"].add(doc_of[lo:lo + POSTINGS_CHUNK])
+        del doc_of
         return assemble(temp, folder, "stream", rows, spools, {
             "stream": stream, "corpus": corpus, "corpus_rows": corpus_rows,
             "corpus_blake3": corpus_blake3, "sorted_by": ["stream_start", "stream_end"]})
@@ -179,49 +198,187 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
         con.close()
         for spool in spools:
             spool.close()
+        (folder / "doc-by-ordinal.bin").unlink(missing_ok=True)
 
 
-def _occurrences(con: duckdb.DuckDBPyConnection, spools: dict[str, IntSpool]) -> int:
-    """The integer columns in row (ordinal) order; the rows written."""
-    query = """
-        SELECT o.stream_start, o.stream_end, o.epoch, o.doc_offset, d.doc, o.ordinal
-        FROM occurrence_rows o LEFT JOIN doc_rows d ON d.doc_id = o.doc_id
-        ORDER BY o.row"""
-    lasts: dict[str, Any] = {"stream_start": None, "stream_end": None, "ordinal": None}
-    rows = 0
-    for batch in _batches(con, query, []):
-        if batch.column(4).null_count:
-            raise _Unsearchable  # an occurrence of a document the corpus does not hold
-        for name in lasts:
-            lasts[name] = _ascending(batch.column(name), lasts[name])
-        for name in ("stream_start", "stream_end", "epoch", "doc_offset", "doc"):
-            spools[name].add(batch.column(name).to_numpy())
-        rows += batch.num_rows
-    return rows
-
-
-def _postings(con: duckdb.DuckDBPyConnection, post_at: IntSpool, postings: IntSpool,
-              corpus_rows: int) -> None:
-    """Each document's occurrence rows (`postings`, by document, then row) and where
-    they start (`post_at`, one entry per corpus row and one past the last)."""
+def _occurrences(con: duckdb.DuckDBPyConnection, parts: Sequence[Path],
+                 spools: dict[str, IntSpool]) -> tuple[int, int]:
+    """The integer columns in row order, each row's ordinal its number (the lookups
+    take an occurrence's row for its ordinal); the rows written, and the sum of the
+    rows' `_ROW_HASH` (which `occurrence_hashes` must give too)."""
     import numpy as np
 
-    query = """
-        SELECT d.doc, o.row FROM occurrence_rows o JOIN doc_rows d ON d.doc_id = o.doc_id
-        ORDER BY d.doc, o.row"""
-    done, seen = 0, 0  # documents whose start is written; postings so far
+    query = f"""SELECT stream_start, stream_end, epoch, doc_offset, ordinal, {_ROW_HASH}
+                FROM read_parquet({_paths(parts)})"""
+    lasts: dict[str, Any] = {"stream_start": None, "stream_end": None}
+    rows, digest = 0, 0
     for batch in _batches(con, query, []):
-        docs = batch.column(0).to_numpy()
-        top = int(docs[-1]) + 1  # the starts of documents up to the batch's last are known
-        for lo in range(done, top, POSTINGS_CHUNK):
+        ordinals = batch.column("ordinal").to_numpy()
+        if not np.array_equal(ordinals, np.arange(rows, rows + batch.num_rows)):
+            raise _Unsearchable
+        for name in lasts:
+            lasts[name] = _ascending(batch.column(name), lasts[name])
+        for name in ("stream_start", "stream_end", "epoch", "doc_offset"):
+            spools[name].add(batch.column(name).to_numpy())
+        digest = (digest + int(batch.column("row_hash").to_numpy().sum(dtype=np.uint64))) % _WRAP
+        rows += batch.num_rows
+    return rows, digest
+
+
+_PREFIX = "TRY_CAST('0x' || left(content_hash, 16) AS UBIGINT) AS prefix"
+# Each occurrence's (ordinal, doc_id, epoch) hashed; summed over a table's rows, in any
+# order, the two tables of one stream give the same sum (uint64, wrapping).
+_ROW_HASH = "hash(ordinal, doc_id, epoch) AS row_hash"
+_WRAP = 1 << 64
+
+
+def _documents_of(con: duckdb.DuckDBPyConnection, occurrence_hash_parts: Sequence[Path],
+                  hash_parts: Sequence[Path],
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(document row, ordinal, `_ROW_HASH`) of every occurrence, in batches, in
+    `occurrence_hashes` order: by
+    document row, then epoch and ordinal. Both tables are read once, side by side; a
+    window of the document rows reaches a little past the occurrences of each batch,
+    and each occurrence is placed among the window's rows by the first 8 bytes of its
+    content hash (a binary search), ties of those bytes (copies of one text) by the
+    whole hash and doc_id. Every match is then checked on both."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    documents = _batches(con.cursor(), f"SELECT {_PREFIX}, content_hash, doc_id FROM "
+                         f"read_parquet({_paths(hash_parts)})", [])
+    window = _Window()
+    for batch in _batches(con.cursor(), f"SELECT {_PREFIX}, content_hash, doc_id, ordinal, "
+                          f"{_ROW_HASH} FROM read_parquet({_paths(occurrence_hash_parts)})",
+                          []):
+        if batch.column("prefix").null_count:
+            raise _Unsearchable  # a content hash that is not hex
+        prefixes = batch.column("prefix").to_numpy()
+        window.reach(documents, int(prefixes[-1]))
+        lo = np.searchsorted(window.prefixes, prefixes, side="left")
+        hi = np.searchsorted(window.prefixes, prefixes, side="right")
+        if (hi == lo).any():
+            raise _Unsearchable  # an occurrence of a document the corpus does not hold
+        found = lo
+        shared = np.nonzero(hi - lo > 1)[0]
+        if len(shared):
+            found = lo.copy()
+            hashes, doc_ids = batch.column("content_hash"), batch.column("doc_id")
+            for i in shared.tolist():
+                found[i] = window.find(int(lo[i]), int(hi[i]), hashes[i].as_py(),
+                                       doc_ids[i].as_py())
+        taken = pa.array(found)
+        same = pc.and_(
+            pc.equal(batch.column("content_hash").cast(pa.string()), window.hashes.take(taken)),
+            pc.equal(batch.column("doc_id").cast(pa.string()), window.doc_ids.take(taken)))
+        if not pc.all(same).as_py():
+            raise _Unsearchable
+        yield (window.base + found, batch.column("ordinal").to_numpy(),
+               batch.column("row_hash").to_numpy())
+        window.drop_before(int(found[-1]))
+
+
+class _Window:
+    """Consecutive rows of `document_hashes` (from row `base`), as read so far."""
+
+    def __init__(self) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self.base = 0
+        self.prefixes = np.empty(0, dtype=np.uint64)
+        self.hashes: pa.Array = pa.array([], pa.string())
+        self.doc_ids: pa.Array = pa.array([], pa.string())
+        self._done = False
+        self._keys: tuple[tuple[int, int], list[tuple[str, str]]] = ((0, 0), [])
+
+    def reach(self, batches: Iterator[pa.RecordBatch], prefix: int) -> None:
+        """Read on until the window holds every row whose prefix is `prefix` or less."""
+        import numpy as np
+        import pyarrow as pa
+
+        added = []
+        while not self._done and (not len(self.prefixes) or self.prefixes[-1] <= prefix):
+            batch = next(batches, None)
+            if batch is None:
+                self._done = True
+                break
+            if batch.column("prefix").null_count:
+                raise _Unsearchable
+            added.append(batch)
+            self.prefixes = np.concatenate([self.prefixes, batch.column("prefix").to_numpy()])
+        if added:
+            self.hashes = pa.concat_arrays(
+                [self.hashes, *(b.column("content_hash").cast(pa.string()) for b in added)])
+            self.doc_ids = pa.concat_arrays(
+                [self.doc_ids, *(b.column("doc_id").cast(pa.string()) for b in added)])
+
+    def find(self, lo: int, hi: int, content_hash: str, doc_id: str) -> int:
+        """The row among lo..hi (rows sharing a prefix) of this hash and doc_id, or lo
+        (which the check after it then refuses)."""
+        import bisect
+
+        if self._keys[0] != (self.base + lo, self.base + hi):  # a run of one text's copies
+            self._keys = ((self.base + lo, self.base + hi), list(zip(
+                self.hashes[lo:hi].to_pylist(), self.doc_ids[lo:hi].to_pylist(), strict=True)))
+        at = lo + bisect.bisect_left(self._keys[1], (content_hash, doc_id))
+        return at if at < hi else lo
+
+    def drop_before(self, row: int) -> None:
+        """Forget the rows before `row` (window-relative): no later occurrence needs them."""
+        self.base += row
+        self.prefixes = self.prefixes[row:]
+        self.hashes = self.hashes[row:]
+        self.doc_ids = self.doc_ids[row:]
+
+
+class _Postings:
+    """Each document's occurrence rows (`postings`, by document, then row) and where
+    they start (`post_at`, one entry per corpus row and one past the last), from pairs
+    (document row, occurrence row) that come by document: a document's rows are sorted
+    once all of them have come (they may span batches)."""
+
+    def __init__(self, post_at: IntSpool, postings: IntSpool) -> None:
+        import numpy as np
+
+        self._post_at, self._postings = post_at, postings
+        self._done = self._seen = 0  # documents whose start is written; postings so far
+        self._held = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+    def add(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        import numpy as np
+
+        docs = np.concatenate([self._held[0], docs.astype(np.int64)])
+        rows = np.concatenate([self._held[1], rows.astype(np.int64)])
+        if not len(docs):
+            return
+        last = int(np.searchsorted(docs, docs[-1], side="left"))  # the last document's
+        self._held = (docs[last:], rows[last:])  # may go on in the next batch
+        self._write(docs[:last], rows[:last])
+
+    def finish(self, corpus_rows: int) -> None:
+        import numpy as np
+
+        self._write(*self._held)
+        for lo in range(self._done, corpus_rows + 1, POSTINGS_CHUNK):
+            count = min(lo + POSTINGS_CHUNK, corpus_rows + 1) - lo
+            self._post_at.add(np.full(count, self._seen, dtype=np.int64))
+
+    def _write(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        import numpy as np
+
+        if not len(docs):
+            return
+        order = np.lexsort((rows, docs))
+        docs, rows = docs[order], rows[order]
+        top = int(docs[-1]) + 1  # the starts of documents up to the last one are known
+        for lo in range(self._done, top, POSTINGS_CHUNK):
             wanted = np.arange(lo, min(lo + POSTINGS_CHUNK, top), dtype=np.int64)
-            post_at.add(seen + np.searchsorted(docs, wanted, side="left"))
-        done = max(done, top)
-        postings.add(batch.column(1).to_numpy())
-        seen += batch.num_rows
-    for lo in range(done, corpus_rows + 1, POSTINGS_CHUNK):
-        count = min(lo + POSTINGS_CHUNK, corpus_rows + 1) - lo
-        post_at.add(np.full(count, seen, dtype=np.int64))
+            self._post_at.add(self._seen + np.searchsorted(docs, wanted, side="left"))
+        self._done = max(self._done, top)
+        self._postings.add(rows)
+        self._seen += len(rows)
 
 
 def _session(folder: Path, threads: int) -> duckdb.DuckDBPyConnection:

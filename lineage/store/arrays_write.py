@@ -85,18 +85,22 @@ def prepare_corpus_arrays(store: BaseStore, corpus: str, name: str,
 
 
 def prepare_stream_arrays(store: BaseStore, stream: str, corpus: str, name: str,
-                          parts: Sequence[WrittenPart]) -> PreparedArrays | None:
-    """A stream's arrays file from the `occurrences` parts its build wrote (`name`: their
-    published name), against its corpus's current arrays file; None without one."""
+                          parts: Sequence[WrittenPart], hash_parts: Sequence[WrittenPart],
+                          ) -> PreparedArrays | None:
+    """A stream's arrays file from the `occurrences` and `occurrence_hashes` parts its
+    build wrote (`name`: their published name), against its corpus's current arrays
+    file; None without one."""
     if not parts:
         return None
     digest = parts_digest(_future(store, "occurrences", name, parts))
-    return _prepare_stream(store, stream, corpus, [p.temp for p in parts], digest,
+    return _prepare_stream(store, stream, corpus, [p.temp for p in parts],
+                           [p.temp for p in hash_parts], digest,
                            _final(store, "occurrences", name, digest), parts[0].temp.parent)
 
 
 def _prepare_stream(store: BaseStore, stream: str, corpus: str, parts: Sequence[Path],
-                    digest: str, final: Path, temp_dir: Path) -> PreparedArrays | None:
+                    hash_parts_of_stream: Sequence[Path], digest: str, final: Path,
+                    temp_dir: Path) -> PreparedArrays | None:
     from lineage.store.arrays_use import current_records
 
     with store.reader(views=False) as con:
@@ -107,7 +111,8 @@ def _prepare_stream(store: BaseStore, stream: str, corpus: str, parts: Sequence[
     if record is None:
         return None  # the corpus has no current file: its lookups read Parquet
     written = _write(store, final, temp_dir, lambda temp, folder: _rows().stream_file(
-        temp, folder, stream, parts, corpus, record.blake3, hash_parts))
+        temp, folder, stream, parts, hash_parts_of_stream, corpus, record.blake3,
+        hash_parts))
     if written is None:
         return None
     return PreparedArrays("occurrences", stream, final, written, digest, corpus,
@@ -187,11 +192,14 @@ def build_arrays(store: BaseStore, table: str, owner: str) -> str | None:
             [list(ARRAY_SOURCES[table]), owner]).fetchall()
         if not any(kind == table for _, _, kind in parts):
             return None
-        check_all_parts(con, store, [p for p, _, _ in parts])
-        corpus = None
-        if table == "occurrences":
+        corpus, by_hash = None, []
+        if table == "occurrences":  # its file is made with the same rows in hash order
             corpus = con.execute("SELECT corpus FROM streams WHERE name = ?",
                                  [owner]).fetchone()
+            by_hash = [row[0] for row in con.execute(
+                "SELECT path FROM parquet_files WHERE table_name = 'occurrence_hashes' AND "
+                "owner = ? ORDER BY path", [owner]).fetchall()]
+        check_all_parts(con, store, [*(p for p, _, _ in parts), *by_hash])
     digest = parts_digest([(p, s) for p, s, _ in parts])
     mine = [store.root / p for p, _, kind in parts if kind == table]
     final = _final(store, table, Path(mine[0]).stem.rsplit("-", 1)[0], digest)
@@ -205,7 +213,8 @@ def build_arrays(store: BaseStore, table: str, owner: str) -> str | None:
                                                                    written, digest)
         else:
             prepared = None if corpus is None else _prepare_stream(
-                store, owner, str(corpus[0]), mine, digest, final, staging)
+                store, owner, str(corpus[0]), mine, [store.root / p for p in by_hash],
+                digest, final, staging)
         return None if prepared is None else _replace(store, prepared)
     finally:
         remove_quietly(staging)

@@ -522,7 +522,7 @@ def commit_stream(
     relative: list[str] = []
     digest16 = built.digest.split(":", 1)[1][:16]
     arrays = [prepare_stream_arrays(store, name, corpus, f"{name}-{digest16}",
-                                    built.parts)]  # before the lock: reads every row
+                                    built.parts, built.hash_parts)]  # before the lock
     try:
         with store.writer() as con:
             faults.reach("stream-commit-locked")
