@@ -142,6 +142,7 @@ def ingest_corpus(
             manifests=manifests if executor is None else [], licenses=licenses,
             staging=staging, out_dir=store.tables_dir, progress=progress,
             text_index=index_text, manifest_rows=executor is not None and bool(manifests),
+            lookup_arrays=True,
         )
         reduced.dropped_empty += dropped
         if reduced.documents == 0:

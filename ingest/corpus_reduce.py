@@ -88,9 +88,12 @@ def reduce_corpus(
     progress: Any = None,
     text_index: bool = False,
     manifest_rows: bool = False,
+    lookup_arrays: bool = False,
 ) -> ReducedCorpus:
     """`manifest_rows`: ready manifests were staged by map tasks (`staged_parts`)
-    instead of being given in `manifests`."""
+    instead of being given in `manifests`. `lookup_arrays`: spool the corpus's lookup
+    arrays columns from the content-hash sort (`ReducedCorpus.arrays`; the caller
+    writes or closes them)."""
     import duckdb
 
     # A database file, not ":memory:": DuckDB compresses the rows it keeps on disk and not
@@ -124,7 +127,7 @@ def reduce_corpus(
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_both(con, reduced, corpus=corpus, out_dir=out_dir, staging=staging,
-                    progress=progress)
+                    progress=progress, lookup_arrays=lookup_arrays)
         if text_index:
             try:
                 reduced.text_index = write_text_index(
@@ -144,7 +147,7 @@ def reduce_corpus(
 
 
 def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpus: str,
-                out_dir: Path, staging: Path, progress: Any) -> None:
+                out_dir: Path, staging: Path, progress: Any, lookup_arrays: bool) -> None:
     """Documents by doc_id and the content-hash index, the index sorted while the
     documents are encoded (`write_overlapped`: a profiled 10M-row ingest went from
     20.6 s to 19.4 s)."""
@@ -159,12 +162,14 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
                                 total=reduced.documents, scratch=staging / "ranges-hashes",
                                 progress=progress, arrays=reduced.arrays)
 
-    reduced.arrays = CorpusColumns(staging / "corpus-arrays")
+    if lookup_arrays:
+        reduced.arrays = CorpusColumns(staging / "corpus-arrays")
     try:
         reduced.parts, reduced.hash_parts = write_overlapped(documents, content_hashes)
         faults.reach("reduce-written")
     except BaseException:
-        reduced.arrays.discard()
+        if reduced.arrays is not None:
+            reduced.arrays.discard()
         discard_parts(reduced.all_parts())
         raise
 

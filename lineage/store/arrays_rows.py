@@ -1,6 +1,6 @@
 """What a corpus's and a stream's lookup arrays files hold (docs/arrays-spec.md), read
-from their Parquet parts by DuckDB in batches and written with
-lineage/store/arrays_spool.py.
+from their Parquet parts by DuckDB in batches (a corpus ingest feeds its file from its
+own sort instead: `CorpusColumns`) and written with lineage/store/arrays_spool.py.
 
 - A corpus file: the rows of `document_hashes` in their order (content hash, then
   doc_id), with each document's uri from `documents`: content_hash, doc_id, source, uri.
@@ -12,8 +12,9 @@ lineage/store/arrays_spool.py.
 
 Rows that a binary search cannot use (a sort column that goes down somewhere, a content
 hash that is not 64 lowercase hex, an occurrence whose document is not in the corpus,
-ordinals out of order) make no file (None): the lookups read Parquet. Every query orders
-by unique keys, so the bytes do not depend on DuckDB's threads or the machine.
+ordinals that are not the rows' numbers, a stream's two tables that disagree) make no
+file (None): the lookups read Parquet. Every query orders by unique keys or reads parts
+in their order, so the bytes do not depend on DuckDB's threads or the machine.
 """
 
 from __future__ import annotations

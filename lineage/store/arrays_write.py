@@ -75,8 +75,9 @@ def prepare_corpus_arrays(store: BaseStore, corpus: str, name: str,
                 return columns.write(temp, folder, corpus)
             finally:
                 columns.discard()
-        return _rows().corpus_file(temp, folder, corpus, [p.temp for p in hash_parts],
-                                   [p.temp for p in doc_parts])
+        made: Written | None = _rows().corpus_file(
+            temp, folder, corpus, [p.temp for p in hash_parts], [p.temp for p in doc_parts])
+        return made
 
     # written beside the staged parts (a killed ingest's is cleared with them)
     written = _write(store, final, hash_parts[0].temp.parent, make)
