@@ -258,6 +258,28 @@ def test_the_cli_warns_and_answers_from_parquet(copied: Store) -> None:
     assert record.path in result.stderr and "lineage store repair" in result.stderr
 
 
+def test_a_full_disk_for_the_stream_files_scratch_is_one_line(
+        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream file's scratch of one integer an occurrence is allocated before it is
+    mapped: a full disk there is the usual one-line error, not a crash, and nothing of
+    the build is committed."""
+    import errno
+
+    from lineage.store import arrays_rows
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(arrays_rows.os, "posix_fallocate", full)
+    result = Cli(copied.root)("stream", "build", "--corpus", "plays", "--name", "t",
+                              "--seed", "4", "--seq-len", "512", "--batch", "4", code=2)
+    assert result.stderr.startswith("error: disk full while writing")
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    assert [row.name for row in copied.streams()] == ["s"]
+    assert not list((copied.root / "staging").iterdir())
+    assert copied.verify().ok
+
+
 def test_arrays_of_other_parts_are_not_used(copied: Store) -> None:
     """A file made from parts the catalog no longer lists (its record's parts digest
     differs) is left alone: the lookup reads Parquet."""

@@ -19,6 +19,7 @@ in their order, so the bytes do not depend on DuckDB's threads or the machine.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,8 +172,7 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
     try:
         rows, digest = _occurrences(con, occurrence_parts, by_name)
         corpus_rows = _bases(con, "hash_parts", hash_parts)
-        doc_of = np.memmap(folder / "doc-by-ordinal.bin", dtype="<i8", mode="w+",
-                           shape=(max(rows, 1),))
+        doc_of = _allocated(folder / "doc-by-ordinal.bin", max(rows, 1))
         doc_of[:] = -1
         postings = _Postings(by_name["post_at"], by_name["postings"])
         matched, digest_by_hash = 0, 0
@@ -200,6 +200,20 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
         for spool in spools:
             spool.close()
         (folder / "doc-by-ordinal.bin").unlink(missing_ok=True)
+
+
+def _allocated(path: Path, count: int) -> np.ndarray:
+    """A file of `count` int64, its blocks allocated on disk before it is mapped: a
+    mapped page of a file with holes that the disk has no room for stops the process
+    (SIGBUS); allocating first turns a full disk into an error (ENOSPC) here."""
+    import numpy as np
+
+    with open(path, "wb") as handle:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(handle.fileno(), 0, count * 8)
+        else:
+            handle.truncate(count * 8)
+    return np.memmap(path, dtype="<i8", mode="r+", shape=(count,))
 
 
 def _occurrences(con: duckdb.DuckDBPyConnection, parts: Sequence[Path],
