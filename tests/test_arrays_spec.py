@@ -127,6 +127,26 @@ def _files(store: Store) -> dict[str, Path]:
     return {table: store.root / path for table, path in rows}
 
 
+def _corpus_c(fresh_store: Callable[[Path], Store], tmp_path: Path,
+              records: list[dict[str, Any]]) -> Store:
+    """A new store holding `records` as corpus "c" (source "web", no text index)."""
+    write_jsonl(tmp_path / "docs.jsonl", records)
+    store = fresh_store(tmp_path / "store")
+    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
+                  fingerprints=False)
+    return store
+
+
+def _assert_the_files_are_the_specs(store: Store) -> bytes:
+    """The arrays files of corpus "c" and stream "s" are the spec's bytes; the corpus
+    file's bytes."""
+    corpus_bytes, stream_bytes = expected_files(store, "c", "s")
+    files = _files(store)
+    assert files["document_hashes_arrays"].read_bytes() == corpus_bytes
+    assert files["occurrences_arrays"].read_bytes() == stream_bytes
+    return corpus_bytes
+
+
 def _golden_store(fresh_store: Callable[[Path], Store], tmp_path: Path) -> Store:
     write_jsonl(tmp_path / "golden.jsonl", GOLDEN)
     store = fresh_store(tmp_path / "store")
@@ -157,15 +177,9 @@ def test_random_stores_match_the_spec(fresh_store: Callable[[Path], Store],
     records = [{"id": f"doc-{i:05d}", "text": f"text {i % 9973} " * (1 + i % 3),
                 **({"url": f"s3://bucket/{i}/é/{'u' * 60}"} if i % 3 else {})}
                for i in range(12_000)]
-    write_jsonl(tmp_path / "docs.jsonl", records)
-    store = fresh_store(tmp_path / "store")
-    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
-                  fingerprints=False)
+    store = _corpus_c(fresh_store, tmp_path, records)
     build_stream(store, corpus="c", name="s", seed=5, seq_len=64, batch=3, epochs=["web=2"])
-    corpus_bytes, stream_bytes = expected_files(store, "c", "s")
-    files = _files(store)
-    assert files["document_hashes_arrays"].read_bytes() == corpus_bytes
-    assert files["occurrences_arrays"].read_bytes() == stream_bytes
+    corpus_bytes = _assert_the_files_are_the_specs(store)
     assert len(corpus_bytes) > 4096 * 257  # more than one page of digests
 
 
@@ -180,17 +194,11 @@ def test_copies_of_a_text_are_placed_by_doc_id_in_the_stream_file(
     monkeypatch.setattr(arrays_rows, "BATCH_ROWS", batch_rows)
     records = [{"id": f"d{(i * 37) % 400:03d}", "text": f"text number {i % 6} " * 3}
                for i in range(400)]
-    write_jsonl(tmp_path / "docs.jsonl", records)
-    store = fresh_store(tmp_path / "store")
-    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
-                  fingerprints=False)
+    store = _corpus_c(fresh_store, tmp_path, records)
     build_stream(store, corpus="c", name="s", seed=2, seq_len=16, batch=2, epochs=["web=3"])
     assert store.sql("SELECT count(DISTINCT content_hash), count(*) FROM documents").rows == [
         (6, 400)]
-    corpus_bytes, stream_bytes = expected_files(store, "c", "s")
-    files = _files(store)
-    assert files["document_hashes_arrays"].read_bytes() == corpus_bytes
-    assert files["occurrences_arrays"].read_bytes() == stream_bytes
+    _assert_the_files_are_the_specs(store)
 
 
 def test_a_stream_file_is_not_made_from_another_streams_hash_order(
@@ -199,10 +207,7 @@ def test_a_stream_file_is_not_made_from_another_streams_hash_order(
     ordinals and documents, so only the sum of the rows' hashes tells that one stream's
     `occurrence_hashes` are not the other's occurrences; no file is made of them."""
     records = [{"id": f"d{i:03d}", "text": f"doc number {i:05d}"} for i in range(60)]
-    write_jsonl(tmp_path / "docs.jsonl", records)
-    store = fresh_store(tmp_path / "store")
-    ingest_corpus(store, [tmp_path / "docs.jsonl"], corpus="c", source="web",
-                  fingerprints=False)
+    store = _corpus_c(fresh_store, tmp_path, records)
     for name, seed in (("s", 1), ("t", 2)):
         build_stream(store, corpus="c", name=name, seed=seed, seq_len=16, batch=1)
 

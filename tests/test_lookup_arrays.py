@@ -73,6 +73,18 @@ def _answers(store: Store) -> dict[str, Any]:
             "trained_on": trained_on_hashes(store, queries)}
 
 
+def _assert_answered_without_parquet(store: Store, expected: dict[str, Any],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store answers `expected` from its arrays files alone, with no notice."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a lookup read Parquet")
+
+    monkeypatch.setattr(part_read, "lookup_table", refused)
+    assert _answers(store) == expected
+    assert take_notices() == []
+    assert store.verify().ok
+
+
 def test_build_and_ingest_register_arrays_that_answer_without_parquet(
         copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(_records(copied)) == set(ARRAY_TABLES.values())
@@ -80,13 +92,7 @@ def test_build_and_ingest_register_arrays_that_answer_without_parquet(
     assert _records(copied)["occurrences_arrays"][1] == "s"
     expected = _answers(copied)
 
-    def refused(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a lookup read Parquet")
-
-    monkeypatch.setattr(part_read, "lookup_table", refused)
-    assert _answers(copied) == expected
-    assert take_notices() == []
-    assert copied.verify().ok
+    _assert_answered_without_parquet(copied, expected, monkeypatch)
 
 
 def test_arrays_registered_by_schema_9_are_used_after_the_migration(
@@ -110,13 +116,7 @@ def test_arrays_registered_by_schema_9_are_used_after_the_migration(
                       "table_name LIKE '%_arrays' ORDER BY table_name").rows
     assert rows == [(table, True, True) for table in sorted(ARRAY_TABLES.values())]
 
-    def refused(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a lookup read Parquet")
-
-    monkeypatch.setattr(part_read, "lookup_table", refused)
-    assert _answers(copied) == expected
-    assert take_notices() == []
-    assert copied.verify().ok
+    _assert_answered_without_parquet(copied, expected, monkeypatch)
 
 
 @pytest.mark.parametrize("ranges", [False, True])

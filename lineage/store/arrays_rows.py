@@ -163,7 +163,6 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
     `doc` column is then those rows put back in ordinal order through a file of one
     integer an occurrence. (Two hash joins on doc_id took a 100M-document build about 4
     minutes and 8.5 GB of spill.)"""
-    import numpy as np
 
     by_name = {name: IntSpool(name, folder) for name in (
         "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")}
@@ -171,7 +170,7 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
     con = _session(folder, threads)
     try:
         rows, digest = _occurrences(con, occurrence_parts, by_name)
-        corpus_rows = _bases(con, "hash_parts", hash_parts)
+        corpus_rows = sum(_row_counts(hash_parts))
         doc_of = _allocated(folder / "doc-by-ordinal.bin", max(rows, 1))
         doc_of[:] = -1
         postings = _Postings(by_name["post_at"], by_name["postings"])
@@ -183,7 +182,7 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
             doc_of[ordinals] = docs
             postings.add(docs, ordinals)
             matched += len(ordinals)
-            digest_by_hash = (digest_by_hash + int(row_hashes.sum(dtype=np.uint64))) % _WRAP
+            digest_by_hash = _add_hashes(digest_by_hash, row_hashes)
         postings.finish(corpus_rows)
         if matched != rows or digest_by_hash != digest or (rows and doc_of[:rows].min() < 0):
             raise _Unsearchable  # the two tables do not hold the same occurrences
@@ -235,7 +234,7 @@ def _occurrences(con: duckdb.DuckDBPyConnection, parts: Sequence[Path],
             lasts[name] = _ascending(batch.column(name), lasts[name])
         for name in ("stream_start", "stream_end", "epoch", "doc_offset"):
             spools[name].add(batch.column(name).to_numpy())
-        digest = (digest + int(batch.column("row_hash").to_numpy().sum(dtype=np.uint64))) % _WRAP
+        digest = _add_hashes(digest, batch.column("row_hash").to_numpy())
         rows += batch.num_rows
     return rows, digest
 
@@ -244,7 +243,13 @@ _PREFIX = "TRY_CAST('0x' || left(content_hash, 16) AS UBIGINT) AS prefix"
 # Each occurrence's (ordinal, doc_id, epoch) hashed; summed over a table's rows, in any
 # order, the two tables of one stream give the same sum (uint64, wrapping).
 _ROW_HASH = "hash(ordinal, doc_id, epoch) AS row_hash"
-_WRAP = 1 << 64
+
+
+def _add_hashes(total: int, hashes: np.ndarray) -> int:
+    """`total` plus the sum of `hashes` (uint64), wrapping at 2**64."""
+    import numpy as np
+
+    return (total + int(hashes.sum(dtype=np.uint64))) % (1 << 64)
 
 
 def _documents_of(con: duckdb.DuckDBPyConnection, occurrence_hash_parts: Sequence[Path],
@@ -313,8 +318,9 @@ class _Window:
         import numpy as np
         import pyarrow as pa
 
-        added = []
-        while not self._done and (not len(self.prefixes) or self.prefixes[-1] <= prefix):
+        added: list[pa.RecordBatch] = []
+        last = self.prefixes[-1] if len(self.prefixes) else None
+        while not self._done and (last is None or last <= prefix):
             batch = next(batches, None)
             if batch is None:
                 self._done = True
@@ -322,8 +328,10 @@ class _Window:
             if batch.column("prefix").null_count:
                 raise _Unsearchable
             added.append(batch)
-            self.prefixes = np.concatenate([self.prefixes, batch.column("prefix").to_numpy()])
+            last = batch.column("prefix")[-1].as_py()
         if added:
+            self.prefixes = np.concatenate(
+                [self.prefixes, *(b.column("prefix").to_numpy() for b in added)])
             self.hashes = pa.concat_arrays(
                 [self.hashes, *(b.column("content_hash").cast(pa.string()) for b in added)])
             self.doc_ids = pa.concat_arrays(
@@ -410,18 +418,24 @@ def _session(folder: Path, threads: int) -> duckdb.DuckDBPyConnection:
 def _bases(con: duckdb.DuckDBPyConnection, table: str, parts: Sequence[Path]) -> int:
     """A table `table` of each part's path and its first row's number; the rows in all."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     bases, total = [], 0
-    for part in parts:
+    for rows in _row_counts(parts):
         bases.append(total)
-        total += pq.ParquetFile(part).metadata.num_rows
+        total += rows
     listed = pa.table({"filename": [str(p) for p in parts], "base": bases},
                       schema=pa.schema([("filename", pa.string()), ("base", pa.int64())]))
     con.register(f"{table}_listed", listed)
     con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {table}_listed")
     con.unregister(f"{table}_listed")
     return total
+
+
+def _row_counts(parts: Sequence[Path]) -> list[int]:
+    """Each part's rows, from its footer."""
+    import pyarrow.parquet as pq
+
+    return [pq.ParquetFile(part).metadata.num_rows for part in parts]
 
 
 def _paths(parts: Sequence[Path]) -> str:
