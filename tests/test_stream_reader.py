@@ -71,16 +71,113 @@ def test_windows_of_a_directory_corpus_and_a_changed_file(
         reader.windows(3)
 
 
-def test_tokens_need_the_byte_tokenizer(
+def _tokenizer_packed(store: Store, stream: str, ids: dict[str, list[int]], separator: int,
+                      k: int) -> list[int]:
+    rows = store.sql(f"SELECT doc_id FROM occurrences WHERE stream = '{stream}' "
+                     "ORDER BY ordinal").rows
+    return [token for (doc_id,) in rows for token in ids[doc_id] + [separator] * k]
+
+
+def test_windows_of_a_tokenizer_json_corpus_are_the_tokenizers_own_ids(
     store: Store, example_shards: Path, tokenizer_json: Path
+) -> None:
+    import pyarrow.parquet as pq
+    import tokenizers
+
+    ingest_corpus(store, [example_shards / "poems.parquet"], corpus="p",
+                  tokenizer=str(tokenizer_json))
+    build_stream(store, corpus="p", name="s", seed=1, seq_len=64, batch=2,
+                 separator_tokens=2)
+    own = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    ids = {row["id"]: own.encode(row["text"], add_special_tokens=False).ids
+           for row in pq.read_table(example_shards / "poems.parquet").to_pylist()}
+    separator = own.token_to_id("[UNK]")
+    packed = _tokenizer_packed(store, "s", ids, separator, 2)
+    reader = StreamReader(store, "s", tokenizer=tokenizer_json.parent, separator="[UNK]")
+    steps = reader.info["steps"]
+    for step in (0, steps // 2, steps - 1):
+        windows = reader.windows(step)
+        assert all(w.typecode == "H" for w in windows)
+        assert [list(w) for w in windows] == [
+            packed[(step * 2 + i) * 64:(step * 2 + i + 1) * 64] for i in range(2)]
+    halves = [reader.windows(1, rank=r, world_size=2) for r in (0, 1)]
+    assert [list(w) for w in halves[0] + halves[1]] == [list(w) for w in reader.windows(1)]
+    by_id = StreamReader(store, "s", tokenizer=tokenizer_json, separator=separator)
+    assert [list(w) for w in by_id.windows(1)] == [list(w) for w in reader.windows(1)]
+
+
+def test_ids_past_16_bits_come_as_32_bit_arrays(
+    store: Store, tmp_path: Path
+) -> None:
+    """A word-level vocabulary of 70,000 entries (written by the `tokenizers` library)
+    whose words sit at ids past 65,535."""
+    import json
+
+    import tokenizers
+    from tokenizers import models, pre_tokenizers
+
+    words = "the quick brown fox jumps over a lazy dog and then sleeps".split()
+    vocab = {f"filler{i}": i for i in range(70_000 - len(words) - 1)}
+    vocab |= {word: len(vocab) + i for i, word in enumerate(words)}
+    vocab["[EOT]"] = len(vocab)
+    tok = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="[EOT]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    shard = tmp_path / "docs.jsonl"
+    texts = {"a": "the quick brown fox", "b": "jumps over a lazy dog",
+             "c": "and then sleeps"}
+    shard.write_text("".join(json.dumps({"id": k, "text": v}) + "\n"
+                             for k, v in texts.items()))
+    ingest_corpus(store, [shard], corpus="w", tokenizer=str(tmp_path / "tokenizer.json"))
+    build_stream(store, corpus="w", name="s", seed=3, seq_len=8, batch=1)
+    eot = vocab["[EOT]"]
+    ids = {k: [vocab[w] for w in v.split()] for k, v in texts.items()}
+    packed = _tokenizer_packed(store, "s", ids, eot, 1)
+    reader = StreamReader(store, "s", tokenizer=tmp_path / "tokenizer.json", separator="[EOT]")
+    windows = [reader.windows(step) for step in range(reader.info["steps"])]
+    assert {w.typecode for step in windows for w in step} == {"I"}
+    flat = [token for step in windows for w in step for token in w]
+    assert len(flat) >= 8 and flat == packed[:len(flat)] and max(flat) > 65_535
+
+
+def test_tokens_need_the_corpus_tokenizer_and_a_separator(
+    store: Store, example_shards: Path, tokenizer_json: Path, tmp_path: Path
 ) -> None:
     ingest_corpus(store, [example_shards / "poems.parquet"], corpus="p",
                   tokenizer=str(tokenizer_json))
     build_stream(store, corpus="p", name="s", seed=1, seq_len=64, batch=1)
     reader = StreamReader(store, "s")
     assert reader.segments(0)
-    with pytest.raises(UsageError, match="byte-tokenized corpora only"):
+    with pytest.raises(UsageError, match=r"give StreamReader\(\.\.\., tokenizer=\)"):
         reader.windows(0)
+    with pytest.raises(UsageError, match="needs the separator's token id"):
+        StreamReader(store, "s", tokenizer=tokenizer_json).windows(0)
+    with pytest.raises(UsageError, match="'<eos>' is not a token of the tokenizer"):
+        StreamReader(store, "s", tokenizer=tokenizer_json, separator="<eos>").windows(0)
+    other = tmp_path / "other" / "tokenizer.json"
+    other.parent.mkdir()
+    other.write_text(tokenizer_json.read_text().replace("[UNK]", "[UNKNOWN]"))
+    with pytest.raises(UsageError, match="the corpus was counted with tokenizer.json:blake3"):
+        StreamReader(store, "s", tokenizer=other, separator=0)
+    ingest_corpus(store, [example_shards / "poems.parquet"], corpus="b")
+    build_stream(store, corpus="b", name="bytes", seed=1, seq_len=64, batch=1)
+    with pytest.raises(UsageError, match="its windows need no tokenizer.json"):
+        StreamReader(store, "bytes", tokenizer=tokenizer_json)
+    with pytest.raises(UsageError, match="token id from 0 to 65535"):
+        StreamReader(store, "bytes", separator="[UNK]").windows(0)
+
+
+def test_tokens_counted_by_the_input_are_not_in_the_store(
+    store: Store, tmp_path: Path
+) -> None:
+    import json
+
+    shard = tmp_path / "counted.jsonl"
+    shard.write_text(json.dumps({"id": "a", "text": "some words", "token_count": 3}) + "\n")
+    ingest_corpus(store, [shard], corpus="c", tokenizer="input")
+    build_stream(store, corpus="c", name="s", seed=1, seq_len=4, batch=1)
+    with pytest.raises(UsageError, match="input:token_count: its tokens are not known"):
+        StreamReader(store, "s").windows(0)
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from lineage.corpora.corpus_tokens import corpus_encoder
 from lineage.corpora.doc_text import document_texts
 from lineage.errors import InputError
-from lineage.ingest.orders.corpus_tokens import corpus_encoder
 from lineage.ingest.orders.megatron_docs import Dataset, untag, untag_all
 from lineage.ingest.orders.megatron_files import read_document
 from lineage.ingest.orders.megatron_segments import Parts

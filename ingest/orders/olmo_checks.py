@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lineage.corpora.doc_text import document_texts
-from lineage.errors import InputError
-from lineage.ingest.orders.common import corpus_rows
-from lineage.ingest.orders.corpus_tokens import (
+from lineage.corpora.corpus_tokens import (
     Encoder,
     corpus_encoder,
     corpus_tokenizer_of,
 )
+from lineage.corpora.doc_text import document_texts
+from lineage.errors import InputError
+from lineage.ingest.orders.common import corpus_rows
 from lineage.ingest.orders.reread_all import TokenFiles, reread_all
 from lineage.store.base import BaseStore
 from lineage.store.part_select import part_files

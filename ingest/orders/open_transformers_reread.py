@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.corpora.corpus_tokens import corpus_encoder
 from lineage.corpora.doc_text import document_texts
 from lineage.errors import InputError
-from lineage.ingest.orders.corpus_tokens import corpus_encoder
 from lineage.ingest.orders.indexed import IndexedDataset
 from lineage.ingest.orders.open_transformers_manifest import HarnessManifest
 from lineage.ingest.orders.reread_all import TokenFiles, reread_all

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lineage.corpora.corpus_tokens import Encoder
 from lineage.corpora.doc_text import StoredDocument, needs_scan, read_all_checked
 from lineage.errors import InputError, UsageError
 from lineage.ingest.input_rules import open_regular, os_error
-from lineage.ingest.orders.corpus_tokens import Encoder
 from lineage.store.base import BaseStore
 from lineage.store.part_select import part_files
 

@@ -1,17 +1,20 @@
 """The trainer's side of a stream: the segments and tokens of a step, from the store.
 
 A training loop that reads its batches here consumes exactly the order the database
-records, so the two agree by construction. Tokens are available for corpora ingested
-with text and the byte tokenizer: token ids 0-255 are the document's bytes, and
-SEPARATOR (256) fills the K separator positions between documents. Each document's
-bytes are re-read from where they were ingested and checked against their BLAKE3 hash.
+records, so the two agree by construction. Tokens are available for corpora counted with
+the byte tokenizer (token ids 0-255 are the document's bytes, and SEPARATOR, 256, fills
+the K separator positions between documents) and for corpora counted with a
+tokenizer.json, given the same file (its BLAKE3 is checked against the corpus's record)
+and the separator's token id. Each document's bytes are re-read from where they were
+ingested and checked against their BLAKE3 hash.
 """
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lineage.corpora.doc_text import (
     StoredDocument,
@@ -33,8 +36,11 @@ from lineage.stream.query import (
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
+    import tokenizers
 
 SEPARATOR = 256  # the separator token of the byte tokenizer (ids 0-255 are bytes)
+_DTYPES = {"H": "=u2", "I": "=u4"}  # array typecodes as numpy dtypes (native byte order)
 
 # Where documents are is looked up for the steps ahead too: the documents of the steps of
 # about this many tokens of windows (64 steps of 64 x 2048; at least the step itself), or
@@ -60,18 +66,30 @@ class Segment:
 
 
 class StreamReader:
-    """Reads one stream: `segments(step)` and, for byte-tokenized text, `windows(step)`.
+    """Reads one stream: `segments(step)` and `windows(step)`, the step's token ids.
 
+    `tokenizer`: the tokenizer.json a corpus was counted with (a file or its folder;
+    checked by hash), and `separator` the token id (or token) the trainer puts in the
+    separator positions; a byte-tokenized corpus needs neither (SEPARATOR fills them).
     Asked for steps in order, it looks ahead (READ_AHEAD_TOKENS): where the next steps'
     documents are, and the bytes of those only a shard scan reads, in one pass each."""
 
-    def __init__(self, store: BaseStore, stream: str | None = None) -> None:
+    def __init__(self, store: BaseStore, stream: str | None = None, *,
+                 tokenizer: str | Path | None = None,
+                 separator: int | str | None = None) -> None:
+        from lineage.corpora.corpus_tokens import counted_with
+
         self.store = store
         with store.reader(views=False) as con:
             self.info = stream_named(con, stream)
             row = con.execute("SELECT tokenizer FROM corpora WHERE name = ?",
                               [self.info["corpus"]]).fetchone()
         self.tokenizer = row[0] if row else None
+        if tokenizer is not None and self.tokenizer == "bytes":
+            raise UsageError(f"corpus {self.info['corpus']!r} was counted with the byte "
+                             "tokenizer: its windows need no tokenizer.json")
+        self._loaded = counted_with(self.tokenizer or "", tokenizer)  # checked by hash
+        self._separator = separator
         self.seq_len = int(self.info["seq_len"])
         self.schedule = stream_schedule(self.info)  # windows per step, step by step
         self.rank_rule = stream_rank_rule(self.info)  # which windows each rank reads
@@ -110,10 +128,9 @@ class StreamReader:
         self, step: int, *, rank: int | None = None, world_size: int | None = None
     ) -> list[array[int]]:
         """The step's (or rank's) windows as arrays of seq_len token ids, in window order
-        (a rank's windows too, whatever its rank rule)."""
-        if self.tokenizer != "bytes":
-            raise UsageError(f"tokens are available for byte-tokenized corpora only; corpus "
-                             f"{self.info['corpus']!r} was counted with {self.tokenizer}")
+        (a rank's windows too, whatever its rank rule): `array('H')` when every id fits
+        16 bits (the byte tokenizer, vocabularies up to 65,536), else `array('I')`."""
+        encode, separator, typecode = self._tokens()
         with self.store.reader(views=False) as con:  # one connection for the whole step
             segments = self._segments(con, step, rank, world_size)
             located = self._locations(con, step, {s.doc_id for s in segments},
@@ -124,15 +141,62 @@ class StreamReader:
         self._previous = (step, rank, world_size)
         order = sorted({s.window for s in segments})
         index = {window: i for i, window in enumerate(order)}
-        out = [array("H", [SEPARATOR]) * self.seq_len for _ in order]
+        out = [array(typecode, [separator]) * self.seq_len for _ in order]
+        tokens: dict[str, np.ndarray[Any, Any]] = {}  # a document split over windows: once
         for s in segments:
             if s.doc_id not in texts:
                 raise StoreError(f"stream {self.info['name']!r}: document {s.doc_id!r} of "
                                  f"step {step} is not in corpus {self.info['corpus']!r}")
+            if s.doc_id not in tokens:
+                tokens[s.doc_id] = encode(texts[s.doc_id])
+            ids = tokens[s.doc_id]
+            if s.token_end > len(ids):
+                raise StoreError(f"document {s.doc_id!r} encodes to {len(ids)} tokens, but "
+                                 f"stream {self.info['name']!r} reads it up to token "
+                                 f"{s.token_end}: not the tokenizer the corpus was counted "
+                                 "with")
             offset = s.position - s.window * self.seq_len
-            chunk = texts[s.doc_id][s.token_start:s.token_end]
-            out[index[s.window]][offset:offset + len(chunk)] = array("H", list(chunk))
+            chunk = array(typecode)
+            chunk.frombytes(ids[s.token_start:s.token_end].astype(_DTYPES[typecode]).tobytes())
+            out[index[s.window]][offset:offset + len(chunk)] = chunk
         return out
+
+    def _tokens(self) -> tuple[Any, int, str]:
+        """(encoder, separator id, array typecode) of this stream's corpus; UsageError
+        when its tokens cannot be made here."""
+        from lineage.corpora.corpus_tokens import corpus_encoder, text_encoder
+
+        corpus, counted = self.info["corpus"], self.tokenizer or "unknown"
+        if counted == "bytes":
+            encode = corpus_encoder(counted, None)
+            separator = SEPARATOR if self._separator is None else self._separator
+            if not isinstance(separator, int) or not 0 <= separator < 1 << 16:
+                raise UsageError(f"separator {separator!r}: a byte-tokenized stream's "
+                                 "separator is a token id from 0 to 65535")
+            assert encode is not None
+            return encode, separator, "H"
+        if self._loaded is None:
+            if counted.startswith("tokenizer.json:"):
+                raise UsageError(f"corpus {corpus!r} was counted with {counted}: give "
+                                 "StreamReader(..., tokenizer=) that tokenizer.json for its "
+                                 "tokens")
+            raise UsageError(f"corpus {corpus!r} was counted with {counted}: its tokens "
+                             "are not known to the store, only their counts")
+        return text_encoder(self._loaded), *self._separator_of(self._loaded)
+
+    def _separator_of(self, loaded: tokenizers.Tokenizer) -> tuple[int, str]:
+        """The separator's token id (given as an id or as a token) and the typecode that
+        holds every id of the vocabulary and the separator."""
+        given = self._separator
+        if given is None:
+            raise UsageError("a stream over a tokenizer.json corpus needs the separator's "
+                             "token id: StreamReader(..., separator=ID or TOKEN), e.g. the "
+                             "end-of-text token the trainer puts between documents")
+        separator = loaded.token_to_id(given) if isinstance(given, str) else given
+        if separator is None or separator < 0:
+            raise UsageError(f"separator {given!r} is not a token of the tokenizer")
+        largest = max(loaded.get_vocab_size(with_added_tokens=True) - 1, separator)
+        return separator, "H" if largest < 1 << 16 else "I"
 
     def _locations(self, con: duckdb.DuckDBPyConnection, step: int, doc_ids: set[str],
                    part: tuple[int | None, int | None]) -> list[StoredDocument]:
