@@ -6,6 +6,10 @@ query). This path reads the few options these commands take without importing th
 prints the same JSON (tests hold the two paths byte for byte equal). Anything else
 (help, human output, other options, any error) returns None and goes to the full command
 line, which parses and reports as usual.
+
+The catalog rows a lookup reads are kept beside the catalog after the first one
+(lineage/store/kept_reads.py), so the next lookup answers from the lookup arrays without
+starting DuckDB at all.
 """
 
 from __future__ import annotations
@@ -31,42 +35,68 @@ def run_fast(argv: list[str]) -> int | None:
 
 def _answer(store_path: str | None, command: str, options: dict[str, Any],
             positional: list[str]) -> int | None:
+    if (command == "docs" and ("--step" not in options or positional)) or (
+            command == "trained-on" and not positional):
+        return None
     try:
         from lineage.api import open_store
-        from lineage.errors import EXIT_NO
-        from lineage.jsonout import json_text
-        from lineage.store.base import take_notices
+        from lineage.store.base import marked_cursor, shared_instance_started, take_notices
+        from lineage.store.kept_reads import KeptReads, ReadMiss, Recorder
 
         store = open_store(store_path)
-        # Each question's JSON object as is, not the Store method's typed answer: the
-        # answer classes take ~3 ms to set up in a fresh process, a lookup takes less.
-        # The tests hold this output equal to the full command line's, which prints the
-        # typed answer's to_json().
-        if command == "docs":
-            from lineage.stream.query import docs_in_step
-
-            if "--step" not in options or positional:
-                return None
-            text = json_text(docs_in_step(
-                store, options["--step"], stream=options.get("--stream"),
-                rank=options.get("--rank"), world_size=options.get("--world-size"),
-                window=options.get("--window")))
-            code = 0
-        else:
-            from lineage.text.trained_on import all_found, trained_on
-
-            if not positional:
-                return None
-            answer = trained_on(store, positional, stream=options.get("--stream"),
-                                run=options.get("--run"))
-            text = json_text(answer)
-            code = 0 if all_found(answer) else EXIT_NO
+        answered = None
+        # The catalog rows an earlier lookup kept (lineage/store/kept_reads.py): no DuckDB.
+        kept = None if shared_instance_started() else KeptReads.open(store.catalog_path)
+        if kept is not None:
+            store.catalog_reads = kept
+            try:
+                answered = _question(store, command, options, positional)
+            except ReadMiss:
+                pass
+            finally:
+                kept.close()
+            if kept.missed:  # asked of DuckDB below; what this attempt noticed is dropped
+                answered = None
+                take_notices()
+        recorder = None
+        if answered is None:
+            recorder = Recorder()
+            store.catalog_reads = recorder
+            answered = _question(store, command, options, positional)
+        store.catalog_reads = None
         if take_notices():  # e.g. damaged lookup arrays: the full command line says so
             return None
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
+    text, code = answered
     sys.stdout.write(text + "\n")
+    if recorder is not None:
+        sys.stdout.flush()  # the answer first; keeping the reads is for the next lookup
+        recorder.keep(store.catalog_path, marked_cursor(store.catalog_path))
     return code
+
+
+def _question(store: Any, command: str, options: dict[str, Any], positional: list[str],
+              ) -> tuple[str, int]:
+    """The JSON text and exit code of the question. Each question's JSON object as is,
+    not the Store method's typed answer: the answer classes take ~3 ms to set up in a
+    fresh process, a lookup takes less. The tests hold this output equal to the full
+    command line's, which prints the typed answer's to_json()."""
+    from lineage.errors import EXIT_NO
+    from lineage.jsonout import json_text
+
+    if command == "docs":
+        from lineage.stream.query import docs_in_step
+
+        return json_text(docs_in_step(
+            store, options["--step"], stream=options.get("--stream"),
+            rank=options.get("--rank"), world_size=options.get("--world-size"),
+            window=options.get("--window"))), 0
+    from lineage.text.trained_on import all_found, trained_on
+
+    answer = trained_on(store, positional, stream=options.get("--stream"),
+                        run=options.get("--run"))
+    return json_text(answer), 0 if all_found(answer) else EXIT_NO
 
 
 def _parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] | None:

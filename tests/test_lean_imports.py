@@ -95,6 +95,11 @@ def test_docs_json_loads_no_heavy_module(big_store: tuple[Path, Path]) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["step"] == 777
     assert not modules & (HEAVY | DECODERS), modules & (HEAVY | DECODERS)
+    # the catalog rows it read are kept (lineage/store/kept_reads.py): the next lookup
+    # of any step starts no DuckDB
+    again, modules = _loaded(store, "docs", "--step", "778", "--stream", "main", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["step"] == 778
+    assert not modules & (HEAVY | DECODERS | {"duckdb"}), modules & (HEAVY | DECODERS)
 
 
 def test_trained_on_json_loads_no_heavy_module(
@@ -105,6 +110,9 @@ def test_trained_on_json_loads_no_heavy_module(
     result = json.loads(done.stdout)["results"][0]
     assert result["matches"][0]["doc_id"] == "doc-0123456"
     assert not modules & (HEAVY | DECODERS), modules & (HEAVY | DECODERS)
+    again, modules = _loaded(store, "trained-on", str(known), "--json")
+    assert (again.returncode, again.stdout) == (done.returncode, done.stdout)
+    assert not modules & (HEAVY | DECODERS | {"duckdb"}), modules & (HEAVY | DECODERS)
     unknown = tmp_path / "query.txt"
     unknown.write_text("a file no document holds\n", encoding="utf-8")
     done, modules = _loaded(store, "trained-on", str(unknown), "--json")

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lineage.errors import CommitUnknownError, StoreBusyError, StoreError
 from lineage.schemas import BULK_TABLES, SCHEMA_VERSION, catalog_ddl, migrations
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from lineage.store.answers import StoreInit
     from lineage.store.arrays_use import KeptArrays
+    from lineage.store.kept_reads import KeptReads, Recorder
     from lineage.store.lookup_copy import LookupCopies
     from lineage.store.memo import CatalogMemo
 
@@ -78,6 +79,9 @@ class BaseStore:
     # The lookup arrays files, each checked whole once (lineage/store/arrays_use.py):
     # only a long-running reader has them.
     kept_arrays: KeptArrays | None = None
+    # The lean command line's catalog reads (lineage/store/kept_reads.py): reads kept from
+    # an earlier lookup, answering without DuckDB, or a recorder of what DuckDB answers.
+    catalog_reads: KeptReads | Recorder | None = None
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -148,9 +152,16 @@ class BaseStore:
         starting DuckDB costs 30-40 ms, attaching ~1 ms, so repeated lookups stay cheap.
         The catalog is detached on exit, which releases its lock for writers.
         """
+        self.require_catalog()
+        reads = self.catalog_reads
+        if reads is not None:
+            if not views:
+                with reads.reader(marked_cursor(self.catalog_path)) as kept:
+                    yield cast("duckdb.DuckDBPyConnection", kept)
+                return
+            reads.not_recorded()  # the bulk views are DuckDB's alone
         import duckdb
 
-        self.require_catalog()
         if not views:
             with _attached_cursor(self.catalog_path) as (cursor, schema):
                 _ensure_schema(cursor, self.catalog_path, migrate=False, schema=schema)
@@ -287,6 +298,12 @@ _ALIASES = itertools.count()
 LAST_COMMIT = "last_commit"  # schema_info's key for the mark of the last commit
 
 
+def shared_instance_started() -> bool:
+    """Whether this process has started its DuckDB instance (which may hold the catalog's
+    lock: a lock taken on the file by other means would be released with it)."""
+    return bool(_SHARED)
+
+
 def _shared_instance() -> duckdb.DuckDBPyConnection:
     import duckdb
 
@@ -321,12 +338,36 @@ def _attach(path: Path, *, writable: bool) -> tuple[duckdb.DuckDBPyConnection, s
         _retry_locked(path, lambda: cursor.execute(f"ATTACH ? AS {alias}{mode}", [str(path)]))
         if writable:
             cursor.execute(f"USE {alias}")  # where unqualified names are, and are created
+            _forget_kept_reads(path)
         else:
             cursor.execute(f"SET search_path = '{alias}.main'")
     except BaseException:
         _detach(cursor, alias, path, committed=False)
         raise
     return cursor, alias
+
+
+@contextmanager
+def marked_cursor(path: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, str | None]]:
+    """A reader's cursor of the catalog at `path`, with the mark of its last commit (each
+    commit writes a new one: lineage/store/kept_reads.py tells states apart by it)."""
+    with _attached_cursor(path) as (cursor, schema):
+        _ensure_schema(cursor, path, migrate=False, schema=schema)
+        row = cursor.execute(f"SELECT value FROM {schema}.schema_info WHERE key = ?",
+                             [LAST_COMMIT]).fetchone()
+        yield cursor, None if row is None else str(row[0])
+
+
+def _forget_kept_reads(path: Path) -> None:
+    """Remove the lookups' kept reads of the catalog (lineage/store/kept_reads.py) before
+    anything in it changes: a writer that cannot do so writes nothing."""
+    from lineage.store.kept_reads import forget_reads, reads_path
+
+    try:
+        forget_reads(path)
+    except OSError as exc:
+        raise StoreError(f"{reads_path(path)}: cannot be removed ({exc.strerror}); "
+                         "nothing was written") from exc
 
 
 def _commit(cursor: duckdb.DuckDBPyConnection, path: Path, token: str) -> bool:
