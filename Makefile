@@ -75,6 +75,7 @@ lint: install
 # Every headline figure beside its floor or peer, in one run; rewrites the "Current
 # figures" table at the top of docs/performance.md.
 bench: $(BENCH)
+	@command -v b3sum >/dev/null || echo "note: no b3sum here (apt install b3sum): the folder rows go without their peer"
 	nice -n 5 $(PY) bench/headline.py --write
 
 # Re-pin every dependency (run after changing pyproject.toml). requirements-ray.lock starts

@@ -7,8 +7,9 @@ Rows, each measured in this run beside its peer:
 * `ingest corpus` of a ready manifest (bench/gen_open1b.py) vs DuckDB alone copying it
   sorted to Parquet; `stream build` vs DuckDB sorting the same keys; `chain verify
   --batches` vs DuckDB scanning the occurrences (bench/open1b.py's stages);
-* `ingest corpus` of a folder of files (bench/gen_text.py) vs b3sum hashing them
-  (`xargs -0 b3sum`, mmap and threads), interleaved runs; the ingest measured as
+* `ingest corpus` of a folder of files (bench/gen_text.py; 2,000 files, then 20,000
+  files of about 3 GB, where the throughput target is read) vs b3sum hashing them
+  (`xargs -0 b3sum`, mmap and threads; Debian's package `b3sum`), interleaved runs; the ingest measured as
   bench/run.py measures its files target (in a child, imports before the clock, no
   text index);
 * `docs --step N --json`, `trained-on FILE --json` and `docs --step N` vs a fresh
@@ -112,12 +113,20 @@ def pipeline(workdir: Path, n: int) -> tuple[list[dict[str, str]], Path]:
 
 # --- a folder of files against b3sum -------------------------------------------------------
 
-def files_row(workdir: Path, runs: int) -> dict[str, str]:
+def files_rows(workdir: Path, runs: int) -> list[dict[str, str]]:
+    """Two folders: 2,000 files, where the ingest's fixed costs (its store, its reduce, its
+    commit) weigh most, and 20,000 files (about 3 GB), where hashing does: the throughput
+    target is read off the larger one."""
+    return [files_row(workdir, runs, 2000, target=False),
+            files_row(workdir, runs, 20000, target=True)]
+
+
+def files_row(workdir: Path, runs: int, count: int, *, target: bool) -> dict[str, str]:
     import gen_text
 
-    folder = workdir / "text"
+    folder = workdir / ("text" if count == 2000 else f"text-{count}")
     if not (folder / "files").exists():
-        gen_text.generate(folder, files=2000, shards=0, shard_mb=1, seed=0)
+        gen_text.generate(folder, files=count, shards=0, shard_mb=1, seed=0)
     root = folder / "files"
     files = sorted(p for p in root.rglob("*") if p.is_file())
     mb = sum(p.stat().st_size for p in files) / 1e6
@@ -133,18 +142,20 @@ def files_row(workdir: Path, runs: int) -> dict[str, str]:
                               capture_output=True, text=True, check=True, cwd=REPO)
         return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
 
-    name = f"`ingest corpus`, a folder ({len(files):,} files, {mb:,.0f} MB)"
+    size = f"{mb / 1000:,.1f} GB" if mb >= 1000 else f"{mb:,.0f} MB"
+    name = f"`ingest corpus`, a folder ({len(files):,} files, {size})"
+    wanted = "≥ 0.7x (throughput)" if target else "—"
     if b3sum is None:
         t = statistics.median(ours() for _ in range(runs))
-        return row(name, f"{t:.2f} s", "b3sum", "peer not installed", None, "≥ 0.7x b3sum",
-                   None)
+        return row(name, f"{t:.2f} s", "b3sum", "peer not installed (`apt install b3sum`)",
+                   None, wanted, None)
     stdin = b"\0".join(str(p).encode() for p in files)
     t, f, ratio = pairwise(ours, lambda: wall(["xargs", "-0", b3sum, "--"], stdin), runs)
     name += ", in process, no text index"
     shutil.rmtree(store, ignore_errors=True)
     # throughput against b3sum's: its time over ours
     return row(name, f"{t:.2f} s", "b3sum (mmap, threads)", f"{f:.2f} s", 1 / ratio,
-               "≥ 0.7x (throughput)", 1 / ratio >= 0.7)
+               wanted, (1 / ratio >= 0.7) if target else None)
 
 
 # --- CLI lookups against DuckDB's start-up ------------------------------------------------
@@ -453,7 +464,7 @@ def main() -> None:
     else:
         rows, store = pipeline(args.workdir, args.documents)
         saved.write_text(json.dumps(rows))
-    rows.append(files_row(args.workdir, args.runs))
+    rows += files_rows(args.workdir, args.runs)
     rows += cli_rows(store, args.workdir, max(args.runs, 5))
     rows += served_rows(store, args.workdir, args.seconds, args.runs)
     rows.append(text_row(store, max(args.runs, 5)))
