@@ -9,7 +9,8 @@ Rows, each measured in this run beside its peer:
   --batches` vs DuckDB scanning the occurrences (bench/open1b.py's stages);
 * `ingest corpus` of a folder of files (bench/gen_text.py; 2,000 files, then 20,000
   files of about 3 GB, where the throughput target is read) vs b3sum hashing them
-  (`xargs -0 b3sum`, mmap and threads; Debian's package `b3sum`), interleaved runs; the ingest measured as
+  (`xargs -0 b3sum`, mmap and threads; Debian's package `b3sum`), interleaved runs; the
+  ingest measured as
   bench/run.py measures its files target (in a child, imports before the clock, no
   text index);
 * `docs --step N --json`, `trained-on FILE --json` and `docs --step N` vs a fresh
