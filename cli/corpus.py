@@ -18,6 +18,7 @@ from lineage.cli.common import (
     rows_format,
 )
 from lineage.errors import EXIT_NO
+from lineage.store.lookup_reads import with_kept_reads
 
 if TYPE_CHECKING:
     from lineage.corpora.answers import CorpusStatus
@@ -52,7 +53,8 @@ def show(
 ) -> None:
     """Sources with document and token counts, shares, licences, and the manifest hash."""
     fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
-    info = current_store(ctx).corpus(name)
+    store = current_store(ctx)
+    info = with_kept_reads(store, lambda: store.corpus(name))
     if fmt:
         output.emit_rows(fmt, info)
         return

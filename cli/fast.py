@@ -40,39 +40,18 @@ def _answer(store_path: str | None, command: str, options: dict[str, Any],
         return None
     try:
         from lineage.api import open_store
-        from lineage.store.base import marked_cursor, shared_instance_started, take_notices
-        from lineage.store.kept_reads import KeptReads, ReadMiss, Recorder
+        from lineage.store.base import take_notices
+        from lineage.store.lookup_reads import with_kept_reads
 
         store = open_store(store_path)
-        answered = None
         # The catalog rows an earlier lookup kept (lineage/store/kept_reads.py): no DuckDB.
-        kept = None if shared_instance_started() else KeptReads.open(store.catalog_path)
-        if kept is not None:
-            store.catalog_reads = kept
-            try:
-                answered = _question(store, command, options, positional)
-            except ReadMiss:
-                pass
-            finally:
-                kept.close()
-            if kept.missed:  # asked of DuckDB below; what this attempt noticed is dropped
-                answered = None
-                take_notices()
-        recorder = None
-        if answered is None:
-            recorder = Recorder()
-            store.catalog_reads = recorder
-            answered = _question(store, command, options, positional)
-        store.catalog_reads = None
+        text, code = with_kept_reads(
+            store, lambda: _question(store, command, options, positional))
         if take_notices():  # e.g. damaged lookup arrays: the full command line says so
             return None
     except Exception:  # noqa: BLE001 - the full command line reports every error, as always
         return None
-    text, code = answered
     sys.stdout.write(text + "\n")
-    if recorder is not None:
-        sys.stdout.flush()  # the answer first; keeping the reads is for the next lookup
-        recorder.keep(store.catalog_path, marked_cursor(store.catalog_path))
     return code
 
 

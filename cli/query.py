@@ -18,6 +18,7 @@ from lineage.cli.common import (
     rows_format,
 )
 from lineage.errors import EXIT_NO
+from lineage.store.lookup_reads import with_kept_reads
 from lineage.store.no_pandas import pandas_refused
 from lineage.text.trained_on import (
     DEFAULT_LIMIT,
@@ -48,9 +49,9 @@ def docs(
     """Which documents were in step N: every segment of every document, with offsets."""
     fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     with pandas_refused():
-        answer = current_store(ctx).docs_in_step(
-            step, stream=stream, rank=rank, world_size=world_size, window=window
-        )
+        store = current_store(ctx)
+        answer = with_kept_reads(store, lambda: store.docs_in_step(
+            step, stream=stream, rank=rank, world_size=world_size, window=window))
     if fmt:
         output.emit_rows(fmt, answer)
         return
@@ -125,10 +126,11 @@ def trained_on(
     paths = [str(f) for f in files or []]
     stdin = sys.stdin.buffer.read() if "-" in paths else None
     with pandas_refused():
-        answer = current_store(ctx).trained_on(
+        store = current_store(ctx)
+        answer = with_kept_reads(store, lambda: store.trained_on(
             [p for p in paths if p != "-"], texts=text or [], stdin=stdin, stream=stream,
             run=run, min_containment=min_containment, limit=limit,
-            min_similarity=min_similarity)
+            min_similarity=min_similarity))
     if fmt:
         output.emit_rows(fmt, answer)
     elif json:

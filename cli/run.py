@@ -18,6 +18,7 @@ from lineage.cli.common import (
     rows_format,
 )
 from lineage.errors import EXIT_NO
+from lineage.store.lookup_reads import with_kept_reads
 
 if TYPE_CHECKING:
     from lineage.runs.answers import ChainVerification
@@ -57,7 +58,8 @@ def show(
     json: JsonOption = False,
 ) -> None:
     """Progress, last step, clipped and skipped steps, restart segments, checkpoints."""
-    run = current_store(ctx).run(name)
+    store = current_store(ctx)
+    run = with_kept_reads(store, lambda: store.run(name))
     if json:
         output.emit_json(run.to_dict())
         return

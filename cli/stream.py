@@ -19,6 +19,7 @@ from lineage.cli.common import (
     remove_and_report,
     rows_format,
 )
+from lineage.store.lookup_reads import with_kept_reads
 
 if TYPE_CHECKING:
     from lineage.stream.answers import StreamCut
@@ -142,7 +143,8 @@ def show(
     json: JsonOption = False,
 ) -> None:
     """One stream's parameters, spec hash, size and occurrence digest."""
-    info = current_store(ctx).stream(name)
+    store = current_store(ctx)
+    info = with_kept_reads(store, lambda: store.stream(name))
     if json:
         output.emit_json(info.to_dict())
         return

@@ -33,6 +33,7 @@ import math
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,17 +87,38 @@ def _key(kind: str, sql: str, params: Any) -> str | None:
         return None
 
 
-def _plain(value: Any) -> bool:
-    """Whether JSON gives `value` back as it is (rows hold tuples only at the top)."""
+class _NotPlain(Exception):
+    """A value JSON cannot give back as it was."""
+
+
+def _encoded(value: Any) -> Any:
+    """`value` as JSON holds it: dicts and naive timestamps and dates tagged, so each comes
+    back as the type it was (`_decoded`)."""
     if value is None or isinstance(value, (str, bool, int)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
     if isinstance(value, list):
-        return all(_plain(item) for item in value)
+        return [_encoded(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"d": {k: _encoded(v) for k, v in value.items()}}
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return {"t": value.isoformat()}
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return {"D": value.isoformat()}
+    raise _NotPlain(type(value).__name__)
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decoded(item) for item in value]
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
+        if "d" in value:
+            return {k: _decoded(v) for k, v in value["d"].items()}
+        if "t" in value:
+            return datetime.fromisoformat(value["t"])
+        return date.fromisoformat(value["D"])
+    return value
 
 
 class Recorder:
@@ -119,10 +141,12 @@ class Recorder:
 
     def add(self, kind: str, sql: str, params: Any, rows: Any) -> None:
         key = _key(kind, sql, params)
-        if key is None or not _plain(rows):
+        try:
+            if key is None:
+                raise _NotPlain("parameters")
+            self.queries[key] = _encoded(rows)
+        except _NotPlain:
             self.complete = False
-        else:
-            self.queries[key] = rows
 
     def keep(self, path: Path, attached: Attached) -> bool:
         """Write what was recorded beside the catalog at `path`, when every read was
@@ -284,7 +308,7 @@ class KeptReads:
         if key is None or key not in self._queries:
             self.missed = True
             raise ReadMiss(sql)
-        return self._queries[key]
+        return _decoded(self._queries[key])
 
 
 class ReplayConnection:
