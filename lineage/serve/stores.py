@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lineage.api import Store
 from lineage.store.budget import refuse_within_budget
+from lineage.store.kept_reads import catalog_signature
 from lineage.store.memo import CatalogMemo
 
 if TYPE_CHECKING:
@@ -42,21 +43,7 @@ if TYPE_CHECKING:
 # it is made again once this much time has passed.
 SETTLE_SECONDS = 0.05
 
-Signature = tuple[tuple[int, int, int, int], ...]
 _SERIALS = itertools.count(1)
-
-
-def catalog_signature(catalog: str | os.PathLike[str]) -> Signature:
-    """What changes when a commit lands: identity, size and times of the catalog and WAL."""
-    found = []
-    for path in (catalog, f"{os.fspath(catalog)}.wal"):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            found.append((0, 0, 0, 0))
-            continue
-        found.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return tuple(found)
 
 
 class CatalogSnapshot:

@@ -4,7 +4,7 @@ lookup process answers without starting DuckDB.
 A lookup (`docs --step N --json`, `trained-on FILE --json`) reads a handful of catalog
 rows: the schema version, the stream's row, the registered lookup arrays files. Importing
 DuckDB and attaching the catalog to read them costs more than the rest of the answer
-(the arrays files answer it). So the lean command line records each query it sends the
+(the arrays files answer it). So a lookup records each query it sends the
 catalog, with its parameters and the rows it returned, in `catalog.duckdb.reads.json`,
 and a later lookup process gets the same rows from that file.
 
@@ -76,8 +76,8 @@ def forget_reads(catalog: Path) -> None:
 
 class ReadMiss(BaseException):
     """A query the kept reads do not hold. A BaseException: no question's `except
-    Exception` may take it for an answer; the lean command line catches it and asks
-    DuckDB."""
+    Exception` may take it for an answer; `with_kept_reads` (lineage/store/lookup_reads.py)
+    catches it and asks DuckDB."""
 
 
 def _key(kind: str, sql: str, params: Any) -> str | None:
@@ -167,10 +167,8 @@ class Recorder:
                         queries[key] = rows
                 _write(reads_path(path), {"format": FORMAT, "mark": mark,
                                           "signature": signature, "queries": queries})
-        except (OSError, ValueError, RuntimeError, ImportError):
-            return False
-        except Exception:  # noqa: BLE001 - e.g. a duckdb.Error: nothing kept, nothing lost
-            return False
+        except Exception:  # noqa: BLE001 - e.g. a full disk or a duckdb.Error: nothing kept,
+            return False  # nothing lost
         return True
 
 
