@@ -89,6 +89,17 @@ def test_a_commit_removes_the_kept_reads(tmp_path: Path, example_corpus: Path) -
         0, one_stream, True)
 
 
+def test_a_commit_removes_what_a_killed_reader_left(tmp_path: Path, example_corpus: Path,
+                                                    ) -> None:
+    store = _store(tmp_path / "store", example_corpus)
+    left = store.root / f".tmp-99999-{reads_path(store.catalog_path).name}"
+    left.write_text('{"format": "lineage-catalog-reads/1", "quer')  # cut by a SIGKILL
+    assert _lookup(store, "docs", "--step", "3", "--json")[0] == 0
+    assert left.exists()  # a reader leaves it: another reader may be writing it
+    build_stream(store, corpus="plays", name="other", seed=4, seq_len=512, batch=4)
+    assert not left.exists()
+
+
 def test_reads_of_another_state_of_the_catalog_are_not_used(
         tmp_path: Path, example_corpus: Path) -> None:
     """A file put back from before a commit (a copy, a writer that did not remove it)

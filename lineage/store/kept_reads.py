@@ -69,9 +69,13 @@ def catalog_signature(catalog: str | os.PathLike[str]) -> Signature:
 
 
 def forget_reads(catalog: Path) -> None:
-    """Remove the kept reads of `catalog` (a writer's, under the exclusive lock)."""
-    with suppress(FileNotFoundError):
-        reads_path(catalog).unlink()
+    """Remove the kept reads of `catalog` (a writer's, under the exclusive lock), and any
+    temporary file of a reader killed while writing them: readers write them only under
+    the shared lock, so none is being written now."""
+    target = reads_path(catalog)
+    for path in [target, *target.parent.glob(f".tmp-*-{target.name}")]:
+        with suppress(FileNotFoundError):
+            path.unlink()
 
 
 class ReadMiss(BaseException):
