@@ -165,6 +165,25 @@ def drop_lookup_arrays(store: Store) -> list[str]:
     return paths
 
 
+def stream_file_remade_from_parts(store: Store, stream: str) -> tuple[bytes, bytes]:
+    """The stream's arrays file as its build or import wrote it, and as `store repair`
+    makes it again from the registered parts."""
+    from lineage.store.arrays_write import build_arrays
+
+    with store.reader(views=False) as con:
+        path = con.execute("SELECT path FROM parquet_files WHERE table_name = "
+                           "'occurrences_arrays' AND owner = ?", [stream]).fetchone()
+    assert path is not None, f"stream {stream!r} has no arrays file"
+    written = (store.root / path[0]).read_bytes()
+    with store.writer() as con:  # unregistered, so that repair's builder makes it anew
+        con.execute("DELETE FROM parquet_files WHERE table_name = 'occurrences_arrays' "
+                    "AND owner = ?", [stream])
+    (store.root / path[0]).unlink()
+    remade = build_arrays(store, "occurrences", stream)
+    assert remade is not None
+    return written, (store.root / remade).read_bytes()
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
     """JSON lines, plain, .gz or .zst by the name; strings are written as raw lines."""
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)

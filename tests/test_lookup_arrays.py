@@ -25,7 +25,7 @@ from lineage.stream.build import build_stream
 from lineage.stream.query import docs_in_step
 from lineage.text.trained_on import trained_on_hashes
 
-from .conftest import Cli, drop_lookup_arrays, write_jsonl
+from .conftest import Cli, drop_lookup_arrays, stream_file_remade_from_parts, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +151,27 @@ def test_the_ingests_corpus_file_is_the_one_made_from_its_parts(
     assert store.verify().ok
 
 
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_the_builds_stream_file_is_the_one_made_from_its_parts(
+        tmp_path: Path, epochs: int) -> None:
+    """A build spools the stream file's columns from the arrays it orders with; repair
+    makes the file from the registered parts: the same bytes, with copies of one text
+    (runs of a content hash, told apart by doc_id) and documents kept in several epochs."""
+    from lineage.api import init_store
+
+    rows = [{"doc_id": f"d{(i * 7919) % 3001:05d}", "source": ("web", "code")[i % 2],
+             "uri": f"s3://b/{i}", "n_bytes": 10 + i, "n_tokens": 3 + i % 50,
+             "content_hash": f"{(i * 31) % 1200:064x}"} for i in range(3001)]
+    init_store(tmp_path / "store")
+    store = open_store(tmp_path / "store")
+    ingest_corpus(store, [write_jsonl(tmp_path / "m.jsonl", rows)], corpus="c")
+    build_stream(store, corpus="c", name="s", seed=3, seq_len=64, batch=4,
+                 epochs=[f"web={epochs}", "code=1.5"], token_budget=64 * 4 * 600)
+    written, remade = stream_file_remade_from_parts(store, "s")
+    assert written == remade
+    assert store.verify().ok
+
+
 def test_a_store_without_arrays_answers_the_same_from_parquet(copied: Store) -> None:
     expected = _answers(copied)
     drop_lookup_arrays(copied)
@@ -258,19 +279,25 @@ def test_the_cli_warns_and_answers_from_parquet(copied: Store) -> None:
     assert record.path in result.stderr and "lineage store repair" in result.stderr
 
 
+@pytest.mark.parametrize("spooled", [True, False])
 def test_a_full_disk_for_the_stream_files_scratch_is_one_line(
-        copied: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stream file's scratch of one integer an occurrence is allocated before it is
-    mapped: a full disk there is the usual one-line error, not a crash, and nothing of
-    the build is committed."""
+        copied: Store, monkeypatch: pytest.MonkeyPatch, spooled: bool) -> None:
+    """The stream file's columns spooled by the build (`spooled`), or made from the parts
+    through a scratch of one integer an occurrence, allocated before it is mapped: a full
+    disk there is the usual one-line error, not a crash, and nothing of the build is
+    committed."""
     import errno
 
-    from lineage.store import arrays_rows
+    from lineage.store import arrays_rows, arrays_spool
 
-    def full(fd: int, offset: int, length: int) -> None:
+    def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(arrays_rows.os, "posix_fallocate", full)
+    if spooled:
+        monkeypatch.setattr(arrays_spool.IntSpool, "add", full)
+    else:
+        monkeypatch.setattr("lineage.stream.tables._spooled_columns", lambda *a: None)
+        monkeypatch.setattr(arrays_rows.os, "posix_fallocate", full)
     result = Cli(copied.root)("stream", "build", "--corpus", "plays", "--name", "t",
                               "--seed", "4", "--seq-len", "512", "--batch", "4", code=2)
     assert result.stderr.startswith("error: disk full while writing")
@@ -446,3 +473,34 @@ def test_scattered_rows_are_asked_of_the_kernel_at_once_before_they_are_read(
             assert advised and {advice for _, advice in advised} == {os.POSIX_FADV_WILLNEED}
             assert reads[0] == 0 and reads[1] > 0  # the head, then the rows after the advice
             assert values == [arrays.values(name, r, r + 1)[0] for r in rows]
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(st.integers(0, 9), max_size=60), shuffled=st.randoms(use_true_random=False),
+       numbered=st.booleans())
+def test_postings_placed_by_their_numbers_are_a_stable_sort_by_document(
+        docs: list[int], shuffled: Any, numbered: bool) -> None:
+    """The stream file's postings from each row's place in its document's list equal a
+    stable sort of the rows by document; numbers that do not count a document's rows in
+    row order (`numbered` false: shuffled within each document) fall back to the sort."""
+    import numpy as np
+
+    from lineage.store.arrays_rows import _postings
+
+    doc = np.asarray(docs, dtype=np.int64)
+    seen: dict[int, int] = {}
+    within = []
+    for d in docs:
+        within.append(seen.get(d, 0))
+        seen[d] = within[-1] + 1
+    if not numbered:
+        for d in set(docs):
+            rows = [i for i, x in enumerate(docs) if x == d]
+            places = [within[i] for i in rows]
+            shuffled.shuffle(places)
+            for i, p in zip(rows, places, strict=True):
+                within[i] = p
+    post_at = np.zeros(11, dtype=np.int64)
+    np.cumsum(np.bincount(doc, minlength=10), out=post_at[1:])
+    assert _postings(doc, np.asarray(within, dtype=np.int64), post_at).tolist() == \
+        np.argsort(doc, kind="stable").tolist()

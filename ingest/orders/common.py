@@ -212,11 +212,13 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
             corpus_parts = CorpusParts(files[0], files[1], words.result())
         # handed over in a list that write_segments empties: the arrays go as soon as
         # the occurrence lists hold them
-        written = write_segments(con, store, stream, corpus, handed, corpus_parts, progress)
+        written = write_segments(con, store, stream, corpus, handed, corpus_parts, progress,
+                                 arrays_folder=staging / "arrays")
     finally:
         con.close()
     return Built(windows * spec.seq_len, windows, spec.schedule.steps_for(windows),
-                 written.occurrences, written.digest, written.parts, written.hash_parts)
+                 written.occurrences, written.digest, written.parts, written.hash_parts,
+                 columns=written.columns)
 
 
 def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: ImportedSpec,

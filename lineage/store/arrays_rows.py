@@ -150,6 +150,96 @@ def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
     return uris
 
 
+# A stream file's columns, in the file's order.
+STREAM_COLUMNS = ("stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at",
+                  "postings")
+
+
+class StreamColumns:
+    """A stream file's columns from the occurrences a build holds in memory (ordinal
+    order), spooled in `folder` before the build lets them go: the values `stream_file`
+    reads back from the written parts, and so the same file, without reading both tables
+    and the corpus's index again (a quarter of a 10M-document build). `doc` is each
+    occurrence's document as its row in the corpus file (content hash, then doc_id);
+    `corpus_rows` the corpus's documents; `within` each occurrence's place among its
+    document's occurrences in row order (0, 1, ...), which places the postings without a
+    sort. `write` makes the file, None when the rows cannot be searched; `discard` frees
+    the disk."""
+
+    def __init__(self, folder: Path, *, stream_start: np.ndarray, n_tokens: np.ndarray,
+                 epoch: np.ndarray, doc_offset: np.ndarray, doc: np.ndarray,
+                 within: np.ndarray, corpus_rows: int) -> None:
+        import numpy as np
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.rows, self.corpus_rows = folder, len(doc), corpus_rows
+        self.spools: dict[str, IntSpool] = {}
+        stream_end = stream_start.astype(np.int64) + n_tokens
+        self.searchable = bool(_rising(stream_start) and _rising(stream_end) and (
+            not len(doc) or (doc.min() >= 0 and doc.max() < corpus_rows)))
+        if not self.searchable:
+            return
+        try:
+            for name in STREAM_COLUMNS:
+                self.spools[name] = IntSpool(name, folder)
+            for name, values in (("stream_start", stream_start), ("stream_end", stream_end),
+                                 ("epoch", epoch), ("doc_offset", doc_offset), ("doc", doc)):
+                self._add(name, values)
+            del stream_end
+            post_at = np.zeros(corpus_rows + 1, dtype=np.int64)
+            np.cumsum(np.bincount(doc, minlength=corpus_rows), out=post_at[1:])
+            self._add("post_at", post_at)
+            self._add("postings", _postings(doc, within, post_at))
+        except BaseException:
+            self.discard()
+            raise
+
+    def _add(self, name: str, values: np.ndarray) -> None:
+        for lo in range(0, len(values), POSTINGS_CHUNK):
+            self.spools[name].add(values[lo:lo + POSTINGS_CHUNK])
+
+    def write(self, temp: Path, folder: Path, stream: str, corpus: str,
+              corpus_blake3: str) -> Written | None:
+        if not self.searchable:
+            return None
+        return assemble(temp, folder, "stream", self.rows, list(self.spools.values()), {
+            "stream": stream, "corpus": corpus, "corpus_rows": self.corpus_rows,
+            "corpus_blake3": corpus_blake3, "sorted_by": ["stream_start", "stream_end"]})
+
+    def discard(self) -> None:
+        """Close and remove the spools."""
+        from lineage.store.durable import remove_quietly
+
+        for spool in self.spools.values():
+            spool.close()
+        remove_quietly(self.folder)
+
+
+def _postings(doc: np.ndarray, within: np.ndarray, post_at: np.ndarray) -> np.ndarray:
+    """Each document's rows in row order: row i goes to slot post_at[doc[i]] + within[i]
+    (8.8M occurrences: 0.2 s, where a stable sort of the rows by document took 1.5 s);
+    the sort when `within` does not number each document's rows 0, 1, ... in row order."""
+    import numpy as np
+
+    postings = np.full(len(doc), -1, dtype=np.int64)
+    slots = post_at[doc] + within
+    postings[slots] = np.arange(len(doc))
+    del slots
+    placed = doc[postings] if len(doc) and postings.min() >= 0 else None
+    if placed is not None and _rising(placed):
+        same = placed[1:] == placed[:-1]
+        if bool(np.all(postings[1:][same] > postings[:-1][same])):
+            return postings
+    return np.argsort(doc, kind="stable")
+
+
+def _rising(values: np.ndarray) -> bool:
+    """Whether `values` never go down (what `_ascending` asks of a batch)."""
+    import numpy as np
+
+    return len(values) < 2 or bool(np.all(values[1:] >= values[:-1]))
+
+
 def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequence[Path],
                 occurrence_hash_parts: Sequence[Path], corpus: str, corpus_blake3: str,
                 hash_parts: Sequence[Path], *, threads: int = 2) -> Written | None:
@@ -164,8 +254,7 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
     integer an occurrence. (Two hash joins on doc_id took a 100M-document build about 4
     minutes and 8.5 GB of spill.)"""
 
-    by_name = {name: IntSpool(name, folder) for name in (
-        "stream_start", "stream_end", "epoch", "doc_offset", "doc", "post_at", "postings")}
+    by_name = {name: IntSpool(name, folder) for name in STREAM_COLUMNS}
     spools: list[Spool] = list(by_name.values())
     con = _session(folder, threads)
     try:

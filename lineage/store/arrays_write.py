@@ -35,7 +35,7 @@ from lineage.store.scratch import new_staging_dir
 if TYPE_CHECKING:
     import duckdb
 
-    from lineage.store.arrays_rows import CorpusColumns
+    from lineage.store.arrays_rows import CorpusColumns, StreamColumns
     from lineage.store.base import BaseStore
     from lineage.store.parts import WrittenPart
 
@@ -87,37 +87,51 @@ def prepare_corpus_arrays(store: BaseStore, corpus: str, name: str,
 
 def prepare_stream_arrays(store: BaseStore, stream: str, corpus: str, name: str,
                           parts: Sequence[WrittenPart], hash_parts: Sequence[WrittenPart],
-                          ) -> PreparedArrays | None:
+                          columns: StreamColumns | None = None) -> PreparedArrays | None:
     """A stream's arrays file from the `occurrences` and `occurrence_hashes` parts its
     build wrote (`name`: their published name), against its corpus's current arrays
-    file; None without one."""
+    file; None without one. `columns`: the file's columns spooled by the build, used
+    when they number the corpus's documents as its current file does."""
     if not parts:
         return None
     digest = parts_digest(_future(store, "occurrences", name, parts))
     return _prepare_stream(store, stream, corpus, [p.temp for p in parts],
                            [p.temp for p in hash_parts], digest,
-                           _final(store, "occurrences", name, digest), parts[0].temp.parent)
+                           _final(store, "occurrences", name, digest), parts[0].temp.parent,
+                           columns)
 
 
 def _prepare_stream(store: BaseStore, stream: str, corpus: str, parts: Sequence[Path],
                     hash_parts_of_stream: Sequence[Path], digest: str, final: Path,
-                    temp_dir: Path) -> PreparedArrays | None:
+                    temp_dir: Path, columns: StreamColumns | None = None,
+                    ) -> PreparedArrays | None:
     from lineage.store.arrays_use import current_records
 
     with store.reader(views=False) as con:
         record = current_records(con, "document_hashes", corpus).get(corpus)
-        hash_parts = [store.root / row[0] for row in con.execute(
-            "SELECT path FROM parquet_files WHERE table_name = 'document_hashes' AND "
-            "owner = ? ORDER BY path", [corpus]).fetchall()]
+        listed = con.execute(
+            "SELECT path, n_rows FROM parquet_files WHERE table_name = 'document_hashes' AND "
+            "owner = ? ORDER BY path", [corpus]).fetchall()
     if record is None:
         return None  # the corpus has no current file: its lookups read Parquet
-    written = _write(store, final, temp_dir, lambda temp, folder: _rows().stream_file(
-        temp, folder, stream, parts, hash_parts_of_stream, corpus, record.blake3,
-        hash_parts))
+    hash_parts = [store.root / path for path, _ in listed]
+    blake3 = record.blake3
+
+    def make(temp: Path, folder: Path) -> Written | None:
+        try:
+            if columns is not None and columns.corpus_rows == sum(n for _, n in listed):
+                return columns.write(temp, folder, stream, corpus, blake3)
+        finally:
+            if columns is not None:
+                columns.discard()
+        made: Written | None = _rows().stream_file(
+            temp, folder, stream, parts, hash_parts_of_stream, corpus, blake3, hash_parts)
+        return made
+
+    written = _write(store, final, temp_dir, make)
     if written is None:
         return None
-    return PreparedArrays("occurrences", stream, final, written, digest, corpus,
-                          record.blake3)
+    return PreparedArrays("occurrences", stream, final, written, digest, corpus, blake3)
 
 
 def publish_arrays(con: duckdb.DuckDBPyConnection, store: BaseStore,

@@ -59,6 +59,7 @@ from lineage.stream.tables import CorpusParts, write_canonical
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.store.arrays_rows import StreamColumns
     from lineage.stream.imported import ImportedSpec
     from lineage.stream.order import UIntArray
 
@@ -156,7 +157,8 @@ def rebuild_parts(store: BaseStore, name: str, staging: Path) -> list[WrittenPar
     manifest_hash, sources, parts, hash_parts = _corpus_facts(store, corpus)
     if manifest_hash != spec.manifest_hash:
         return f"its corpus {corpus!r} now holds other content"
-    built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging, "1GB", None)
+    built = _build(store, spec, corpus, name, sources, parts, hash_parts, staging, "1GB", None,
+                   arrays=False)
     return [*built.parts, *built.hash_parts]
 
 
@@ -204,6 +206,7 @@ class Built:
     parts: list[WrittenPart]
     hash_parts: list[WrittenPart]
     cut: Cut | None = None  # for a stream built over a corpus
+    columns: StreamColumns | None = None  # the lookup arrays file's, spooled by the build
 
 
 def _corpus_facts(store: BaseStore, corpus: str) -> tuple[
@@ -238,8 +241,10 @@ def _existing(store: BaseStore, name: str) -> dict[str, Any] | None:
 def _build(
     store: BaseStore, spec: StreamSpec, corpus: str, name: str, sources: dict[str, tuple[int, int]],
     parts: list[tuple[str, int]], hash_parts: list[str], staging: Any, memory_limit: str,
-    progress: Progress, distributed: Distributed | None = None,
+    progress: Progress, distributed: Distributed | None = None, *, arrays: bool = True,
 ) -> Built:
+    """`arrays`: spool the lookup arrays file's columns where the order is held in
+    memory (`Built.columns`)."""
     import duckdb
 
     con = duckdb.connect(":memory:")
@@ -247,7 +252,8 @@ def _build(
         con.execute("SET memory_limit = ?", [memory_limit])
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
-                             memory_limit, Path(staging), progress, distributed)
+                             memory_limit, Path(staging), progress, distributed,
+                             arrays=arrays)
     except duckdb.OutOfMemoryException as exc:
         raise too_little_memory(f"--memory-limit {memory_limit}", "build", exc) from exc
     finally:
@@ -258,7 +264,7 @@ def _build_within(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     sources: dict[str, tuple[int, int]], parts: list[tuple[str, int]],
     hash_parts: list[str], memory_limit: str, staging: Path, progress: Progress,
-    distributed: Distributed | None = None,
+    distributed: Distributed | None = None, *, arrays: bool = True,
 ) -> Built:
     """The order in memory when its arrays fit the budget, else out of core (in this
     process, whatever the executor)."""
@@ -267,7 +273,8 @@ def _build_within(
     report_progress(progress, "ordering documents", 0, 3)
     if candidates * IN_MEMORY_BYTES_PER_ROW <= memory_bytes(memory_limit):
         return _build_in_memory(con, store, spec, corpus, name, rows, parts, hash_parts,
-                                progress, distributed)
+                                progress, distributed,
+                                arrays_folder=staging / "arrays" if arrays else None)
     return _build_out_of_core(con, store, spec, corpus, name, sources, rows, parts, staging,
                               progress, distributed)
 
@@ -311,6 +318,7 @@ def _build_in_memory(
     con: duckdb.DuckDBPyConnection, store: BaseStore, spec: StreamSpec, corpus: str, name: str,
     rows: list[tuple[str, str, int, int]], parts: list[tuple[str, int]],
     hash_parts: list[str], progress: Progress, distributed: Distributed | None = None,
+    arrays_folder: Path | None = None,
 ) -> Built:
     import numpy as np
 
@@ -327,9 +335,10 @@ def _build_in_memory(
     corpus_parts = CorpusParts([path for path, _ in parts], hash_parts, hash_words)
     handed = [placed]  # write_canonical drops the arrays once it has what it needs
     del hash_words, placed
-    written = write_canonical(con, store, name, corpus, handed, kept, corpus_parts, progress)
+    written = write_canonical(con, store, name, corpus, handed, kept, corpus_parts, progress,
+                              arrays_folder)
     return Built(tokens, windows, steps, written.occurrences, written.digest,
-                 written.parts, written.hash_parts, cut)
+                 written.parts, written.hash_parts, cut, written.columns)
 
 
 def _build_out_of_core(
@@ -522,7 +531,8 @@ def commit_stream(
     relative: list[str] = []
     digest16 = built.digest.split(":", 1)[1][:16]
     arrays = [prepare_stream_arrays(store, name, corpus, f"{name}-{digest16}",
-                                    built.parts, built.hash_parts)]  # before the lock
+                                    built.parts, built.hash_parts,
+                                    built.columns)]  # before the lock
     try:
         with store.writer() as con:
             faults.reach("stream-commit-locked")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineage.corpora.digest import LINE_COLUMN, LineHasher
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
+    from lineage.store.arrays_rows import StreamColumns
     from lineage.stream.order import IntArray, UIntArray
 
 _FETCH_ROWS = 65_536
@@ -61,6 +63,7 @@ class StreamTables:
     hash_parts: list[WrittenPart]  # occurrence_hashes
     digest: str
     occurrences: int
+    columns: StreamColumns | None = None  # the lookup arrays file's, when spooled
 
 
 @dataclass
@@ -75,10 +78,12 @@ class CorpusParts:
 def write_canonical(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
     handed: list[Placed], kept: int, corpus_parts: CorpusParts, progress: Progress,
+    arrays_folder: Path | None = None,
 ) -> StreamTables:
     """The first `kept` occurrences of the placed arrays (ordinal order) as the stream's
     tables. `handed` holds the arrays and is emptied, and `corpus_parts.hash_words`
     dropped, as soon as the occurrence lists are built: memory is what bounds a build.
+    With `arrays_folder`, the lookup arrays file's columns are spooled there first.
 
     The content-hash copy needs no sort and is encoded on one core while DuckDB sorts
     the occurrences on both (the two writes: 13.9 s -> 11-13 s at 10M)."""
@@ -93,11 +98,14 @@ def write_canonical(
               "stream_start": placed.stream_start[:kept]}
     by_rid = _occurrence_lists(rid, epoch, values, documents)
     values["n_tokens"] = placed.n_tokens[:kept]
-    held = [_hash_lists(rid, epoch, values, corpus_parts.hash_words)]  # dropped once written
-    del placed, rid, epoch, values
+    by_hash = content_hash_order(corpus_parts.hash_words)
+    columns = _spooled_columns(arrays_folder, rid, epoch, values, by_hash)
+    held = [_hash_lists(rid, epoch, values, corpus_parts.hash_words, by_hash)]
+    del placed, rid, epoch, values, by_hash  # held is dropped once written
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
-    return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
-                        whole_documents=True, occurrences=OCCURRENCES_SPEC)
+    return _written_with(columns, lambda: _write_lists(
+        con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
+        whole_documents=True, occurrences=OCCURRENCES_SPEC))
 
 
 @dataclass
@@ -117,11 +125,13 @@ class Segments:
 def write_segments(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
     handed: list[Segments], corpus_parts: CorpusParts, progress: Progress,
+    arrays_folder: Path | None = None,
 ) -> StreamTables:
     """An imported order's occurrences as the stream's tables, written as a build writes
     its own (`write_canonical`): the rows, and so the bytes, are those a sort of the rows
     by ordinal and by (content hash, doc_id, epoch, ordinal) gives. `handed` is emptied
-    and `corpus_parts.hash_words` dropped once the occurrence lists are built."""
+    and `corpus_parts.hash_words` dropped once the occurrence lists are built; with
+    `arrays_folder`, the lookup arrays file's columns are spooled there first."""
     import numpy as np
 
     documents = len(corpus_parts.hash_words)
@@ -131,11 +141,52 @@ def write_segments(
               "stream_start": segments.stream_start, "n_tokens": segments.n_tokens,
               "doc_offset": segments.doc_offset}
     by_rid = _occurrence_lists(segments.rid, segments.within, values, documents)
-    held = [_hash_lists(segments.rid, segments.within, values, corpus_parts.hash_words)]
-    del segments, values
+    by_hash = content_hash_order(corpus_parts.hash_words)
+    columns = _spooled_columns(arrays_folder, segments.rid, segments.within, values,
+                               by_hash)
+    held = [_hash_lists(segments.rid, segments.within, values, corpus_parts.hash_words,
+                        by_hash)]
+    del segments, values, by_hash
     corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
-    return _write_lists(con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
-                        whole_documents=False, occurrences=OCCURRENCES_SPEC_2)
+    return _written_with(columns, lambda: _write_lists(
+        con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
+        whole_documents=False, occurrences=OCCURRENCES_SPEC_2))
+
+
+def _spooled_columns(folder: Path | None, rid: IntArray, within: IntArray,
+                     values: dict[str, IntArray], by_hash: IntArray) -> StreamColumns | None:
+    """The stream arrays file's columns (`values` in ordinal order, with n_tokens and,
+    for segments, doc_offset), each occurrence's document numbered by its row in
+    content-hash order (`by_hash`: rids in that order), spooled in `folder`; `within`:
+    each occurrence's place in its document's list."""
+    import numpy as np
+
+    from lineage.store.arrays_rows import StreamColumns
+
+    if folder is None:
+        return None
+    row_of = np.empty(len(by_hash), dtype=np.int64)
+    row_of[by_hash] = np.arange(len(by_hash))
+    doc = row_of[rid]
+    del row_of
+    offsets = values.get("doc_offset")
+    return StreamColumns(
+        folder, stream_start=values["stream_start"], n_tokens=values["n_tokens"],
+        epoch=values["epoch"], doc=doc, within=within, corpus_rows=len(by_hash),
+        doc_offset=np.zeros(len(rid), dtype=np.int64) if offsets is None else offsets)
+
+
+def _written_with(columns: StreamColumns | None,
+                  write: Callable[[], StreamTables]) -> StreamTables:
+    """`write()`'s tables carrying `columns` (discarded if it fails)."""
+    try:
+        written = write()
+    except BaseException:
+        if columns is not None:
+            columns.discard()
+        raise
+    written.columns = columns
+    return written
 
 
 def _write_lists(
@@ -188,13 +239,13 @@ def _write_lists(
 
 
 def _hash_lists(rid: IntArray, within: IntArray, values: dict[str, IntArray],
-                hash_words: UIntArray) -> pa.Table:
-    """The occurrence lists in `document_hashes` order, with the first 4 bytes of each
-    row's hash (the writer checks them against the row it is joined to)."""
+                hash_words: UIntArray, order: IntArray) -> pa.Table:
+    """The occurrence lists in `document_hashes` order (`order`: the rids in it), with
+    the first 4 bytes of each row's hash (the writer checks them against the row it is
+    joined to)."""
     import numpy as np
     import pyarrow as pa
 
-    order = content_hash_order(hash_words)
     lists = _occurrence_lists(rid, within, values, len(order), order)
     return lists.append_column("h32", pa.array((hash_words[order, 0] >> 32).astype(np.uint32)))
 

@@ -20,6 +20,7 @@ from lineage.ingest.orders.common import corpus_rows
 from lineage.store.part_select import part_files
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
+from tests.conftest import stream_file_remade_from_parts
 
 from .conftest import documents_of, pack
 
@@ -230,6 +231,17 @@ def test_the_content_hash_copy_is_in_content_hash_order(sonnets: Store) -> None:
     starts = table.column("doc_offset").to_pylist().count(0)  # one per document pass
     assert count is not None and len(rows) == count[0] == starts
     assert rows == sorted(rows) and {r[2] for r in rows} == {0, 1}
+
+
+def test_the_imports_stream_file_is_the_one_made_from_its_parts(sonnets: Store) -> None:
+    """An import spools the stream file's columns from its segments (offsets within
+    documents, two epochs); repair makes the file from the registered parts: the same
+    bytes."""
+    documents = documents_of(sonnets, "sonnets")
+    store_order(sonnets, stream="imp", corpus="sonnets", spec=_spec(sonnets, seq_len=200),
+                segments=pack(documents[::-1] + documents, 200), origin=Path("x"))
+    written, remade = stream_file_remade_from_parts(sonnets, "imp")
+    assert written == remade
 
 
 def test_doc_ids_as_a_dictionary_store_the_same_order(sonnets: Store) -> None:
