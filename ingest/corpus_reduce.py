@@ -17,7 +17,7 @@ from lineage.corpora.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestH
 from lineage.errors import InputError, UsageError, too_little_memory
 from lineage.ingest.input_rules import INT64_MAX, IngestRuleError
 from lineage.ingest.inputs import ShardInput
-from lineage.ingest.readers.manifests import load_manifests
+from lineage.ingest.readers.manifests import load_manifests, view_parquet_manifests
 from lineage.ingest.sort_ranges import sorted_by_ranges
 from lineage.ingest.staging import StagedParts, record_place
 from lineage.ingest.text_index import index_manifest_texts
@@ -104,16 +104,10 @@ def reduce_corpus(
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         # Beyond this DuckDB spills to the staging folder instead of growing with the corpus.
         con.execute("SET memory_limit = ?", [memory_limit()])
-        con.execute(STAGED_TABLE)
-        if staged_parts.documents:
-            con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)",
-                        [staged_parts.documents])
-        if manifests:
-            report_progress(progress, f"loading {len(manifests)} manifest(s)", None, None)
-            load_manifests(con, manifests, table="docs")
-        apply_licenses(con, licenses)
-        check_rows(con)
-        dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
+        if _in_place(staged_parts, manifests, text_index):
+            dropped = _read_in_place(con, manifests, licenses)
+        else:
+            dropped = _load(con, staged_parts, manifests, licenses, progress)
         fingerprints, near = list(staged_parts.fingerprints), list(staged_parts.near)
         if text_index and (manifests or manifest_rows):
             manifest_prints, manifest_near = index_manifest_texts(con, staging, progress)
@@ -122,7 +116,7 @@ def reduce_corpus(
         documents, tokens, size = _totals(con)
         reduced = ReducedCorpus(
             manifest_hash="", documents=documents, tokens=tokens, bytes=size,
-            dropped_empty=int(dropped[0]) if dropped else 0,
+            dropped_empty=dropped,
             sources=summarize_sources(con),
         )
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -146,6 +140,55 @@ def reduce_corpus(
         con.close()
 
 
+def _in_place(staged_parts: StagedParts, manifests: list[ShardInput], text_index: bool
+              ) -> bool:
+    """Whether the rows are Parquet ready manifests alone, which are read where they are
+    (`view_parquet_manifests`) instead of loaded into a table."""
+    return bool(manifests) and not staged_parts.documents and not text_index and all(
+        shard.kind != "manifest-jsonl" for shard in manifests)
+
+
+def _load(con: duckdb.DuckDBPyConnection, staged_parts: StagedParts,
+          manifests: list[ShardInput], licenses: LicensePlan, progress: Any) -> int:
+    """Every row into table `docs`, licensed and checked; the empty ones removed (their
+    count returned)."""
+    con.execute(STAGED_TABLE)
+    if staged_parts.documents:
+        con.execute("INSERT INTO docs SELECT * FROM read_parquet(?)", [staged_parts.documents])
+    if manifests:
+        report_progress(progress, f"loading {len(manifests)} manifest(s)", None, None)
+        load_manifests(con, manifests, table="docs")
+    apply_licenses(con, licenses)
+    check_rows(con)
+    dropped = con.execute("DELETE FROM docs WHERE n_bytes = 0").fetchone()
+    return int(dropped[0]) if dropped else 0
+
+
+def _read_in_place(con: duckdb.DuckDBPyConnection, manifests: list[ShardInput],
+                   licenses: LicensePlan) -> int:
+    """The Parquet manifests' rows as view `docs`, licensed and checked, without the
+    empty ones (their count returned). The first two passes read every column: a value
+    no cast takes, or a file DuckDB cannot read, then makes the manifests load into the
+    table the way `_load` does, which names the file."""
+    import duckdb
+
+    view_parquet_manifests(con, manifests, view="manifest_rows")
+    con.execute(f"CREATE VIEW all_docs AS SELECT * REPLACE ({licensed(licenses)} AS license) "
+                "FROM manifest_rows")
+    try:
+        check_licenses(con, licenses, table="all_docs")
+        check_rows(con, table="all_docs")
+        dropped = con.execute("SELECT count(*) FILTER (WHERE n_bytes = 0), "
+                              "max(length(uri)), max(length(license)) FROM all_docs"
+                              ).fetchone()
+    except duckdb.Error:
+        con.execute(STAGED_TABLE)
+        load_manifests(con, manifests, table="docs")  # raises, naming the file
+        raise
+    con.execute("CREATE VIEW docs AS SELECT * FROM all_docs WHERE n_bytes <> 0")
+    return int(dropped[0]) if dropped else 0
+
+
 def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpus: str,
                 out_dir: Path, staging: Path, progress: Any, lookup_arrays: bool) -> None:
     """Documents by doc_id and the content-hash index, the index sorted while the
@@ -158,9 +201,16 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
         return parts
 
     def content_hashes() -> list[WrittenPart]:
-        return write_hash_index(con, corpus=corpus, out_dir=out_dir / "document_hashes",
-                                total=reduced.documents, scratch=staging / "ranges-hashes",
-                                progress=progress, arrays=reduced.arrays)
+        parts = write_hash_index(con, corpus=corpus, out_dir=out_dir / "document_hashes",
+                                 total=reduced.documents, scratch=staging / "ranges-hashes",
+                                 progress=progress, arrays=reduced.arrays)
+        if reduced.arrays is not None:  # while the documents are still being written
+            try:
+                reduced.arrays.make_now(corpus)
+            except BaseException:
+                discard_parts(parts)
+                raise
+        return parts
 
     if lookup_arrays:
         reduced.arrays = CorpusColumns(staging / "corpus-arrays")
@@ -200,10 +250,8 @@ class LicensePlan:
 
 
 def apply_licenses(con: duckdb.DuckDBPyConnection, plan: LicensePlan) -> None:
+    check_licenses(con, plan)
     for source, license in plan.by_source:
-        found = con.execute("SELECT count(*) FROM docs WHERE source = ?", [source]).fetchone()
-        if not found or not found[0]:
-            raise UsageError(f"--license {source}={license}: no document has source {source!r}")
         con.execute(
             "UPDATE docs SET license = ? WHERE license IS NULL AND source = ?", [license, source]
         )
@@ -211,15 +259,45 @@ def apply_licenses(con: duckdb.DuckDBPyConnection, plan: LicensePlan) -> None:
         con.execute("UPDATE docs SET license = ? WHERE license IS NULL", [plan.default])
 
 
+def check_licenses(con: duckdb.DuckDBPyConnection, plan: LicensePlan,
+                   table: str = "docs") -> None:
+    """A licence given for a source no document has is a mistake worth a word."""
+    if not plan.by_source:
+        return
+    sources = [source for source, _ in plan.by_source]
+    found = {row[0] for row in con.execute(
+        f"SELECT DISTINCT source FROM {table} WHERE list_contains(?, source)",
+        [sources]).fetchall()}
+    for source, license in plan.by_source:
+        if source not in found:
+            raise UsageError(f"--license {source}={license}: no document has source {source!r}")
+
+
+def licensed(plan: LicensePlan) -> str:
+    """The licence column with `plan` applied, as SQL (literals: a view takes no
+    parameters): the row's own, else its source's, else the default."""
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    choices = ["license"]
+    if plan.by_source:
+        cases = " ".join(f"WHEN {literal(source)} THEN {literal(license)}"
+                         for source, license in plan.by_source)
+        choices.append(f"CASE source {cases} END")
+    if plan.default is not None:
+        choices.append(literal(plan.default))
+    return f"coalesce({', '.join(choices)})" if len(choices) > 1 else "license"
+
+
 def check_rows(con: duckdb.DuckDBPyConnection,
-               rules: tuple[tuple[str, str], ...] = ROW_RULES) -> None:
+               rules: tuple[tuple[str, str], ...] = ROW_RULES, *, table: str = "docs") -> None:
     """Raise InputError for the first row (by input file and record) breaking a rule."""
     flags = ", ".join(f"bool_or({predicate})" for _, predicate in rules)
-    broken = con.execute(f"SELECT {flags} FROM docs").fetchone() or ()
+    broken = con.execute(f"SELECT {flags} FROM {table}").fetchone() or ()
     for (rule, predicate), failed in zip(rules, broken, strict=True):
         if failed:
             origin, record = con.execute(
-                f"SELECT origin, record FROM docs WHERE {predicate} "
+                f"SELECT origin, record FROM {table} WHERE {predicate} "
                 "ORDER BY origin, record NULLS FIRST LIMIT 1"
             ).fetchone() or ("?", None)
             raise InputError(origin, rule, where=record_place(origin, record))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from lineage.api import Store
 from lineage.corpora.manifest import manifest_hash_of_rows
-from lineage.errors import InputError
+from lineage.errors import InputError, UsageError
 from lineage.ingest import ingest_corpus
 
 
@@ -186,3 +186,49 @@ def test_parquet_manifests_load_together_and_a_bad_one_is_named(
                        "integer, not string"):
         ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "c.parquet"], corpus="bad")
     assert [c["name"] for c in store.corpora()] == ["ab"]
+
+
+def test_parquet_licences_by_source_read_in_place_match_the_loaded_jsonl(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    """Parquet manifests are read where they are (a view), JSONL ones loaded into a
+    table: per-source licences, the default and the manifest's own agree, and so does
+    the manifest hash; a licence for a source no row has is refused on both."""
+    from tests.conftest import write_jsonl
+
+    rows = [{**row, "source": "it's"} if i == 2 else row for i, row in enumerate(_rows(9))]
+    make_parquet(tmp_path / "m.parquet", _columns(rows))
+    write_jsonl(tmp_path / "m.jsonl", rows)
+    licences = ["code=Apache-2.0", "it's=O'Neil-1.0", "MIT"]
+    answers = [ingest_corpus(store, [tmp_path / name], corpus=name.split(".")[1],
+                             license=licences) for name in ("m.parquet", "m.jsonl")]
+    assert answers[0].manifest_hash == answers[1].manifest_hash
+    by_corpus = store.sql("SELECT corpus, list(license ORDER BY doc_id) FROM documents "
+                          "GROUP BY corpus ORDER BY corpus").rows
+    by_source = {"code": "Apache-2.0", "it's": "O'Neil-1.0"}
+    expected = [row["license"] or by_source.get(row["source"], "MIT") for row in rows]
+    assert by_corpus[0][1] == by_corpus[1][1] == expected
+    assert {"Apache-2.0", "O'Neil-1.0", "MIT", "CC-BY-4.0"} == set(expected)
+    for name in ("m.parquet", "m.jsonl"):
+        with pytest.raises(UsageError, match="no document has source 'books'"):
+            ingest_corpus(store, [tmp_path / name], corpus="x", license="books=MIT")
+
+
+def test_a_value_no_cast_takes_names_its_parquet_file(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path]
+) -> None:
+    """Read in place, a count beyond a signed 64-bit integer in the second of two
+    Parquet manifests is found on the first pass and named with its file, as a load
+    names it; nothing is stored."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    make_parquet(tmp_path / "a.parquet", _columns(_rows(4)))
+    columns = _columns(_rows(4, prefix="b"))
+    table = pa.table({**columns, "n_bytes": pa.array([1, 2, 2**63 + 5, 4], pa.uint64())})
+    pq.write_table(table, tmp_path / "b.parquet")
+    with pytest.raises(InputError) as caught:
+        ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "b.parquet"], corpus="c")
+    assert str(tmp_path / "b.parquet") in str(caught.value)
+    assert "a.parquet" not in str(caught.value)
+    assert store.sql("SELECT count(*) FROM corpora").rows == [(0,)]

@@ -64,6 +64,7 @@ class CorpusColumns:
         self.rows = 0
         self.searchable = True
         self._last: Any = None
+        self._made: Written | None = None
 
     def update(self, batch: pa.RecordBatch) -> None:
         if not self.searchable:
@@ -79,9 +80,20 @@ class CorpusColumns:
             spool.add(batch.column(spool.name))  # type: ignore[attr-defined]
         self.rows += batch.num_rows
 
+    def make_now(self, corpus: str) -> None:
+        """Make the file now, in the spools' folder, while other work still runs (an
+        ingest's documents are still being written): `write` then hands it over."""
+        if self.searchable and self._made is None:
+            self._made = self.write(self.folder / "made.arrays", self.folder, corpus)
+
     def write(self, temp: Path, folder: Path, corpus: str) -> Written | None:
+        import dataclasses
+
         if not self.searchable:
             return None
+        if self._made is not None:
+            os.replace(self._made.temp, temp)
+            return dataclasses.replace(self._made, temp=temp)
         return assemble(temp, folder, "corpus", self.rows, self.spools,
                         {"corpus": corpus, "sorted_by": ["content_hash"]})
 
