@@ -504,3 +504,33 @@ def test_postings_placed_by_their_numbers_are_a_stable_sort_by_document(
     np.cumsum(np.bincount(doc, minlength=10), out=post_at[1:])
     assert _postings(doc, np.asarray(within, dtype=np.int64), post_at).tolist() == \
         np.argsort(doc, kind="stable").tolist()
+
+
+def test_a_full_disk_at_a_spools_close_leaves_none_open(tmp_path: Path) -> None:
+    """A full disk fails the flush a spool's close makes: every other spool, and that
+    spool's own heap, are closed all the same, a discard raises nothing and removes
+    them, and `close` names the error."""
+    import errno
+
+    import pyarrow as pa
+
+    from lineage.store.arrays_rows import CorpusColumns
+
+    columns = CorpusColumns(tmp_path / "spools")
+    columns.update(pa.record_batch({
+        "content_hash": [f"{i:064x}" for i in range(3)], "doc_id": ["a", "b", "c"],
+        "source": ["web"] * 3, "uri": [None, "u", "v"]}))
+    doc_ids = columns.spools[1]
+    real_close = doc_ids._out.close
+
+    def full() -> None:
+        real_close()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    doc_ids._out.close = full  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="No space left"):
+        columns.close()
+    assert doc_ids._heap.closed  # type: ignore[attr-defined]
+    assert all(spool._out.closed for spool in columns.spools)
+    columns.discard()
+    assert not (tmp_path / "spools").exists()

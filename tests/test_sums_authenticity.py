@@ -456,3 +456,16 @@ def test_openpgp_binary_key_is_recognised(tmp_path: Path, gnupg: dict[str, str])
     gpg_sign(gnupg, "release@example.org", sums)
     verdict = authenticity_verdict(sums, tmp_path / "release.gpg")
     assert verdict["method"] == "openpgp" and verdict["ok"] is True
+
+
+def test_a_signature_whose_padding_bits_are_set_is_refused() -> None:
+    """Base64 that decodes to the real signature but is not what a writer makes (the
+    last character before `==` carries 4 bits past the data) is refused, not verified."""
+    lines = MINISIGN_SIGNATURE.splitlines(keepends=True)
+    last = lines[3].rstrip("\n")
+    assert last.endswith("==")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    changed_char = alphabet[alphabet.index(last[-3]) ^ 1]  # a padding bit flipped
+    lines[3] = last[:-3] + changed_char + "==\n"
+    with pytest.raises(InputError, match="as a writer makes it"):
+        minisign.parse_signature("".join(lines), label="s")

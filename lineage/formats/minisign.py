@@ -131,7 +131,13 @@ def verify(data: bytes, signature: Signature, key: PublicKey, *, label: str) -> 
 
 def _base64(text: str, label: str, rule: str, what: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
+        raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise RuleError(label, rule, f"{what} is not base64") from exc
+    # The bits a last character carries past the data are zero in what a writer makes:
+    # otherwise two texts would decode to one signature, and a changed character verify.
+    if base64.b64encode(raw).decode("ascii") != text:
+        raise RuleError(label, rule, f"{what} is not base64 as a writer makes it "
+                        "(bits set past the data)")
+    return raw
 

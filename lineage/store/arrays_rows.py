@@ -19,6 +19,7 @@ in their order, so the bytes do not depend on DuckDB's threads or the machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from lineage.store.arrays_spool import (
     StrSpool,
     Written,
     assemble,
+    close_spools,
 )
 
 if TYPE_CHECKING:
@@ -98,15 +100,11 @@ class CorpusColumns:
                         {"corpus": corpus, "sorted_by": ["content_hash"]})
 
     def close(self) -> None:
-        for spool in self.spools:
-            spool.close()
+        close_spools(self.spools)
 
     def discard(self) -> None:
         """Close and remove the spools (as large as the file: the disk is freed now)."""
-        from lineage.store.durable import remove_quietly
-
-        self.close()
-        remove_quietly(self.folder)
+        _discard(self.spools, self.folder)
 
 
 def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path],
@@ -220,11 +218,20 @@ class StreamColumns:
 
     def discard(self) -> None:
         """Close and remove the spools."""
-        from lineage.store.durable import remove_quietly
+        _discard(list(self.spools.values()), self.folder)
 
-        for spool in self.spools.values():
-            spool.close()
-        remove_quietly(self.folder)
+
+def _discard(spools: Sequence[Spool], folder: Path) -> None:
+    """Close `spools` and remove `folder` with them: what they could not flush (a full
+    disk) goes with the files, so a close's error is not raised (a discard runs while
+    another error is on its way)."""
+    import contextlib
+
+    from lineage.store.durable import remove_quietly
+
+    with contextlib.suppress(OSError):
+        close_spools(spools)
+    remove_quietly(folder)
 
 
 def _postings(doc: np.ndarray, within: np.ndarray, post_at: np.ndarray) -> np.ndarray:
@@ -297,8 +304,8 @@ def stream_file(temp: Path, folder: Path, stream: str, occurrence_parts: Sequenc
         return None
     finally:
         con.close()
-        for spool in spools:
-            spool.close()
+        with contextlib.suppress(OSError):  # on success every spool is closed already
+            close_spools(spools)
         (folder / "doc-by-ordinal.bin").unlink(missing_ok=True)
 
 

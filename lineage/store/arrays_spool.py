@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -63,6 +63,19 @@ class Spool:
 
     def copy_into(self, body: Body) -> dict[str, Any]:  # pragma: no cover (abstract)
         raise NotImplementedError
+
+
+def close_spools(spools: Iterable[Spool]) -> None:
+    """Close every spool, then raise the first error a close met (a full disk fails the
+    flush of the data each still buffers): none is left open."""
+    failed: BaseException | None = None
+    for spool in spools:
+        try:
+            spool.close()
+        except BaseException as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
 
 
 class IntSpool(Spool):
@@ -139,9 +152,11 @@ class StrSpool(Spool):
         self.count += len(text)
 
     def close(self) -> None:
-        super().close()
-        if not self._heap.closed:
-            self._heap.close()
+        try:
+            super().close()
+        finally:  # a full disk fails the first flush: the heap is closed all the same
+            if not self._heap.closed:
+                self._heap.close()
 
     def copy_into(self, body: Body) -> dict[str, Any]:
         self.close()
@@ -211,9 +226,11 @@ class DictSpool(Spool):
         return strings
 
     def close(self) -> None:
-        super().close()
-        if self.strings is not None:
-            self.strings.close()
+        try:
+            super().close()
+        finally:
+            if self.strings is not None:
+                self.strings.close()
 
     def copy_into(self, body: Body) -> dict[str, Any]:
         if self.strings is not None:
