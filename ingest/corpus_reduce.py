@@ -25,6 +25,7 @@ from lineage.ingest.text_reduce import TextIndexSummary, write_text_index
 from lineage.schemas import document_hashes_schema, documents_schema
 from lineage.store import faults
 from lineage.store.arrays_rows import CorpusColumns
+from lineage.store.base import sql_text
 from lineage.store.parts import (
     LOOKUP_PART_ROWS,
     LOOKUP_ROW_GROUP_ROWS,
@@ -276,16 +277,13 @@ def check_licenses(con: duckdb.DuckDBPyConnection, plan: LicensePlan,
 def licensed(plan: LicensePlan) -> str:
     """The licence column with `plan` applied, as SQL (literals: a view takes no
     parameters): the row's own, else its source's, else the default."""
-    def literal(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
-
     choices = ["license"]
     if plan.by_source:
-        cases = " ".join(f"WHEN {literal(source)} THEN {literal(license)}"
+        cases = " ".join(f"WHEN {sql_text(source)} THEN {sql_text(license)}"
                          for source, license in plan.by_source)
         choices.append(f"CASE source {cases} END")
     if plan.default is not None:
-        choices.append(literal(plan.default))
+        choices.append(sql_text(plan.default))
     return f"coalesce({', '.join(choices)})" if len(choices) > 1 else "license"
 
 

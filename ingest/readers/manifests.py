@@ -22,6 +22,7 @@ from lineage.ingest.value_rules import (
     check_jsonl_columns,
     check_parquet_types,
 )
+from lineage.store.base import sql_text
 
 if TYPE_CHECKING:
     import duckdb
@@ -73,15 +74,10 @@ def view_parquet_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInp
     then names the file)."""
     paths = [str(shard.path) for shard in shards]
     with_license = [_checked_parquet_columns(con, path) for path in paths]
-    listed = ", ".join(_literal(path) for path in paths)
+    listed = ", ".join(sql_text(path) for path in paths)
     con.execute(f"CREATE VIEW {view} AS " + _select(
         f"read_parquet([{listed}], filename = true, file_row_number = true, "
         "union_by_name = true)", "filename", "file_row_number + 1", any(with_license)))
-
-
-def _literal(text: str) -> str:
-    """A string as a SQL literal (a view's definition takes no parameters)."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _select(source: str, origin: str, record: str, license_column: bool) -> str:

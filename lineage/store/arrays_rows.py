@@ -225,8 +225,6 @@ def _discard(spools: Sequence[Spool], folder: Path) -> None:
     """Close `spools` and remove `folder` with them: what they could not flush (a full
     disk) goes with the files, so a close's error is not raised (a discard runs while
     another error is on its way)."""
-    import contextlib
-
     from lineage.store.durable import remove_quietly
 
     with contextlib.suppress(OSError):

@@ -213,7 +213,7 @@ class BaseStore:
         for table, columns in BULK_TABLES.items():
             files = self.registered_files(con, table)
             if files:
-                listed = ", ".join(_sql_text(path) for path in part_paths(self.root, files))
+                listed = ", ".join(sql_text(path) for path in part_paths(self.root, files))
                 body = f"SELECT * FROM read_parquet([{listed}])"
             else:
                 cols = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
@@ -558,6 +558,7 @@ def part_paths(root: Path, relatives: Iterable[str]) -> list[str]:
     return [f"{base}/{require_plain(root, relative)}" for relative in relatives]
 
 
-def _sql_text(text: str) -> str:
-    """`text` as an SQL string literal."""
+def sql_text(text: str) -> str:
+    """`text` as an SQL string literal (where a statement takes no parameters: a view's
+    definition, a list of files)."""
     return "'" + text.replace("'", "''") + "'"
