@@ -17,7 +17,12 @@ from lineage.corpora.manifest import CONTROL_CHARS_REGEX, HEX64_REGEX, ManifestH
 from lineage.errors import InputError, UsageError, too_little_memory
 from lineage.ingest.input_rules import INT64_MAX, IngestRuleError
 from lineage.ingest.inputs import ShardInput
-from lineage.ingest.readers.manifests import load_manifests, view_parquet_manifests
+from lineage.ingest.readers.manifests import (
+    ManifestStats,
+    check_manifests_unchanged,
+    load_manifests,
+    view_parquet_manifests,
+)
 from lineage.ingest.sort_ranges import sorted_by_ranges
 from lineage.ingest.staging import StagedParts, record_place
 from lineage.ingest.text_index import index_manifest_texts
@@ -105,8 +110,9 @@ def reduce_corpus(
         con.execute("SET temp_directory = ?", [str(staging / "spill")])
         # Beyond this DuckDB spills to the staging folder instead of growing with the corpus.
         con.execute("SET memory_limit = ?", [memory_limit()])
+        read: ManifestStats = []  # manifests every pass reads again, where they are
         if _in_place(staged_parts, manifests, text_index):
-            dropped = _read_in_place(con, manifests, licenses)
+            dropped, read = _read_in_place(con, manifests, licenses)
         else:
             dropped = _load(con, staged_parts, manifests, licenses, progress)
         fingerprints, near = list(staged_parts.fingerprints), list(staged_parts.near)
@@ -122,7 +128,8 @@ def reduce_corpus(
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_both(con, reduced, corpus=corpus, out_dir=out_dir, staging=staging,
-                    progress=progress, lookup_arrays=lookup_arrays)
+                    progress=progress, lookup_arrays=lookup_arrays,
+                    after_last_pass=lambda: check_manifests_unchanged(read))
         if text_index:
             try:
                 reduced.text_index = write_text_index(
@@ -166,14 +173,15 @@ def _load(con: duckdb.DuckDBPyConnection, staged_parts: StagedParts,
 
 
 def _read_in_place(con: duckdb.DuckDBPyConnection, manifests: list[ShardInput],
-                   licenses: LicensePlan) -> int:
+                   licenses: LicensePlan) -> tuple[int, ManifestStats]:
     """The Parquet manifests' rows as view `docs`, licensed and checked, without the
-    empty ones (their count returned). The first two passes read every column: a value
-    no cast takes, or a file DuckDB cannot read, then makes the manifests load into the
-    table the way `_load` does, which names the file."""
+    empty ones: their count, and the files' stats before the first pass (each pass
+    reads them again). The first two passes read every column: a value no cast takes,
+    or a file DuckDB cannot read, then makes the manifests load into the table the way
+    `_load` does, which names the file."""
     import duckdb
 
-    view_parquet_manifests(con, manifests, view="manifest_rows")
+    read = view_parquet_manifests(con, manifests, view="manifest_rows")
     con.execute(f"CREATE VIEW all_docs AS SELECT * REPLACE ({licensed(licenses)} AS license) "
                 "FROM manifest_rows")
     try:
@@ -187,14 +195,16 @@ def _read_in_place(con: duckdb.DuckDBPyConnection, manifests: list[ShardInput],
         load_manifests(con, manifests, table="docs")  # raises, naming the file
         raise
     con.execute("CREATE VIEW docs AS SELECT * FROM all_docs WHERE n_bytes <> 0")
-    return int(dropped[0]) if dropped else 0
+    return (int(dropped[0]) if dropped else 0), read
 
 
 def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpus: str,
-                out_dir: Path, staging: Path, progress: Any, lookup_arrays: bool) -> None:
+                out_dir: Path, staging: Path, progress: Any, lookup_arrays: bool,
+                after_last_pass: Callable[[], None]) -> None:
     """Documents by doc_id and the content-hash index, the index sorted while the
     documents are encoded (`write_overlapped`: a profiled 10M-row ingest went from
-    20.6 s to 19.4 s)."""
+    20.6 s to 19.4 s). `after_last_pass` may still refuse what was written (a manifest
+    read in place that changed meanwhile): the parts are then removed."""
     def documents(after_sort: Callable[[], None]) -> list[WrittenPart]:
         reduced.manifest_hash, parts = write_sorted_parts(
             con, corpus=corpus, out_dir=out_dir / "documents", total=reduced.documents,
@@ -217,6 +227,7 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
         reduced.arrays = CorpusColumns(staging / "corpus-arrays")
     try:
         reduced.parts, reduced.hash_parts = write_overlapped(documents, content_hashes)
+        after_last_pass()
         faults.reach("reduce-written")
     except BaseException:
         if reduced.arrays is not None:

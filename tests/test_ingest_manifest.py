@@ -232,3 +232,60 @@ def test_a_value_no_cast_takes_names_its_parquet_file(
     assert str(tmp_path / "b.parquet") in str(caught.value)
     assert "a.parquet" not in str(caught.value)
     assert store.sql("SELECT count(*) FROM corpora").rows == [(0,)]
+
+
+@pytest.mark.parametrize("rewrite", ["replaced", "rewritten in place"])
+def test_a_parquet_manifest_changed_between_passes_is_refused(
+    store: Store, tmp_path: Path, make_parquet: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch, rewrite: str,
+) -> None:
+    """Read in place, a manifest is read by every pass of the reduce: one replaced
+    after the first pass (a new file renamed over it, or the same file rewritten) would
+    give documents and content-hash index from different rows. It is refused, named,
+    and nothing is stored or left behind."""
+    import lineage.ingest.corpus_reduce as reduce
+
+    make_parquet(tmp_path / "a.parquet", _columns(_rows(6)))
+    make_parquet(tmp_path / "b.parquet", _columns(_rows(6, prefix="b")))
+    summarize = reduce.summarize_sources
+
+    def after_a_pass(con: Any) -> Any:
+        answer = summarize(con)
+        other = _columns(_rows(7, prefix="b"))
+        if rewrite == "replaced":
+            make_parquet(tmp_path / "new.parquet", other)
+            (tmp_path / "new.parquet").replace(tmp_path / "b.parquet")
+        else:
+            make_parquet(tmp_path / "b.parquet", other)
+        return answer
+
+    monkeypatch.setattr(reduce, "summarize_sources", after_a_pass)
+    with pytest.raises(InputError, match=r"b\.parquet: changed-while-read: size") as caught:
+        ingest_corpus(store, [tmp_path / "a.parquet", tmp_path / "b.parquet"], corpus="c")
+    assert "a.parquet" not in str(caught.value)
+    assert store.sql("SELECT count(*) FROM corpora").rows == [(0,)]
+    assert not [p for p in (store.root / "tables").rglob("*") if p.is_file()]
+
+
+def test_a_jsonl_manifest_changed_between_its_check_and_its_load_is_refused(
+    store: Store, tmp_path: Path, make_jsonl: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A JSONL manifest's field types are checked by one read and its rows loaded by
+    another: a file grown in between (here by a count written as a string, which the
+    load would coerce) is refused."""
+    import lineage.ingest.readers.manifests as manifests
+
+    path = make_jsonl(tmp_path / "m.jsonl", _rows(3))
+    check = manifests.check_jsonl_columns
+
+    def then_append(con: Any, checked: Path, fields: Any) -> None:
+        check(con, checked, fields)
+        with path.open("a") as out:
+            out.write('{"doc_id": "late", "source": "web", "uri": "u", "n_bytes": "5", '
+                      f'"n_tokens": 1, "content_hash": "{7:064x}"}}\n')
+
+    monkeypatch.setattr(manifests, "check_jsonl_columns", then_append)
+    with pytest.raises(InputError, match=r"m\.jsonl: changed-while-read"):
+        ingest_corpus(store, [path], corpus="c")
+    assert store.sql("SELECT count(*) FROM corpora").rows == [(0,)]

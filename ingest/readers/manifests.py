@@ -11,10 +11,12 @@ BIGINT would coerce "5" and 5.0 into counts.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineage.errors import InputError
+from lineage.ingest.input_rules import check_unchanged, stat_of
 from lineage.ingest.inputs import ShardInput
 from lineage.ingest.value_rules import (
     COUNT,
@@ -44,14 +46,20 @@ def load_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInput], *,
     file by file, all Parquet ones in one statement after checking each file's columns
     (DuckDB then reads them in parallel: 10M rows in 16 files took 2.1 s instead of
     4.5 s file by file). When that statement fails, the files are loaded one by one
-    into a scratch copy of the table, so the error names the file at fault."""
+    into a scratch copy of the table, so the error names the file at fault. A file
+    changed between its check and its load is refused (changed-while-read)."""
+    read = stat_manifests(shards)
     for shard in shards:
         if shard.kind == "manifest-jsonl":
             check_jsonl_columns(con, shard.path, FIELDS)
             _insert(con, table, [str(shard.path)], jsonl=True, license_column=True)
     parquet = [str(s.path) for s in shards if s.kind != "manifest-jsonl"]
-    if not parquet:
-        return
+    if parquet:
+        _load_parquet(con, parquet, table)
+    check_manifests_unchanged(read)
+
+
+def _load_parquet(con: duckdb.DuckDBPyConnection, parquet: list[str], table: str) -> None:
     with_license = [_checked_parquet_columns(con, path) for path in parquet]
     try:
         _insert(con, table, parquet, jsonl=False, license_column=any(with_license))
@@ -64,20 +72,39 @@ def load_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInput], *,
         raise
 
 
+ManifestStats = list[tuple[Path, os.stat_result]]
+
+
+def stat_manifests(shards: list[ShardInput]) -> ManifestStats:
+    """Each manifest's size, mtime and inode before it is first read."""
+    return [(shard.path, stat_of(shard.path)) for shard in shards]
+
+
+def check_manifests_unchanged(read: ManifestStats) -> None:
+    """Refuse (changed-while-read, naming the file) a manifest replaced or rewritten
+    since `stat_manifests`: rows read by different passes would mix two contents."""
+    for path, before in read:
+        check_unchanged(path, before)
+
+
 def view_parquet_manifests(con: duckdb.DuckDBPyConnection, shards: list[ShardInput], *,
-                           view: str) -> None:
+                           view: str) -> ManifestStats:
     """Parquet manifests as view `view`, with the columns of the reduce's staging table:
     read in place by every pass over them, where loading them into that table cost a
     10M-row ingest 14 s (DuckDB compressing the rows it keeps on disk), about as much as
     all the passes save by reading a table. Each file's columns are checked first, as a
     load checks them; a value no cast takes fails the first pass (`load_manifests`
-    then names the file)."""
+    then names the file). Returns the files' stats before their first read: every pass
+    reads them again, so the caller checks them after the last one
+    (`check_manifests_unchanged`)."""
+    read = stat_manifests(shards)
     paths = [str(shard.path) for shard in shards]
     with_license = [_checked_parquet_columns(con, path) for path in paths]
     listed = ", ".join(sql_text(path) for path in paths)
     con.execute(f"CREATE VIEW {view} AS " + _select(
         f"read_parquet([{listed}], filename = true, file_row_number = true, "
         "union_by_name = true)", "filename", "file_row_number + 1", any(with_license)))
+    return read
 
 
 def _select(source: str, origin: str, record: str, license_column: bool) -> str:
