@@ -6,7 +6,12 @@ the documents of every fifth file (in path order) are held out, the rest are ind
 (signatures and band keys, `lineage.text.minhash`). Queries:
 
 - copies of indexed documents with 5 %, 10 % and 20 % of their words edited at random
-  (replace, delete, insert; `bench/near_shingles.py`'s model), and
+  (replace, delete, insert; `bench/near_shingles.py`'s model);
+- copies with their sentences in another order (the text's own sentences, cut where
+  `.`, `!` or `?` ends a chunk; a document's first and last pieces are sentences cut
+  short) and copies with a paragraph of web boilerplate (a 52-word cookie and
+  newsletter notice) inserted at a random sentence boundary, alone and with 10 % of the
+  words edited as well; and
 - every held-out document, which should be reported as found nowhere.
 
 A query's candidates are the indexed documents sharing at least one band key; each is
@@ -30,9 +35,11 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -44,19 +51,56 @@ from lineage.text.align import align, aligned_words  # noqa: E402
 from lineage.text.identity import words  # noqa: E402
 from lineage.text.minhash import signature_batch  # noqa: E402
 
+BOILERPLATE = words(
+    "We use cookies to improve your experience on our site and to show you relevant "
+    "advertising. By continuing to browse you agree to our use of cookies. Subscribe to "
+    "our newsletter to get the best stories delivered to your inbox every week, and "
+    "share this article with your friends on social media.")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
 
 def split_documents(folder: Path, exclude: list[str]
-                    ) -> tuple[list[list[str]], list[list[str]]]:
-    """(indexed, held out): documents of every fifth file are held out."""
+                    ) -> tuple[list[list[str]], list[list[str]], list[list[int]]]:
+    """(indexed, held out, the word offsets where a sentence starts in each indexed
+    document): documents of every fifth file are held out."""
     indexed: list[list[str]] = []
     held: list[list[str]] = []
+    starts: list[list[int]] = []
     paths = [p for p in sorted(folder.rglob("*.txt"))
              if not any(fnmatch(p.name, pattern) for pattern in exclude)]
     for n, path in enumerate(paths):
-        text = words(path.read_text("utf-8", errors="replace"))
-        docs = [text[i:i + DOC_WORDS] for i in range(0, len(text) - DOC_WORDS + 1, DOC_WORDS)]
-        (held if n % 5 == 4 else indexed).extend(docs)
-    return indexed, held
+        raw = path.read_text("utf-8", errors="replace")
+        text = words(raw)
+        begins, offset = [], 0
+        for sentence in SENTENCE_END.split(raw):
+            begins.append(offset)
+            offset += len(words(sentence))
+        assert offset == len(text), path  # normalization keeps to whitespace chunks
+        for i in range(0, len(text) - DOC_WORDS + 1, DOC_WORDS):
+            if n % 5 == 4:
+                held.append(text[i:i + DOC_WORDS])
+                continue
+            indexed.append(text[i:i + DOC_WORDS])
+            starts.append(sorted({0} | {b - i for b in begins if i < b < i + DOC_WORDS}))
+    return indexed, held, starts
+
+
+def sentences(doc: list[str], starts: list[int]) -> list[list[str]]:
+    ends = [*starts[1:], len(doc)]
+    return [doc[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def reordered(doc: list[str], starts: list[int], rng: random.Random) -> list[str]:
+    """The document's sentences shuffled (a one-sentence document stays as it is)."""
+    pieces = sentences(doc, starts)
+    rng.shuffle(pieces)
+    return [w for piece in pieces for w in piece]
+
+
+def with_boilerplate(doc: list[str], starts: list[int], rng: random.Random) -> list[str]:
+    """The boilerplate paragraph inserted where one of the document's sentences starts."""
+    at = rng.choice(starts)
+    return doc[:at] + BOILERPLATE + doc[at:]
 
 
 def band_table(docs: list[list[str]]) -> dict[int, list[int]]:
@@ -127,7 +171,7 @@ def main() -> None:
                         help="file-name pattern left out (another edition of the same work)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    indexed, held = split_documents(args.folder, args.exclude)
+    indexed, held, starts = split_documents(args.folder, args.exclude)
     vocabulary = sorted({w for d in indexed for w in d})
     start = time.perf_counter()
     table = band_table(indexed)
@@ -138,13 +182,23 @@ def main() -> None:
           "of copies found, max of held-out candidates | DataTrove settings: rate |")
     print("|---|---:|---:|---:|---:|---|---:|")
     originals = rng.sample(range(len(indexed)), min(args.queries, len(indexed)))
-    for rate in (0.05, 0.10, 0.20):
-        copies = [edit(indexed[d], rate, vocabulary, rng) for d in originals]
+    kinds: list[tuple[str, Callable[[int], list[str]]]] = [
+        (f"copies, {rate:.0%} of words edited",
+         lambda d, rate=rate: edit(indexed[d], rate, vocabulary, rng))
+        for rate in (0.05, 0.10, 0.20)]
+    kinds += [
+        ("copies, sentences reordered", lambda d: reordered(indexed[d], starts[d], rng)),
+        ("copies, boilerplate added", lambda d: with_boilerplate(indexed[d], starts[d], rng)),
+        ("copies, boilerplate added and 10% of words edited",
+         lambda d: edit(with_boilerplate(indexed[d], starts[d], rng), 0.10, vocabulary, rng)),
+    ]
+    for name, make in kinds:
+        copies = [make(d) for d in originals]
         scored, candidates = search(copies, table, indexed, args.min_share)
         shares = [c[d] for d, c in zip(originals, scored, strict=True)
                   if c.get(d, 0.0) >= args.min_share]
         hits = len(shares)
-        print(f"| copies, {rate:.0%} of words edited | {len(copies)} | {hits} | "
+        print(f"| {name} | {len(copies)} | {hits} | "
               f"{hits / len(copies):.3f} | {candidates / len(copies):.1f} | "
               f"{percentile(shares, 0.01):.3f} / {percentile(shares, 0.5):.3f} | "
               f"{datatrove_recall(originals, copies, baseline):.3f} |")

@@ -1,8 +1,8 @@
-"""Word-level alignment of a query with a document: the words they share, in order.
+"""Word-level alignment of a query with a document: the words they share.
 
 A near-copy keeps most of its words in their order, with words replaced, deleted or
-inserted between them. The alignment finds them in time linear in the two texts (no
-quadratic edit distance):
+inserted between them, and sometimes its sentences in another order. The alignment
+finds them in time linear in the two texts (no quadratic edit distance):
 
 1. anchors: each query word 2-gram found in the document pairs with the document's
    positions of it (the first `MAX_POSITIONS`, so a refrain repeated thousands of times
@@ -13,9 +13,14 @@ quadratic edit distance):
    word by word (a longest common subsequence of at most GAP_WORDS^2 cells), which
    recovers a word standing alone between two edits. Wider gaps stay unaligned: two
    unrelated texts leave wide gaps, and aligning them would find common words by chance.
+4. moved passages: steps 1-3 run again over the words still unaligned on both sides, at
+   most `MAX_MOVES` times, each pass keeping only the regions of at least `MOVED_WORDS`
+   aligned words (a sentence moved elsewhere, not chance 2-grams); the first pass that
+   keeps none ends it.
 
-The result is a list of blocks of equal words; `regions` groups them into the stretches
-where the texts run side by side (blocks at most GAP_WORDS apart on both sides).
+The result is a list of blocks of equal words in query order (no word aligned twice on
+either side); `regions` groups them into the stretches where the texts run side by side
+(blocks at most GAP_WORDS apart on both sides, going forwards in both).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import NamedTuple
 
 MAX_POSITIONS = 8  # document positions paired with each query 2-gram
 GAP_WORDS = 8  # a gap this wide on both sides is aligned word by word; a wider one ends a region
+MOVED_WORDS = 8  # a passage aligned out of order counts from this many aligned words
+MAX_MOVES = 32  # passes looking for moved passages (a 350-word text has about 25 sentences)
 
 
 class Block(NamedTuple):
@@ -46,12 +53,27 @@ class Region(NamedTuple):
 
 
 def align(query: Sequence[str], doc: Sequence[str]) -> list[Block]:
-    """The aligned words of `query` and `doc`, as blocks in increasing order on both
-    sides (no word aligned twice)."""
+    """The aligned words of `query` and `doc`, as blocks in increasing query order (no
+    word aligned twice on either side): those in order first, then moved passages."""
     width = 2 if len(query) >= 2 and len(doc) >= 2 else 1
-    pairs = _word_pairs(_chain(_anchors(query, doc, width)), width)
-    pairs = _with_gaps(query, doc, pairs)
-    return _blocks(pairs)
+    anchors = _anchors(query, doc, width)
+    pairs = _with_gaps(query, doc, _word_pairs(_chain(anchors), width))
+    blocks = _blocks(pairs)
+    taken_query, taken_doc = {q for q, _ in pairs}, {d for _, d in pairs}
+    for _ in range(MAX_MOVES if width == 2 else 0):
+        anchors = [(q, d) for q, d in anchors
+                   if not {q, q + 1} & taken_query and not {d, d + 1} & taken_doc]
+        found = [(q, d) for q, d in _with_gaps(query, doc, _word_pairs(_chain(anchors), width))
+                 if q not in taken_query and d not in taken_doc]
+        moved = [block for region in _regions_of(_blocks(found))
+                 if region[1] >= MOVED_WORDS for block in region[0]]
+        if not moved:
+            break
+        blocks += moved
+        for block in moved:
+            taken_query.update(range(block.query, block.query + block.size))
+            taken_doc.update(range(block.doc, block.doc + block.size))
+    return sorted(blocks)
 
 
 def aligned_words(blocks: Sequence[Block]) -> int:
@@ -59,19 +81,29 @@ def aligned_words(blocks: Sequence[Block]) -> int:
 
 
 def regions(blocks: Sequence[Block]) -> list[Region]:
-    """Blocks grouped into regions: a gap wider than GAP_WORDS on either side starts a
-    new one."""
+    """Blocks (in query order) grouped into regions: a gap wider than GAP_WORDS on either
+    side, or a step back in the document, starts a new one."""
     found: list[Region] = []
+    for group, aligned in _regions_of(blocks):
+        first, last = group[0], group[-1]
+        found.append(Region((first.query, last.query + last.size),
+                            (first.doc, last.doc + last.size), aligned))
+    return found
+
+
+def _regions_of(blocks: Sequence[Block]) -> list[tuple[list[Block], int]]:
+    """Blocks grouped as `regions` groups them, each group with its aligned words."""
+    found: list[tuple[list[Block], int]] = []
     for block in blocks:
-        q_end, d_end = block.query + block.size, block.doc + block.size
         if found:
-            last = found[-1]
-            if (block.query - last.query[1] <= GAP_WORDS
-                    and block.doc - last.doc[1] <= GAP_WORDS):
-                found[-1] = Region((last.query[0], q_end), (last.doc[0], d_end),
-                                   last.aligned + block.size)
+            group, aligned = found[-1]
+            last = group[-1]
+            if (0 <= block.query - (last.query + last.size) <= GAP_WORDS
+                    and 0 <= block.doc - (last.doc + last.size) <= GAP_WORDS):
+                group.append(block)
+                found[-1] = (group, aligned + block.size)
                 continue
-        found.append(Region((block.query, q_end), (block.doc, d_end), block.size))
+        found.append(([block], block.size))
     return found
 
 
