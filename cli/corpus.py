@@ -21,7 +21,7 @@ from lineage.errors import EXIT_NO
 from lineage.store.lookup_reads import with_kept_reads
 
 if TYPE_CHECKING:
-    from lineage.corpora.answers import CorpusStatus
+    from lineage.corpora.answers import CorpusStatus, TextIndex
 
 app = typer.Typer(help="Recorded corpora.", no_args_is_help=True)
 
@@ -38,8 +38,9 @@ def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
     if json:
         output.emit_json(rows.to_list())
         return
-    columns = ("name", "documents", "tokens", "bytes", "manifest_hash")
-    output.emit_table(columns, [[row[c] for c in columns] for row in rows])
+    output.emit_table(("name", "documents", "tokens", "bytes", "manifest_hash"),
+                      [[row.name, row.documents, row.tokens, row.bytes, row.manifest_hash]
+                       for row in rows])
 
 
 @app.command("show")
@@ -62,25 +63,27 @@ def show(
         output.emit_json(info.to_dict())
         return
     output.emit_lines([
-        f"corpus      {info['name']}",
-        f"manifest    {info['manifest_hash']} ({info['manifest_spec']})",
-        f"documents   {info['documents']:,} ({info['dropped_empty']:,} empty dropped)",
-        f"tokens      {info['tokens']:,} ({info['tokenizer']})",
-        f"bytes       {info['bytes']:,}",
-        f"licenses    {', '.join(info['licenses']) or '(none recorded)'}",
+        f"corpus      {info.name}",
+        f"manifest    {info.manifest_hash} ({info.manifest_spec})",
+        f"documents   {info.documents:,} ({info.dropped_empty:,} empty dropped)",
+        f"tokens      {info.tokens:,} ({info.tokenizer})",
+        f"bytes       {info.bytes:,}",
+        f"licenses    {', '.join(info.licenses) or '(none recorded)'}",
     ])
-    index = info["text_index"]
-    if index:
-        share = index["index_bytes"] / index["text_bytes"] if index["text_bytes"] else 0.0
-        output.emit_lines([
-            f"text index  {index['fingerprints']:,} fingerprints of {index['documents']:,} "
-            f"documents ({index['words']:,} words, {share:.0%} of their size), "
-            f"{index['text_spec']}, {index['fingerprint_spec']} k={index['k']} w={index['w']}"])
+    if info.text_index is not None:
+        output.emit_lines([_text_index_line(info.text_index)])
     output.emit_table(
         ("source", "documents", "tokens", "share", "licenses"),
-        [[s["source"], s["documents"], s["tokens"], f"{s['share']:.2%}", s["licenses"]]
-         for s in info["sources"]],
+        [[s.source, s.documents, s.tokens, f"{s.share:.2%}", list(s.licenses)]
+         for s in info.sources],
     )
+
+
+def _text_index_line(index: TextIndex) -> str:
+    share = index.index_bytes / index.text_bytes if index.text_bytes else 0.0
+    return (f"text index  {index.fingerprints:,} fingerprints of {index.documents:,} "
+            f"documents ({index.words:,} words, {share:.0%} of their size), "
+            f"{index.text_spec}, {index.fingerprint_spec} k={index.k} w={index.w}")
 
 
 @app.command("duplicates")

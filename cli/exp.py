@@ -175,9 +175,10 @@ def logs(
 
     store = current_store(ctx)
     output.emit_bytes(log_chunks(store, exp_id, stderr=stderr))
-    record = show_experiment(store, exp_id)
+    command = show_experiment(store, exp_id).command
     stream = "stderr" if stderr else "stdout"
-    kept = ((record.command and record.command[stream]) or {}).get("kept")
+    summary = None if command is None else command.stderr if stderr else command.stdout
+    kept = (summary or {}).get("kept")
     if kept:
         output.warning(render.cut_note(stream, kept))
 
@@ -197,7 +198,8 @@ def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
         output.emit_json(rows.to_list())
         return
     columns = ("id", "name", "attempt", "outcome", "revision", "exit_code", "created_at")
-    output.emit_table(columns, [[r[c] for c in columns] for r in rows])
+    output.emit_table(columns, [[r.id, r.name, r.attempt, r.outcome, r.revision, r.exit_code,
+                                 r.created_at] for r in rows])
 
 
 @app.command("show")
@@ -230,19 +232,20 @@ def diff(
     when any)."""
     from lineage.exp.api import diff_experiments
 
-    result = diff_experiments(current_store(ctx), a, b, all=all_).to_dict()
+    result = diff_experiments(current_store(ctx), a, b, all=all_)
     if json:
-        output.emit_json(result)
-    elif result["same"] and not all_:
+        output.emit_json(result.to_dict())
+    elif result.same and not all_:
         output.emit_lines(["no differences"])
     else:
-        rows = [("≠", c) for c in result["changes"]]
-        rows += [("=", c) for c in result.get("unchanged", [])]
+        rows = [("≠", c) for c in result.changes]
+        rows += [("=", c) for c in result.unchanged or ()]
         columns = ("", "field", "key", "a", "b") if all_ else ("field", "key", "a", "b")
         output.emit_table(columns, [
-            [mark] * all_ + [c["field"], c.get("key", ""), render.diff_cell(c["field"], c["a"]),
-                             render.diff_cell(c["field"], c["b"])] for mark, c in rows])
-    if not result["same"]:
+            [mark] * all_ + [c.field, "" if c.key is None else c.key,
+                             render.diff_cell(c.field, c.a), render.diff_cell(c.field, c.b)]
+            for mark, c in rows])
+    if not result.same:
         raise typer.Exit(EXIT_NO)
 
 
@@ -256,12 +259,12 @@ def export(
     """Write a self-verifying bundle of records and their checksum lists."""
     from lineage.exp.api import export_bundle
 
-    result = export_bundle(current_store(ctx), ids, out).to_dict()
+    result = export_bundle(current_store(ctx), ids, out)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
-        output.emit_lines([f"wrote {result['bundle']}: {result['records']} records, "
-                           f"digest {result['digest']}"])
+        output.emit_lines([f"wrote {result.bundle}: {result.records} records, "
+                           f"digest {result.digest}"])
 
 
 @app.command("import")
@@ -273,12 +276,12 @@ def import_(
     """Check a bundle against its digest and add its records (idempotent)."""
     from lineage.exp.api import import_bundle
 
-    result = import_bundle(current_store(ctx), bundle).to_dict()
+    result = import_bundle(current_store(ctx), bundle)
     if json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
-        output.emit_lines([f"imported {len(result['added'])} records, "
-                           f"{len(result['already_present'])} already present"])
+        output.emit_lines([f"imported {len(result.added)} records, "
+                           f"{len(result.already_present)} already present"])
 
 
 @app.command("providers")

@@ -71,9 +71,9 @@ def ai_act_summary(
     if fmt is SummaryFormat.json:
         text = summary.to_json() + "\n"
     elif fmt is SummaryFormat.html:
-        text = summary_html(summary.to_dict())
+        text = summary_html(summary)
     else:
-        text = summary_markdown(summary.to_dict())
+        text = summary_markdown(summary)
     if out is not None:
         output.write_file(out, text)
     elif fmt is SummaryFormat.json:

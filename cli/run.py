@@ -21,7 +21,9 @@ from lineage.errors import EXIT_NO
 from lineage.store.lookup_reads import with_kept_reads
 
 if TYPE_CHECKING:
-    from lineage.runs.answers import ChainVerification
+    from collections.abc import Sequence
+
+    from lineage.runs.answers import ChainVerification, SkipRuleVerdict
 
 app = typer.Typer(help="Training runs and their step logs.", no_args_is_help=True)
 chain_app = typer.Typer(help="The step hash chain (lineage-chain/2).", no_args_is_help=True)
@@ -41,9 +43,10 @@ def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
         return
     columns = ("name", "stream", "world_size", "steps_recorded", "last_step", "closed",
                "progress", "clipped_count", "skipped_count")
-    shown = [{**row, "closed": "yes" if row["closed"] else "no",
-              "progress": _share(row["progress"])} for row in rows]
-    output.emit_table(columns, [[row[c] for c in columns] for row in shown])
+    output.emit_table(columns, [
+        [row.name, row.stream, row.world_size, row.steps_recorded, row.last_step,
+         "yes" if row.closed else "no", _share(row.progress), row.clipped_count,
+         row.skipped_count] for row in rows])
 
 
 def _share(progress: float | None) -> str:
@@ -63,22 +66,22 @@ def show(
     if json:
         output.emit_json(run.to_dict())
         return
-    rule = run["skip_rule"]
+    rule = run.skip_rule
     output.emit_lines([
-        f"run         {run['name']} (stream {run['stream'] or 'none'}, world size "
-        f"{run['world_size']})",
-        f"chain       {run['chain']} ({run['algorithm']}), genesis {run['genesis']}, "
-        f"{'closed' if run['closed'] else 'open'}",
-        "skip rule   " + (f"grad norm > {rule['grad_norm_above']:g} skips the step and the "
-                          f"next {rule['skip_following']}" if rule else "no rule declared"),
-        f"progress    steps {run['first_step']}..{run['last_step']} recorded, "
-        + (f"{_share(run['progress'])} of {run['stream_steps']} stream steps" if run["stream"]
+        f"run         {run.name} (stream {run.stream or 'none'}, world size "
+        f"{run.world_size})",
+        f"chain       {run.chain} ({run.algorithm}), genesis {run.genesis}, "
+        f"{'closed' if run.closed else 'open'}",
+        "skip rule   " + (f"grad norm > {rule.grad_norm_above:g} skips the step and the "
+                          f"next {rule.skip_following}" if rule else "no rule declared"),
+        f"progress    steps {run.first_step}..{run.last_step} recorded, "
+        + (f"{_share(run.progress)} of {run.stream_steps} stream steps" if run.stream
            else "bound to no stream"),
-        f"clipped     {_short(run['clipped_steps'])}",
-        f"skipped     {_short(run['skipped_steps'])}",
-        f"segments    {len(run['segments'])} log(s)",
-        f"checkpoints {', '.join(str(c['step']) for c in run['checkpoints']) or '-'}"
-        + (f" (every {run['checkpoint_every']} steps)" if run["checkpoint_every"] else ""),
+        f"clipped     {_short(run.clipped_steps)}",
+        f"skipped     {_short(run.skipped_steps)}",
+        f"segments    {len(run.segments)} log(s)",
+        f"checkpoints {', '.join(str(c.step) for c in run.checkpoints) or '-'}"
+        + (f" (every {run.checkpoint_every} steps)" if run.checkpoint_every else ""),
     ])
 
 
@@ -106,21 +109,21 @@ def checkpoints(
         output.emit_json(result.to_dict())
         return
     said = {True: "yes", False: "NO", None: "-"}
-    rows = [[c["step"], *(said[c[k]] for k in ("ok", "matches_chain", "matches_state",
-                                               "risks_ok"))] for c in result["checkpoints"]]
+    rows = [[c.step, *(said[v] for v in (c.ok, c.matches_chain, c.matches_state, c.risks_ok))]
+            for c in result.checkpoints]
     output.emit_table(("step", "ok", "matches_chain", "matches_state", "risks_ok"), rows)
-    every = result["checkpoint_every"]
-    lines = [f"interval    every {every} steps: {len(result['missing'])} of "
-             f"{result['expected']} expected missing: {_short(result['missing'])}" if every
+    every = result.checkpoint_every
+    lines = [f"interval    every {every} steps: {len(result.missing)} of "
+             f"{result.expected} expected missing: {_short(result.missing)}" if every
              else "interval    no checkpoint interval declared"]
-    if result["nearest"] is not None:
-        near = result["nearest"]
-        lines.append(f"nearest     step {near['step']}: replay {near['replays']} step(s) to "
-                     f"reach step {result['nearest_to']}")
+    if result.nearest is not None:
+        near = result.nearest
+        lines.append(f"nearest     step {near.step}: replay {near.replays} step(s) to "
+                     f"reach step {result.nearest_to}")
     output.emit_lines(lines)
 
 
-def _short(steps: list[int], limit: int = 20) -> str:
+def _short(steps: Sequence[int], limit: int = 20) -> str:
     shown = ", ".join(str(s) for s in steps[:limit])
     more = f" … ({len(steps)} in all)" if len(steps) > limit else ""
     return (shown + more) or "-"
@@ -152,43 +155,42 @@ def verify(
         output.emit_json(report.to_dict())
     else:
         output.emit_lines(_verify_lines(report))
-    passed = report["ok"] or (accept_continuity and report["verdict"] == "continuity-only")
+    passed = report.ok or (accept_continuity and report.verdict == "continuity-only")
     if not passed:
         raise typer.Exit(EXIT_NO)
 
 
 def _verify_lines(report: ChainVerification) -> list[str]:
-    state = "closed" if report["closed"] else \
+    state = "closed" if report.closed else \
         "open (no end record; --expect-steps N checks its length)"
-    verdict, run = report["verdict"], report["run"]
+    verdict, run = report.verdict, report.run
     if verdict == "broken":
-        lines = [f"BROKEN at step {report['first_broken_step']}: {report['reason']} "
-                 f"({report['steps_checked']:,} steps verified before it)"]
+        lines = [f"BROKEN at step {report.first_broken_step}: {report.reason} "
+                 f"({report.steps_checked:,} steps verified before it)"]
     elif verdict == "continuity-only":
-        lines = [f"continuity-only: {report['steps_checked']:,} steps of run {run} link up "
-                 f"({report['chain']}, {report['algorithm']}: state hashes not recomputable)"
-                 + (", batch digests checked against stream " + report["stream"]
-                    if report["batches_checked"] else ", bound to no stream") + f", {state}"]
+        lines = [f"continuity-only: {report.steps_checked:,} steps of run {run} link up "
+                 f"({report.chain}, {report.algorithm}: state hashes not recomputable)"
+                 + (f", batch digests checked against stream {report.stream}"
+                    if report.batches_checked else ", bound to no stream") + f", {state}"]
     else:
-        lines = [f"{'ok' if verdict == 'ok' else 'chain intact'}: {report['steps_checked']:,} "
-                 f"steps of run {run} verified ({report['checked']}, {report['chain']}), "
-                 f"last state {report['last_state_hash']}, {state}"]
-    rule = report["skip_rule"]
-    if rule["verdict"] == "no rule declared":
-        lines.append(f"skip rule: no rule declared ({rule['skipped_steps']} steps say skipped)")
-    elif rule["verdict"] == "invalid":
-        lines.append(f"skip rule: INVALID: {rule['reason']}")
-    elif rule["verdict"] == "ok":
-        lines.append(f"skip rule: {rule['description']}: every step agrees "
-                     f"({rule['skipped_steps']} skipped)")
-    elif rule["verdict"] == "not-checked":
-        lines.append(f"skip rule: {rule['description']}: not checked, the chain is broken "
-                     f"(no violation in the {report['steps_checked']:,} steps before the "
-                     "break)")
-    else:
-        lines += [f"skip rule VIOLATED at step {v['step']}: {v['reason']}"
-                  for v in rule["violations"]]
-    return lines
+        lines = [f"{'ok' if verdict == 'ok' else 'chain intact'}: {report.steps_checked:,} "
+                 f"steps of run {run} verified ({report.checked}, {report.chain}), "
+                 f"last state {report.last_state_hash}, {state}"]
+    return lines + _skip_rule_lines(report.skip_rule, report.steps_checked)
+
+
+def _skip_rule_lines(rule: SkipRuleVerdict, steps_checked: int) -> list[str]:
+    if rule.verdict == "no rule declared":
+        return [f"skip rule: no rule declared ({rule.skipped_steps} steps say skipped)"]
+    if rule.verdict == "invalid":
+        return [f"skip rule: INVALID: {rule.reason}"]
+    if rule.verdict == "ok":
+        return [f"skip rule: {rule.description}: every step agrees "
+                f"({rule.skipped_steps} skipped)"]
+    if rule.verdict == "not-checked":
+        return [f"skip rule: {rule.description}: not checked, the chain is broken "
+                f"(no violation in the {steps_checked:,} steps before the break)"]
+    return [f"skip rule VIOLATED at step {v.step}: {v.reason}" for v in rule.violations]
 
 
 @app.command("remove")

@@ -120,20 +120,19 @@ def verify(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
     if json:
         output.emit_json(report.to_dict())
     else:
-        lines = [f"{p['path']}: {p['status']} ({p['owner']}): {p['message']}"
-                 for p in report["problems"]]
+        lines = [f"{p.path}: {p.status} ({p.owner}): {p.message}" for p in report.problems]
         lines += [f"{path}: unregistered (garbage; `lineage store gc` removes it)"
-                  for path in report["unregistered"]]
-        if report["pending_log"]:
+                  for path in report.unregistered]
+        if report.pending_log:
             lines.append("catalog.duckdb.wal: holds commits not yet moved into catalog.duckdb "
                          "(every open replays them; `lineage store repair` moves them)")
-        verdict = "ok" if report["ok"] else "FAILED"
-        lines.append(f"{verdict}: {report['files_checked']} files, "
-                     f"{report['bytes_checked']:,} bytes checked"
-                     + ("" if report["ok"] else
+        verdict = "ok" if report.ok else "FAILED"
+        lines.append(f"{verdict}: {report.files_checked} files, "
+                     f"{report.bytes_checked:,} bytes checked"
+                     + ("" if report.ok else
                         "; `lineage store repair` rebuilds lost parts from their inputs"))
         output.emit_lines(lines)
-    if not report["ok"]:
+    if not report.ok:
         raise typer.Exit(EXIT_NO)
 
 

@@ -132,8 +132,10 @@ def list_(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
     if json:
         output.emit_json(rows.to_list())
         return
-    columns = ("name", "corpus", "spec", "steps", "seq_len", "batch", "occurrences_digest")
-    output.emit_table(columns, [[row[c] for c in columns] for row in rows])
+    output.emit_table(
+        ("name", "corpus", "spec", "steps", "seq_len", "batch", "occurrences_digest"),
+        [[row.name, row.corpus, row.spec, row.steps, row.seq_len, row.batch,
+          row.occurrences_digest] for row in rows])
 
 
 @app.command("show")

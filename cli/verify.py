@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,6 +12,9 @@ from lineage.cli import output
 from lineage.cli.common import JsonOption
 from lineage.errors import EXIT_NO, UsageError
 from lineage.userfiles import check_output_path, write_output
+
+if TYPE_CHECKING:
+    from lineage.diligence.answers import CacheVerification
 
 AllowRiskOption = Annotated[
     list[str] | None,
@@ -108,26 +111,26 @@ def _verify_cache(folder: Path | None, *, json: bool) -> None:
     if json:
         output.emit_json(answer.to_dict())
     else:
-        _cache_table(answer.to_dict())
+        _cache_table(answer)
     if not answer.ok:
         raise typer.Exit(EXIT_NO)
 
 
-def _cache_table(report: dict[str, Any]) -> None:
-    rows = report["snapshots"]
-    failed = [r for r in rows if not r["ok"]]
+def _cache_table(report: CacheVerification) -> None:
+    rows = report.snapshots
+    failed = [r for r in rows if not r.ok]
     output.emit_table(
         ["repository", "kind", "revision", "refs", "files", "checksums"],
-        [[r["repo_id"], r["kind"], r["revision"][:12], ", ".join(r["refs"]) or "-",
-          f"{r['matched']}/{r['files']}", "ok" if r["ok"] else "FAILED"] for r in rows],
-        title=f"{report['cache']}: {_count(report['repositories'], 'repository')}, "
+        [[r.repo_id, r.kind, r.revision[:12], ", ".join(r.refs) or "-",
+          f"{r.matched}/{r.files}", "ok" if r.ok else "FAILED"] for r in rows],
+        title=f"{report.cache}: {_count(report.repositories, 'repository')}, "
               f"{_count(len(rows), 'snapshot')}")
-    lines = [f"  {r['repo_id']} {r['revision'][:12]}: {p['path'] or '.'}: {p['rule']}: "
-             f"{p['message']}" for r in failed for p in r["problems"]]
-    lines += [f"  {p['repository']}: {p['rule']}: {p['message']}" for p in report["problems"]]
-    verdict = "ok" if report["ok"] else "FAILED"
+    lines = [f"  {r.repo_id} {r.revision[:12]}: {p.path or '.'}: {p.rule}: {p.message}"
+             for r in failed for p in r.problems]
+    lines += [f"  {p.repository}: {p.rule}: {p.message}" for p in report.problems]
+    verdict = "ok" if report.ok else "FAILED"
     output.emit_lines([f"checksums: {verdict} ({len(rows) - len(failed)}/{len(rows)} snapshots "
-                       f"match their blob names; {report['bytes_hashed']:,} bytes hashed)",
+                       f"match their blob names; {report.bytes_hashed:,} bytes hashed)",
                        *lines])
 
 

@@ -52,11 +52,14 @@ _KEY = "lineage.key"
 _WITH = "lineage.present_with"
 
 
-def optional(*, key: str | None = None, present_with: str | None = None) -> Any:
+def optional(*, key: str | None = None, present_with: str | None = None,
+             default: None = None, kw_only: bool = True) -> Any:
     """A field whose key the JSON holds only when it has a value (None when absent).
 
     With `present_with` (another field's name) the key is there exactly when that field's
     key is, and its value may then be null (e.g. a run's last step, null before step 0).
+    `default` and `kw_only` are never passed: declared with their values, they tell type
+    checkers (PEP 681) that the field may be left out and is keyword-only.
     """
     metadata: dict[str, Any] = {_OMIT_NONE: True}
     if key is not None:
@@ -64,7 +67,7 @@ def optional(*, key: str | None = None, present_with: str | None = None) -> Any:
     if present_with is not None:
         metadata[_WITH] = present_with
     # Keyword-only, so that an optional key may come before required ones, as JSON has it.
-    return dataclasses.field(default=None, metadata=metadata, kw_only=True)
+    return dataclasses.field(default=default, metadata=metadata, kw_only=kw_only)
 
 
 def keyed(key: str) -> Any:
@@ -111,9 +114,10 @@ class Answer(Mapping[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the command line prints, as Python values."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if _present(self, f):
-                out[f.metadata.get(_KEY, f.name)] = _plain(getattr(self, f.name))
+        for name, key, decider in _layout(type(self)):
+            if decider is None or getattr(self, decider) is not None:
+                value = getattr(self, name)
+                out[key] = value if type(value) in _SCALARS else _plain(value)
         return out
 
     def to_json(self) -> str:
@@ -240,6 +244,28 @@ def fields_by_key(cls: type) -> dict[str, dataclasses.Field[Any]]:
     if cls not in _FIELDS:
         _FIELDS[cls] = {f.metadata.get(_KEY, f.name): f for f in dataclasses.fields(cls)}
     return _FIELDS[cls]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_LAYOUTS: dict[type, tuple[tuple[str, str, str | None], ...]] = {}
+
+
+def _layout(cls: type) -> tuple[tuple[str, str, str | None], ...]:
+    """Per field, in order: (name, JSON key, the field whose value decides whether the key
+    is present: None when it always is), worked out once per class: `to_dict` runs per
+    row of every table an answer holds."""
+    if cls not in _LAYOUTS:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+
+        def decider(f: dataclasses.Field[Any]) -> str | None:
+            if not f.metadata.get(_OMIT_NONE):
+                return None
+            partner = f.metadata.get(_WITH)
+            return f.name if partner is None else decider(fields[partner])
+
+        _LAYOUTS[cls] = tuple((f.name, f.metadata.get(_KEY, f.name), decider(f))
+                              for f in fields.values())
+    return _LAYOUTS[cls]
 
 
 def _present(answer: Answer, f: dataclasses.Field[Any]) -> bool:

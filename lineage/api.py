@@ -39,45 +39,39 @@ class Store(BaseStore):
 
     def corpora(self) -> AnswerList[CorpusSummary]:
         """`lineage corpus list`: every corpus, by name, with its totals and manifest hash."""
-        from lineage.answer import AnswerList
-        from lineage.corpora.answers import CorpusSummary
         from lineage.corpora.query import list_corpora
 
-        return AnswerList.from_list(CorpusSummary, list_corpora(self))
+        return list_corpora(self)
 
     def corpus(self, name: str) -> Corpus:
         """`lineage corpus show NAME`: one corpus with its sources, token shares, licences
         and text index; UnknownObjectError when the store holds no such corpus."""
-        from lineage.corpora.answers import Corpus
         from lineage.corpora.query import get_corpus
 
-        return Corpus.from_dict(get_corpus(self, name))
+        return get_corpus(self, name)
 
     def corpus_duplicates(self, name: str, *, threshold: float | None = None,
                           ) -> CorpusDuplicates:
         """`lineage corpus duplicates NAME`: clusters of exact, text-identical and
         near-duplicate documents in a corpus, from its stored tables; a near pair's
         signatures agree on enough bands for a shingle Jaccard of `threshold` (0.4)."""
-        from lineage.text.answers import CorpusDuplicates
         from lineage.text.duplicates import corpus_duplicates
 
-        return CorpusDuplicates.from_dict(corpus_duplicates(self, name, threshold=threshold))
+        return corpus_duplicates(self, name, threshold=threshold)
 
     def streams(self) -> AnswerList[StreamSummary]:
         """`lineage stream list`: every stream, by name, with its corpus, shape and digest."""
-        from lineage.answer import AnswerList
-        from lineage.stream.answers import StreamSummary, shown_stream
         from lineage.stream.query import list_streams
 
-        return AnswerList.from_list(StreamSummary, map(shown_stream, list_streams(self)))
+        return list_streams(self)
 
     def stream(self, name: str | None = None) -> Stream:
         """`lineage stream show NAME`: one stream's parameters, spec hash, size and digest;
         without a name, the store's only stream (UsageError when it holds several)."""
-        from lineage.stream.answers import Stream, shown_stream
+        from lineage.stream.answers import shown_stream
         from lineage.stream.query import get_stream
 
-        return Stream.from_dict(shown_stream(get_stream(self, name)))
+        return shown_stream(get_stream(self, name))
 
     def docs_in_step(self, step: int, *, stream: str | None = None, rank: int | None = None,
                      world_size: int | None = None,
@@ -113,63 +107,54 @@ class Store(BaseStore):
               skipped: bool = False, limit: int | None = None) -> Trace:
         """`lineage trace`: a run's step `step`, or its clipped or skipped steps (exactly
         one of the three), the first `limit` of them, each with its documents."""
-        from lineage.runs.answers import Trace
-        from lineage.runs.trace import trace
+        from lineage.runs.trace import trace_answer
 
-        return Trace.from_dict(trace(self, run, step=step, clipped=clipped, skipped=skipped,
-                                     limit=limit))
+        return trace_answer(self, run, step=step, clipped=clipped, skipped=skipped,
+                            limit=limit)
 
     def runs(self) -> AnswerList[RunSummary]:
         """`lineage run list`: every run, by name."""
-        from lineage.answer import AnswerList
-        from lineage.runs.answers import RunSummary
         from lineage.runs.query import list_runs
 
-        return AnswerList.from_list(RunSummary, list_runs(self))
+        return list_runs(self)
 
     def run(self, name: str) -> Run:
         """`lineage run show`: a run's progress, clipped and skipped steps, step logs and
         checkpoints."""
-        from lineage.runs.answers import Run
         from lineage.runs.query import get_run
 
-        return Run.from_dict(get_run(self, name))
+        return get_run(self, name)
 
     def checkpoints(self, run: str, *, nearest: int | None = None) -> Checkpoints:
         """`lineage run checkpoints`: a run's checkpoints, the ones its interval lacks, and
         with `nearest` the good checkpoint at or before that step (NotFoundError if none)."""
-        from lineage.runs.answers import Checkpoints
         from lineage.runs.query import list_checkpoints
 
-        return Checkpoints.from_dict(list_checkpoints(self, run, nearest=nearest))
+        return list_checkpoints(self, run, nearest=nearest)
 
     def verify_chain(self, run: str, *, batches: bool = True,
                      expect_steps: int | None = None) -> ChainVerification:
         """`lineage chain verify`: recompute the run's chain (and with `batches` its batch
         digests from the stream); `expect_steps` is the length an open chain must have.
         The answer says `ok`; it does not raise for a broken chain."""
-        from lineage.runs.answers import ChainVerification
         from lineage.runs.chain_verify import verify_chain
 
-        return ChainVerification.from_dict(verify_chain(self, run, batches=batches,
-                                                        expect_steps=expect_steps))
+        return verify_chain(self, run, batches=batches, expect_steps=expect_steps)
 
     def audit_status(self, run: str, *, now: datetime | None = None) -> AuditStatus:
         """`lineage audit status`: the run's audit coverage by the status rules of
         lineage-audit/1 (docs/audit-spec.md); `now` (naive UTC) decides which claims have
         expired. UsageError when the run declares no checkpoint interval."""
-        from lineage.audit.answers import AuditStatus
         from lineage.audit.status import audit_status
 
-        return AuditStatus.from_dict(audit_status(self, run, now=now))
+        return audit_status(self, run, now=now)
 
     def audit_step(self, run: str, step: int, *, now: datetime | None = None) -> AuditStep:
         """`lineage audit show --step N`: the step's attestations, intermediate checkpoints
         and claims, and its status word."""
-        from lineage.audit.answers import AuditStep
         from lineage.audit.status import step_records
 
-        return AuditStep.from_dict(step_records(self, run, step, now=now))
+        return step_records(self, run, step, now=now)
 
     def audit_requirements(self, run: str, *, step: int = 1, folder: str | os.PathLike[str]
                            = ".", requirements: str | os.PathLike[str] | None = None,
@@ -179,28 +164,25 @@ class Store(BaseStore):
         going to `folder`."""
         from pathlib import Path
 
-        from lineage.audit.answers import AuditRequirements
         from lineage.audit.requirements import requirements_answer
 
-        return AuditRequirements.from_dict(requirements_answer(
+        return requirements_answer(
             self, run, step=step, folder=Path(folder),
-            source=Path(requirements) if requirements is not None else None))
+            source=Path(requirements) if requirements is not None else None)
 
     def audit_who(self, run: str) -> AuditWho:
         """`lineage audit who`: everyone with a record of the run, alphabetically."""
-        from lineage.audit.answers import AuditWho
         from lineage.audit.status import participants
 
-        return AuditWho.from_dict(participants(self, run))
+        return participants(self, run)
 
     def model_card(self, run: str, *, checkpoint: int) -> ModelCard:
         """`lineage export model-card`: the model card of the run's checkpoint saved after
         step `checkpoint` (docs/exports.md); `.text` is the README.md text. UnknownObjectError
         for an unknown run, a step it did not record or a checkpoint not ingested."""
-        from lineage.exports.answers import ModelCard
         from lineage.exports.model_card import model_card
 
-        return ModelCard.from_dict(model_card(self, run=run, checkpoint=checkpoint))
+        return model_card(self, run=run, checkpoint=checkpoint)
 
     def ai_act_summary(self, *, run: str | None = None,
                        corpus: str | None = None) -> AiActSummary:
@@ -208,9 +190,8 @@ class Store(BaseStore):
         training content of `run` (its stream's corpus) or of `corpus` (docs/exports.md).
         UsageError unless exactly one is given; UnknownObjectError for an unknown one."""
         from lineage.exports.ai_act import ai_act_summary
-        from lineage.exports.answers import AiActSummary
 
-        return AiActSummary.from_dict(ai_act_summary(self, run=run, corpus=corpus))
+        return ai_act_summary(self, run=run, corpus=corpus)
 
     def export_openlineage(self, *, run: str | None = None, corpus: str | None = None,
                            exp: str | None = None, namespace: str = "lineage",
@@ -223,12 +204,11 @@ class Store(BaseStore):
         from pathlib import Path
 
         from lineage.exports.openlineage import export_openlineage
-        from lineage.exports.openlineage_answers import OpenLineageExport
 
-        return OpenLineageExport.from_dict(export_openlineage(
+        return export_openlineage(
             self, run=run, corpus=corpus, exp=exp, namespace=namespace,
             output=Path(output) if output is not None else None, url=url, endpoint=endpoint,
-            api_key=api_key))
+            api_key=api_key)
 
     def remove(self, kind: str, name: str, *, cascade: bool = False) -> Removal:
         """`lineage corpus|stream|run|exp remove NAME`: the record out of the catalog in one
@@ -252,10 +232,9 @@ class Store(BaseStore):
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;
         `ok` is False when one is missing or differs."""
-        from lineage.store.answers import StoreVerification
         from lineage.store.integrity import verify_store
 
-        return StoreVerification.from_dict(verify_store(self))
+        return verify_store(self)
 
     def sql(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
             max_memory: int | None = None, on_rows: RowSink | None = None) -> QueryResult:

@@ -134,7 +134,9 @@ def export_bundle(store: BaseStore, run: str, out: str | Path) -> BundleWritten:
 
     check_output_path(out)
     get_run(store, run)  # an unknown run is an error, not an empty bundle
-    return BundleWritten.from_dict(write_bundle(iter_records(store, run), out, run=run))
+    written = write_bundle(iter_records(store, run), out, run=run)  # its JSON object
+    return BundleWritten(bundle=written["bundle"], spec=written["spec"], run=written["run"],
+                         records=written["records"], digest=written["digest"])
 
 
 def import_bundle(store: BaseStore, path: str | Path, *,

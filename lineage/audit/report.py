@@ -13,7 +13,7 @@ machine descriptions are whatever their authors wrote.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lineage.audit.records import SPEC, format_time, utc_now
 from lineage.audit.status import STATUSES, audit_status, participants
@@ -24,7 +24,7 @@ from lineage.store.base import BaseStore
 from lineage.version import __version__
 
 if TYPE_CHECKING:
-    from lineage.audit.answers import AuditReport, AuditStatus
+    from lineage.audit.answers import AuditMachine, AuditReport, AuditStatus
 
 FORMATS = ("html", "md", "json")
 # What a match proves. lineage-chain/2 puts the cursor, the RNG seed and counter and the
@@ -66,20 +66,21 @@ def coverage_report(store: BaseStore, run: str, *, now: datetime | None = None) 
 
     moment = now or utc_now()
     status = audit_status(store, run, now=moment)
-    return AuditReport.from_dict({
-        "run": run, "chain_head": status["chain_head"], "at": format_time(moment),
-        "status": status, "participants": participants(store, run)["participants"],
-        "machines": machines(store, run), "rule": RULE, "lineage": __version__,
-        "spec": SPEC})
+    return AuditReport(
+        run=run, chain_head=status.chain_head, at=format_time(moment), status=status,
+        participants=participants(store, run).participants, machines=machines(store, run),
+        rule=RULE, lineage=__version__, spec=SPEC)
 
 
-def machines(store: BaseStore, run: str) -> list[dict[str, Any]]:
+def machines(store: BaseStore, run: str) -> tuple[AuditMachine, ...]:
     """The machines the run's attestations name, by backend, device and memory."""
+    from lineage.audit.answers import AuditMachine
+
     with store.reader(views=False) as con, counted_versions(con, run) as counted:
         rows = con.execute(_MACHINES.replace("{counted}", counted.where()), [run]).fetchall()
-    return [{"backend": backend, "device": device, "memory_bytes": memory, "replays": n,
-             "replay_hours": round(float(seconds) / 3600, 3), "swapped": swapped}
-            for backend, device, memory, n, seconds, swapped in rows]
+    return tuple(AuditMachine(backend=backend, device=device, memory_bytes=memory, replays=n,
+                              replay_hours=round(float(seconds) / 3600, 3), swapped=swapped)
+                 for backend, device, memory, n, seconds, swapped in rows)
 
 
 def interval_cells(status: AuditStatus) -> list[tuple[int, int, int, str, int]]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import platform
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lineage.audit import machine
+from lineage.audit.answers import AuditRequirements, RequirementCheck
 from lineage.errors import InputError, UnknownObjectError
 from lineage.store.base import BaseStore
 from lineage.userfiles import read_regular
@@ -72,22 +73,25 @@ def unified_memory() -> bool:
     return platform.system() == "Darwin" and platform.machine() == "arm64"
 
 
-def check(declared: Mapping[str, int], *, step: int, folder: Path) -> list[dict[str, Any]]:
-    """Each minimum the run declares against this machine: {requirement, required,
-    available, ok}. `folder` is where the checkpoint would go."""
+def check(declared: Mapping[str, int], *, step: int,
+          folder: Path) -> tuple[RequirementCheck, ...]:
+    """Each minimum the run declares against this machine. `folder` is where the
+    checkpoint would go."""
     rows = []
     memory_key = "initial_memory_bytes" if step == 0 and "initial_memory_bytes" in declared \
         else "unified_memory_bytes" if unified_memory() and "unified_memory_bytes" in declared \
         else "memory_bytes"
     if memory_key in declared:
-        have = machine.memory_bytes()
-        rows.append({"requirement": memory_key, "required": declared[memory_key],
-                     "available": have, "ok": have >= declared[memory_key]})
+        rows.append(_against(memory_key, declared[memory_key], machine.memory_bytes()))
     if "disk_bytes" in declared:
         free = shutil.disk_usage(_existing(folder)).free
-        rows.append({"requirement": "disk_bytes", "required": declared["disk_bytes"],
-                     "available": free, "ok": free >= declared["disk_bytes"]})
-    return rows
+        rows.append(_against("disk_bytes", declared["disk_bytes"], free))
+    return tuple(rows)
+
+
+def _against(requirement: str, required: int, available: int) -> RequirementCheck:
+    return RequirementCheck(requirement=requirement, required=required, available=available,
+                            ok=available >= required)
 
 
 def _existing(folder: Path) -> Path:
@@ -99,8 +103,8 @@ def _existing(folder: Path) -> Path:
 
 
 def requirements_answer(store: BaseStore, run: str, *, step: int, folder: Path,
-                        source: Path | None = None) -> dict[str, Any]:
-    """The `lineage audit requirements RUN --json` object."""
+                        source: Path | None = None) -> AuditRequirements:
+    """The `lineage audit requirements RUN` answer."""
     with store.reader(views=False) as con:
         row = con.execute("SELECT header FROM runs WHERE name = ?", [run]).fetchone()
     if row is None:
@@ -108,15 +112,15 @@ def requirements_answer(store: BaseStore, run: str, *, step: int, folder: Path,
     declared = declared_requirements(json.loads(row[0]), source)
     checks = check(declared or {}, step=step, folder=folder)
     seconds = (declared or {}).get("step_seconds")
-    return {"run": run, "step": step, "declared": declared,
-            "source": str(source) if source is not None else "header" if declared else None,
-            "unified_memory": unified_memory(), "checks": checks,
-            "expected_seconds": seconds,
-            "expected_seconds_swapping": seconds * SWAP_SLOWDOWN if seconds else None,
-            "ok": all(c["ok"] for c in checks)}
+    return AuditRequirements(
+        run=run, step=step, declared=declared,
+        source=str(source) if source is not None else "header" if declared else None,
+        unified_memory=unified_memory(), checks=checks, expected_seconds=seconds,
+        expected_seconds_swapping=seconds * SWAP_SLOWDOWN if seconds else None,
+        ok=all(c.ok for c in checks))
 
 
-def shortfalls(checks: list[dict[str, Any]]) -> list[str]:
+def shortfalls(checks: Iterable[RequirementCheck]) -> list[str]:
     """The checks that failed, in words: "memory_bytes: 16.0 GiB of 24.0 GiB"."""
-    return [f"{c['requirement']}: {c['available'] / 2**30:.1f} GiB of "
-            f"{c['required'] / 2**30:.1f} GiB" for c in checks if not c["ok"]]
+    return [f"{c.requirement}: {c.available / 2**30:.1f} GiB of "
+            f"{c.required / 2**30:.1f} GiB" for c in checks if not c.ok]

@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from lineage.audit.answers import (
+    AuditChain,
+    AuditInterval,
+    AuditIntervals,
+    AuditParticipant,
+    AuditStatus,
+    AuditStep,
+    AuditWho,
+    RelayLink,
+)
 from lineage.audit.ledger import chain_head_of
 from lineage.audit.records import SPEC, utc_now
 from lineage.audit.versions import Counted, counted_versions
@@ -78,6 +88,25 @@ ORDER BY b.step, b.id
 
 
 @dataclass
+class ChainVerdict:
+    """The run's chain as `chain verify` finds it, in short, and what the ledger's
+    records past its break add up to."""
+
+    verdict: str
+    first_broken_step: int | None
+    reason: str | None
+    counted_steps: int  # how many steps, from step 0, the chain vouches for
+    reduction: str | None = None  # the run's declared reduction mode
+    attestations_past_break: int = 0
+
+    def answer(self) -> AuditChain:
+        return AuditChain(verdict=self.verdict, first_broken_step=self.first_broken_step,
+                          reason=self.reason,
+                          attestations_past_break=self.attestations_past_break,
+                          reduction=self.reduction)
+
+
+@dataclass
 class Coverage:
     """Per-step facts of a run's ledger, and the relay links that hold custody."""
 
@@ -90,10 +119,10 @@ class Coverage:
     swapped: npt.NDArray[np.int64]  # mismatches from machines that swapped (or could not tell)
     verified: npt.NDArray[np.bool_]
     claimed: npt.NDArray[np.bool_]
-    links: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    chain: ChainVerdict
+    links: list[tuple[RelayLink, RelayLink]] = field(default_factory=list)
     participants: list[str] = field(default_factory=list)
     replay_seconds: float = 0.0
-    chain: dict[str, Any] = field(default_factory=dict)  # the chain's verdict, in short
 
 
 def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Coverage:
@@ -111,20 +140,19 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
         for name, target in counts.items():
             target[at[inside]] = np.asarray(rows[name])[inside]
         chain = _chain_verdict(store, run)
-        chain["reduction"] = _reduction(con, run)
-        if chain["reduction"] == "non-deterministic":  # a mismatch proves nothing
+        chain.reduction = _reduction(con, run)
+        if chain.reduction == "non-deterministic":  # a mismatch proves nothing
             counts["swapped"] += counts["mismatches"]
             counts["mismatches"][:] = 0
-        past_break = at >= chain["counted_steps"]
-        chain["attestations_past_break"] = int(sum(
+        past_break = at >= chain.counted_steps
+        chain.attestations_past_break = int(sum(
             np.asarray(rows[name])[past_break].sum() for name in counts if name != "grounded"))
         for target in counts.values():  # past a break the chain vouches for nothing
-            target[chain["counted_steps"]:] = 0
+            target[chain.counted_steps:] = 0
         grounded = counts.pop("grounded")
         cov = Coverage(run, head, interval, steps, counts["matches"], counts["mismatches"],
                        counts["swapped"], verified=(grounded > 0) & (counts["mismatches"] == 0),
-                       claimed=np.zeros(steps, bool))
-        cov.chain = chain
+                       claimed=np.zeros(steps, bool), chain=chain)
         _follow_relays(cov, _relays(con, run, counted))
         _mark_claims(cov, con, now or utc_now(), counted)
         cov.participants = [r[0] for r in con.execute(
@@ -137,7 +165,7 @@ def coverage(store: BaseStore, run: str, *, now: datetime | None = None) -> Cove
     return cov
 
 
-def _chain_verdict(store: BaseStore, run: str) -> dict[str, Any]:
+def _chain_verdict(store: BaseStore, run: str) -> ChainVerdict:
     """The run's chain checked as `chain verify` checks it (links, batch digests, end
     record). Custody runs through the chain: an attestation on a step at or past the first
     broken one is about a state the chain no longer vouches for, so it counts for nothing.
@@ -145,9 +173,10 @@ def _chain_verdict(store: BaseStore, run: str) -> dict[str, Any]:
     # A server's fixed copy of the catalog keeps it: the verdict is a function of it.
     report = remembered(store, ("chain-verdict", run), lambda: verify_chain(store, run))
     broken = report["verdict"] == "broken"
-    return {"verdict": report["verdict"], "first_broken_step": report["first_broken_step"],
-            "reason": report["reason"],
-            "counted_steps": report["steps_checked"] if broken else _NO_BREAK}
+    return ChainVerdict(verdict=report["verdict"],
+                        first_broken_step=report["first_broken_step"],
+                        reason=report["reason"],
+                        counted_steps=report["steps_checked"] if broken else _NO_BREAK)
 
 
 _NO_BREAK = 2**62  # beyond any step
@@ -197,15 +226,15 @@ def _follow_relays(cov: Coverage, rows: list[tuple[Any, ...]]) -> None:
     custody: set[str] = set()
     for b_id, step, auditor, checkpoint_ok, p_id, p_step, p_match, p_grounded, \
             p_relay, p_auditor in rows:
-        if step >= cov.chain["counted_steps"]:
+        if step >= cov.chain.counted_steps:
             continue  # past the chain's break
         if not (checkpoint_ok and p_id is not None and p_match and p_step == step - 1):
             continue
         if not (p_grounded or (p_relay and p_id in custody)) or not cov.verified[p_step]:
             continue
         custody.add(b_id)
-        cov.links.append(({"step": p_step, "auditor": p_auditor, "attestation": p_id},
-                          {"step": step, "auditor": auditor, "attestation": b_id}))
+        cov.links.append((RelayLink(step=p_step, auditor=p_auditor, attestation=p_id),
+                          RelayLink(step=step, auditor=auditor, attestation=b_id)))
         if step < cov.steps and cov.mismatches[step] == 0:
             cov.verified[step] = True
 
@@ -221,37 +250,40 @@ def _mark_claims(cov: Coverage, con: Any, now: datetime, counted: Counted) -> No
 # -- the answers ---------------------------------------------------------------------
 
 
-def audit_status(store: BaseStore, run: str, *, now: datetime | None = None) -> dict[str, Any]:
-    """The `lineage audit status --json` object of the run."""
+def audit_status(store: BaseStore, run: str, *, now: datetime | None = None) -> AuditStatus:
+    """The run's `lineage audit status` answer."""
     import numpy as np
 
     cov = coverage(store, run, now=now)
     statuses, verified_counts = interval_statuses(cov)
-    firsts = np.arange(0, cov.steps, cov.interval)
-    per_interval = [
-        {"interval": int(k), "first_step": int(firsts[k]),
-         "last_step": int(min(firsts[k] + cov.interval, cov.steps) - 1),
-         "status": STATUSES[statuses[k]], "verified": int(verified_counts[k])}
-        for k in np.flatnonzero(statuses != STATUSES.index("untouched"))]
     counts = np.bincount(statuses, minlength=len(STATUSES))
     open_steps = np.flatnonzero(~cov.verified & ~cov.claimed)[:NEXT_UNCLAIMED]
     only_swapped = (cov.swapped > 0) & (cov.matches == 0) & (cov.mismatches == 0)
-    return {"run": run, "chain_head": cov.chain_head, "interval": cov.interval,
-            "steps": cov.steps,
-            "intervals": {name: int(counts[i]) for i, name in enumerate(STATUSES)},
-            "steps_verified": int(cov.verified.sum()),
-            "participants": len(cov.participants),
-            "replay_hours": round(cov.replay_seconds / 3600, 3),
-            "longest_contiguous": longest_true_run(cov.verified),
-            "relays": relay_chains(cov.links),
-            "inconclusive": [int(s) for s in np.flatnonzero(only_swapped)],
-            "chain": {"verdict": cov.chain["verdict"],
-                      "first_broken_step": cov.chain["first_broken_step"],
-                      "reason": cov.chain["reason"],
-                      "attestations_past_break": cov.chain["attestations_past_break"],
-                      "reduction": cov.chain["reduction"]},
-            "next_unclaimed": [int(s) for s in open_steps],
-            "per_interval": per_interval, "spec": SPEC}
+    return AuditStatus(
+        run=run, chain_head=cov.chain_head, interval=cov.interval, steps=cov.steps,
+        intervals=AuditIntervals(**{name: int(counts[i]) for i, name in enumerate(STATUSES)}),
+        steps_verified=int(cov.verified.sum()),
+        participants=len(cov.participants),
+        replay_hours=round(cov.replay_seconds / 3600, 3),
+        longest_contiguous=longest_true_run(cov.verified),
+        relays=relay_chains(cov.links),
+        inconclusive=tuple(int(s) for s in np.flatnonzero(only_swapped)),
+        chain=cov.chain.answer(),
+        next_unclaimed=tuple(int(s) for s in open_steps),
+        per_interval=_touched_intervals(cov, statuses, verified_counts), spec=SPEC)
+
+
+def _touched_intervals(cov: Coverage, statuses: npt.NDArray[np.intp],
+                       verified_counts: npt.NDArray[np.int64]) -> tuple[AuditInterval, ...]:
+    """The intervals that are not untouched, in order."""
+    import numpy as np
+
+    firsts = np.arange(0, cov.steps, cov.interval)
+    return tuple(
+        AuditInterval(interval=int(k), first_step=int(firsts[k]),
+                      last_step=int(min(firsts[k] + cov.interval, cov.steps) - 1),
+                      status=STATUSES[statuses[k]], verified=int(verified_counts[k]))
+        for k in np.flatnonzero(statuses != STATUSES.index("untouched")))
 
 
 def interval_statuses(cov: Coverage) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
@@ -284,33 +316,34 @@ def longest_true_run(mask: npt.NDArray[np.bool_]) -> int:
     return int((ends - starts).max()) if len(starts) else 0
 
 
-def relay_chains(links: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+def relay_chains(links: list[tuple[RelayLink, RelayLink]],
+                 ) -> tuple[tuple[RelayLink, ...], ...]:
     """The relay links joined into chains: each a list of replays where every one continued
     from the intermediate checkpoint of the one before; a fork gives one chain per branch."""
-    following: dict[str, list[dict[str, Any]]] = {}
+    following: dict[str, list[RelayLink]] = {}
     continued: set[str] = set()
     for before, after in links:
-        following.setdefault(before["attestation"], []).append(after)
-        continued.add(after["attestation"])
-    chains: list[list[dict[str, Any]]] = []
-    heads = {before["attestation"]: before for before, _ in links
-             if before["attestation"] not in continued}
-    for head in sorted(heads.values(), key=lambda h: (h["step"], h["attestation"])):
-        paths = [[head]]
+        following.setdefault(before.attestation, []).append(after)
+        continued.add(after.attestation)
+    chains: list[tuple[RelayLink, ...]] = []
+    heads = {before.attestation: before for before, _ in links
+             if before.attestation not in continued}
+    for head in sorted(heads.values(), key=lambda h: (h.step, h.attestation)):
+        paths: list[tuple[RelayLink, ...]] = [(head,)]
         while paths:
             path = paths.pop()
-            nexts = following.get(path[-1]["attestation"], [])
+            nexts = following.get(path[-1].attestation, [])
             if not nexts:
                 chains.append(path)
-            paths.extend(path + [after] for after in reversed(nexts))
-    return chains
+            paths.extend((*path, after) for after in reversed(nexts))
+    return tuple(chains)
 
 
 def step_status(cov: Coverage, step: int) -> str:
     """One step's word: verified, disputed, mismatch, inconclusive (only mismatches from
     machines that swapped), unverified (matches without custody), past-break (the chain
     is broken at or before it: nothing counts) or unattested."""
-    if step >= cov.chain.get("counted_steps", cov.steps):
+    if step >= cov.chain.counted_steps:
         return "past-break"
     if cov.mismatches[step] and cov.matches[step]:
         return "disputed"
@@ -324,8 +357,8 @@ def step_status(cov: Coverage, step: int) -> str:
 
 
 def step_records(store: BaseStore, run: str, step: int, *,
-                 now: datetime | None = None) -> dict[str, Any]:
-    """The `lineage audit show --step N --json` object: the step's records and its word."""
+                 now: datetime | None = None) -> AuditStep:
+    """The `lineage audit show --step N` answer: the step's records and its word."""
     moment = now or utc_now()
     cov = coverage(store, run, now=moment)
     if not 0 <= step < cov.steps:
@@ -343,21 +376,23 @@ def step_records(store: BaseStore, run: str, step: int, *,
             "FROM audit_records a LEFT JOIN audit_refs m ON m.ref = a.id WHERE a.run = ? "
             "AND a.step <= ? AND a.last_step >= ? AND a.signed GROUP BY ALL",
             [run, step, step]).fetchall()
+    # The records stay JSON objects: the answer lists them as lineage-audit/1 writes them.
     by_kind: dict[str, list[dict[str, Any]]] = {"attestation": [], "checkpoint": [], "claim": []}
     for kind, record, _ in rows:
         by_kind[kind].append(json.loads(record))
-    signed_by = {record_id: keys for record_id, keys in sorted(signers)}
-    return {"run": run, "chain_head": cov.chain_head, "step": step,
-            "expected": expected[0][0] if expected else None,
-            "status": step_status(cov, step), "verified": bool(cov.verified[step]),
-            "claimed_by": sorted({json.loads(r)["auditor"]["name"] for _, r, live in rows
-                                  if live}),
-            "attestations": by_kind["attestation"], "checkpoints": by_kind["checkpoint"],
-            "claims": by_kind["claim"], "signed_by": signed_by, "spec": SPEC}
+    return AuditStep(
+        run=run, chain_head=cov.chain_head, step=step,
+        expected=expected[0][0] if expected else None,
+        status=step_status(cov, step), verified=bool(cov.verified[step]),
+        claimed_by=tuple(sorted({json.loads(r)["auditor"]["name"] for _, r, live in rows
+                                 if live})),
+        attestations=tuple(by_kind["attestation"]), checkpoints=tuple(by_kind["checkpoint"]),
+        claims=tuple(by_kind["claim"]),
+        signed_by={record_id: tuple(keys) for record_id, keys in sorted(signers)}, spec=SPEC)
 
 
-def participants(store: BaseStore, run: str) -> dict[str, Any]:
-    """The `lineage audit who --json` object: everyone with a record, alphabetically."""
+def participants(store: BaseStore, run: str) -> AuditWho:
+    """The `lineage audit who` answer: everyone with a record, alphabetically."""
     with store.reader(views=False) as con, counted_versions(con, run) as counted:
         chain_head_of(con, run)
         kept = counted.where()
@@ -374,8 +409,10 @@ def participants(store: BaseStore, run: str) -> dict[str, Any]:
             "(WHERE json_extract_string(record, '$.auditor.payout') IS NOT NULL) "
             "FROM audit_records WHERE run = ? GROUP BY auditor ORDER BY auditor",
             [run]).fetchall()
-    keys = ("name", "public_keys", "attestations", "steps", "claims", "checkpoints")
-    people = [{**dict(zip(keys, (r[0], r[1] or [], *r[2:6]), strict=True)),
-               "replay_hours": round(float(r[6]) / 3600, 3), "payouts": r[7] or []}
-              for r in rows]
-    return {"run": run, "participants": people, "spec": SPEC}
+    people = tuple(
+        AuditParticipant(name=name, public_keys=tuple(keys or ()), attestations=attestations,
+                         steps=steps, claims=claims, checkpoints=checkpoints,
+                         replay_hours=round(float(seconds) / 3600, 3),
+                         payouts=tuple(payouts or ()))
+        for name, keys, attestations, steps, claims, checkpoints, seconds, payouts in rows)
+    return AuditWho(run=run, participants=people, spec=SPEC)

@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime
 from typing import Any
 
+from lineage.answer import AnswerList
+from lineage.corpora.answers import Corpus, CorpusSource, CorpusSummary, TextIndex
 from lineage.errors import UnknownObjectError
 from lineage.store.base import BaseStore
 
+# The text index's columns are the answer's fields, in its order.
+TEXT_INDEX_COLUMNS = tuple(f.name for f in dataclasses.fields(TextIndex))
 
-def list_corpora(store: BaseStore) -> list[dict[str, Any]]:
+
+def list_corpora(store: BaseStore) -> AnswerList[CorpusSummary]:
     """Every corpus, by name, with its totals and manifest hash."""
     with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         rows = con.execute(
             "SELECT name, manifest_hash, documents, tokens, bytes, dropped_empty, tokenizer, "
             "created_at FROM corpora ORDER BY name"
         ).fetchall()
-    keys = ("name", "manifest_hash", "documents", "tokens", "bytes", "dropped_empty",
-            "tokenizer", "created_at")
-    return [_jsonable(dict(zip(keys, row, strict=True))) for row in rows]
+    return AnswerList(CorpusSummary, (
+        CorpusSummary(name=name, manifest_hash=manifest_hash, documents=documents,
+                      tokens=tokens, bytes=size, dropped_empty=dropped_empty,
+                      tokenizer=tokenizer, created_at=_created_text(created_at))
+        for name, manifest_hash, documents, tokens, size, dropped_empty, tokenizer, created_at
+        in rows))
 
 
-def get_corpus(store: BaseStore, name: str) -> dict[str, Any]:
+def get_corpus(store: BaseStore, name: str) -> Corpus:
     """One corpus with its sources and token shares; UnknownObjectError when absent."""
     with store.reader(views=False) as con:  # catalog tables only: no Parquet views
         row = con.execute(
@@ -37,34 +47,32 @@ def get_corpus(store: BaseStore, name: str) -> dict[str, Any]:
             "WHERE corpus = ? ORDER BY source",
             [name],
         ).fetchall()
-        cursor = con.execute("SELECT * EXCLUDE (corpus) FROM text_indexes WHERE corpus = ?",
-                             [name])
-        index_row = cursor.fetchone()
-        index_keys = [d[0] for d in cursor.description]
-    keys = ("name", "manifest_hash", "manifest_spec", "documents", "tokens", "bytes",
-            "dropped_empty", "tokenizer", "created_at")
-    result = _jsonable(dict(zip(keys, row, strict=True)))
-    total = result["tokens"] or 0
-    result["sources"] = [
-        {
-            "source": source,
-            "documents": docs,
-            "tokens": tokens,
-            "bytes": size,
-            "share": round(tokens / total, 6) if total else 0.0,
-            "licenses": list(licenses),
-        }
-        for source, docs, tokens, size, licenses in sources
-    ]
-    result["licenses"] = sorted({lic for s in result["sources"] for lic in s["licenses"]})
-    # The text index (docs/text-spec.md), or None when the corpus was ingested without one.
-    result["text_index"] = (dict(zip(index_keys, index_row, strict=True))
-                            if index_row is not None else None)
-    return result
+        index_row = con.execute(
+            f"SELECT {', '.join(TEXT_INDEX_COLUMNS)} FROM text_indexes WHERE corpus = ?",
+            [name]).fetchone()
+    name, manifest_hash, manifest_spec, documents, tokens, size, dropped_empty, tokenizer, \
+        created_at = row
+    shares = _sources(sources, tokens)
+    return Corpus(
+        name=name, manifest_hash=manifest_hash, manifest_spec=manifest_spec,
+        documents=documents, tokens=tokens, bytes=size, dropped_empty=dropped_empty,
+        tokenizer=tokenizer, created_at=_created_text(created_at), sources=shares,
+        licenses=tuple(sorted({lic for s in shares for lic in s.licenses})),
+        # The text index (docs/text-spec.md), or None when ingested without one.
+        text_index=(None if index_row is None
+                    else TextIndex(**dict(zip(TEXT_INDEX_COLUMNS, index_row, strict=True)))),
+    )
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    created = row.get("created_at")
-    if created is not None and hasattr(created, "isoformat"):
-        row["created_at"] = created.isoformat(timespec="seconds") + "Z"
-    return row
+def _sources(rows: list[tuple[Any, ...]], total: int) -> tuple[CorpusSource, ...]:
+    """Each source's counts, with its share of the corpus's `total` tokens."""
+    return tuple(
+        CorpusSource(source=source, documents=docs, tokens=tokens, bytes=size,
+                     share=round(tokens / total, 6) if total else 0.0,
+                     licenses=tuple(licenses))
+        for source, docs, tokens, size, licenses in rows)
+
+
+def _created_text(created: datetime) -> str:
+    """A catalog timestamp (UTC) as the answers print it: ISO 8601, whole seconds, `Z`."""
+    return created.isoformat(timespec="seconds") + "Z"

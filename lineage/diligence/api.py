@@ -82,10 +82,9 @@ def verify_cache(cache: PathLike | None = None, *,
     hub cache against its blob names, each distinct blob hashed once. `cache`: a hub cache
     or HF_HOME holding one as `hub/`; None: the cache huggingface_hub uses (HF_HUB_CACHE,
     HF_HOME, ~/.cache/huggingface/hub). `ok` when every snapshot passed."""
-    from lineage.diligence.answers import CacheVerification
     from lineage.diligence.cache import verify_cache as check
 
-    return CacheVerification.from_dict(check(_fspath(cache), workers=workers))
+    return check(_fspath(cache), workers=workers)
 
 
 def report(path: PathLike, *, format: str = "md", sums: PathLike | None = None,

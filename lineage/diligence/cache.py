@@ -18,11 +18,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from lineage.diligence.answers import (
+    CachedSnapshot,
+    CacheProblem,
+    CacheVerification,
+    ChecksumProblem,
+)
 from lineage.errors import InputError
 from lineage.formats import hf_cache
 from lineage.formats.file_hash import Outcome, Progress, Refusal
+from lineage.formats.sha256sums import SumProblem
 
 
 def default_cache(environ: Mapping[str, str] | None = None) -> Path:
@@ -52,24 +58,26 @@ def locate_cache(cache: str | Path | None) -> Path:
 
 
 def verify_cache(cache: str | Path | None = None, *, workers: int | None = None,
-                 progress: Progress | None = None) -> dict[str, Any]:
-    """{cache, ok, repositories, snapshots [one row each], problems, bytes_hashed}."""
+                 progress: Progress | None = None) -> CacheVerification:
+    """Every snapshot of the cache, one row each, and the repository folders without one."""
     folder = locate_cache(cache)
     repos = hf_cache.repository_folders(folder)
     snapshots: list[hf_cache.Snapshot] = []
-    problems: list[dict[str, Any]] = []
+    problems: list[CacheProblem] = []
     for repo in repos:
         found = _snapshots_of(repo)
         if not found:
-            problems.append({"repository": repo.name, "rule": "no-snapshot",
-                             "message": "a repository folder with no snapshots/<revision> "
-                                        "folder (an interrupted or pruned download?)"})
+            problems.append(CacheProblem(
+                repository=repo.name, rule="no-snapshot",
+                message="a repository folder with no snapshots/<revision> folder (an "
+                        "interrupted or pruned download?)"))
         snapshots += found
     digests = hf_cache.hash_blobs(snapshots, workers=workers, progress=progress)
-    rows = [_row(snapshot, digests) for snapshot in snapshots]
-    return {"cache": str(folder), "ok": all(r["ok"] for r in rows) and not problems,
-            "repositories": len(repos), "snapshots": rows, "problems": problems,
-            "bytes_hashed": sum(d[1] for d in digests.values() if not isinstance(d, Refusal))}
+    rows = tuple(_row(snapshot, digests) for snapshot in snapshots)
+    return CacheVerification(
+        cache=str(folder), ok=all(r.ok for r in rows) and not problems,
+        repositories=len(repos), snapshots=rows, problems=tuple(problems),
+        bytes_hashed=sum(d[1] for d in digests.values() if not isinstance(d, Refusal)))
 
 
 def _snapshots_of(repo: Path) -> list[hf_cache.Snapshot]:
@@ -82,11 +90,16 @@ def _snapshots_of(repo: Path) -> list[hf_cache.Snapshot]:
     return [snapshot for snapshot in found if snapshot is not None]
 
 
-def _row(snapshot: hf_cache.Snapshot, digests: Mapping[Path, Outcome]) -> dict[str, Any]:
+def _row(snapshot: hf_cache.Snapshot, digests: Mapping[Path, Outcome]) -> CachedSnapshot:
     report = hf_cache.verify_snapshot(snapshot, digests=digests)
     matched = sum(1 for f in report.files if f["status"] == "ok")
-    return {"repo_id": snapshot.repo_id, "kind": snapshot.kind,
-            "revision": snapshot.revision, "refs": list(snapshot.refs),
-            "folder": str(snapshot.folder), "ok": report.ok, "files": len(report.files),
-            "matched": matched, "bytes": report.bytes_hashed,
-            "problems": [p.__dict__ for p in report.problems]}
+    return CachedSnapshot(
+        repo_id=snapshot.repo_id, kind=snapshot.kind, revision=snapshot.revision,
+        refs=tuple(snapshot.refs), folder=str(snapshot.folder), ok=report.ok,
+        files=len(report.files), matched=matched, bytes=report.bytes_hashed,
+        problems=tuple(checksum_problem(p) for p in report.problems))
+
+
+def checksum_problem(problem: SumProblem) -> ChecksumProblem:
+    return ChecksumProblem(line=problem.line, path=problem.path, rule=problem.rule,
+                           message=problem.message)

@@ -134,7 +134,8 @@ class DiffEntry(Document):
     """One fact of two records: a field (and key within it) and both values."""
 
     field: str  # e.g. files, revision, exit_code, packages, host
-    key: str | None  # the file, package, variable, ...; absent when the field has no keys
+    key: str | None = optional()  # the file, package, variable, ...; absent when the
+    # field has no keys
     a: Any
     b: Any
 
@@ -142,8 +143,8 @@ class DiffEntry(Document):
 class ExperimentDiff(Answer):
     """`lineage exp diff A B`: every fact that differs, most consequential first."""
 
-    a: str  # the ids compared
-    b: str
+    a: str | None  # the ids compared (None: a record given without its id)
+    b: str | None
     same: bool
     changes: tuple[DiffEntry, ...]
     unchanged: tuple[DiffEntry, ...] | None = optional()  # with all=True only

@@ -75,8 +75,7 @@ def run_experiment(
     checks accept (a local policy, as `verify` has it).
     """
     from lineage.errors import UsageError
-    from lineage.exp.answers import ExperimentRun
-    from lineage.exp.recorder import record_experiment
+    from lineage.exp.recorder import recorded_run
 
     if isinstance(command, str | bytes):
         raise UsageError("give the command as a list of arguments, e.g. ['python', 'eval.py']")
@@ -88,7 +87,7 @@ def run_experiment(
         raise UsageError("--max-log must be at least 0 bytes")
     if not max_header_mib > 0:
         raise UsageError("--max-header-mib must be positive")
-    exp_id, record = record_experiment(
+    return recorded_run(
         store, weights=os.fspath(weights), revision=revision, command=list(command),
         sums=None if sums is None else os.fspath(sums), quantization=quantization,
         source=source, name=name, attempt=attempt, allow_fallback=allow_fallback,
@@ -98,7 +97,6 @@ def run_experiment(
         cwd=None if cwd is None else os.fspath(cwd), revision_override=revision_override,
         max_log=max_log, on_output=on_output or (_passthrough() if echo else None),
         max_header_bytes=int(max_header_mib * 2**20))
-    return ExperimentRun.from_dict({"id": exp_id, **record})
 
 
 def env_names(names: Iterable[str]) -> tuple[str, ...]:
@@ -134,20 +132,17 @@ def _passthrough() -> OutputCallback:
 def list_experiments(store: BaseStore) -> AnswerList[ExperimentSummary]:
     """`lineage exp list`: every experiment record, oldest first; `.to_polars()` gives one
     row per experiment."""
-    from lineage.answer import AnswerList
-    from lineage.exp.answers import ExperimentSummary
     from lineage.exp.records import list_records
 
-    return AnswerList.from_list(ExperimentSummary, list_records(store))
+    return list_records(store)
 
 
 def show_experiment(store: BaseStore, name: str) -> Experiment:
     """`lineage exp show ID`: one record in full. `name` is an id, a unique id prefix, a
     name (its highest attempt) or NAME#N (attempt N)."""
-    from lineage.exp.answers import Experiment
     from lineage.exp.records import get_record
 
-    return Experiment.from_dict(get_record(store, name))
+    return get_record(store, name)
 
 
 def diff_experiments(store: BaseStore, a: str, b: str, *, all: bool = False
@@ -155,12 +150,10 @@ def diff_experiments(store: BaseStore, a: str, b: str, *, all: bool = False
     """`lineage exp diff A B`: the facts that differ, most consequential first (files,
     revision, command, verdicts, outputs, runtime, surroundings, durations, host);
     `all=True` lists the same ones too, as `unchanged`. `same` is True when none differ."""
-    from lineage.exp.answers import ExperimentDiff
     from lineage.exp.compare import diff_records
     from lineage.exp.records import get_record
 
-    return ExperimentDiff.from_dict(diff_records(
-        get_record(store, a), get_record(store, b), everything=all))
+    return diff_records(get_record(store, a), get_record(store, b), everything=all)
 
 
 def log_chunks(store: BaseStore, name: str, *, stderr: bool = False) -> Iterator[bytes]:
@@ -170,7 +163,7 @@ def log_chunks(store: BaseStore, name: str, *, stderr: bool = False) -> Iterator
     from lineage.exp.records import get_record
 
     record = get_record(store, name)
-    return iter_log(store, record["id"], "stderr" if stderr else "stdout")
+    return iter_log(store, record.id, "stderr" if stderr else "stdout")
 
 
 def logs(store: BaseStore, name: str, *, stderr: bool = False) -> bytes:
@@ -184,17 +177,15 @@ def export_bundle(store: BaseStore, names: Sequence[str], output: PathLike
                   ) -> ExportedBundle:
     """`lineage exp export ID... -o FILE`: a self-verifying bundle (a zip) of the records,
     their checksum lists and command outputs, to take along before a rental ends."""
-    from lineage.exp.answers import ExportedBundle
     from lineage.exp.bundle import export_bundle as export
 
-    return ExportedBundle.from_dict(export(store, list(names), os.fspath(output)))
+    return export(store, list(names), os.fspath(output))
 
 
 def import_bundle(store: BaseStore, bundle: PathLike) -> ImportedBundle:
     """`lineage exp import FILE`: check a bundle against its digests and add its records
     (idempotent: records already present are listed as such). Named `import_bundle`
     because `import` is a Python keyword."""
-    from lineage.exp.answers import ImportedBundle
     from lineage.exp.bundle import import_bundle as import_
 
-    return ImportedBundle.from_dict(import_(store, os.fspath(bundle)))
+    return import_(store, os.fspath(bundle))

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lineage.errors import InputError, StoreError
+from lineage.exp.answers import ExportedBundle, ImportedBundle
 from lineage.exp.gate import EXPERIMENT_SPEC
 from lineage.exp.log_files import find_log, log_name, store_log_file, stored_content
 from lineage.exp.metrics import Refused, parse_json
-from lineage.exp.records import get_record, record_id, save_record
+from lineage.exp.records import record_id, save_record, stored_record
 from lineage.exp.runner import STREAMS
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.base import BaseStore
@@ -35,14 +36,14 @@ _MAX_MEMBER = 64 * 2**20  # records and checksum lists; logs are streamed
 _CHUNK = 1 << 20
 
 
-def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[str, Any]:
+def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> ExportedBundle:
     """Write the bundle to `output` (a new path or a regular file, replaced by temp file
     and rename: lineage.userfiles.write_output, checked before anything is read)."""
     check_output_path(output)
     members: dict[str, bytes] = {}
     logs: dict[str, Path] = {}
     for exp_id in ids:
-        record = get_record(store, exp_id)
+        record = stored_record(store, exp_id)  # as stored: its id comes from these bytes
         real_id = record.pop("id")
         members[f"records/{real_id}.json"] = canonical_json(record).encode("utf-8")
         sums = (record.get("sums") or {}).get("text")
@@ -68,11 +69,11 @@ def export_bundle(store: BaseStore, ids: list[str], output: str | Path) -> dict[
             archive.writestr(_entry("MANIFEST.json"), canonical_json(manifest))
 
     write_output(output, write)
-    return {"bundle": str(output), "records": len(ids), "logs": len(logs),
-            "digest": manifest["digest"]}
+    return ExportedBundle(bundle=str(output), records=len(ids), logs=len(logs),
+                          digest=manifest["digest"])
 
 
-def import_bundle(store: BaseStore, bundle: str | Path) -> dict[str, Any]:
+def import_bundle(store: BaseStore, bundle: str | Path) -> ImportedBundle:
     bundle = Path(bundle)
     staging = new_staging_dir(store.staging_dir)
     try:
@@ -91,8 +92,8 @@ def import_bundle(store: BaseStore, bundle: str | Path) -> dict[str, Any]:
             (added if is_new else present).append(exp_id)
     finally:
         remove_quietly(staging)
-    return {"bundle": str(bundle), "added": added, "already_present": present,
-            "logs": len({r["path"] for found in rows.values() for r in found})}
+    return ImportedBundle(bundle=str(bundle), added=tuple(added), already_present=tuple(present),
+                          logs=len({r["path"] for found in rows.values() for r in found}))
 
 
 def _store_logs(store: BaseStore, bundle: Path, records: list[dict[str, Any]],

@@ -9,27 +9,29 @@ ones are listed unless every fact is asked for. Records of every spec version ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from lineage.exp.answers import DiffEntry, ExperimentDiff
 
 Fact = tuple[str, str | None, Any]
 
 
-def diff_records(a: dict[str, Any], b: dict[str, Any], *, everything: bool = False
-                 ) -> dict[str, Any]:
-    """`changes`: the differing facts; with `everything`, also `unchanged` (the rest)."""
-    facts_a, facts_b = _indexed(a), _indexed(b)
+def diff_records(a: Mapping[str, Any], b: Mapping[str, Any], *, everything: bool = False
+                 ) -> ExperimentDiff:
+    """`changes`: the differing facts; with `everything`, also `unchanged` (the rest).
+    `a` and `b` are records as `Experiment`s or as their JSON objects."""
+    # Facts are the records' JSON values, as stored, whatever their spec version
+    facts_a, facts_b = _indexed(dict(a)), _indexed(dict(b))
     order = list(facts_a) + [k for k in facts_b if k not in facts_a]
-    changes: list[dict[str, Any]] = []
-    unchanged: list[dict[str, Any]] = []
+    changes: list[DiffEntry] = []
+    unchanged: list[DiffEntry] = []
     for field, key in order:
         va, vb = facts_a.get((field, key)), facts_b.get((field, key))
-        entry = {"field": field, **({"key": key} if key is not None else {}), "a": va, "b": vb}
+        entry = DiffEntry(field=field, key=key, a=va, b=vb)
         (changes if va != vb else unchanged).append(entry)
-    result = {"a": a.get("id"), "b": b.get("id"), "same": not changes, "changes": changes}
-    if everything:
-        result["unchanged"] = unchanged
-    return result
+    return ExperimentDiff(a=a.get("id"), b=b.get("id"), same=not changes, changes=tuple(changes),
+                          unchanged=tuple(unchanged) if everything else None)
 
 
 def _indexed(record: dict[str, Any]) -> dict[tuple[str, str | None], Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import ConflictError, UsageError
+from lineage.exp.answers import ExperimentRun
 from lineage.exp.gate import run_experiment, weights_digest
 from lineage.exp.log_files import publish_logs
 from lineage.exp.records import attempts_of, save_record
@@ -47,6 +48,13 @@ def record_experiment(
     return exp_id, record
 
 
+def recorded_run(store: BaseStore, **options: Any) -> ExperimentRun:
+    """`record_experiment(store, **options)`'s record as the answer of `exp run`."""
+    exp_id, record = record_experiment(store, **options)
+    # The record is JSON in the order it was recorded, which the Document keeps
+    return ExperimentRun.from_dict({"id": exp_id, **record})
+
+
 def next_attempt(store: BaseStore, name: str | None, attempt: bool) -> int | None:
     """1 for a new name; the next number with `attempt`; a used name without it: refused."""
     if name is None:
@@ -56,10 +64,10 @@ def next_attempt(store: BaseStore, name: str | None, attempt: bool) -> int | Non
     earlier = attempts_of(store, name)
     if earlier and not attempt:
         last = earlier[-1]
-        raise ConflictError(f"experiment name {name!r} is taken ({last['id']}, attempt "
-                            f"{last['attempt']}); pass --attempt to record attempt "
-                            f"{last['attempt'] + 1}, or choose another --name")
-    return 1 + max((e["attempt"] for e in earlier), default=0)
+        raise ConflictError(f"experiment name {name!r} is taken ({last.id}, attempt "
+                            f"{last.attempt}); pass --attempt to record attempt "
+                            f"{last.attempt + 1}, or choose another --name")
+    return 1 + max((e.attempt for e in earlier), default=0)
 
 
 def _renumber(store: BaseStore, record: dict[str, Any]) -> list[str]:
@@ -67,7 +75,7 @@ def _renumber(store: BaseStore, record: dict[str, Any]) -> list[str]:
     attempt, and say so (the record is committed whatever happens)."""
     if record["name"] is None:
         return []
-    latest = max((e["attempt"] for e in attempts_of(store, record["name"])), default=0)
+    latest = max((e.attempt for e in attempts_of(store, record["name"])), default=0)
     if latest < record["attempt"]:
         return []
     record["attempt"] = latest + 1

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from lineage.answer import AnswerList
 from lineage.errors import UnknownObjectError
+from lineage.exp.answers import Experiment, ExperimentSummary
 from lineage.exp.log_files import register_logs
 from lineage.runs.chain import blake3_hex, canonical_json
 from lineage.store.base import BaseStore
@@ -41,23 +44,33 @@ def save_record(store: BaseStore, record: dict[str, Any],
     return exp_id, True
 
 
-def list_records(store: BaseStore) -> list[dict[str, Any]]:
+def list_records(store: BaseStore) -> AnswerList[ExperimentSummary]:
     with store.reader(views=False) as con:
         rows = con.execute("SELECT id, name, outcome, revision, created_at, record FROM "
                            "experiments ORDER BY created_at, id").fetchall()
-    result = []
-    for exp_id, name, outcome, revision, created, text in rows:
-        record = json.loads(text)
-        result.append({"id": exp_id, "name": name, "attempt": record.get("attempt"),
-                       "outcome": outcome, "revision": revision, "created_at": str(created),
-                       "host_cpu": (record.get("host") or {}).get("cpu"),
-                       "exit_code": (record.get("command") or {}).get("exit_code")})
-    return result
+    return AnswerList(ExperimentSummary, (_summary(*row) for row in rows))
 
 
-def get_record(store: BaseStore, exp_id: str) -> dict[str, Any]:
+def _summary(exp_id: str, name: str | None, outcome: str, revision: str | None,
+             created: object, text: str) -> ExperimentSummary:
+    record = json.loads(text)
+    return ExperimentSummary(
+        id=exp_id, name=name, attempt=record.get("attempt"), outcome=outcome,
+        revision=revision, created_at=str(created),
+        host_cpu=(record.get("host") or {}).get("cpu"),
+        exit_code=(record.get("command") or {}).get("exit_code"))
+
+
+def get_record(store: BaseStore, exp_id: str) -> Experiment:
     """A record by id, by a unique id prefix, by name (its latest attempt) or by
     NAME#N (attempt N of that name)."""
+    # The record is stored as JSON of its spec version: read back as the Document it is
+    return Experiment.from_dict(stored_record(store, exp_id))
+
+
+def stored_record(store: BaseStore, exp_id: str) -> dict[str, Any]:
+    """The record's JSON object as stored (keys sorted), with its id first: what a bundle
+    holds and what `get_record` reads (found as `get_record` says)."""
     name, _, number = exp_id.rpartition("#")
     if name and number.isdigit():
         return _get_attempt(store, name, int(number))
@@ -69,8 +82,8 @@ def get_record(store: BaseStore, exp_id: str) -> dict[str, Any]:
     named = [r for r in rows if r[1] == exp_id]
     prefixed = {r[0] for r in rows if r[0].startswith(exp_id)}
     if not exact and named:  # the highest attempt, which is not always the newest
-        latest = max(attempts_of(store, exp_id), key=lambda e: e["attempt"])
-        named = [r for r in named if r[0] == latest["id"]]
+        latest = max(attempts_of(store, exp_id), key=lambda e: e.attempt)
+        named = [r for r in named if r[0] == latest.id]
     if exact or named:
         chosen = (exact or named)[0]
     elif len(prefixed) == 1:
@@ -84,16 +97,24 @@ def get_record(store: BaseStore, exp_id: str) -> dict[str, Any]:
 
 def _get_attempt(store: BaseStore, name: str, number: int) -> dict[str, Any]:
     for attempt in attempts_of(store, name):
-        if attempt["attempt"] == number:
-            return get_record(store, attempt["id"])
+        if attempt.attempt == number:
+            return stored_record(store, attempt.id)
     raise UnknownObjectError(f"no attempt {number} of experiment {name!r} "
                         "(`lineage exp list` shows them)")
 
 
-def attempts_of(store: BaseStore, name: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Attempt:
+    """One record of a name: its id and attempt number."""
+
+    id: str
+    attempt: int
+
+
+def attempts_of(store: BaseStore, name: str) -> list[Attempt]:
     """The records with this name, oldest first; a record without a number counts as 1."""
     with store.reader(views=False) as con:
         rows = con.execute(
             "SELECT id, TRY_CAST(json_extract(record, '$.attempt') AS BIGINT) FROM experiments "
             "WHERE name = ? ORDER BY created_at, id", [name]).fetchall()
-    return [{"id": exp_id, "attempt": attempt or 1} for exp_id, attempt in rows]
+    return [Attempt(exp_id, attempt or 1) for exp_id, attempt in rows]

@@ -1,17 +1,20 @@
 """The AI Act summary as Markdown and as a self-contained HTML page.
 
-Both are made from the summary's JSON object (lineage.exports.ai_act), row by row in the
-template's order, so the two say the same thing. A row's value is text and code pieces,
-never markup: each format writes them with `lineage.markup` (text escaped, names and
-hashes as code), so a value from the store is only ever an escaped value.
+Both are made from the summary (lineage.exports.ai_act), row by row in the template's
+order, so the two say the same thing; its JSON object serves too. A row's value is text
+and code pieces, never markup: each format writes them with `lineage.markup` (text
+escaped, names and hashes as code), so a value from the store is only ever an escaped
+value.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lineage.exports.answers import AiActSummary
 from lineage.markup import html_text, md_code, md_table, md_text
 
 
@@ -34,52 +37,55 @@ INTRO = ("Drafted by ", Code("lineage export ai-act-summary"),
          "\"to be completed by the provider\" is one the store does not record.")
 
 
-def sections(s: dict[str, Any]) -> list[Section]:
-    g, d, p, subj = (s["general_information"], s["data_sources"], s["data_processing"],
-                     s["subject"])
-    size, web = g["text_size"], d["scraped"]
-    drawn = [("Run", _code(subj["run"])), ("Stream", _code(subj["stream"])),
-             ("Stream spec hash", _code(subj["stream_spec_hash"])),
-             ("Corpus", _code(subj["corpus"])), ("Manifest hash", _code(subj["manifest_hash"]))]
+def sections(s: AiActSummary) -> list[Section]:
+    g, d, p, subj = s.general_information, s.data_sources, s.data_processing, s.subject
+    size, web = g.text_size, d.scraped
+    drawn: list[Row | Table] = [
+        ("Run", _code(subj.run)), ("Stream", _code(subj.stream)),
+        ("Stream spec hash", _code(subj.stream_spec_hash)), ("Corpus", _code(subj.corpus)),
+        ("Manifest hash", _code(subj.manifest_hash))]
     general: list[Row | Table] = [
-        ("Provider", g["provider"]), ("Model name", g["model_name"]),
-        ("Model dependencies", g["model_dependencies"]),
-        ("Date placed on the Union market", g["placed_on_market"]),
-        ("Modalities", ", ".join(g["modalities"])),
-        ("Text size (template range)", size["range"]),
-        ("Text size (recorded)", (f"{size['tokens']} tokens (counted by ",
-                                  Code(size["tokenizer"]),
-                                  f"), {size['bytes']} bytes, {size['documents']} documents")),
-        ("Tokens the run's stream orders", _num(size["stream_tokens"])),
-        ("Types of content", g["types_of_content"]), ("Knowledge cut-off", g["knowledge_cutoff"])]
+        ("Provider", g.provider), ("Model name", g.model_name),
+        ("Model dependencies", g.model_dependencies),
+        ("Date placed on the Union market", g.placed_on_market),
+        ("Modalities", ", ".join(g.modalities)),
+        ("Text size (template range)", size.range),
+        ("Text size (recorded)", (f"{size.tokens} tokens (counted by ", Code(size.tokenizer),
+                                  f"), {size.bytes} bytes, {size.documents} documents")),
+        ("Tokens the run's stream orders", _num(size.stream_tokens)),
+        ("Types of content", g.types_of_content), ("Knowledge cut-off", g.knowledge_cutoff)]
     sources: list[Row | Table] = [
         (["Source", "Documents", "Tokens", "Bytes", "Share of tokens", "Licences", "Kind"],
-         [[x["source"], str(x["documents"]), str(x["tokens"]), str(x["bytes"]),
-           f"{x['share']:.6f}", ", ".join(x["licenses"]) or "none recorded", x["kind"]]
-          for x in d["recorded_sources"]]),
-        ("2.1 Publicly available datasets", d["publicly_available_datasets"]),
-        ("2.2 Private non-publicly available datasets", d["private_datasets"]),
-        ("2.4 User data", d["user_data"]), ("2.5 Synthetic data", d["synthetic_data"]),
-        ("2.6 Other sources", d["other_sources"])]
+         [[x.source, str(x.documents), str(x.tokens), str(x.bytes), f"{x.share:.6f}",
+           ", ".join(x.licenses) or "none recorded", x.kind] for x in d.recorded_sources]),
+        ("2.1 Publicly available datasets", d.publicly_available_datasets),
+        ("2.2 Private non-publicly available datasets", d.private_datasets),
+        ("2.4 User data", d.user_data), ("2.5 Synthetic data", d.synthetic_data),
+        ("2.6 Other sources", d.other_sources)]
     scraped: list[Row | Table] = [
-        ("Crawlers used", web["crawlers"]), ("Period of collection", web["collection_period"]),
-        ("Documents with a web URL", f"{web['web_documents']} ({web['web_bytes']} bytes, "
-                                     f"{web['web_tokens']} tokens) from {web['domains']} "
+        ("Crawlers used", web.crawlers), ("Period of collection", web.collection_period),
+        ("Documents with a web URL", f"{web.web_documents} ({web.web_bytes} bytes, "
+                                     f"{web.web_tokens} tokens) from {web.domains} "
                                      "domain names"),
-        ("Documents without a web URL", f"{web['other_documents']} ({web['other_bytes']} "
+        ("Documents without a web URL", f"{web.other_documents} ({web.other_bytes} "
                                         "bytes): file paths and other URIs name no domain"),
-        ("Top domain names", web["top_domains_rule"]),
+        ("Top domain names", web.top_domains_rule),
         (["Domain name", "Documents", "Bytes", "Tokens", "Share of web bytes"],
-         [[x["domain"], str(x["documents"]), str(x["bytes"]), str(x["tokens"]),
-           f"{x['share_of_web_bytes']:.6f}"] for x in web["top_domains"]])]
+         [[x.domain, str(x.documents), str(x.bytes), str(x.tokens),
+           f"{x.share_of_web_bytes:.6f}"] for x in web.top_domains])]
     processing: list[Row | Table] = [
-        ("Respect of reservations of rights (opt-outs)", p["opt_out_compliance"]),
-        ("Removal of illegal content", p["illegal_content_removal"]),
-        ("Other information", p["other_information"])]
-    return [("Drawn from", list(drawn)), ("1. General information", general),
+        ("Respect of reservations of rights (opt-outs)", p.opt_out_compliance),
+        ("Removal of illegal content", p.illegal_content_removal),
+        ("Other information", p.other_information)]
+    return [("Drawn from", drawn), ("1. General information", general),
             ("2. List of data sources", sources),
             ("2.3 Data crawled and scraped from online sources", scraped),
             ("3. Data processing aspects", processing)]
+
+
+def _typed(s: AiActSummary | Mapping[str, Any]) -> AiActSummary:
+    """The summary, read from its JSON object when given one."""
+    return s if isinstance(s, AiActSummary) else AiActSummary.from_dict(s)
 
 
 def _code(value: str | None) -> Piece:
@@ -90,11 +96,12 @@ def _num(value: int | None) -> str:
     return str(value) if value is not None else "not applicable (drawn from a corpus)"
 
 
-def _intro(s: dict[str, Any]) -> Value:
-    return tuple(p.format(**s["template"]) if isinstance(p, str) else p for p in INTRO)
+def _intro(s: AiActSummary) -> Value:
+    return tuple(p.format(**s.template) if isinstance(p, str) else p for p in INTRO)
 
 
-def summary_markdown(s: dict[str, Any]) -> str:
+def summary_markdown(summary: AiActSummary | Mapping[str, Any]) -> str:
+    s = _typed(summary)
     lines = ["# Public summary of training content (draft)", "", _md_value(_intro(s))]
     for title, items in sections(s):
         lines += ["", f"## {title}", ""]
@@ -118,7 +125,8 @@ def _md_value(value: Value) -> str:
     return "".join(md_code(p.value) if isinstance(p, Code) else md_text(p) for p in pieces)
 
 
-def summary_html(s: dict[str, Any]) -> str:
+def summary_html(summary: AiActSummary | Mapping[str, Any]) -> str:
+    s = _typed(summary)
     body = ["<h1>Public summary of training content (draft)</h1>",
             f"<p>{_html_value(_intro(s))}</p>"]
     for title, items in sections(s):

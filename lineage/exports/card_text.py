@@ -7,38 +7,59 @@ text, both written by `lineage.markup`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.markup import md_code, md_table, md_text
+
+if TYPE_CHECKING:
+    from lineage.corpora.answers import Corpus
+    from lineage.runs.answers import Run
 
 _SAID = {True: "yes", False: "NO", None: "no record to compare"}
 
 
 @dataclass(frozen=True)
-class CardFacts:
-    """What the card states, as the store records it."""
+class CheckpointFacts:
+    """The checkpoints row of the card's step: its digests and checks."""
 
-    run: dict[str, Any]  # lineage.runs.query.get_run
-    stream: dict[str, Any]  # lineage.stream.query.get_stream
-    corpus: dict[str, Any]  # lineage.corpora.query.get_corpus
-    checkpoint: dict[str, Any]  # the checkpoints row of the step
+    step: int
+    weights_digest: str | None
+    chain_weights_digest: str | None
+    matches_chain: bool | None
+    state_digest: str | None
+    chain_state_digest: str | None
+    matches_state: bool | None
+    structure_ok: bool
+    checksums_ok: bool | None
+    risks: str | None  # the pickle scan's JSON report; None: not scanned
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """What the card states, as the store records it. The text reads the run, stream and
+    corpus by key (as their JSON objects say them), so their JSON objects serve too."""
+
+    run: Run  # lineage.runs.query.get_run
+    stream: Mapping[str, Any]  # lineage.stream.query.get_stream
+    corpus: Corpus  # lineage.corpora.query.get_corpus
+    checkpoint: CheckpointFacts
     chain_head: str
 
 
-
-def card_text(facts: CardFacts, metadata: dict[str, Any]) -> str:
+def card_text(facts: CardFacts, metadata: Mapping[str, Any]) -> str:
     sections = [front_matter(metadata), _intro(), _corpus(facts.corpus, metadata),
                 _stream(facts.stream), _run(facts.run, facts.chain_head),
                 _checkpoint(facts.checkpoint), _how_to_check(facts)]
     return "\n".join(sections)
 
 
-def front_matter(metadata: dict[str, Any]) -> str:
+def front_matter(metadata: Mapping[str, Any]) -> str:
     """The `---` delimited YAML block the Hub reads, written with a safe dumper."""
     import yaml
 
-    body = yaml.safe_dump(metadata, sort_keys=True, allow_unicode=True,
+    body = yaml.safe_dump(dict(metadata), sort_keys=True, allow_unicode=True,
                           default_flow_style=False)
     return f"---\n{body}---\n"
 
@@ -50,7 +71,7 @@ def _intro() -> str:
             "check them again.\n")
 
 
-def _corpus(corpus: dict[str, Any], metadata: dict[str, Any]) -> str:
+def _corpus(corpus: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
     lines = ["### Corpus", "",
              f"- Name: {md_code(corpus['name'])}",
              f"- Manifest hash: {md_code(corpus['manifest_hash'])} "
@@ -65,7 +86,7 @@ def _corpus(corpus: dict[str, Any], metadata: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _license_note(metadata: dict[str, Any]) -> str:
+def _license_note(metadata: Mapping[str, Any]) -> str:
     if metadata["license"] != "other":
         return ("Every source carries the one licence above, so the metadata says "
                 f"{md_code('license: ' + metadata['license'])}. The licence of the model "
@@ -75,7 +96,7 @@ def _license_note(metadata: dict[str, Any]) -> str:
             "of the model itself is to be completed by the provider.")
 
 
-def _stream(stream: dict[str, Any]) -> str:
+def _stream(stream: Mapping[str, Any]) -> str:
     seed = stream["seed"] if stream["seed"] is not None else "none (recorded from a run's log)"
     return "\n".join([
         "### Stream", "",
@@ -87,7 +108,7 @@ def _stream(stream: dict[str, Any]) -> str:
     ]) + "\n"
 
 
-def _batch(stream: dict[str, Any]) -> str:
+def _batch(stream: Mapping[str, Any]) -> str:
     """`4 windows per step`, or a batch-size schedule by step ranges."""
     schedule = stream.get("schedule")
     if not schedule:
@@ -96,7 +117,7 @@ def _batch(stream: dict[str, Any]) -> str:
     return f"windows per step by schedule ({ranges})"
 
 
-def _run(run: dict[str, Any], chain_head: str) -> str:
+def _run(run: Mapping[str, Any], chain_head: str) -> str:
     return "\n".join([
         "### Run", "",
         f"- Name: {md_code(run['name'])}; chain {md_code(run['chain'])} "
@@ -110,7 +131,7 @@ def _run(run: dict[str, Any], chain_head: str) -> str:
     ]) + "\n"
 
 
-def _skip_rule(rule: dict[str, Any] | None) -> str:
+def _skip_rule(rule: Mapping[str, Any] | None) -> str:
     if rule is None:
         return "none declared"
     return (f"a step whose gradient norm before clipping is above {rule['grad_norm_above']} "
@@ -118,26 +139,26 @@ def _skip_rule(rule: dict[str, Any] | None) -> str:
             f"({md_code(rule['rule'])})")
 
 
-def _checkpoint(ckpt: dict[str, Any]) -> str:
-    risks = json.loads(ckpt["risks"]) if ckpt["risks"] else None
-    checks = ("ok" if ckpt["checksums_ok"] else "FAILED") \
-        if ckpt["checksums_ok"] is not None else "no checksum list given"
+def _checkpoint(ckpt: CheckpointFacts) -> str:
+    risks = json.loads(ckpt.risks) if ckpt.risks else None
+    checks = ("ok" if ckpt.checksums_ok else "FAILED") \
+        if ckpt.checksums_ok is not None else "no checksum list given"
     risk = "not checked" if risks is None else ("none found" if risks["ok"] else "FOUND")
     return "\n".join([
-        f"### Checkpoint after step {ckpt['step']}", "",
-        f"- Weights digest: {md_code(ckpt['weights_digest'] or 'none')}; the chain's: "
-        f"{md_code(ckpt['chain_weights_digest'] or 'none')}; matches the chain: "
-        f"{_SAID[ckpt['matches_chain']]}",
-        f"- State digest (weights and optimizer state): {md_code(ckpt['state_digest'] or 'none')}"
-        f"; the chain's: {md_code(ckpt['chain_state_digest'] or 'none')}; matches the chain: "
-        f"{_SAID[ckpt['matches_state']]}",
-        f"- Structure: {'ok' if ckpt['structure_ok'] else 'FAILED'}; checksums: {checks}; "
+        f"### Checkpoint after step {ckpt.step}", "",
+        f"- Weights digest: {md_code(ckpt.weights_digest or 'none')}; the chain's: "
+        f"{md_code(ckpt.chain_weights_digest or 'none')}; matches the chain: "
+        f"{_SAID[ckpt.matches_chain]}",
+        f"- State digest (weights and optimizer state): {md_code(ckpt.state_digest or 'none')}"
+        f"; the chain's: {md_code(ckpt.chain_state_digest or 'none')}; matches the chain: "
+        f"{_SAID[ckpt.matches_state]}",
+        f"- Structure: {'ok' if ckpt.structure_ok else 'FAILED'}; checksums: {checks}; "
         f"pickle risks: {risk}",
     ]) + "\n"
 
 
 def _how_to_check(facts: CardFacts) -> str:
-    run, step = facts.run["name"], facts.checkpoint["step"]
+    run, step = facts.run["name"], facts.checkpoint.step
     commands = [f"lineage corpus show {_arg(facts.corpus['name'])}",
                 f"lineage stream show {_arg(facts.stream['name'])}",
                 f"lineage chain verify {_arg(run)}",

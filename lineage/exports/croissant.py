@@ -14,11 +14,14 @@ out rather than made up; the description says where the records come from.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.corpora.query import get_corpus
 from lineage.exports.model_card import is_spdx_list_id
 from lineage.store.base import BaseStore, part_path
+
+if TYPE_CHECKING:
+    from lineage.corpora.answers import Corpus
 
 CROISSANT_SPEC = "http://mlcommons.org/croissant/1.1"
 # The JSON-LD context of Croissant 1.1 as mlcroissant (the reference implementation)
@@ -89,18 +92,18 @@ def croissant(store: BaseStore, corpus: str) -> dict[str, Any]:
     """The Croissant JSON-LD of `corpus` (UnknownObjectError when there is none)."""
     facts = get_corpus(store, corpus)
     parts = document_parts(store, corpus)
-    licenses = [license_value(name) for name in facts["licenses"]]
+    licenses = [license_value(name) for name in facts.licenses]
     return {
         "@context": {key: dict(value) if isinstance(value, dict) else value
                      for key, value in CONTEXT.items()},  # the caller's to change
         "@type": "sc:Dataset",
         "conformsTo": CROISSANT_SPEC,
-        "name": facts["name"],
+        "name": facts.name,
         "description": _description(facts, len(parts)),
         **({"license": licenses} if licenses else {}),  # none recorded: none stated
-        "identifier": {"@type": "sc:PropertyValue", "propertyID": facts["manifest_spec"],
-                       "value": facts["manifest_hash"]},
-        "keywords": ["lineage", facts["manifest_spec"]],
+        "identifier": {"@type": "sc:PropertyValue", "propertyID": facts.manifest_spec,
+                       "value": facts.manifest_hash},
+        "keywords": ["lineage", facts.manifest_spec],
         "distribution": [_file_object(part) for part in parts],
         "recordSet": [*_documents_record_sets(parts), _sources_record_set(facts)],
     }
@@ -125,13 +128,13 @@ def license_value(name: str) -> Any:
     return {"@type": "sc:CreativeWork", "name": name}
 
 
-def _description(facts: dict[str, Any], n_parts: int) -> str:
-    return (f"The manifest of the corpus {facts['name']!r} as a lineage store records it: "
-            f"{facts['documents']} documents, {facts['tokens']} tokens (counted by "
-            f"{facts['tokenizer']}), {facts['bytes']} bytes, in {len(facts['sources'])} "
+def _description(facts: Corpus, n_parts: int) -> str:
+    return (f"The manifest of the corpus {facts.name!r} as a lineage store records it: "
+            f"{facts.documents} documents, {facts.tokens} tokens (counted by "
+            f"{facts.tokenizer}), {facts.bytes} bytes, in {len(facts.sources)} "
             f"sources. One record per document, read from the store's {n_parts} Parquet "
-            f"part(s) of the corpus; its manifest hash ({facts['manifest_spec']}) is "
-            f"{facts['manifest_hash']}. The documents' contents are at their uri.")
+            f"part(s) of the corpus; its manifest hash ({facts.manifest_spec}) is "
+            f"{facts.manifest_hash}. The documents' contents are at their uri.")
 
 
 def _file_object(part: dict[str, Any]) -> dict[str, Any]:
@@ -161,11 +164,11 @@ def _documents_record_set(name: str, part: dict[str, Any], which: str) -> dict[s
                       for column, data_type, text in DOCUMENT_FIELDS]}
 
 
-def _sources_record_set(facts: dict[str, Any]) -> dict[str, Any]:
+def _sources_record_set(facts: Corpus) -> dict[str, Any]:
     """The sources with their sizes and licences, embedded (one record per source)."""
-    data = [{"sources/source": s["source"], "sources/documents": s["documents"],
-             "sources/tokens": s["tokens"], "sources/bytes": s["bytes"],
-             "sources/licenses": list(s["licenses"])} for s in facts["sources"]]
+    data = [{"sources/source": s.source, "sources/documents": s.documents,
+             "sources/tokens": s.tokens, "sources/bytes": s.bytes,
+             "sources/licenses": list(s.licenses)} for s in facts.sources]
     return {"@type": "cr:RecordSet", "@id": "sources", "name": "sources",
             "description": "The corpus's sources, with their sizes and licences.",
             "key": {"@id": "sources/source"},

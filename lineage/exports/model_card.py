@@ -11,12 +11,14 @@ terms) is not written. The same store gives the same bytes: no time stamps.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lineage.corpora.query import get_corpus
 from lineage.errors import UnknownObjectError, UsageError
-from lineage.exports.card_text import CardFacts, card_text
+from lineage.exports.answers import ModelCard, ModelCardEvidence, ModelCardMetadata
+from lineage.exports.card_text import CardFacts, CheckpointFacts, card_text
+from lineage.runs.answers import Run
 from lineage.runs.query import get_run
 from lineage.store.base import BaseStore
 from lineage.stream.query import get_stream
@@ -30,22 +32,22 @@ _NOT_LISTED = ("licenseref-", "documentref-")
 _SPECIAL = ("NOASSERTION", "NONE")
 
 
-def model_card(store: BaseStore, *, run: str, checkpoint: int) -> dict[str, Any]:
-    """The card of `run`'s checkpoint saved after step `checkpoint`, as the `ModelCard`
-    answer's JSON object: {"metadata", "text", "evidence"}."""
+def model_card(store: BaseStore, *, run: str, checkpoint: int) -> ModelCard:
+    """The card of `run`'s checkpoint saved after step `checkpoint`: its metadata, text
+    and evidence."""
     facts = card_facts(store, run, checkpoint)
-    metadata = card_metadata(facts.corpus["name"], facts.corpus["sources"])
-    return {"metadata": metadata, "text": card_text(facts, metadata),
-            "evidence": card_evidence(facts)}
+    metadata = card_metadata(facts.corpus.name, facts.corpus.sources)
+    return ModelCard(metadata=metadata, text=card_text(facts, metadata),
+                     evidence=card_evidence(facts))
 
 
 def card_facts(store: BaseStore, run: str, step: int) -> CardFacts:
     summary = get_run(store, run)  # UnknownObjectError for an unknown run
-    if summary["stream"] is None:
+    if summary.stream is None:
         raise UsageError(f"run {run!r} is bound to no stream: the store records no training "
                          "data for it, so there is no card to write")
     _check_step(summary, step)
-    stream = get_stream(store, summary["stream"])
+    stream = get_stream(store, summary.stream)
     corpus = get_corpus(store, stream["corpus"])
     with store.reader(views=False) as con:
         row = con.execute(
@@ -55,34 +57,32 @@ def card_facts(store: BaseStore, run: str, step: int) -> CardFacts:
         head = con.execute("SELECT state_hash FROM steps WHERE run = ? AND state_hash IS NOT "
                            "NULL ORDER BY step DESC LIMIT 1", [run]).fetchone()
     if row is None:
-        held = [str(c["step"]) for c in summary["checkpoints"]]
+        held = [str(c.step) for c in summary.checkpoints]
         raise UnknownObjectError(
             f"run {run!r} has no checkpoint ingested at step {step} (ingested: "
             f"{', '.join(held) or 'none'}); record it first with `lineage ingest checkpoint "
             f"FOLDER --run {run} --step {step}`")
-    keys = ("weights_digest", "chain_weights_digest", "matches_chain", "state_digest",
-            "chain_state_digest", "matches_state", "structure_ok", "checksums_ok", "risks")
-    found = dict(zip(keys, row, strict=True))
-    return CardFacts(summary, stream, corpus, {"step": step, **found},
+    return CardFacts(summary, stream, corpus, CheckpointFacts(step, *row),  # SELECT order
                      head[0] if head else "none")
 
 
-def _check_step(summary: dict[str, Any], step: int) -> None:
-    first, last = summary["first_step"], summary["last_step"]
-    if first is None or not first <= step <= last:
+def _check_step(summary: Run, step: int) -> None:
+    first, last = summary.first_step, summary.last_step
+    if first is None or last is None or not first <= step <= last:
         recorded = f"steps {first}..{last}" if first is not None else "no steps"
-        raise UnknownObjectError(f"run {summary['name']!r} has no step {step} "
+        raise UnknownObjectError(f"run {summary.name!r} has no step {step} "
                                  f"({recorded} recorded)")
 
 
-def card_metadata(corpus: str, sources: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def card_metadata(corpus: str, sources: Sequence[Mapping[str, Any]]) -> ModelCardMetadata:
     """The metadata block: the dataset, the licence when one SPDX id covers every source,
-    the tag. Keys sorted, as the YAML is written."""
-    return dict(sorted({"datasets": [corpus], "tags": list(TAGS),
-                        **license_fields(sources)}.items()))
+    the tag. Its fields are in sorted order, as the YAML is written."""
+    licence = license_fields(sources)
+    return ModelCardMetadata(datasets=(corpus,), license=licence["license"],
+                             license_name=licence.get("license_name"), tags=TAGS)
 
 
-def license_fields(sources: Sequence[dict[str, Any]]) -> dict[str, str]:
+def license_fields(sources: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """`license` (and `license_name` with `other`) from the sources' licences.
 
     One licence on every source and on the SPDX list: that id, in the lower case the Hub's
@@ -108,14 +108,14 @@ def is_spdx_list_id(value: str) -> bool:
             and value.upper() not in _SPECIAL)
 
 
-def card_evidence(facts: CardFacts) -> dict[str, Any]:
+def card_evidence(facts: CardFacts) -> ModelCardEvidence:
     run, stream, corpus, ckpt = facts.run, facts.stream, facts.corpus, facts.checkpoint
-    return {"run": run["name"], "chain": run["chain"], "chain_head": facts.chain_head,
-            "closed": run["closed"], "corpus": corpus["name"],
-            "manifest_spec": corpus["manifest_spec"], "manifest_hash": corpus["manifest_hash"],
-            "stream": stream["name"], "stream_spec": stream["spec"],
-            "spec_hash": stream["spec_hash"],
-            "occurrences_digest": stream["occurrences_digest"], "checkpoint": ckpt["step"],
-            **{key: ckpt[key] for key in ("weights_digest", "chain_weights_digest",
-                                           "matches_chain", "state_digest",
-                                           "chain_state_digest", "matches_state")}}
+    return ModelCardEvidence(
+        run=run.name, chain=run.chain, chain_head=facts.chain_head, closed=run.closed,
+        corpus=corpus.name, manifest_spec=corpus.manifest_spec,
+        manifest_hash=corpus.manifest_hash, stream=stream["name"],
+        stream_spec=stream["spec"], spec_hash=stream["spec_hash"],
+        occurrences_digest=stream["occurrences_digest"], checkpoint=ckpt.step,
+        weights_digest=ckpt.weights_digest, chain_weights_digest=ckpt.chain_weights_digest,
+        matches_chain=ckpt.matches_chain, state_digest=ckpt.state_digest,
+        chain_state_digest=ckpt.chain_state_digest, matches_state=ckpt.matches_state)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.corpora.query import get_corpus
 from lineage.errors import LineageError, UnknownObjectError, UsageError
+from lineage.exports.openlineage_answers import OpenLineageExport, OpenLineageRun
 from lineage.exports.openlineage_events import (
     corpus_events,
     experiment_events,
@@ -254,23 +255,29 @@ def export_openlineage(store: BaseStore, *, run: str | None = None, corpus: str 
                        exp: str | None = None, namespace: str = NAMESPACE,
                        output: Path | None = None, url: str | None = None,
                        endpoint: str = "api/v1/lineage", api_key: str | None = None
-                       ) -> dict[str, Any]:
+                       ) -> OpenLineageExport:
     """Send the events (see `openlineage_events`) to the file `output` (one JSON event per
     line, replaced atomically), to the OpenLineage HTTP endpoint `url`, or, with neither,
-    to the client's console transport; the `OpenLineageExport` answer's JSON object."""
+    to the client's console transport; the answer says what went where."""
     if output is not None and url is not None:
         raise UsageError("name at most one destination: -o FILE, --url URL or --console")
     events = openlineage_events(store, run=run, corpus=corpus, exp=exp, namespace=namespace)
-    summary = _summary(events, namespace)
+    runs = _runs(events)
+
+    def exported(transport: str, destination: str) -> OpenLineageExport:
+        return OpenLineageExport(spec=SPEC_URL, producer=PRODUCER, namespace=namespace,
+                                 events=len(events), runs=runs, transport=transport,
+                                 destination=destination)
+
     if output is not None:
         _emit_to_file(events, output)
-        return {**summary, "transport": "file", "destination": str(output)}
+        return exported("file", str(output))
     if url is not None:
         transport = http_transport(url, endpoint=endpoint, api_key=api_key)
         emit_events(events, transport, where=f"--url {url}")
-        return {**summary, "transport": "http", "destination": url.rstrip("/") + "/" + endpoint}
+        return exported("http", url.rstrip("/") + "/" + endpoint)
     emit_events(events, console_transport(), where="console")
-    return {**summary, "transport": "console", "destination": "console"}
+    return exported("console", "console")
 
 
 def _emit_to_file(events: Sequence[RunEvent], output: Path) -> None:
@@ -292,13 +299,17 @@ def _emit_to_file(events: Sequence[RunEvent], output: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-def _summary(events: Sequence[RunEvent], namespace: str) -> dict[str, Any]:
-    runs: dict[str, dict[str, Any]] = {}
+def _runs(events: Sequence[RunEvent]) -> tuple[OpenLineageRun, ...]:
+    """One entry per OpenLineage run, with its events' states in order, by job name."""
+    by_run: dict[str, list[RunEvent]] = {}
     for event in events:
-        found = runs.setdefault(event.run.runId, {
-            "job": event.job.name, "run_id": event.run.runId, "states": [],
-            "first_time": event.eventTime, "last_time": event.eventTime})
-        found["states"].append(event.eventType.value if event.eventType else "OTHER")
-        found["last_time"] = event.eventTime
-    return {"spec": SPEC_URL, "producer": PRODUCER, "namespace": namespace,
-            "events": len(events), "runs": sorted(runs.values(), key=lambda r: r["job"])}
+        by_run.setdefault(event.run.runId, []).append(event)
+    runs = [OpenLineageRun(job=sent[0].job.name, run_id=run_id,
+                           states=tuple(_state(event) for event in sent),
+                           first_time=sent[0].eventTime, last_time=sent[-1].eventTime)
+            for run_id, sent in by_run.items()]
+    return tuple(sorted(runs, key=lambda r: r.job))
+
+
+def _state(event: RunEvent) -> str:
+    return event.eventType.value if event.eventType else "OTHER"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lineage.runs.answers import ChainVerification, SkipRuleVerdict, SkipViolation
 from lineage.runs.chain import (
     CHAIN_SPEC,
     CHAIN_SPEC_V1,
@@ -42,7 +43,7 @@ class _Broken(Exception):
 
 
 def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
-                 expect_steps: int | None = None) -> dict[str, Any]:
+                 expect_steps: int | None = None) -> ChainVerification:
     with store.reader(views=False) as con:
         from lineage.runs.query import _summary
 
@@ -52,30 +53,36 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
         assert row is not None  # _summary raised UnknownObjectError for an unknown run
         header_text, end_text, rule_text = row
         header = json.loads(header_text)
-        stream = stream_named(con, info["stream"]) if info["stream"] else None
+        stream = stream_named(con, info.stream) if info.stream else None
         rows = con.execute("SELECT step, record FROM steps WHERE run = ? ORDER BY step",
                            [run]).fetchall()
         full = header.get("chain") in CHAIN_SPECS
-        result = _empty_result(run, header, full, stream, end_text, expect_steps)
-        walk = _Walk(header, stream, full, int(info["world_size"]))
+        end = json.loads(end_text) if end_text else None
+        walk = _Walk(header, stream, full, int(info.world_size))
         broken = _attempt(walk.run, rows)
+        batches_checked = False
         if batches and stream is not None:  # a digest breaks before any later link
-            result["batches_checked"] = True
-            broken = _attempt(_check_batches, con, store, stream, int(info["world_size"]),
+            batches_checked = True
+            broken = _attempt(_check_batches, con, store, stream, int(info.world_size),
                               walk) or broken
         broken = broken or _attempt(_check_end, end_text, walk) or \
             _attempt(_check_length, expect_steps, walk)
+    first_broken_step, reason = (broken.step, broken.reason) if broken else (None, None)
     if broken is not None:
-        result.update(first_broken_step=broken.step, reason=broken.reason)
         walk.checked = [r for r in walk.checked if broken.step is None or r[0] < broken.step]
-    result["steps_checked"] = len(walk.checked)
-    result["last_state_hash"] = walk.checked[-1][3] if walk.checked else None
     # the rule as recorded: the header's, or what the import declared for a foreign chain
     declared = json.loads(rule_text) if rule_text is not None else None
-    result["skip_rule"] = _skip_verdict(declared, walk.checked, broken)
-    result["verdict"] = _verdict(result, full)
-    result["ok"] = result["verdict"] == "ok"
-    return result
+    skip_rule = _skip_verdict(declared, walk.checked, broken)
+    verdict = _verdict(first_broken_step, reason, skip_rule, full)
+    return ChainVerification(
+        run=run, chain=header.get("chain"), algorithm=header.get("algorithm"),
+        checked="full" if full else "continuity", verdict=verdict, ok=verdict == "ok",
+        genesis=header.get("genesis"), stream=stream["name"] if stream else None,
+        batches_checked=batches_checked, closed=end is not None,
+        end_steps=end.get("steps") if isinstance(end, dict) else None,
+        expect_steps=expect_steps, steps_checked=len(walk.checked),
+        first_broken_step=first_broken_step, reason=reason,
+        last_state_hash=walk.checked[-1][3] if walk.checked else None, skip_rule=skip_rule)
 
 
 def _attempt(check: Any, *args: Any) -> _Broken | None:
@@ -86,22 +93,11 @@ def _attempt(check: Any, *args: Any) -> _Broken | None:
     return None
 
 
-def _empty_result(run: str, header: dict[str, Any], full: bool, stream: Any,
-                  end_text: str | None, expect_steps: int | None) -> dict[str, Any]:
-    end = json.loads(end_text) if end_text else None
-    return {"run": run, "chain": header.get("chain"), "algorithm": header.get("algorithm"),
-            "checked": "full" if full else "continuity", "verdict": None, "ok": False,
-            "genesis": header.get("genesis"), "stream": stream["name"] if stream else None,
-            "batches_checked": False, "closed": end is not None,
-            "end_steps": end.get("steps") if isinstance(end, dict) else None,
-            "expect_steps": expect_steps, "steps_checked": 0, "first_broken_step": None,
-            "reason": None, "last_state_hash": None, "skip_rule": None}
-
-
-def _verdict(result: dict[str, Any], full: bool) -> str:
-    if result["first_broken_step"] is not None or result["reason"]:
+def _verdict(first_broken_step: int | None, reason: str | None, skip_rule: SkipRuleVerdict,
+             full: bool) -> str:
+    if first_broken_step is not None or reason:
         return "broken"
-    if result["skip_rule"]["verdict"] in ("violated", "invalid"):
+    if skip_rule.verdict in ("violated", "invalid"):
         return "rule-violated"
     return "ok" if full else "continuity-only"
 
@@ -234,21 +230,21 @@ def _check_length(expect_steps: int | None, walk: _Walk) -> None:
 
 
 def _skip_verdict(declared: Any, checked: list[Any],
-                  broken: _Broken | None) -> dict[str, Any]:
+                  broken: _Broken | None) -> SkipRuleVerdict:
     """The rule checked over the verified steps. A violation among them stands; without
     one, a broken chain's rule is `not-checked`: the records past the break are not
     evidence, so "every step agrees" cannot be said."""
+    skipped_steps = sum(1 for c in checked if c[2].get("skipped") is True)
     if declared is None:
-        return {"declared": None, "verdict": "no rule declared", "violations": [],
-                "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}
+        return SkipRuleVerdict(declared=None, description=None, verdict="no rule declared",
+                               violations=(), reason=None, skipped_steps=skipped_steps)
     try:
         rule = SkipRule.from_json(declared)
     except ValueError as exc:
-        return {"declared": declared, "verdict": "invalid", "violations": [],
-                "reason": str(exc), "skipped_steps": None}
-    violations = check_skips(rule, ((c[0], c[2].get("grad_norm"), c[2].get("skipped"))
-                                    for c in checked))
+        return SkipRuleVerdict(declared=declared, description=None, verdict="invalid",
+                               violations=(), reason=str(exc), skipped_steps=None)
+    violations = tuple(SkipViolation(step=v["step"], reason=v["reason"]) for v in check_skips(
+        rule, ((c[0], c[2].get("grad_norm"), c[2].get("skipped")) for c in checked)))
     verdict = "violated" if violations else "not-checked" if broken is not None else "ok"
-    return {"declared": declared, "description": rule.describe(),
-            "verdict": verdict, "violations": violations,
-            "skipped_steps": sum(1 for c in checked if c[2].get("skipped") is True)}
+    return SkipRuleVerdict(declared=declared, description=rule.describe(), verdict=verdict,
+                           violations=violations, reason=None, skipped_steps=skipped_steps)

@@ -15,13 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from lineage.store.answers import PartProblem, StoreVerification
 from lineage.store.base import BaseStore
 from lineage.store.durable import guarded_write, sha256_file
 
 GC_MIN_AGE_SECONDS = 3600.0  # an unregistered file younger than this may be mid-commit
 
 
-def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, Any]:
+def verify_store(store: BaseStore, *, workers: int | None = None) -> StoreVerification:
     """Check every registered Parquet file; `ok` is False when any differs or is missing.
     Each problem names the record its file belongs to; `pending_log` says that commits
     wait in the catalog's log (every open replays them; not a problem)."""
@@ -36,23 +37,27 @@ def verify_store(store: BaseStore, *, workers: int | None = None) -> dict[str, A
         unused = arrays_problems(con)  # whole lookup arrays that lookups would not use
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         checked = list(pool.map(lambda row: _check_file(store.root, *row[:4]), rows))
-    for entry in checked:
-        if entry["status"] == "ok" and entry["path"] in unused:
-            entry["status"], entry["message"] = unused[entry["path"]]
+    # by path: a log several experiments share is listed once per experiment, named by one
     owners = {row[0]: f"{owner_kind(row[1])} {row[4]}" for row in rows}
-    problems = [{**c, "owner": owners[c["path"]]} for c in checked if c["status"] != "ok"]
+    problems = []
+    for (path, table, *_), found in zip(rows, checked, strict=True):
+        problem = found or unused.get(path)  # a file intact but unused is a problem too
+        if problem is not None:
+            status, message = problem
+            problems.append(PartProblem(path=path, table=table, status=status,
+                                        message=message, owner=owners[path]))
     registered = {row[0] for row in rows}
     garbage = sorted(p for p in _table_files(store) if p not in registered)
     log = store.root / f"{store.catalog_path.name}.wal"
-    return {
-        "store": str(store.root),
-        "ok": not problems,
-        "files_checked": len(checked),
-        "bytes_checked": sum(row[2] for row in rows),
-        "problems": problems,
-        "unregistered": garbage,
-        "pending_log": log.exists() and log.stat().st_size > 0,
-    }
+    return StoreVerification(
+        store=str(store.root),
+        ok=not problems,
+        files_checked=len(checked),
+        bytes_checked=sum(row[2] for row in rows),
+        problems=tuple(problems),
+        unregistered=tuple(garbage),
+        pending_log=log.exists() and log.stat().st_size > 0,
+    )
 
 
 # A record's tables, its lookup arrays files (lineage/store/arrays.py) among them
@@ -95,22 +100,19 @@ def gc_store(store: BaseStore, *, min_age: float = GC_MIN_AGE_SECONDS) -> dict[s
     return {"store": str(store.root), "removed": sorted(set(removed))}
 
 
-def _check_file(root: Path, rel: str, table: str, size: int, sha256: str) -> dict[str, Any]:
+def _check_file(root: Path, rel: str, table: str, size: int,
+                sha256: str) -> tuple[str, str] | None:
+    """The file's problem as (status, message); None when it is as the catalog says."""
     path = root / rel
-    entry: dict[str, Any] = {"path": rel, "table": table, "status": "ok"}
     if not path.is_file():
-        entry.update(status="missing", message="registered file is missing")
-        return entry
+        return "missing", "registered file is missing"
     actual_size = path.stat().st_size
     if actual_size != size:
-        entry.update(status="size-mismatch",
-                     message=f"size {actual_size} bytes, catalog says {size}")
-        return entry
+        return "size-mismatch", f"size {actual_size} bytes, catalog says {size}"
     actual = sha256_file(path)
     if actual != sha256:
-        entry.update(status="hash-mismatch",
-                     message=f"sha256 {actual[:16]}…, catalog says {sha256[:16]}…")
-    return entry
+        return "hash-mismatch", f"sha256 {actual[:16]}…, catalog says {sha256[:16]}…"
+    return None
 
 
 def _table_files(store: BaseStore) -> list[str]:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from lineage.answer import Answer, UInt64, optional
 
@@ -80,10 +79,41 @@ class StreamSummary(Stream):
     """`lineage stream list`: one row per stream, the same fields as `Stream`."""
 
 
-def shown_stream(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stream's catalog row (lineage.stream.query) as `stream show` and `stream list`
-    print it: the fields of `Stream`, in their order."""
-    return {f.name: row[f.name] for f in dataclasses.fields(Stream) if f.name in row}
+S = TypeVar("S", bound=Stream)
+
+
+def shown_stream(row: Mapping[str, Any]) -> Stream:
+    """A stream's catalog row (lineage.stream.query) as `stream show` prints it."""
+    return stream_answer(row, Stream)
+
+
+def stream_answer(row: Mapping[str, Any], kind: type[S]) -> S:
+    """A stream's catalog row (lineage.stream.query's record, or a `Stream`) as `kind`:
+    `Stream` for `stream show`, `StreamSummary` for a row of `stream list`."""
+    return kind(
+        name=row["name"], spec=row["spec"], spec_hash=row["spec_hash"], corpus=row["corpus"],
+        manifest_hash=row["manifest_hash"], seed=row["seed"], seq_len=row["seq_len"],
+        batch=row["batch"], separator_tokens=row["separator_tokens"], epochs=dict(row["epochs"]),
+        token_budget=row["token_budget"],
+        # Only a stream that declares them has the keys (docs/stream-spec.md §1).
+        schedule=_schedule(row.get("schedule")), rank_rule=_rank_rule(row.get("rank_rule")),
+        tokens=row["tokens"], windows=row["windows"], steps=row["steps"],
+        occurrences=row["occurrences"], occurrences_digest=row["occurrences_digest"],
+    )
+
+
+def _schedule(declared: Sequence[Sequence[int]] | None) -> tuple[tuple[int, int], ...] | None:
+    """A declared schedule's [[first step, windows per step], ...] as pairs."""
+    if declared is None:
+        return None
+    return tuple((first, windows) for first, windows in declared)
+
+
+def _rank_rule(declared: Mapping[str, Any] | None) -> RankRuleAnswer | None:
+    """A declared rank rule ({"micro_batch"?, "rule"}, as RankRule.to_json writes it)."""
+    if declared is None:
+        return None
+    return RankRuleAnswer(rule=declared["rule"], micro_batch=declared.get("micro_batch"))
 
 
 class StreamCut(Answer):

@@ -23,6 +23,8 @@ from lineage.stream.schedule import BatchSchedule, RankRule
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.answer import AnswerList
+    from lineage.stream.answers import StreamSummary
     from lineage.stream.order import IntArray
 
 STREAM_COLUMNS = (
@@ -91,9 +93,14 @@ def _declared(row: Mapping[str, Any], key: str) -> Any:
     return parameters.get(key) if isinstance(parameters, Mapping) else None
 
 
-def list_streams(store: BaseStore) -> list[dict[str, Any]]:
+def list_streams(store: BaseStore) -> AnswerList[StreamSummary]:
+    """Every stream, by name, as `stream list` prints it."""
+    from lineage.answer import AnswerList
+    from lineage.stream.answers import StreamSummary, stream_answer
+
     with store.reader(views=False) as con:
-        return stream_rows(con)
+        rows = stream_rows(con)
+    return AnswerList(StreamSummary, (stream_answer(row, StreamSummary) for row in rows))
 
 
 def get_stream(store: BaseStore, name: str | None = None) -> dict[str, Any]:

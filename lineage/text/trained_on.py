@@ -338,7 +338,7 @@ def _with_copies(context: _Context, matches: list[dict[str, Any]], known: Placem
         match["seen_steps"] = _steps_of(stream, sorted(windows))
 
 
-def with_run(store: BaseStore, answer: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+def with_run(store: BaseStore, answer: dict[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     """Refine verdicts by what the run did: trained, skipped-only or not-reached."""
     from lineage.runs.windows import RunWindows
     from lineage.stream.query import stream_row, stream_schedule
