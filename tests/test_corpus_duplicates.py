@@ -4,11 +4,14 @@ words cut from the example corpus's Gutenberg plays, with copies in a second sou
 
 from __future__ import annotations
 
+import itertools
 import random
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
@@ -96,3 +99,28 @@ def test_trained_on_counts_the_copies_a_matched_text_had(
     assert (near["match"], near["copies"], near["seen"]) == ("near", 1, 1)
     human = Cli(copies.root)("trained-on", "--text", plays[1]["text"].lower()).stdout
     assert f"2 copies in the corpus, seen 2 times: steps {steps[0]}" in human
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40)), max_size=300),
+       st.integers(1, 4))
+def test_run_pairs_are_every_pair_of_a_run_once(rows: list[tuple[int, int]],
+                                                max_run: int) -> None:
+    """`_run_pairs` on rows sorted by (key, doc), a row repeated or not: each pair of
+    distinct documents of a key's run once, runs longer than MAX_RUN making none."""
+    import numpy as np
+
+    import lineage.text.duplicates as duplicates
+
+    rows.sort()
+    keys = np.array([k for k, _ in rows], np.uint64)
+    docs = np.array([d for _, d in rows], np.uint32)
+    runs: dict[int, set[int]] = {}
+    for key, doc in rows:
+        runs.setdefault(key, set()).add(doc)
+    expected = sorted((a << 32) | b for run in runs.values() if len(run) <= max_run
+                      for a, b in itertools.combinations(sorted(run), 2))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(duplicates, "MAX_RUN", max_run)
+        found = duplicates._run_pairs(keys, docs)
+    assert sorted(found.tolist()) == expected

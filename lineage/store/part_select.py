@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import json
 from collections.abc import Iterable, Sequence
@@ -166,6 +167,8 @@ class KeyAdmits:
         if key is not None and record.ascends("last", key[0]) and \
                 record.ascends("first", key[0]):  # first <= value <= last
             column, values = key
+            if len(values) > groups:  # more values than groups: `among` tests each group
+                return range(groups)
             lows, highs = record.last[column], record.first[column]
             windows = [range(bisect.bisect_left(lows, value), bisect.bisect_right(highs, value))
                        for value in values]
@@ -192,10 +195,20 @@ class KeyAdmits:
             low, high, digest = first["content_hash"], last["content_hash"], self.digest
             kept = [i for i in kept if low[i] <= digest <= high[i]]
         if self.any_of and self.any_of[0] in first:
-            column, values = self.any_of
-            low, high = first[column], last[column]
-            kept = [i for i in kept if any(low[i] <= value <= high[i] for value in values)]
+            low, high = first[self.any_of[0]], last[self.any_of[0]]
+            kept = [i for i in kept if self._holds_one(low[i], high[i])]
         return kept
+
+    @functools.cached_property
+    def _sorted_values(self) -> list[Any]:
+        return sorted(set(self.any_of[1])) if self.any_of else []
+
+    def _holds_one(self, low: Any, high: Any) -> bool:
+        """Whether one of `any_of`'s values lies in [low, high], by bisection: a corpus's
+        duplicate clusters ask for 800,000 documents at 10M, against each part."""
+        values = self._sorted_values
+        at = bisect.bisect_left(values, low)
+        return at < len(values) and values[at] <= high
 
     def _key_values(self) -> tuple[str, Sequence[Any]] | None:
         """(column, values) when the condition is values of one column."""
