@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from text_index import vocabulary  # noqa: E402
+from text_index import word_law  # noqa: E402
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[1]
@@ -46,12 +46,7 @@ def generate(out: Path, documents: int, shards: int, seed: int = 11) -> dict[str
     import numpy as np
 
     out.mkdir(parents=True, exist_ok=True)
-    vocab = vocabulary()
-    ranks = np.arange(len(vocab), dtype=np.float64)
-    weights = 1.0 / (ranks + 2.7) ** 1.05
-    weights /= weights.sum()
-    variants = np.array(vocab + [w.capitalize() for w in vocab] + [w + "," for w in vocab]
-                        + [w + ".\n" for w in vocab], dtype=object)
+    vocab, weights, variants = word_law()
     rng = np.random.default_rng(seed)
     edits = random.Random(seed)
     planted: dict[str, list] = {kind: [] for kind in PLANTS}

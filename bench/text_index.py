@@ -25,6 +25,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -44,16 +45,25 @@ def vocabulary() -> list[str]:
     return sorted(words, key=lambda w: (-words[w], w))  # by frequency: rank 0 is "the"
 
 
-def generate(out: Path, documents: int, shards: int, seed: int = 7) -> list[Path]:
+def word_law() -> tuple[list[str], Any, Any]:
+    """(vocabulary, Zipf-like weights of its words, each word's four written styles:
+    as is, capitalized, before a comma, ending a sentence): what the generators draw."""
     import numpy as np
 
-    out.mkdir(parents=True, exist_ok=True)
     vocab = vocabulary()
     ranks = np.arange(len(vocab), dtype=np.float64)
     weights = 1.0 / (ranks + 2.7) ** 1.05
     weights /= weights.sum()
     variants = np.array(vocab + [w.capitalize() for w in vocab] + [w + "," for w in vocab]
                         + [w + ".\n" for w in vocab], dtype=object)
+    return vocab, weights, variants
+
+
+def generate(out: Path, documents: int, shards: int, seed: int = 7) -> list[Path]:
+    import numpy as np
+
+    out.mkdir(parents=True, exist_ok=True)
+    vocab, weights, variants = word_law()
     rng = np.random.default_rng(seed)
     paths = []
     per_shard = -(-documents // shards)
