@@ -200,6 +200,7 @@ def test_the_command_line_reports_a_near_duplicate_with_its_evidence(
     assert (match["match"], match["doc_id"], match["index"]["near_spec"]) == (
         "near", doc["id"], "lineage-near/1")
     assert answer["text_evidence"]["near"]["min_similarity"] == 0.5
+    assert answer["text_evidence"]["near"]["moved_words"] == MOVED_WORDS == 8
     # Above its similarity, the same copy is found nowhere: exit 1.
     strict = cli.json("trained-on", str(query), "--min-similarity", "0.99", code=1)
     assert strict["results"][0]["verdict"] == "not-found"

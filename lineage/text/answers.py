@@ -174,6 +174,9 @@ class NearParameters(Answer):
     bands: int
     rows: int  # signature values per band
     min_similarity: float  # the aligned share a `near-duplicate` verdict needs
+    # aligned words a passage out of order needs to count (near-spec.md §7); the key is
+    # absent from answers made before moved passages were aligned
+    moved_words: int | None = optional()
 
 
 class TextEvidence(Answer):

@@ -18,7 +18,7 @@ from lineage.corpora.doc_text import read_checked
 from lineage.errors import LineageError
 from lineage.store.base import BaseStore
 from lineage.store.part_select import part_files
-from lineage.text.align import Region, align, aligned_words, regions
+from lineage.text.align import MOVED_WORDS, Region, align, aligned_words, regions
 from lineage.text.identity import TEXT_SPEC, LocatedWords, located_words
 from lineage.text.match import DocInfo, DocText, document_rows, document_texts
 from lineage.text.minhash import (
@@ -94,7 +94,7 @@ def query_band_keys(words: list[str]) -> list[int]:
 def parameters(min_similarity: float) -> dict[str, Any]:
     """The near-duplicate parameters every near answer cites."""
     return {"spec": NEAR_SPEC, "shingle_words": SHINGLE_WORDS, "bands": BANDS, "rows": ROWS,
-            "min_similarity": min_similarity}
+            "min_similarity": min_similarity, "moved_words": MOVED_WORDS}
 
 
 def _candidates(con: Any, store: BaseStore, keys: list[int],
