@@ -22,6 +22,7 @@ from lineage.ingest.inputs import ShardInput
 from lineage.ingest.readers.directory import DirectoryListing, FileEntry, stage_directory
 from lineage.ingest.readers.manifests import load_manifests
 from lineage.ingest.staging import ShardSummary
+from lineage.store.base import sql_text
 
 FILES_PER_TASK = 4096  # a task hashes this many files of a folder
 
@@ -79,11 +80,7 @@ def stage_manifest(task: ManifestTask) -> ShardSummary:
         con.execute(STAGED_TABLE)
         load_manifests(con, [task.shard], table="docs")
         rows = int(con.execute("SELECT count(*) FROM docs").fetchall()[0][0])
-        con.execute(f"COPY docs TO '{_quoted(task.part)}' (FORMAT parquet)")
+        con.execute(f"COPY docs TO {sql_text(task.part)} (FORMAT parquet)")
     finally:
         con.close()
     return ShardSummary(task.part, rows, 0)
-
-
-def _quoted(path: str) -> str:
-    return path.replace("'", "''")

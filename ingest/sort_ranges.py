@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lineage.store.base import sql_text
+
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
@@ -109,7 +111,7 @@ def _deal(con: duckdb.DuckDBPyConnection, table: str, columns: str, key: str,
     scratch.mkdir(parents=True)
     con.cursor().execute(
         f"COPY (SELECT {columns}, {which} AS {_RANGE_COLUMN} FROM {table}) TO "
-        f"'{_quoted(scratch)}' (FORMAT parquet, PARTITION_BY ({_RANGE_COLUMN}), "
+        f"{sql_text(str(scratch))} (FORMAT parquet, PARTITION_BY ({_RANGE_COLUMN}), "
         f"ROW_GROUP_SIZE {_SCRATCH_ROW_GROUP}, COMPRESSION zstd, COMPRESSION_LEVEL 1)", values)
 
 
@@ -123,7 +125,7 @@ def _range_readers(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             files = sorted(str(p) for p in folder.glob("*.parquet"))
             if not files:
                 continue
-            listed = ", ".join(f"'{_quoted(Path(f))}'" for f in files)
+            listed = ", ".join(sql_text(str(f)) for f in files)
             rows = f"read_parquet([{listed}], hive_partitioning = false)"
             reader = _reader(con, sql.replace("{rows}", rows), params)
             yield reader
@@ -136,10 +138,6 @@ def _reader(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
             ) -> pa.RecordBatchReader:
     # a fresh cursor for each: no pending result of another query in the way
     return con.cursor().sql(sql, params=list(params)).to_arrow_reader(BATCH_ROWS)
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 def _chain(first: pa.RecordBatchReader,

@@ -27,6 +27,7 @@ from lineage.ingest.inputs import ShardInput, plan_inputs
 from lineage.ingest.readers.croissant import looks_like_croissant
 from lineage.ingest.staging import StagedParts
 from lineage.ingest.walk import DEFAULT_LINKS, WalkCounts
+from lineage.store.base import sql_text
 from lineage.store.durable import remove_quietly
 from lineage.store.scratch import new_staging_dir
 
@@ -174,7 +175,7 @@ def _read_manifest(path: Path, scratch: Path, progress: Any) -> ReducedCorpus:
 
 
 def _parts_sql(reduced: ReducedCorpus) -> str:
-    listed = ", ".join("'" + str(part.temp).replace("'", "''") + "'" for part in reduced.parts)
+    listed = ", ".join(sql_text(str(part.temp)) for part in reduced.parts)
     return f"SELECT {_COLUMNS} FROM read_parquet([{listed}])"
 
 

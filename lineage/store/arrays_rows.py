@@ -35,6 +35,7 @@ from lineage.store.arrays_spool import (
     assemble,
     close_spools,
 )
+from lineage.store.base import sql_text
 
 if TYPE_CHECKING:
     import duckdb
@@ -120,7 +121,7 @@ def corpus_file(temp: Path, folder: Path, corpus: str, hash_parts: Sequence[Path
         query = f"""
             SELECT h.content_hash, h.doc_id, h.source, u.uri, u.same
             FROM read_parquet({_paths(hash_parts)}) h
-            POSITIONAL JOIN read_parquet({_literal(uris)}) u"""
+            POSITIONAL JOIN read_parquet({sql_text(str(uris))}) u"""
         for batch in _batches(con, query, []):
             if not pc.all(batch.column(4)).as_py():
                 return None  # the tables do not hold the same documents
@@ -149,13 +150,13 @@ def _uris_in_hash_order(con: duckdb.DuckDBPyConnection, folder: Path,
                                 file_row_number = true) h
               JOIN hash_parts b ON b.filename = h.filename
               ORDER BY h.doc_id)
-        TO {_literal(by_doc)} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
+        TO {sql_text(str(by_doc))} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
     con.execute(f"""
         COPY (SELECT r.row, d.uri, d.doc_id IS NOT DISTINCT FROM r.doc_id AS same
               FROM read_parquet({_paths(doc_parts)}) d POSITIONAL JOIN
-                   read_parquet({_literal(by_doc)}) r
+                   read_parquet({sql_text(str(by_doc))}) r
               ORDER BY r.row NULLS LAST)
-        TO {_literal(uris)} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
+        TO {sql_text(str(uris))} (FORMAT parquet, COMPRESSION zstd)""").fetchall()
     by_doc.unlink()
     return uris
 
@@ -546,12 +547,7 @@ def _row_counts(parts: Sequence[Path]) -> list[int]:
 
 def _paths(parts: Sequence[Path]) -> str:
     """A list of paths as a SQL literal (a view's definition takes no parameters)."""
-    return "[" + ", ".join(_literal(p) for p in parts) + "]"
-
-
-def _literal(path: Path) -> str:
-    """A path as a SQL string literal."""
-    return "'" + str(path).replace("'", "''") + "'"
+    return "[" + ", ".join(sql_text(str(p)) for p in parts) + "]"
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str, params: list[Any],
