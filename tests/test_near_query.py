@@ -263,19 +263,30 @@ def test_an_alignment_pairs_equal_words_once(query: list[str], doc: list[str]) -
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.sampled_from("a b c d e f g h i j k l".split()), min_size=8,
-                         max_size=14), min_size=2, max_size=8), st.randoms())
+@given(st.lists(st.lists(st.sampled_from("a b c d e f g h i j k l".split()),
+                         min_size=GAP_WORDS + 1, max_size=14), min_size=2, max_size=8),
+       st.randoms())
 def test_sentences_in_any_order_align_whole(sentences: list[list[str]],
                                             rng: random.Random) -> None:
     """A text whose sentences are shuffled aligns with the original word for word, as
-    long as no 2-gram repeats (every anchor then names one place)."""
+    long as every 2-gram of the shuffled text names one place in the original: no 2-gram
+    repeats, and the 2-grams across two sentences newly side by side occur nowhere in it
+    (hypothesis found one that did: it pairs the next sentence's first word with another
+    sentence's, which leaves both places unaligned). Sentences are longer than GAP_WORDS:
+    a gap of at most that many words on both sides is aligned word by word, and between
+    two short unrelated sentences that aligns common words by chance (found the same way;
+    in prose such a word costs a moved passage its words only when the passage is short)."""
     text = [w for s in sentences for w in s]
     pairs = [tuple(text[i:i + 2]) for i in range(len(text) - 1)]
     if len(set(pairs)) < len(pairs):
         return
-    shuffled = sentences[:]
-    rng.shuffle(shuffled)
-    query = [w for s in shuffled for w in s]
+    order = list(range(len(sentences)))
+    rng.shuffle(order)
+    seams = [(sentences[a][-1], sentences[b][0])
+             for a, b in itertools.pairwise(order) if b != a + 1]
+    if set(seams) & set(pairs):
+        return
+    query = [w for i in order for w in sentences[i]]
     assert aligned_words(align(query, text)) == len(text)
 
 
