@@ -124,7 +124,7 @@ def test_every_field_the_store_cannot_know_is_left_to_the_provider(demo: Store) 
                d.scraped.crawlers, d.scraped.collection_period, p.opt_out_compliance,
                p.illegal_content_removal, p.other_information]
     assert unknown == [TO_COMPLETE] * len(unknown)
-    text = summary_markdown(s.to_dict())
+    text = summary_markdown(s)
     # each field once, each source's kind once, and the introduction that explains it
     assert text.count(TO_COMPLETE) == len(unknown) + len(d.recorded_sources) + 1
     assert s.template.version == "2025-07-24" and "53(1)(d)" in s.template.legal_basis
@@ -148,18 +148,18 @@ def test_cli_formats(demo: Store) -> None:
     assert AiActSummary.from_dict(json.loads(printed.stdout)) == answer
     assert Cli(demo.root).json("export", "ai-act-summary", "--corpus", "web") == answer
     md = cli("export", "ai-act-summary", "--corpus", "web")
-    assert md.stdout == summary_markdown(answer.to_dict())
+    assert md.stdout == summary_markdown(answer)
     for top in answer.data_sources.scraped.top_domains:
         assert f"| {top.domain} | {top.documents} | {top.bytes} |" in md.stdout
     page = cli("export", "ai-act-summary", "--corpus", "web", "--format", "html").stdout
-    assert page == summary_html(answer.to_dict())
+    assert page == summary_html(answer)
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "src=" not in page
 
 
 def test_html_escapes_what_the_store_holds(demo: Store) -> None:
     data = summary(demo, corpus="web").to_dict()
     data["data_sources"]["recorded_sources"][0]["source"] = "<script>alert(1)</script>"
-    page = summary_html(data)
+    page = summary_html(AiActSummary.from_dict(data))
     assert "<script>" not in page and html.escape("<script>alert(1)</script>") in page
 
 
@@ -175,7 +175,7 @@ def test_docs_example_is_the_demo_runs_summary(demo: Store) -> None:
     page = (REPO / "docs" / "exports.md").read_text(encoding="utf-8")
     section = page.split("\n## AI Act summary of training content\n", 1)[1]
     example = section.split("\n````markdown\n", 1)[1].split("````\n", 1)[0]
-    assert example == summary_markdown(summary(demo, run="tiny").to_dict())
+    assert example == summary_markdown(summary(demo, run="tiny"))
 
 
 @given(st.integers(min_value=0, max_value=10**15))
@@ -206,11 +206,11 @@ def test_markdown_escapes_what_the_store_holds(demo: Store) -> None:
     data["data_sources"]["recorded_sources"][0]["source"] = "<b>web_x</b>|\nnext"
     data["general_information"]["provider"] = "- *Acme* `Labs`"
     data["general_information"]["text_size"]["tokenizer"] = "tok`en"
-    text = summary_markdown(data)
+    text = summary_markdown(AiActSummary.from_dict(data))
     row = next(line for line in text.splitlines() if line.startswith("| \\<b"))
     assert row.startswith("| \\<b\\>web_x\\</b\\>\\|\\nnext | ")
     assert len(re.split(r"(?<!\\)\|", row)) == 9  # seven cells
     assert "- Provider: \\- \\*Acme\\* \\`Labs\\`" in text
     assert "(counted by ``tok`en``)" in text
-    page = summary_html(data)
+    page = summary_html(AiActSummary.from_dict(data))
     assert "&lt;b&gt;web_x&lt;/b&gt;|\\nnext" in page and "<code>tok`en</code>" in page

@@ -75,7 +75,8 @@ def run_experiment(
     checks accept (a local policy, as `verify` has it).
     """
     from lineage.errors import UsageError
-    from lineage.exp.recorder import recorded_run
+    from lineage.exp.answers import ExperimentRun
+    from lineage.exp.recorder import record_experiment
 
     if isinstance(command, str | bytes):
         raise UsageError("give the command as a list of arguments, e.g. ['python', 'eval.py']")
@@ -87,7 +88,7 @@ def run_experiment(
         raise UsageError("--max-log must be at least 0 bytes")
     if not max_header_mib > 0:
         raise UsageError("--max-header-mib must be positive")
-    return recorded_run(
+    exp_id, record = record_experiment(
         store, weights=os.fspath(weights), revision=revision, command=list(command),
         sums=None if sums is None else os.fspath(sums), quantization=quantization,
         source=source, name=name, attempt=attempt, allow_fallback=allow_fallback,
@@ -97,6 +98,8 @@ def run_experiment(
         cwd=None if cwd is None else os.fspath(cwd), revision_override=revision_override,
         max_log=max_log, on_output=on_output or (_passthrough() if echo else None),
         max_header_bytes=int(max_header_mib * 2**20))
+    # The record is JSON of its spec version, in the order it was recorded
+    return ExperimentRun.from_dict({"id": exp_id, **record})
 
 
 def env_names(names: Iterable[str]) -> tuple[str, ...]:

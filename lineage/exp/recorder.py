@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from lineage.errors import ConflictError, UsageError
-from lineage.exp.answers import ExperimentRun
 from lineage.exp.gate import run_experiment, weights_digest
 from lineage.exp.log_files import publish_logs
 from lineage.exp.records import attempts_of, save_record
@@ -46,13 +45,6 @@ def record_experiment(
     finally:
         remove_quietly(staging)
     return exp_id, record
-
-
-def recorded_run(store: BaseStore, **options: Any) -> ExperimentRun:
-    """`record_experiment(store, **options)`'s record as the answer of `exp run`."""
-    exp_id, record = record_experiment(store, **options)
-    # The record is JSON in the order it was recorded, which the Document keeps
-    return ExperimentRun.from_dict({"id": exp_id, **record})
 
 
 def next_attempt(store: BaseStore, name: str | None, attempt: bool) -> int | None:

@@ -1,18 +1,15 @@
 """The AI Act summary as Markdown and as a self-contained HTML page.
 
 Both are made from the summary (lineage.exports.ai_act), row by row in the template's
-order, so the two say the same thing; its JSON object serves too. A row's value is text
-and code pieces, never markup: each format writes them with `lineage.markup` (text
-escaped, names and hashes as code), so a value from the store is only ever an escaped
-value.
+order, so the two say the same thing. A row's value is text and code pieces, never
+markup: each format writes them with `lineage.markup` (text escaped, names and hashes as
+code), so a value from the store is only ever an escaped value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from lineage.exports.answers import AiActSummary
 from lineage.markup import html_text, md_code, md_table, md_text
@@ -83,11 +80,6 @@ def sections(s: AiActSummary) -> list[Section]:
             ("3. Data processing aspects", processing)]
 
 
-def _typed(s: AiActSummary | Mapping[str, Any]) -> AiActSummary:
-    """The summary, read from its JSON object when given one."""
-    return s if isinstance(s, AiActSummary) else AiActSummary.from_dict(s)
-
-
 def _code(value: str | None) -> Piece:
     return Code(value) if value is not None else "none"
 
@@ -100,8 +92,7 @@ def _intro(s: AiActSummary) -> Value:
     return tuple(p.format(**s.template) if isinstance(p, str) else p for p in INTRO)
 
 
-def summary_markdown(summary: AiActSummary | Mapping[str, Any]) -> str:
-    s = _typed(summary)
+def summary_markdown(s: AiActSummary) -> str:
     lines = ["# Public summary of training content (draft)", "", _md_value(_intro(s))]
     for title, items in sections(s):
         lines += ["", f"## {title}", ""]
@@ -125,8 +116,7 @@ def _md_value(value: Value) -> str:
     return "".join(md_code(p.value) if isinstance(p, Code) else md_text(p) for p in pieces)
 
 
-def summary_html(summary: AiActSummary | Mapping[str, Any]) -> str:
-    s = _typed(summary)
+def summary_html(s: AiActSummary) -> str:
     body = ["<h1>Public summary of training content (draft)</h1>",
             f"<p>{_html_value(_intro(s))}</p>"]
     for title, items in sections(s):

@@ -71,43 +71,35 @@ def corpus_duplicates(store: BaseStore, corpus: str, *,
 
 def _exact(con: Any, store: BaseStore, corpus: str) -> list[DuplicateCluster]:
     files = part_files(con, store, "documents", corpus)
-    if not files:
-        return []
-    # The repeated hashes first, from that one column: listing every group's members
-    # and then dropping the single ones cost 30 s at 10M documents.
-    rows = con.execute(
-        """SELECT content_hash, list(struct_pack(doc_id, source) ORDER BY doc_id)
-           FROM read_parquet($files) WHERE content_hash IN (
-               SELECT content_hash FROM read_parquet($files)
-               GROUP BY content_hash HAVING count(*) > 1)
-           GROUP BY content_hash""",
-        {"files": files}).fetchall()
-    return [DuplicateCluster(
-                kind="exact", size=len(members), content_hash=digest, text_hash=None,
-                shared_bands=None,
-                documents=tuple(DuplicateDocument(doc_id=m["doc_id"], source=m["source"],
-                                                  content_hash=digest) for m in members))
-            for digest, members in rows]
+    return [DuplicateCluster(kind="exact", size=len(members), content_hash=digest,
+                             text_hash=None, shared_bands=None, documents=members)
+            for digest, members in _sharing(con, files, "content_hash", "count(*) > 1")]
 
 
 def _text(con: Any, store: BaseStore, corpus: str) -> list[DuplicateCluster]:
     files = part_files(con, store, "text_documents", corpus)
+    return [DuplicateCluster(kind="text", size=len(members), content_hash=None,
+                             text_hash=digest, shared_bands=None, documents=members)
+            for digest, members in _sharing(con, files, "text_hash",
+                                            "count(DISTINCT content_hash) > 1")]
+
+
+def _sharing(con: Any, files: list[str], column: str, having: str
+             ) -> list[tuple[str, tuple[DuplicateDocument, ...]]]:
+    """Each value of `column` whose documents meet `having` (a condition on their group),
+    with those documents by doc_id. The values are found first, from their own column:
+    listing every group's members and then dropping the single ones cost 30 s for the
+    content hashes of 10M documents."""
     if not files:
         return []
     rows = con.execute(
-        """SELECT text_hash, list(struct_pack(doc_id, source, content_hash) ORDER BY doc_id)
-           FROM read_parquet($files) WHERE text_hash IN (
-               SELECT text_hash FROM read_parquet($files)
-               GROUP BY text_hash HAVING count(DISTINCT content_hash) > 1)
-           GROUP BY text_hash""",
+        f"""SELECT {column}, list(struct_pack(doc_id, source, content_hash) ORDER BY doc_id)
+            FROM read_parquet($files) WHERE {column} IN (
+                SELECT {column} FROM read_parquet($files) GROUP BY {column} HAVING {having})
+            GROUP BY {column}""",
         {"files": files}).fetchall()
-    return [DuplicateCluster(
-                kind="text", size=len(members), content_hash=None, text_hash=digest,
-                shared_bands=None,
-                documents=tuple(DuplicateDocument(doc_id=m["doc_id"], source=m["source"],
-                                                  content_hash=m["content_hash"])
-                                for m in members))
-            for digest, members in rows]
+    return [(value, tuple(DuplicateDocument(**member) for member in members))
+            for value, members in rows]
 
 
 def _near(con: Any, store: BaseStore, corpus: str, files: list[str],
