@@ -1,6 +1,7 @@
 """Lookup arrays: the rows a lookup answers from, as fixed-width little-endian columns
 read by binary search without a query engine, pyarrow or numpy (`lineage-arrays/2`,
-docs/arrays-spec.md).
+docs/arrays-spec.md; a server, which keeps its files mapped, also reads a span's values
+through numpy: lineage/store/arrays_mapped.py).
 
 A corpus has one file (its documents in content-hash order: hash, doc_id, source, uri);
 a stream has one file (its occurrences in stream order, as integers only: where each
@@ -241,6 +242,18 @@ class ArraysFile:
                                        f"{lo}..) differs from its record", REMEDY)
             self._pages[page] = data
         return data[at - page * PAGE:at - page * PAGE + DIGEST_BYTES]
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the file is mapped and was checked whole (a server's): its columns can
+        then be read as arrays over its bytes (lineage/store/arrays_mapped.py)."""
+        return self._whole and _NATIVE
+
+    def mapped_bytes(self) -> Any:
+        """The mapped file (its every byte checked); only where `mapped`."""
+        if not self.mapped:
+            raise ValueError(f"{self.record.path}: not mapped whole")
+        return self._data
 
     # -- columns ----------------------------------------------------------------------
 

@@ -224,14 +224,19 @@ def _stream_pair(con: duckdb.DuckDBPyConnection, stream: str, corpus: str,
     return (mine, theirs), notices
 
 
-def span_rows(stream: ArraysFile, corpus: ArraysFile, start: int, end: int,
-              ) -> dict[str, list[Any]]:
-    """The occurrences whose [stream_start, stream_end) meets [start, end), in stream
-    order, as lists by column, with each one's document's attributes from the corpus
-    file (both sort columns ascend, so they are the rows between two binary searches)."""
+def span_bounds(stream: ArraysFile, start: int, end: int) -> tuple[int, int]:
+    """The rows of the occurrences whose [stream_start, stream_end) meets [start, end):
+    both sort columns ascend, so they are the rows between two binary searches."""
     first = stream.search("stream_end", start, right=True)  # the first ending after start
     last = stream.search("stream_start", end)  # the first starting at or after end
     spend(max(last - first, 0))  # a server's question answered at once reads few rows
+    return first, max(first, last)
+
+
+def span_rows(stream: ArraysFile, corpus: ArraysFile, first: int, last: int,
+              ) -> dict[str, list[Any]]:
+    """Occurrences first..last (`span_bounds`), in stream order, as lists by column, with
+    each one's document's attributes from the corpus file."""
     rows = {name: stream.values(name, first, last)
             for name in ("epoch", "stream_start", "stream_end", "doc_offset")}
     docs = stream.values("doc", first, last)

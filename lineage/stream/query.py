@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.jsonout import PlainRows
-from lineage.store.arrays_use import span_rows, stream_records, with_records
+from lineage.store.arrays_use import span_bounds, span_rows, stream_records, with_records
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
 from lineage.stream.schedule import BatchSchedule, RankRule
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from lineage.answer import AnswerList
+    from lineage.store.arrays import ArraysFile
     from lineage.stream.answers import StreamSummary
     from lineage.stream.order import IntArray
 
@@ -242,9 +243,10 @@ def step_segments(
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
     records = stream_records(con, store, info["name"], info["corpus"])
     from_arrays = None if records is None else with_records(
-        store, records, lambda files: span_rows(files[0], files[1], start, end))
+        store, records, lambda files: _arrays_segments(files[0], files[1], start, end,
+                                                       seq_len, span, answer=answer))
     if from_arrays is not None:
-        return _segments_of(from_arrays, seq_len, span, answer=answer)
+        return from_arrays
     import numpy as np
     import pyarrow as pa
 
@@ -257,31 +259,79 @@ def step_segments(
     ordinal = rows["ordinal"].to_numpy()
     if len(ordinal) > 1 and not bool(np.all(ordinal[1:] > ordinal[:-1])):
         rows = rows.take(np.argsort(ordinal, kind="stable"))  # in stream order
-    starts = rows["stream_start"].to_numpy()
-    row, window, lo, hi = window_piece_arrays(
-        starts, rows["stream_end"].to_numpy(), seq_len, span.first_window, span.last_window)
+    pieces = _cut(rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy(),
+                  rows["doc_offset"].to_numpy(), seq_len, span)
+    columns = [rows[name] for name in ("doc_id", "source", "uri", "content_hash", "epoch")]
+    found = _segments(dict(zip(("doc_id", "source", "uri", "content_hash", "epoch"),
+                               (column.to_pylist() for column in columns), strict=True)),
+                      pieces, span, answer=answer)
+    if not answer:
+        return found
+    plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type) for c in columns)
+    return PlainRows(found) if plain else found
+
+
+# Occurrences from which a server's mapped files are read through numpy: below, its
+# fixed cost (some 80 array calls) is more than reading value by value saves.
+MAPPED_FROM = 24
+
+
+def _arrays_segments(stream: ArraysFile, corpus: ArraysFile, start: int, end: int,
+                     seq_len: int, span: StepRange, *, answer: bool) -> list[dict[str, Any]]:
+    """`step_segments` from the lookup arrays files: many occurrences of a server's
+    mapped files through numpy (lineage/store/arrays_mapped.py), else in plain Python (a
+    command need not import numpy). The same segments, in the same order, as from the
+    Parquet parts."""
+    first, last = span_bounds(stream, start, end)
+    if not (stream.mapped and corpus.mapped) or last - first < MAPPED_FROM:
+        return _segments_of(span_rows(stream, corpus, first, last), seq_len, span,
+                            answer=answer)
+    from lineage.store.arrays_mapped import span_columns
+
+    occurrences, documents = span_columns(stream, corpus, first, last)
+    pieces = _cut(occurrences["stream_start"], occurrences["stream_end"],
+                  occurrences["doc_offset"], seq_len, span)
+    found = _segments({**documents, "epoch": occurrences["epoch"].tolist()}, pieces, span,
+                      answer=answer)
+    return PlainRows(found) if answer else found  # strings, integers and None
+
+
+def _cut(starts: IntArray, ends: IntArray, offsets: IntArray, seq_len: int, span: StepRange,
+         ) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """The pieces of occurrences (in stream order) within the span's windows, by window
+    then position: (occurrence, window, position, token_start, token_end) as lists."""
+    import numpy as np
+
+    row, window, lo, hi = window_piece_arrays(starts, ends, seq_len, span.first_window,
+                                              span.last_window)
     if span.only is not None:  # windows of other ranks, between this rank's windows
         mine = np.isin(window, np.fromiter(span.only, dtype=np.int64))
         row, window, lo, hi = row[mine], window[mine], lo[mine], hi[mine]
     order = np.lexsort((lo, window))  # by window, then position (stable: as cut)
     row, window, lo, hi = row[order], window[order], lo[order], hi[order]
-    shift = rows["doc_offset"].to_numpy()[row] - starts[row]
-    columns = [rows[name] for name in ("doc_id", "source", "uri", "content_hash", "epoch")]
-    doc_id, source, uri, content_hash, epoch = (column.to_pylist() for column in columns)
-    windows = window.tolist()
+    shift = np.asarray(offsets, dtype=np.int64)[row] - np.asarray(starts, dtype=np.int64)[row]
+    return (row.tolist(), window.tolist(), lo.tolist(), (lo + shift).tolist(),
+            (hi + shift).tolist())  # ints, from arrays of int64
+
+
+def _segments(columns: dict[str, list[Any]],
+              pieces: tuple[list[int], list[int], list[int], list[int], list[int]],
+              span: StepRange, *, answer: bool) -> list[dict[str, Any]]:
+    """One segment a piece, its document's attributes from `columns` (by occurrence);
+    with `position` unless as an answer."""
+    row, windows, positions, token_starts, token_ends = pieces
+    doc_id, source, uri = columns["doc_id"], columns["source"], columns["uri"]
+    content_hash, epoch = columns["content_hash"], columns["epoch"]
     rank = {w: span.rank_of(w) for w in set(windows)}  # an int or None
     found = [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
               "content_hash": content_hash[i], "epoch": epoch[i], "window": w,
               "rank": rank[w], "token_start": token_start, "token_end": token_end}
-             for i, w, token_start, token_end in zip(
-                 row.tolist(), windows, (lo + shift).tolist(), (hi + shift).tolist(),
-                 strict=True)]  # ints, from arrays of int64
+             for i, w, token_start, token_end in zip(row, windows, token_starts, token_ends,
+                                                     strict=True)]
     if not answer:
-        for segment, position in zip(found, lo.tolist(), strict=True):
+        for segment, position in zip(found, positions, strict=True):
             segment["position"] = position
-        return found
-    plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type) for c in columns)
-    return PlainRows(found) if plain else found
+    return found
 
 
 def _segments_of(rows: dict[str, list[Any]], seq_len: int, span: StepRange, *,
