@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lineage.api import Store, init_store, open_store
@@ -124,3 +124,46 @@ def test_run_pairs_are_every_pair_of_a_run_once(rows: list[tuple[int, int]],
         patch.setattr(duplicates, "MAX_RUN", max_run)
         found = duplicates._run_pairs(keys, docs)
     assert sorted(found.tolist()) == expected
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)),
+                                 max_size=40), max_size=6),
+       needed=st.integers(1, 3), partitions=st.integers(1, 5), spill=st.integers(1, 40))
+def test_pair_codes_counted_through_staging_files_as_in_memory(
+        batches: list[list[tuple[int, int]]], needed: int, partitions: int, spill: int,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Pair codes dealt to staging files by their first document's range, each file
+    counted alone, give the codes and counts (and their order) of one count in memory;
+    the files are gone afterwards."""
+    import numpy as np
+
+    import lineage.text.duplicates as duplicates
+
+    arrays = [np.array([(a << 32) | b for a, b in batch], np.uint64) for batch in batches]
+    everything = np.concatenate([np.empty(0, np.uint64), *arrays])
+    unique, counts = np.unique(everything, return_counts=True)
+    expected = (unique[counts >= needed].tolist(), counts[counts >= needed].tolist())
+    staging = tmp_path_factory.mktemp("staging")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(duplicates, "SPILL_CODES", spill)
+        patch.setattr(duplicates, "PARTITIONS", partitions)
+        counter = duplicates.PairCounter(staging, documents=25)  # some pairs past it
+        for codes in arrays:
+            counter.add(codes)
+        found = counter.counted(needed)
+        counter.close()
+    assert (found[0].tolist(), found[1].tolist()) == expected
+    assert list(staging.iterdir()) == []
+
+
+def test_clusters_are_the_same_when_the_pairs_go_through_staging(copies: Store) -> None:
+    import lineage.text.duplicates as duplicates
+
+    in_memory = copies.corpus_duplicates("mixed").to_dict()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(duplicates, "SPILL_CODES", 1)  # every run's pairs to the files
+        spilled = copies.corpus_duplicates("mixed").to_dict()
+    assert spilled == in_memory
+    assert not any(copies.staging_dir.iterdir())

@@ -20,6 +20,9 @@ by thousands of short texts; true copies that many are exact or text clusters an
 from __future__ import annotations
 
 import math
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +34,15 @@ from lineage.text.answers import CorpusDuplicates, DuplicateCluster, DuplicateDo
 from lineage.text.minhash import BANDS, NEAR_SPEC
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
 DEFAULT_THRESHOLD = 0.4  # shingle Jaccard: 3 shared bands; a 20 % copy's median is 0.53
 MAX_RUN = 1_000  # documents sharing one band key, beyond which the key makes no pairs
+SPILL_CODES = 1 << 24  # pair codes held in memory (128 MiB) before they go to staging files
+PARTITIONS = 64  # staging files of pair codes, by their first document's range
+GROUPING_MEMORY = "2GB"  # DuckDB's bound for the exact and text groups (it spills past it)
 
 
 def min_shared_bands(threshold: float) -> int:
@@ -52,10 +60,14 @@ def corpus_duplicates(store: BaseStore, corpus: str, *,
     info = get_corpus(store, corpus)  # UnknownObjectError for a corpus the store lacks
     needed = min_shared_bands(threshold)
     with store.reader(views=False) as con:
-        clusters = _exact(con, store, corpus) + _text(con, store, corpus)
+        files = {table: part_files(con, store, table, corpus)
+                 for table in ("documents", "text_documents")}
+        with _grouping(store) as grouping:
+            clusters = _exact(grouping, files["documents"]) + _text(grouping,
+                                                                    files["text_documents"])
         near_files = part_files(con, store, "near_bands", corpus)
         if near_files:
-            clusters += _near(con, store, corpus, near_files, needed)
+            clusters += _near(con, store, corpus, near_files, needed, info.documents)
     order = {"exact": 0, "text": 1, "near": 2}
     clusters.sort(key=lambda c: (-c.size, order[c.kind], c.documents[0].doc_id))
     counts = {kind: sum(c.kind == kind for c in clusters) for kind in order}
@@ -69,15 +81,33 @@ def corpus_duplicates(store: BaseStore, corpus: str, *,
     )
 
 
-def _exact(con: Any, store: BaseStore, corpus: str) -> list[DuplicateCluster]:
-    files = part_files(con, store, "documents", corpus)
+@contextmanager
+def _grouping(store: BaseStore) -> Iterator[Any]:
+    """A DuckDB connection of its own for grouping a corpus's hashes, its memory bounded
+    and its spill in the store's staging (the readers' shared instance has no bound: at
+    10M documents these groups took 2.3 GB there)."""
+    import duckdb
+
+    from lineage.store.scratch import new_staging_dir
+
+    folder = new_staging_dir(store.staging_dir)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"SET memory_limit = '{GROUPING_MEMORY}'")
+        con.execute("SET temp_directory = ?", [str(folder / "spill")])
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _exact(con: Any, files: list[str]) -> list[DuplicateCluster]:
     return [DuplicateCluster(kind="exact", size=len(members), content_hash=digest,
                              text_hash=None, shared_bands=None, documents=members)
             for digest, members in _sharing(con, files, "content_hash", "count(*) > 1")]
 
 
-def _text(con: Any, store: BaseStore, corpus: str) -> list[DuplicateCluster]:
-    files = part_files(con, store, "text_documents", corpus)
+def _text(con: Any, files: list[str]) -> list[DuplicateCluster]:
     return [DuplicateCluster(kind="text", size=len(members), content_hash=None,
                              text_hash=digest, shared_bands=None, documents=members)
             for digest, members in _sharing(con, files, "text_hash",
@@ -103,11 +133,15 @@ def _sharing(con: Any, files: list[str], column: str, having: str
 
 
 def _near(con: Any, store: BaseStore, corpus: str, files: list[str],
-          needed: int) -> list[DuplicateCluster]:
+          needed: int, documents: int) -> list[DuplicateCluster]:
     """Clusters of documents joined by pairs sharing at least `needed` band keys."""
     import numpy as np
 
-    pairs, shared = _pairs(files, needed)
+    counter = PairCounter(store.staging_dir, documents)
+    try:
+        pairs, shared = _pairs(files, needed, counter)
+    finally:
+        counter.close()
     if not len(pairs):
         return []
     docs = np.unique(pairs)
@@ -132,13 +166,13 @@ def _near(con: Any, store: BaseStore, corpus: str, files: list[str],
     return clusters
 
 
-def _pairs(files: list[str], needed: int) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(files: list[str], needed: int, counter: PairCounter,
+           ) -> tuple[np.ndarray, np.ndarray]:
     """(document pairs (a < b) sharing at least `needed` band keys, how many each), read
     part by part in key order; a run of one key may continue into the next part."""
     import numpy as np
     import pyarrow.parquet as pq
 
-    found: list[np.ndarray] = []
     carry_keys = np.empty(0, np.uint64)
     carry_docs = np.empty(0, np.uint32)
     for path in files:  # one owner's parts, in path order: in key order
@@ -146,16 +180,87 @@ def _pairs(files: list[str], needed: int) -> tuple[np.ndarray, np.ndarray]:
         keys = np.concatenate([carry_keys, table["band_key"].to_numpy()])
         docs = np.concatenate([carry_docs, table["doc"].to_numpy().astype(np.uint32)])
         last = len(keys) if not len(keys) else int(np.searchsorted(keys, keys[-1]))
-        found.append(_run_pairs(keys[:last], docs[:last]))
+        counter.add(_run_pairs(keys[:last], docs[:last]))
         carry_keys, carry_docs = keys[last:], docs[last:]
-    found.append(_run_pairs(carry_keys, carry_docs))
-    every = np.concatenate(found) if found else np.empty(0, np.uint64)
-    unique, counts = np.unique(every, return_counts=True)
-    keep = counts >= needed
-    unique, counts = unique[keep], counts[keep]
+    counter.add(_run_pairs(carry_keys, carry_docs))
+    unique, counts = counter.counted(needed)
     pairs = np.stack([(unique >> np.uint64(32)).astype(np.int64),
                       (unique & np.uint64(0xFFFFFFFF)).astype(np.int64)], axis=1)
     return pairs, counts
+
+
+class PairCounter:
+    """The pair codes (a << 32 | b) of every run, counted: each code's number of runs.
+
+    Held in memory while they are few (`SPILL_CODES`); past that, dealt to `PARTITIONS`
+    staging files by their first document (a range of document numbers a file) and
+    counted one file at a time, so memory stays bounded whatever the corpus holds (10M
+    documents of the Open-1B shape make 79M codes; counting them at once took 3.8 GB).
+    The files' ranges ascend, so the codes come out in the same order either way."""
+
+    def __init__(self, staging_root: Path, documents: int) -> None:
+        self._staging_root = staging_root
+        self._documents = max(documents, 1)
+        self._held: list[np.ndarray] = []
+        self._count = 0
+        self._folder: Path | None = None
+
+    def add(self, codes: np.ndarray) -> None:
+        if not len(codes):
+            return
+        self._held.append(codes)
+        self._count += len(codes)
+        if self._count >= SPILL_CODES:
+            self._spill()
+
+    def _spill(self) -> None:
+        import numpy as np
+
+        from lineage.store.scratch import new_staging_dir
+
+        if self._folder is None:
+            self._folder = new_staging_dir(self._staging_root)
+        if not self._held:
+            return
+        codes = np.concatenate(self._held)
+        self._held, self._count = [], 0
+        part = np.minimum((codes >> np.uint64(32)) * np.uint64(PARTITIONS)
+                          // np.uint64(self._documents), PARTITIONS - 1).astype(np.int64)
+        order = np.argsort(part, kind="stable")
+        codes, part = codes[order], part[order]
+        bounds = np.searchsorted(part, np.arange(PARTITIONS + 1))
+        for p in range(PARTITIONS):
+            if bounds[p] < bounds[p + 1]:
+                with (self._folder / f"{p:04d}.codes").open("ab") as out:
+                    codes[bounds[p]:bounds[p + 1]].tofile(out)
+
+    def counted(self, needed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The codes found at least `needed` times, ascending, with their counts."""
+        import numpy as np
+
+        if self._folder is None:
+            return _at_least(np.concatenate(self._held) if self._held
+                             else np.empty(0, np.uint64), needed)
+        self._spill()
+        found = [_at_least(np.fromfile(path, np.uint64), needed)
+                 for path in sorted(self._folder.glob("*.codes"))]
+        return (np.concatenate([np.empty(0, np.uint64), *(codes for codes, _ in found)]),
+                np.concatenate([np.empty(0, np.int64), *(counts for _, counts in found)]))
+
+    def close(self) -> None:
+        """Remove the staging files (the counts are kept)."""
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+        self._held = []
+
+
+def _at_least(codes: np.ndarray, needed: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    unique, counts = np.unique(codes, return_counts=True)
+    keep = counts >= needed
+    return unique[keep], counts[keep]
 
 
 def _run_pairs(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
