@@ -28,7 +28,8 @@ from lineage.store.part_select import part_files
 from lineage.store.parts import Progress
 from lineage.store.scratch import new_staging_dir
 from lineage.stream.build import Built, commit_stream, first_batch
-from lineage.stream.query import SCHEDULE_KEYS, stream_row
+from lineage.stream.query import stream_row
+from lineage.stream.record import SCHEDULE_KEYS
 from lineage.stream.schedule import BatchSchedule, RankRule
 from lineage.stream.spec import RecordedSpec, earlier_spec_hash, occurrences_spec
 from lineage.stream.tables import write_occurrences
@@ -77,9 +78,9 @@ def ingest_windows(
     spec = RecordedSpec(row[0], seq_len, batch, separator_tokens, log_hash,
                         schedule=schedule, rank_rule=rank_rule)
     if existing is not None:
-        if existing["spec_hash"] not in (spec.spec_hash, earlier_spec_hash(spec)):
+        if existing.spec_hash not in (spec.spec_hash, earlier_spec_hash(spec)):
             raise ConflictError(f"stream {stream!r} exists with other content; choose another")
-        return {**existing, "status": "unchanged"}
+        return {**existing.to_row(), "status": "unchanged"}
     staging = new_staging_dir(store.staging_dir)
     try:
         built = _build(store, path, stream, corpus, documents, spec, staging, progress)

@@ -123,13 +123,13 @@ def store_order(
         raise UsageError(f"the order was read for manifest {spec.manifest_hash}, but corpus "
                          f"{corpus!r} has {row[0]}")
     if existing is not None:
-        if existing["spec_hash"] not in (spec.spec_hash, earlier_spec_hash(spec)):
+        if existing.spec_hash not in (spec.spec_hash, earlier_spec_hash(spec)):
             raise ConflictError(f"stream {stream!r} exists with another order "
-                                f"({existing['spec_hash']}); choose another --stream")
+                                f"({existing.spec_hash}); choose another --stream")
         # the same order, stored as it is (under imported/1 and its /1 digest if it was
         # imported before lineage-occurrences/2)
-        kept = dataclasses.replace(spec, spec=existing["spec"])
-        return {**_answer(stream, corpus, kept, existing), "status": "unchanged",
+        kept = dataclasses.replace(spec, spec=existing.spec)
+        return {**_answer(stream, corpus, kept, existing.to_row()), "status": "unchanged",
                 "segments": segments.num_rows, "seconds": round(time.monotonic() - started, 3)}
     table = _conformed(segments, origin)
     staging = new_staging_dir(store.staging_dir)

@@ -33,6 +33,7 @@ from lineage.exports.answers import (
 )
 from lineage.runs.query import get_run
 from lineage.store.base import BaseStore
+from lineage.stream.answers import shown_stream
 from lineage.stream.query import get_stream
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ def ai_act_summary(store: BaseStore, *, run: str | None = None,
         if summary.stream is None:
             raise UsageError(f"run {run!r} is bound to no stream: the store records no "
                              "training data for it, so there is nothing to summarise")
-        stream = get_stream(store, summary.stream)
-        corpus = stream["corpus"]
+        stream = shown_stream(get_stream(store, summary.stream))
+        corpus = stream.corpus
     assert corpus is not None
     facts = get_corpus(store, corpus)  # UnknownObjectError for an unknown corpus
     return AiActSummary(

@@ -21,6 +21,7 @@ from lineage.exports.card_text import CardFacts, CheckpointFacts, card_text
 from lineage.runs.answers import Run
 from lineage.runs.query import get_run
 from lineage.store.base import BaseStore
+from lineage.stream.answers import shown_stream
 from lineage.stream.query import get_stream
 
 TAGS = ("lineage",)
@@ -47,8 +48,8 @@ def card_facts(store: BaseStore, run: str, step: int) -> CardFacts:
         raise UsageError(f"run {run!r} is bound to no stream: the store records no training "
                          "data for it, so there is no card to write")
     _check_step(summary, step)
-    stream = get_stream(store, summary.stream)
-    corpus = get_corpus(store, stream["corpus"])
+    stream = shown_stream(get_stream(store, summary.stream))
+    corpus = get_corpus(store, stream.corpus)
     with store.reader(views=False) as con:
         row = con.execute(
             "SELECT weights_digest, chain_weights_digest, matches_chain, state_digest, "

@@ -29,6 +29,7 @@ import blake3
 from lineage.runs.skip_rule import SkipRule
 from lineage.stream.batch_digest import BATCH_TAG, batch_digest  # noqa: F401 - part of the chain spec
 from lineage.stream.query import stream_schedule
+from lineage.stream.record import StreamRecord
 
 CHAIN_SPEC = "lineage-chain/2"
 CHAIN_SPEC_V1 = "lineage-chain/1"  # still verified; never written
@@ -235,7 +236,7 @@ class ChainWriter:
         path: str | os.PathLike[str],
         *,
         config: Mapping[str, Any],
-        stream: Mapping[str, Any],
+        stream: StreamRecord | Mapping[str, Any],
         world_size: int,
         skip_rule: SkipRule | None = None,
         checkpoint_every: int | None = None,
@@ -243,6 +244,8 @@ class ChainWriter:
     ) -> None:
         self.path = Path(path)
         self.durable = durable
+        if isinstance(stream, StreamRecord):  # a StreamReader's `info`
+            stream = stream.to_row()
         # windows per step, step by step (the stream's batch, or its schedule)
         self.schedule = stream_schedule(stream) if stream.get("batch") is not None else None
         self.header: dict[str, Any] = {

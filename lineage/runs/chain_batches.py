@@ -20,6 +20,8 @@ from lineage.stream.query import stream_named, stream_rank_rule, stream_schedule
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from lineage.stream.record import StreamRecord
+
 # Tokens of windows whose digests are made at once: 2^27 (65,536 windows of 2,048), about
 # 100,000 occurrences at 1,356 tokens a document.
 CHUNK_TOKENS = 1 << 27
@@ -38,7 +40,7 @@ def stream_batch_digests(store: BaseStore, stream: str, first_window: int,
         return batch_digests(con, store, info, world_size, [(step, first_window)])[step]
 
 
-def batch_digests(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,
+def batch_digests(con: Any, store: BaseStore, stream: StreamRecord, world_size: int,
                   starts: list[tuple[int, int]], *,
                   chunk_tokens: int = CHUNK_TOKENS) -> dict[int, list[str]]:
     """Per step, the digest of each rank's segments; `starts` holds (step, first window)
@@ -52,11 +54,11 @@ def batch_digests(con: Any, store: BaseStore, stream: dict[str, Any], world_size
 
     keep_pandas_out()  # pyarrow would import it (a second) at its first conversion
     schedule, rule = stream_schedule(stream), stream_rank_rule(stream)
-    seq_len = int(stream["seq_len"])
+    seq_len = stream.seq_len
     spans = [(step, first, schedule.windows_of(step)) for step, first in starts]
     found: dict[int, list[str]] = {}
     for chunk in step_chunks(spans, max(chunk_tokens // seq_len, 1)):
-        rows = _occurrences(con, store, stream["name"], chunk[0][1] * seq_len,
+        rows = _occurrences(con, store, stream.name, chunk[0][1] * seq_len,
                             (chunk[-1][1] + chunk[-1][2]) * seq_len)
         found |= span_digests(rows, chunk, seq_len, rule, world_size)
     return found

@@ -31,6 +31,7 @@ from lineage.runs.chain_batches import batch_digests
 from lineage.runs.skip_rule import SkipRule, check_skips
 from lineage.store.base import BaseStore
 from lineage.stream.query import stream_named, stream_schedule
+from lineage.stream.record import StreamRecord
 
 _END_KEYS = {"end", "last_state_hash", "state_hash", "steps"}
 _SKIP_KEYS = {"reason", "windows"}
@@ -77,7 +78,7 @@ def verify_chain(store: BaseStore, run: str, *, batches: bool = True,
     return ChainVerification(
         run=run, chain=header.get("chain"), algorithm=header.get("algorithm"),
         checked="full" if full else "continuity", verdict=verdict, ok=verdict == "ok",
-        genesis=header.get("genesis"), stream=stream["name"] if stream else None,
+        genesis=header.get("genesis"), stream=stream.name if stream else None,
         batches_checked=batches_checked, closed=end is not None,
         end_steps=end.get("steps") if isinstance(end, dict) else None,
         expect_steps=expect_steps, steps_checked=len(walk.checked),
@@ -106,13 +107,13 @@ class _Walk:
     """The records in step order, checked link by link; `checked` holds
     (step, first window, record, state_hash) of every record that passed."""
 
-    def __init__(self, header: dict[str, Any], stream: dict[str, Any] | None, full: bool,
+    def __init__(self, header: dict[str, Any], stream: StreamRecord | None, full: bool,
                  world_size: int) -> None:
         self.header, self.stream, self.full = header, stream, full
         self.spec = header.get("chain") if full else None
         # windows per step, step by step (the stream's batch, or its schedule)
         self.schedule = stream_schedule(stream) if stream else None
-        self.windows = self.schedule.first_window(int(stream["steps"])) \
+        self.windows = self.schedule.first_window(stream.steps) \
             if stream and self.schedule else None
         self.world_size = world_size
         self.checked: list[tuple[int, int | None, dict[str, Any], str | None]] = []
@@ -142,8 +143,8 @@ class _Walk:
                           f"says {header.get('algorithm')!r}")
         if header.get("genesis") != expected_genesis(header):
             raise _Broken(0, "the header's genesis does not match its fields")
-        if stream is None or header.get("stream_spec_hash") != stream["spec_hash"] or \
-                header.get("manifest_hash") != stream["manifest_hash"] or \
+        if stream is None or header.get("stream_spec_hash") != stream.spec_hash or \
+                header.get("manifest_hash") != stream.manifest_hash or \
                 header.get("world_size") != self.world_size:
             raise _Broken(0, "the header names another stream, corpus or world size than "
                           "the run")
@@ -189,7 +190,7 @@ class _Walk:
         return self.schedule.first_window(step)
 
 
-def _check_batches(con: Any, store: BaseStore, stream: dict[str, Any], world_size: int,
+def _check_batches(con: Any, store: BaseStore, stream: StreamRecord, world_size: int,
                    walk: _Walk) -> None:
     starts = [(step, first) for step, first, _, _ in walk.checked if first is not None]
     expected = batch_digests(con, store, stream, world_size, starts)

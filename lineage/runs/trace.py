@@ -8,7 +8,7 @@ how many windows it took, so the windows follow.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.errors import UnknownObjectError, UsageError
 from lineage.runs.answers import Trace, TracedDocument, TracedStep
@@ -25,6 +25,9 @@ from lineage.stream.query import (
     windows_range,
 )
 
+if TYPE_CHECKING:
+    from lineage.stream.record import StreamRecord
+
 
 def trace(
     store: BaseStore, run: str, *, step: int | None = None, clipped: bool = False,
@@ -35,8 +38,8 @@ def trace(
     `docs` answers). `trace_answer` is the same answer, typed."""
     stream, steps = _traced_steps(store, run, step=step, clipped=clipped, skipped=skipped,
                                   limit=limit)
-    return {"run": run, "stream": stream["name"], "spec_hash": stream["spec_hash"],
-            "manifest_hash": stream["manifest_hash"], "steps": [
+    return {"run": run, "stream": stream.name, "spec_hash": stream.spec_hash,
+            "manifest_hash": stream.manifest_hash, "steps": [
                 {"step": s, "loss": loss, "grad_norm": norm, "lr": lr, "clipped": was_clipped,
                  "skipped": was_skipped, "state_hash": state_hash,
                  "documents": _documents(segments)}
@@ -52,8 +55,8 @@ def trace_answer(
     documents each read."""
     stream, steps = _traced_steps(store, run, step=step, clipped=clipped, skipped=skipped,
                                   limit=limit)
-    return Trace(run=run, stream=stream["name"], spec_hash=stream["spec_hash"],
-                 manifest_hash=stream["manifest_hash"], steps=tuple(
+    return Trace(run=run, stream=stream.name, spec_hash=stream.spec_hash,
+                 manifest_hash=stream.manifest_hash, steps=tuple(
                      TracedStep(step=s, loss=loss, grad_norm=norm, lr=lr, clipped=was_clipped,
                                 skipped=was_skipped, state_hash=state_hash,
                                 documents=_traced_documents(segments))
@@ -65,7 +68,7 @@ _Steps = list[tuple[tuple[Any, ...], list[dict[str, Any]]]]  # (step row, its se
 
 
 def _traced_steps(store: BaseStore, run: str, *, step: int | None, clipped: bool,
-                  skipped: bool, limit: int | None) -> tuple[dict[str, Any], _Steps]:
+                  skipped: bool, limit: int | None) -> tuple[StreamRecord, _Steps]:
     """The run's stream and the steps asked for, each with its segments in stream order."""
     if sum([step is not None, clipped, skipped]) != 1:
         raise UsageError("give exactly one of --step N, --clipped, --skipped")
@@ -109,13 +112,13 @@ def _step_rows(con: Any, store: BaseStore, run: str, step: int | None, *, clippe
     return [(*row[:7], record_cursor(row[7])) for row in rows]
 
 
-def _windows(stream: dict[str, Any], step: int, cursor: Any) -> StepRange:
+def _windows(stream: StreamRecord, step: int, cursor: Any) -> StepRange:
     """The windows a step read: the step's batch (by the stream's schedule) that ends at
     its cursor (the schedule's step for a record without one)."""
     schedule = stream_schedule(stream)
     batch = schedule.windows_of(step)
     if not isinstance(cursor, int) or isinstance(cursor, bool) or \
-            not batch <= cursor <= schedule.first_window(int(stream["steps"])):
+            not batch <= cursor <= schedule.first_window(stream.steps):
         return step_range(stream, step)
     return windows_range(stream, step, range(cursor - batch, cursor))
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from lineage.answer import Answer, UInt64, optional
+
+if TYPE_CHECKING:
+    from lineage.stream.record import StreamRecord
 
 
 class StepSegment(Answer):
@@ -82,38 +84,31 @@ class StreamSummary(Stream):
 S = TypeVar("S", bound=Stream)
 
 
-def shown_stream(row: Mapping[str, Any]) -> Stream:
-    """A stream's catalog row (lineage.stream.query) as `stream show` prints it."""
-    return stream_answer(row, Stream)
+def shown_stream(record: StreamRecord | Stream) -> Stream:
+    """A stream's record (lineage.stream.record) as `stream show` prints it."""
+    return stream_answer(record, Stream)
 
 
-def stream_answer(row: Mapping[str, Any], kind: type[S]) -> S:
-    """A stream's catalog row (lineage.stream.query's record, or a `Stream`) as `kind`:
-    `Stream` for `stream show`, `StreamSummary` for a row of `stream list`."""
+def stream_answer(record: StreamRecord | Stream, kind: type[S]) -> S:
+    """A stream's record (or its `Stream` answer) as `kind`: `Stream` for `stream show`,
+    `StreamSummary` for a row of `stream list`."""
+    if isinstance(record, Stream):
+        schedule, rule = record.schedule, record.rank_rule
+    else:
+        schedule = None if record.schedule is None else record.schedule.segments
+        rule = None if record.rank_rule is None else RankRuleAnswer(
+            rule=record.rank_rule.rule, micro_batch=record.rank_rule.micro_batch)
     return kind(
-        name=row["name"], spec=row["spec"], spec_hash=row["spec_hash"], corpus=row["corpus"],
-        manifest_hash=row["manifest_hash"], seed=row["seed"], seq_len=row["seq_len"],
-        batch=row["batch"], separator_tokens=row["separator_tokens"], epochs=dict(row["epochs"]),
-        token_budget=row["token_budget"],
-        # Only a stream that declares them has the keys (docs/stream-spec.md §1).
-        schedule=_schedule(row.get("schedule")), rank_rule=_rank_rule(row.get("rank_rule")),
-        tokens=row["tokens"], windows=row["windows"], steps=row["steps"],
-        occurrences=row["occurrences"], occurrences_digest=row["occurrences_digest"],
+        name=record.name, spec=record.spec, spec_hash=record.spec_hash, corpus=record.corpus,
+        manifest_hash=record.manifest_hash,
+        seed=None if record.seed is None else UInt64(record.seed), seq_len=record.seq_len,
+        batch=record.batch, separator_tokens=record.separator_tokens,
+        epochs=dict(record.epochs), token_budget=record.token_budget,
+        # Only a stream that declares them shows them (docs/stream-spec.md §1).
+        schedule=schedule, rank_rule=rule,
+        tokens=record.tokens, windows=record.windows, steps=record.steps,
+        occurrences=record.occurrences, occurrences_digest=record.occurrences_digest,
     )
-
-
-def _schedule(declared: Sequence[Sequence[int]] | None) -> tuple[tuple[int, int], ...] | None:
-    """A declared schedule's [[first step, windows per step], ...] as pairs."""
-    if declared is None:
-        return None
-    return tuple((first, windows) for first, windows in declared)
-
-
-def _rank_rule(declared: Mapping[str, Any] | None) -> RankRuleAnswer | None:
-    """A declared rank rule ({"micro_batch"?, "rule"}, as RankRule.to_json writes it)."""
-    if declared is None:
-        return None
-    return RankRuleAnswer(rule=declared["rule"], micro_batch=declared.get("micro_batch"))
 
 
 class StreamCut(Answer):

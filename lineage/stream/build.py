@@ -41,7 +41,7 @@ from lineage.store.parts import (
 )
 from lineage.store.parts import report as report_progress
 from lineage.store.scratch import new_staging_dir
-from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut
+from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut, shown_stream
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_files import KEYS_SQL
 from lineage.stream.schedule import BatchSchedule, RankRule
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from lineage.store.arrays_rows import StreamColumns
     from lineage.stream.imported import ImportedSpec
     from lineage.stream.order import UIntArray
+    from lineage.stream.record import StreamRecord
 
 _FETCH_ROWS = 65_536
 
@@ -104,10 +105,10 @@ def build_stream(
     )
     existing = _existing(store, name)
     if existing is not None:
-        if existing["spec_hash"] != spec.spec_hash:
+        if existing.spec_hash != spec.spec_hash:
             raise ConflictError(f"stream {name!r} exists with other parameters "
-                                f"({existing['spec_hash']}); choose another --name")
-        found = {**existing, "status": "unchanged",
+                                f"({existing.spec_hash}); choose another --name")
+        found = {**shown_stream(existing).to_dict(), "status": "unchanged",
                  "seconds": round(time.monotonic() - started, 3)}
         return StreamBuildResult.from_dict(
             {f.name: found[f.name] for f in dataclasses.fields(StreamBuildResult)
@@ -231,7 +232,7 @@ def _corpus_facts(store: BaseStore, corpus: str) -> tuple[
     return row[0], sources, documents, hashes
 
 
-def _existing(store: BaseStore, name: str) -> dict[str, Any] | None:
+def _existing(store: BaseStore, name: str) -> StreamRecord | None:
     from lineage.stream.query import stream_row
 
     with store.reader(views=False) as con:

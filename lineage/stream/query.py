@@ -18,6 +18,8 @@ from lineage.jsonout import PlainRows
 from lineage.store.arrays_use import span_bounds, span_rows, stream_records, with_records
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
+from lineage.stream.record import COLUMNS as RECORD_COLUMNS
+from lineage.stream.record import StreamRecord
 from lineage.stream.schedule import BatchSchedule, RankRule
 
 if TYPE_CHECKING:
@@ -28,57 +30,40 @@ if TYPE_CHECKING:
     from lineage.stream.answers import StreamSummary
     from lineage.stream.order import IntArray
 
-STREAM_COLUMNS = (
-    "name", "spec", "spec_hash", "corpus", "manifest_hash", "seed", "seq_len", "batch",
-    "separator_tokens", "token_budget", "tokens", "windows", "steps", "occurrences",
-    "occurrences_digest", "parameters",
-)  # fmt: skip
+STREAM_COLUMNS = RECORD_COLUMNS
 
 
-def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any] | None:
+def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> StreamRecord | None:
     row = con.execute(
         f"SELECT {', '.join(STREAM_COLUMNS)} FROM streams WHERE name = ?", [name]
     ).fetchone()
-    return None if row is None else _stream_dict(row)
+    return None if row is None else StreamRecord.from_row(row)
 
 
-def stream_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def stream_rows(con: duckdb.DuckDBPyConnection) -> list[StreamRecord]:
     """Every stream, by name, in one query."""
     rows = con.execute(f"SELECT {', '.join(STREAM_COLUMNS)} FROM streams ORDER BY name")
-    return [_stream_dict(row) for row in rows.fetchall()]
+    return [StreamRecord.from_row(row) for row in rows.fetchall()]
 
 
-def _stream_dict(row: tuple[Any, ...]) -> dict[str, Any]:
-    import json
-
-    found = dict(zip(STREAM_COLUMNS, row, strict=True))
-    parameters = json.loads(found.pop("parameters"))
-    found["epochs"] = parameters.get("epochs", {})
-    for key in SCHEDULE_KEYS:  # only a stream that declares them has the keys
-        if key in parameters:
-            found[key] = parameters[key]
-    return found
-
-
-# The parameters' keys of a batch-size schedule and a rank rule (docs/stream-spec.md §1):
-# written only when they differ from a fixed batch and the contiguous split.
-SCHEDULE_KEYS = ("schedule", "rank_rule")
-
-
-def stream_schedule(row: Mapping[str, Any]) -> BatchSchedule:
+def stream_schedule(row: StreamRecord | Mapping[str, Any]) -> BatchSchedule:
     """A stream's windows per step, step by step: its declared `schedule`, else its fixed
-    `batch`. `row` is a stream's catalog row as `stream_row` gives it (or with its raw
-    `parameters` JSON), or a `Stream` answer. Every caller that cuts windows into steps
-    reads the schedule here."""
+    `batch`. `row` is a stream's record, or a row with its `parameters` (a run log's
+    stream, a `Stream` answer). Every caller that cuts windows into steps reads the
+    schedule here."""
+    if isinstance(row, StreamRecord):
+        return row.batch_schedule
     declared = _declared(row, "schedule")
     if declared is not None:
         return BatchSchedule.from_json(declared)
     return BatchSchedule.fixed(int(row["batch"]))
 
 
-def stream_rank_rule(row: Mapping[str, Any]) -> RankRule:
+def stream_rank_rule(row: StreamRecord | Mapping[str, Any]) -> RankRule:
     """How a stream's steps are split among ranks: its declared `rank_rule`, else lineage's
     own contiguous split (the same rows as `stream_schedule`)."""
+    if isinstance(row, StreamRecord):
+        return row.split
     declared = _declared(row, "rank_rule")
     return RankRule() if declared is None else RankRule.from_json(declared)
 
@@ -104,20 +89,20 @@ def list_streams(store: BaseStore) -> AnswerList[StreamSummary]:
     return AnswerList(StreamSummary, (stream_answer(row, StreamSummary) for row in rows))
 
 
-def get_stream(store: BaseStore, name: str | None = None) -> dict[str, Any]:
+def get_stream(store: BaseStore, name: str | None = None) -> StreamRecord:
     """One stream by name; without a name, the only stream of the store."""
     with store.reader(views=False) as con:
         return stream_named(con, name)
 
 
 def resolved_stream(con: duckdb.DuckDBPyConnection, store: BaseStore, name: str | None,
-                    ) -> dict[str, Any]:
-    """`stream_named`'s row, read once per catalog state where the store keeps one (a server's
-    copy of the catalog: lineage/store/memo.py); a copy of it, so a caller may change it."""
-    return dict(remembered(store, ("stream", name), lambda: stream_named(con, name)))
+                    ) -> StreamRecord:
+    """`stream_named`'s record, read once per catalog state where the store keeps one (a
+    server's copy of the catalog: lineage/store/memo.py)."""
+    return remembered(store, ("stream", name), lambda: stream_named(con, name))
 
 
-def stream_named(con: duckdb.DuckDBPyConnection, name: str | None) -> dict[str, Any]:
+def stream_named(con: duckdb.DuckDBPyConnection, name: str | None) -> StreamRecord:
     if name is not None and (row := stream_row(con, name)) is not None:
         return row  # the common case: one query
     names = [r[0] for r in con.execute("SELECT name FROM streams ORDER BY name").fetchall()]
@@ -158,21 +143,21 @@ class StepRange:
 
 
 def step_range(
-    stream: Mapping[str, Any], step: int, *, rank: int | None = None,
+    stream: StreamRecord, step: int, *, rank: int | None = None,
     world_size: int | None = None, window: int | None = None,
 ) -> StepRange:
     """The windows a query covers, checked against the stream's shape, its schedule and
     its rank rule."""
-    steps = int(stream["steps"])
+    steps = stream.steps
     if not 0 <= step < steps:
         raise UnknownObjectError(
-            f"stream {stream['name']!r} has steps 0..{steps - 1}, not {step}")
+            f"stream {stream.name!r} has steps 0..{steps - 1}, not {step}")
     return windows_range(stream, step, stream_schedule(stream).step_range(step),
                          rank=rank, world_size=world_size, window=window)
 
 
 def windows_range(
-    stream: Mapping[str, Any], step: int, windows: range, *, rank: int | None = None,
+    stream: StreamRecord, step: int, windows: range, *, rank: int | None = None,
     world_size: int | None = None, window: int | None = None,
 ) -> StepRange:
     """A step that read `windows` (by the schedule, or by a run's cursor), narrowed to one
@@ -213,13 +198,13 @@ def docs_in_step(
         span = step_range(info, step, rank=rank, world_size=world_size, window=window)
         segments = step_segments(con, store, info, span, answer=True)
     answer: dict[str, Any] = {
-        "stream": info["name"], "spec": info["spec"], "spec_hash": info["spec_hash"],
-        "manifest_hash": info["manifest_hash"], "step": step,
+        "stream": info.name, "spec": info.spec, "spec_hash": info.spec_hash,
+        "manifest_hash": info.manifest_hash, "step": step,
         "windows": [span.first_window, span.last_window],
     }
     if span.only is not None:
         answer["rank_windows"] = sorted(span.only)
-    if any(key in info for key in SCHEDULE_KEYS):  # stated when the stream declares them
+    if info.schedule is not None or info.rank_rule is not None:  # stated when declared
         assert span.step_windows is not None
         answer["step_windows"] = [span.step_windows.start, span.step_windows.stop - 1]
         answer["rank_rule"] = span.rank_rule.to_json()
@@ -232,16 +217,16 @@ SEGMENT_COLUMNS = ("doc_id", "source", "uri", "content_hash", "epoch", "stream_s
 
 
 def step_segments(
-    con: duckdb.DuckDBPyConnection, store: BaseStore, info: dict[str, Any], span: StepRange,
+    con: duckdb.DuckDBPyConnection, store: BaseStore, info: StreamRecord, span: StepRange,
     *, answer: bool = False,
 ) -> list[dict[str, Any]]:
     """Segments in stream order; `position` is the segment's first token in the stream.
 
     As `answer` (`docs_in_step`'s documents): without `position`, and as PlainRows when
     the columns they come from hold only text and integers (json_text need not look)."""
-    seq_len = int(info["seq_len"])
+    seq_len = info.seq_len
     start, end = span.first_window * seq_len, (span.last_window + 1) * seq_len
-    records = stream_records(con, store, info["name"], info["corpus"])
+    records = stream_records(con, store, info.name, info.corpus)
     from_arrays = None if records is None else with_records(
         store, records, lambda files: _arrays_segments(files[0], files[1], start, end,
                                                        seq_len, span, answer=answer))
@@ -252,7 +237,7 @@ def step_segments(
 
     from lineage.store.part_read import lookup_table
 
-    rows = lookup_table(con, store, "occurrences", info["name"], SEGMENT_COLUMNS,
+    rows = lookup_table(con, store, "occurrences", info.name, SEGMENT_COLUMNS,
                         span=(start, end))
     if rows is None:
         return PlainRows() if answer else []

@@ -50,6 +50,8 @@ from lineage.userfiles import open_regular
 if TYPE_CHECKING:
     import duckdb
 
+    from lineage.stream.record import StreamRecord
+
 
 def hash_file(path: Path) -> str:
     """BLAKE3 of a file's bytes, opened without blocking and only when it is a regular
@@ -198,7 +200,7 @@ class _Context:
 
     con: Any
     store: BaseStore
-    streams: dict[str, dict[str, Any]]
+    streams: dict[str, StreamRecord]
     corpora: dict[str, str]  # corpus -> manifest hash
     tokenizers: dict[str, str]  # corpus -> how its tokens were counted
 
@@ -389,21 +391,21 @@ def trained_on_hashes(
 
 
 def _streams(con: duckdb.DuckDBPyConnection, store: BaseStore, name: str | None,
-             ) -> dict[str, dict[str, Any]]:
+             ) -> dict[str, StreamRecord]:
     """The stream named, or every stream, by name (read once per catalog state where the
     store keeps one: lineage/store/memo.py)."""
     from lineage.stream.query import resolved_stream, stream_rows
 
     if name is not None:
         info = resolved_stream(con, store, name)
-        return {info["name"]: info}
+        return {info.name: info}
     rows = remembered(store, ("streams",), lambda: stream_rows(con))
-    return {info["name"]: dict(info) for info in rows}
+    return {info.name: info for info in rows}
 
 
 def _answers(
     con: duckdb.DuckDBPyConnection, store: BaseStore, queries: list[tuple[str, str]],
-    streams: dict[str, dict[str, Any]], corpora: dict[str, str],
+    streams: dict[str, StreamRecord], corpora: dict[str, str],
 ) -> list[dict[str, Any]]:
     """One answer per (label, digest), from one lookup of every digest in the documents'
     hashes and one in each stream that can hold them: a folder of a few hundred files
@@ -438,7 +440,7 @@ Placements = dict[tuple[str, str], list[tuple[Any, ...]]]
 
 
 def _placements(
-    con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, dict[str, Any]],
+    con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, StreamRecord],
     digest: str, corpora: set[str],
 ) -> Placements:
     """Where the documents with this content hash sit in each stream made of one of
@@ -447,7 +449,7 @@ def _placements(
 
 
 def _placements_of(
-    con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, dict[str, Any]],
+    con: duckdb.DuckDBPyConnection, store: BaseStore, streams: dict[str, StreamRecord],
     corpora_of: dict[str, set[str]],
 ) -> dict[str, Placements]:
     """`_placements` for each digest (with its documents' corpora), one lookup a stream."""
@@ -460,18 +462,18 @@ def _placements_of(
         digests = sorted(wanted.get(name, []))
         if not digests:
             continue
-        rows = _placement_lookup(con, store, name, info["corpus"], digests)
+        rows = _placement_lookup(con, store, name, info.corpus, digests)
         for digest, corpus, doc_id, epoch, start, end, offset in rows:
             placed.setdefault(digest, {}).setdefault((corpus, doc_id), []).append(
                 (name, info, epoch, start, end, offset))
     return placed
 
 
-def _of_corpora(streams: dict[str, dict[str, Any]], corpora: set[str],
-                ) -> dict[str, dict[str, Any]]:
+def _of_corpora(streams: dict[str, StreamRecord], corpora: set[str],
+                ) -> dict[str, StreamRecord]:
     """The streams made of one of `corpora`: the only ones that can hold their documents
     (a lookup in each of the others would find nothing the answer uses)."""
-    return {name: info for name, info in streams.items() if info["corpus"] in corpora}
+    return {name: info for name, info in streams.items() if info.corpus in corpora}
 
 
 def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus: str,
@@ -484,7 +486,7 @@ def _stream_entries(placed: dict[tuple[str, str], list[tuple[Any, ...]]], corpus
     entries = []
     for name, info, spans in _group(hits):
         windows = sorted({w for _, start, end in spans for w in _windows(info, start, end)})
-        entries.append({"stream": name, "spec_hash": info["spec_hash"],
+        entries.append({"stream": name, "spec_hash": info.spec_hash,
                         "steps": _steps_of(info, windows), "windows": windows,
                         "epochs": sorted({epoch for epoch, _, _ in spans})})
     return entries
@@ -545,7 +547,7 @@ def _span_steps(span: dict[str, Any], hits: list[tuple[Any, ...]]) -> dict[str, 
     return {**span, "windows": sorted(windows), "steps": sorted(steps)}
 
 
-def _steps_of(info: dict[str, Any], windows: list[int]) -> list[int]:
+def _steps_of(info: StreamRecord, windows: list[int]) -> list[int]:
     """The steps that consumed these windows, by the stream's schedule."""
     from lineage.stream.query import stream_schedule
 
@@ -571,9 +573,9 @@ def _group(hits: list[tuple[Any, ...]]):  # type: ignore[no-untyped-def]
         yield name, info, spans
 
 
-def _windows(info: dict[str, Any], start: int, end: int) -> range:
+def _windows(info: StreamRecord, start: int, end: int) -> range:
     """Windows holding at least one token of [start, end), within the consumed stream."""
-    seq_len, total = int(info["seq_len"]), int(info["windows"])
+    seq_len, total = info.seq_len, info.windows
     if end <= start:
         return range(0)
     return range(start // seq_len, min((end - 1) // seq_len + 1, total))
