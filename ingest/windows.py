@@ -26,7 +26,7 @@ from lineage.ingest.value_rules import COUNT, STRING, check_jsonl, check_parquet
 from lineage.store.durable import guarded_write, remove_quietly
 from lineage.store.part_select import part_files
 from lineage.store.parts import Progress
-from lineage.store.scratch import new_staging_dir
+from lineage.store.scratch import new_staging_dir, spilling_connection
 from lineage.stream.build import Built, commit_stream, first_batch
 from lineage.stream.query import stream_row
 from lineage.stream.record import SCHEDULE_KEYS
@@ -99,11 +99,8 @@ def ingest_windows(
 
 def _build(store: Store, path: Path, stream: str, corpus: str, documents: list[str],
            spec: RecordedSpec, staging: Path, progress: Progress) -> Built:
-    import duckdb
-
-    con = duckdb.connect(":memory:")
+    con = spilling_connection(staging)
     try:
-        con.execute("SET temp_directory = ?", [str(staging / "spill")])
         _load(con, path)
         con.execute("CREATE TABLE docs AS SELECT doc_id, source, n_tokens, content_hash, uri "
                     "FROM read_parquet(?)", [documents])

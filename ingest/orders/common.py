@@ -26,7 +26,7 @@ from lineage.store.base import BaseStore
 from lineage.store.durable import remove_quietly
 from lineage.store.part_select import part_files
 from lineage.store.parts import Progress
-from lineage.store.scratch import new_staging_dir
+from lineage.store.scratch import new_staging_dir, spilling_connection
 from lineage.stream.build import Built, commit_stream, content_hash_words
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.query import stream_row
@@ -199,12 +199,8 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
     corpus (its rid: given, or found once by doc_id); the two tables then written as
     `stream build` writes its own (`write_segments`): joined to the corpus's parts by
     position, the content-hash copy in the order of the hashes' 64-bit words."""
-    import duckdb
-
-    con = duckdb.connect(":memory:")
+    con = spilling_connection(staging, MEMORY_LIMIT)  # the sort spills beyond its limit
     try:
-        con.execute("SET temp_directory = ?", [str(staging / "spill")])
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # the sort spills beyond it
         # DuckDB decodes the content hashes on its threads while numpy checks (one core)
         with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
             words = pool.submit(content_hash_words, con.cursor(), files[0])

@@ -512,12 +512,10 @@ class _Postings:
 
 
 def _session(folder: Path, threads: int) -> duckdb.DuckDBPyConnection:
-    import duckdb
+    from lineage.store.scratch import spilling_connection
 
-    con = duckdb.connect(":memory:")
+    con = spilling_connection(folder, MEMORY_LIMIT)
     con.execute(f"SET threads = {max(1, int(threads))}")
-    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
-    con.execute("SET temp_directory = ?", [str(folder / "spill")])
     con.execute("SET preserve_insertion_order = true")
     return con
 

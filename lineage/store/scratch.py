@@ -9,8 +9,12 @@ import os
 import secrets
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lineage.store.durable import pid_alive, remove_quietly
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def new_staging_dir(staging_root: Path) -> Path:
@@ -20,6 +24,23 @@ def new_staging_dir(staging_root: Path) -> Path:
     folder = staging_root / f"{os.getpid()}-{int(time.time())}-{secrets.token_hex(4)}"
     folder.mkdir()
     return folder
+
+
+def spilling_connection(folder: Path, memory_limit: str | None = None,
+                        ) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB of one write's (or one large question's) own, which spills to
+    `folder`/spill (a staging folder) past `memory_limit`, if given. The caller closes it."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        if memory_limit is not None:
+            con.execute("SET memory_limit = ?", [memory_limit])
+        con.execute("SET temp_directory = ?", [str(folder / "spill")])
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def clear_abandoned(staging_root: Path) -> list[Path]:

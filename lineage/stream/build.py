@@ -40,7 +40,7 @@ from lineage.store.parts import (
     unpublish_unless_unknown,
 )
 from lineage.store.parts import report as report_progress
-from lineage.store.scratch import new_staging_dir
+from lineage.store.scratch import new_staging_dir, spilling_connection
 from lineage.stream.answers import RankRuleAnswer, StreamBuildResult, StreamCut, shown_stream
 from lineage.stream.order import Candidates, Placed, place
 from lineage.stream.order_files import KEYS_SQL
@@ -248,10 +248,8 @@ def _build(
     memory (`Built.columns`)."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    con = spilling_connection(Path(staging), memory_limit)
     try:
-        con.execute("SET memory_limit = ?", [memory_limit])
-        con.execute("SET temp_directory = ?", [str(staging / "spill")])
         return _build_within(con, store, spec, corpus, name, sources, parts, hash_parts,
                              memory_limit, Path(staging), progress, distributed,
                              arrays=arrays)

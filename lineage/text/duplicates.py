@@ -86,18 +86,16 @@ def _grouping(store: BaseStore) -> Iterator[Any]:
     """A DuckDB connection of its own for grouping a corpus's hashes, its memory bounded
     and its spill in the store's staging (the readers' shared instance has no bound: at
     10M documents these groups took 2.3 GB there)."""
-    import duckdb
-
-    from lineage.store.scratch import new_staging_dir
+    from lineage.store.scratch import new_staging_dir, spilling_connection
 
     folder = new_staging_dir(store.staging_dir)
-    con = duckdb.connect(":memory:")
     try:
-        con.execute(f"SET memory_limit = '{GROUPING_MEMORY}'")
-        con.execute("SET temp_directory = ?", [str(folder / "spill")])
-        yield con
+        con = spilling_connection(folder, GROUPING_MEMORY)
+        try:
+            yield con
+        finally:
+            con.close()
     finally:
-        con.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
