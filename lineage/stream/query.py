@@ -18,7 +18,7 @@ from lineage.jsonout import PlainRows
 from lineage.store.arrays_use import span_bounds, span_rows, stream_records, with_records
 from lineage.store.base import BaseStore
 from lineage.store.memo import remembered
-from lineage.stream.record import COLUMNS as RECORD_COLUMNS
+from lineage.stream.record import COLUMNS as STREAM_COLUMNS
 from lineage.stream.record import StreamRecord
 from lineage.stream.schedule import BatchSchedule, RankRule
 
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from lineage.store.arrays import ArraysFile
     from lineage.stream.answers import StreamSummary
     from lineage.stream.order import IntArray
-
-STREAM_COLUMNS = RECORD_COLUMNS
-
 
 def stream_row(con: duckdb.DuckDBPyConnection, name: str) -> StreamRecord | None:
     row = con.execute(
@@ -52,7 +49,7 @@ def stream_schedule(row: StreamRecord | Mapping[str, Any]) -> BatchSchedule:
     stream, a `Stream` answer). Every caller that cuts windows into steps reads the
     schedule here."""
     if isinstance(row, StreamRecord):
-        return row.batch_schedule
+        return BatchSchedule.fixed(row.batch) if row.schedule is None else row.schedule
     declared = _declared(row, "schedule")
     if declared is not None:
         return BatchSchedule.from_json(declared)
@@ -63,7 +60,7 @@ def stream_rank_rule(row: StreamRecord | Mapping[str, Any]) -> RankRule:
     """How a stream's steps are split among ranks: its declared `rank_rule`, else lineage's
     own contiguous split (the same rows as `stream_schedule`)."""
     if isinstance(row, StreamRecord):
-        return row.split
+        return RankRule() if row.rank_rule is None else row.rank_rule
     declared = _declared(row, "rank_rule")
     return RankRule() if declared is None else RankRule.from_json(declared)
 
@@ -246,13 +243,14 @@ def step_segments(
         rows = rows.take(np.argsort(ordinal, kind="stable"))  # in stream order
     pieces = _cut(rows["stream_start"].to_numpy(), rows["stream_end"].to_numpy(),
                   rows["doc_offset"].to_numpy(), seq_len, span)
-    columns = [rows[name] for name in ("doc_id", "source", "uri", "content_hash", "epoch")]
-    found = _segments(dict(zip(("doc_id", "source", "uri", "content_hash", "epoch"),
-                               (column.to_pylist() for column in columns), strict=True)),
+    columns = {name: rows[name] for name in ("doc_id", "source", "uri", "content_hash",
+                                             "epoch")}
+    found = _segments({name: column.to_pylist() for name, column in columns.items()},
                       pieces, span, answer=answer)
     if not answer:
         return found
-    plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type) for c in columns)
+    plain = all(pa.types.is_string(c.type) or pa.types.is_integer(c.type)
+                for c in columns.values())
     return PlainRows(found) if plain else found
 
 
@@ -322,29 +320,22 @@ def _segments(columns: dict[str, list[Any]],
 def _segments_of(rows: dict[str, list[Any]], seq_len: int, span: StepRange, *,
                  answer: bool) -> list[dict[str, Any]]:
     """`step_segments` from rows given as lists by column (a lookup arrays file's), in
-    plain Python: the same segments, in the same order, as the Parquet path below.
+    plain Python: the same segments, in the same order, as the Parquet path.
     The rows come in stream (ordinal) order: an arrays file holds them so."""
-    order = range(len(rows["stream_start"]))
     starts, ends, offsets = rows["stream_start"], rows["stream_end"], rows["doc_offset"]
     pieces = []  # (window, position, row, token_start, token_end), by row, then window
-    for i in order:
+    for i in range(len(starts)):
         for w, lo, token_start, token_end in window_pieces(
                 starts[i], ends[i], offsets[i], seq_len, span.first_window, span.last_window):
             if span.only is None or w in span.only:
                 pieces.append((w, lo, i, token_start, token_end))
     pieces.sort(key=lambda piece: (piece[0], piece[1]))  # by window, then position
-    doc_id, source, uri = rows["doc_id"], rows["source"], rows["uri"]
-    content_hash, epoch = rows["content_hash"], rows["epoch"]
-    rank = {w: span.rank_of(w) for w in {piece[0] for piece in pieces}}
-    found = [{"doc_id": doc_id[i], "source": source[i], "uri": uri[i],
-              "content_hash": content_hash[i], "epoch": epoch[i], "window": w,
-              "rank": rank[w], "token_start": token_start, "token_end": token_end}
-             for w, _, i, token_start, token_end in pieces]
-    if not answer:
-        for segment, piece in zip(found, pieces, strict=True):
-            segment["position"] = piece[1]
-        return found
-    return PlainRows(found)  # strings, integers and None: the arrays hold nothing else
+    windows, positions, row, token_starts, token_ends = (
+        [piece[k] for piece in pieces] for k in range(5))
+    found = _segments(rows, (row, windows, positions, token_starts, token_ends), span,
+                      answer=answer)
+    # strings, integers and None: the arrays hold nothing else
+    return PlainRows(found) if answer else found
 
 
 def window_piece_arrays(

@@ -72,13 +72,3 @@ class StreamRecord:
         """A field by its JSON key (`to_row`): a `StreamReader.info` read as the dict it
         once was."""
         return self.to_row()[key]
-
-    @property
-    def batch_schedule(self) -> BatchSchedule:
-        """Windows per step, step by step: the declared schedule, else the fixed batch."""
-        return BatchSchedule.fixed(self.batch) if self.schedule is None else self.schedule
-
-    @property
-    def split(self) -> RankRule:
-        """How a step is split among ranks: the declared rule, else the contiguous one."""
-        return RankRule() if self.rank_rule is None else self.rank_rule
