@@ -121,6 +121,12 @@ def show(
     lines += [f"claim        steps {r['first_step']}-{r['last_step']} by "
               f"{r['auditor']['name']} until {r['expires_at']}" + _signatures(answer, r)
               for r in answer.claims]
+    proofs = list(answer.log_inclusion.values())
+    if proofs:
+        head = proofs[0]
+        lines.append(f"log          {len(proofs)} of these records proved in {head['origin']} "
+                     f"at size {head['size']} (leaves "
+                     + ", ".join(str(p["index"]) for p in proofs) + f"), root {head['root']}")
     output.emit_lines(lines)
 
 
@@ -367,7 +373,8 @@ def export(
     out: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
     json: JsonOption = False,
 ) -> None:
-    """Write the run's audit records as a self-verifying bundle (signatures kept)."""
+    """Write the run's audit records as a self-verifying bundle (signatures kept), with
+    the store's signed log checkpoint and tiles."""
     from lineage.audit.actions import export_bundle
 
     result = export_bundle(current_store(ctx), run, out)
@@ -392,7 +399,8 @@ def import_(
     ] = False,
     json: JsonOption = False,
 ) -> None:
-    """Check a bundle (ids, digests, signatures) and add its records (idempotent)."""
+    """Check a bundle (ids, digests, signatures, its log's checkpoint and proofs) and add
+    its records (idempotent); a log that forks from the copy held is refused (exit 1)."""
     from lineage.audit.actions import import_bundle
 
     result = import_bundle(current_store(ctx), bundle, allowed_signers=allowed_signers,

@@ -87,6 +87,8 @@ step lineage audit replay audited --step 7 --replayer examples/tiny_run.py:repla
     --auditor dee --from relay-6
 step lineage audit status audited
 step lineage audit who audited
+# Every record the ledger accepted is a leaf of the store's signed transparency log:
+step lineage audit show audited --step 4
 step lineage store verify
 
 # The same store over HTTP: the JSON API (each answer exactly a command's --json) and the

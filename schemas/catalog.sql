@@ -209,7 +209,8 @@ CREATE TABLE audit_records (
     duration_s  DOUBLE,               -- attestation: seconds the replay took (self-reported)
     expires_at  TIMESTAMP,            -- claim: when it stops counting (UTC)
     created_at  TIMESTAMP NOT NULL,   -- when the record says it was made (UTC)
-    record      VARCHAR NOT NULL      -- the whole record as JSON, signature included
+    record      VARCHAR NOT NULL,     -- the whole record as JSON, signature included
+    log_position BIGINT               -- its current version's leaf in the store's own log (schema 11)
 );
 
 -- OpenLineage events (schema 9): events read back by `lineage ingest openlineage`
@@ -225,4 +226,31 @@ CREATE TABLE openlineage_events (
     source         VARCHAR NOT NULL,     -- the file the event was first read from, as given
     event          VARCHAR NOT NULL,     -- the event as canonical JSON
     ingested_at    TIMESTAMP NOT NULL    -- when it was first read (UTC)
+);
+
+-- The ledger as a transparency log (schema 11, docs/audit-spec.md): every record the ledger
+-- accepts is appended to the store's own RFC 6962 log, kept as tlog-tiles, its head signed by
+-- the store's key; the heads and tiles of other logs imported from bundles are kept to check
+-- that a later copy extends them.
+CREATE TABLE audit_logs (
+    origin        VARCHAR PRIMARY KEY,  -- the log's origin line, also its key's name
+    own           BOOLEAN NOT NULL,     -- the store's own log (appended and signed here); else a copy of another's
+    verifier_key  VARCHAR NOT NULL,     -- the signed-note verifier key of its checkpoints
+    size          BIGINT  NOT NULL,     -- leaves in the latest checkpoint held
+    root          VARCHAR NOT NULL,     -- that checkpoint's root hash, hex
+    checkpoint    VARCHAR NOT NULL      -- that checkpoint as a signed note
+);
+CREATE TABLE audit_log_entries (
+    origin     VARCHAR NOT NULL,  -- the store's own log (audit_logs.origin)
+    position   BIGINT  NOT NULL,  -- the leaf's index, from 0
+    record_id  VARCHAR NOT NULL,  -- the record it holds (audit_records.id)
+    entry      VARCHAR NOT NULL   -- the leaf's bytes: the record's canonical JSON as accepted
+);
+CREATE TABLE audit_log_tiles (
+    origin  VARCHAR NOT NULL,  -- the log (audit_logs.origin)
+    level   INTEGER NOT NULL,  -- tile level L: hashes of nodes of height 8L
+    idx     BIGINT  NOT NULL,  -- tile index N
+    width   INTEGER NOT NULL,  -- hashes in the tile (256 when full)
+    data    BLOB    NOT NULL,  -- the tile's bytes, as at tile/<L>/<N>[.p/<W>]
+    PRIMARY KEY (origin, level, idx)
 );

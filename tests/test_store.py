@@ -134,6 +134,10 @@ def _catalog_before(version: int) -> str:
     """The catalog DDL as an older schema made it (each migration undone by hand)."""
     ddl = schemas.catalog_ddl()
     assert "unicode_version" in ddl and "experiment_logs" in ddl  # schemas 5 and 6
+    if version < 11:  # schema 11 added the ledger's log and audit_records.log_position
+        ddl = ddl[:ddl.index("-- The ledger as a transparency log (schema 11")].replace(
+            "record      VARCHAR NOT NULL,     -- the whole", "record      VARCHAR NOT NULL      -- the whole"
+        ).replace("    log_position BIGINT ", "    -- log_position BIGINT ")
     if version < 10:  # schema 10 added parquet_files.arrays_record
         ddl = ddl.replace("row_groups  VARCHAR,   ", "row_groups  VARCHAR    ").replace(
             "arrays_record VARCHAR", "-- arrays_record")
@@ -197,7 +201,8 @@ def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None
         store = _old_store(tmp_path / f"v{version}", version)
         init_store(store.root)
         for table in ("parquet_files", "runs", "checkpoints", "text_indexes",
-                      "experiment_logs", "audit_records", "openlineage_events"):
+                      "experiment_logs", "audit_records", "openlineage_events",
+                      "audit_logs", "audit_log_entries", "audit_log_tiles"):
             want = fresh.execute(f"DESCRIBE {table}").fetchall()
             assert [tuple(r[:2]) for r in store.sql(f"DESCRIBE {table}").rows] == \
                 [tuple(r[:2]) for r in want], (version, table)

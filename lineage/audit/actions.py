@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         RecordsSigned,
         ReplayOutcome,
     )
+    from lineage.audit.bundle import LogExport
 
 
 def signed_with(records: list[dict[str, Any]], key: str | Path | None) -> list[dict[str, Any]]:
@@ -134,9 +135,30 @@ def export_bundle(store: BaseStore, run: str, out: str | Path) -> BundleWritten:
 
     check_output_path(out)
     get_run(store, run)  # an unknown run is an error, not an empty bundle
-    written = write_bundle(iter_records(store, run), out, run=run)  # its JSON object
+    records = iter_records(store, run)
+    written = write_bundle(records, out, run=run, log=_log_export(store, records))
     return BundleWritten(bundle=written["bundle"], spec=written["spec"], run=written["run"],
                          records=written["records"], digest=written["digest"])
+
+
+def _log_export(store: BaseStore, records: list[dict[str, Any]]) -> LogExport:
+    """The store's log as a bundle carries it; a store whose ledger predates its log (a
+    migrated one, not written since) starts the log first."""
+    from lineage.audit.bundle import LogExport
+    from lineage.audit.log import all_tiles, append_records, latest_positions, own_head
+    from lineage.audit.records import record_id
+
+    with store.reader(views=False) as con:
+        head = own_head(con)
+    if head is None:
+        with store.writer() as con:
+            append_records(con, store.root, [])
+    with store.reader(views=False) as con:
+        head = own_head(con)
+        assert head is not None
+        positions = latest_positions(con, head.origin, [record_id(r) for r in records])
+        return LogExport(head.checkpoint, head.verifier_key, head.size,
+                         all_tiles(con, head.origin), positions)
 
 
 def import_bundle(store: BaseStore, path: str | Path, *,
@@ -145,12 +167,12 @@ def import_bundle(store: BaseStore, path: str | Path, *,
     """Check a bundle whole (ids, digests, signatures, and with `allowed_signers` whose
     keys may sign), then add the records the ledger does not hold."""
     from lineage.audit.answers import BundleImported
-    from lineage.audit.bundle import read_bundle
+    from lineage.audit.bundle import read_bundle_log
     from lineage.audit.ledger import add_records
 
-    records = read_bundle(path, allowed_signers=allowed_signers,
-                          require_signed=require_signed)  # all checked before the store
-    added = add_records(store, records, source=f"bundle {Path(path).name}")
+    records, log_copy = read_bundle_log(path, allowed_signers=allowed_signers,
+                                        require_signed=require_signed)  # checked whole
+    added = add_records(store, records, source=f"bundle {Path(path).name}", log_copy=log_copy)
     return BundleImported(
         bundle=str(path), records=len(records),
         signed=sum(1 for record in records if record.get("signature") is not None),

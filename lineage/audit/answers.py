@@ -88,6 +88,10 @@ class AuditStep(Answer):
     claims: tuple[dict[str, Any], ...]  # claims covering the step, expired ones included
     # the keys whose signatures each listed record carries (over all its versions), by id
     signed_by: dict[str, tuple[str, ...]]
+    # each listed record's leaf in the store's own log and its inclusion proof at the log's
+    # signed head (origin, index, size, leaf_hash, proof, root, checkpoint, verifier_key), by
+    # id; a record held from before the log began has none until the next write
+    log_inclusion: dict[str, dict[str, Any]]
     spec: str
 
 

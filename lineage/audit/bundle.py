@@ -2,8 +2,13 @@
 export` / `import`; docs/audit-spec.md, "Bundles and signatures").
 
 A bundle holds `records.jsonl` (one record per line, canonical JSON, signature included)
-and `MANIFEST.json`: the spec `lineage-audit-bundle/1`, the run, the id of each record in
-line order, each member's BLAKE3 and a digest over all of that. Reading recomputes every
+and `MANIFEST.json`: the spec, the run, the id of each record in line order, each member's
+BLAKE3 and a digest over all of that. A `lineage-audit-bundle/2` bundle also carries the
+exporting store's log: its signed checkpoint (`log/checkpoint`), its tiles (`log/tile/...`,
+the tlog-tiles layout) and, in the manifest's `log`, the key that signs it and the leaf
+holding each record; reading checks the checkpoint's signature, the tiles against its root
+and each record's inclusion (lineage.audit.log.check_copy). `/1` bundles (no log) still
+read. Reading recomputes every
 record's id and checks it against the manifest before anything else, so an altered record
 is refused by the id it was listed under; then the members against the manifest, the
 manifest against its digest, and each signed record's signature. The digests catch damage
@@ -16,8 +21,9 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lineage.audit.record_files import (
     MAX_RECORDS_BYTES,
@@ -37,14 +43,33 @@ from lineage.errors import InputError, RuleError, UsageError
 from lineage.runs.chain import MAX_DEPTH, blake3_hex, canonical_json
 from lineage.userfiles import open_regular, write_output
 
-BUNDLE_SPEC = "lineage-audit-bundle/1"
+if TYPE_CHECKING:
+    from lineage.audit.log import LogCopy
+
+BUNDLE_SPEC = "lineage-audit-bundle/2"
+SPECS_READ = ("lineage-audit-bundle/1", BUNDLE_SPEC)
 RECORDS_MEMBER = "records.jsonl"
 MANIFEST_MEMBER = "MANIFEST.json"
+CHECKPOINT_MEMBER = "log/checkpoint"
+TILES_FOLDER = "log/"
 
 
-def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LogExport:
+    """What a bundle carries of the store's log: the signed head, its key, the tiles by
+    their tlog-tiles path and the leaf of each record, by record id."""
+
+    checkpoint: str
+    verifier_key: str
+    size: int
+    tiles: dict[str, bytes]
+    positions: dict[str, int]
+
+
+def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str,
+                 log: LogExport | None = None) -> dict[str, Any]:
     """Write the records of `run` as a bundle at `path` (atomically: all of it or nothing);
-    a record listed twice is written once."""
+    a record listed twice is written once. With `log`, the bundle carries the log too."""
     lines: dict[str, str] = {}
     for record in records:
         if record.get("run") != run:
@@ -54,15 +79,24 @@ def write_bundle(records: list[dict[str, Any]], path: str | Path, *, run: str) -
     if len(data) > MAX_RECORDS_BYTES:  # a bundle no lineage would import
         raise UsageError(f"the ledger of {run!r} is {len(data):,} bytes of records, over the "
                          f"{_size(MAX_RECORDS_BYTES)} a bundle may hold")
-    manifest = _manifest(run, list(lines), {RECORDS_MEMBER: blake3_hex(data)})
+    members = {RECORDS_MEMBER: data}
+    extra: dict[str, Any] = {}
+    if log is not None:
+        members[CHECKPOINT_MEMBER] = log.checkpoint.encode()
+        members.update({TILES_FOLDER + name: tile for name, tile in sorted(log.tiles.items())})
+        extra["log"] = {"verifier_key": log.verifier_key, "size": log.size,
+                        "positions": [log.positions[i] for i in lines]}
+    manifest = _manifest(run, list(lines), {name: blake3_hex(member)
+                                            for name, member in members.items()}, extra)
 
     def write(handle: BinaryIO) -> None:
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr(_entry(RECORDS_MEMBER), data)
+            for name, member in members.items():
+                archive.writestr(_entry(name), member)
             archive.writestr(_entry(MANIFEST_MEMBER), canonical_json(manifest))
 
     write_output(path, write)
-    return {"bundle": str(path), "spec": BUNDLE_SPEC, "run": run, "records": len(lines),
+    return {"bundle": str(path), "spec": manifest["spec"], "run": run, "records": len(lines),
             "digest": manifest["digest"]}
 
 
@@ -70,8 +104,10 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
-def _manifest(run: str, ids: list[str], members: dict[str, str]) -> dict[str, Any]:
-    body = {"spec": BUNDLE_SPEC, "run": run, "records": ids, "members": members}
+def _manifest(run: str, ids: list[str], members: dict[str, str],
+              extra: dict[str, Any]) -> dict[str, Any]:
+    spec = BUNDLE_SPEC if extra else SPECS_READ[0]
+    body = {"spec": spec, "run": run, "records": ids, "members": members, **extra}
     return {**body, "digest": blake3_hex(canonical_json(body).encode("utf-8"))}
 
 
@@ -86,21 +122,59 @@ def read_bundle(path: str | Path, *, allowed_signers: str | Path | None = None,
     """The records of a bundle, every check passed (see the module docstring). With
     `allowed_signers`, a signed record counts only when its key may sign as its auditor's
     name; with `require_signed`, an unsigned record is refused."""
+    return read_bundle_log(path, allowed_signers=allowed_signers,
+                           require_signed=require_signed)[0]
+
+
+def read_bundle_log(path: str | Path, *, allowed_signers: str | Path | None = None,
+                    require_signed: bool = False
+                    ) -> tuple[list[dict[str, Any]], LogCopy | None]:
+    """`read_bundle`, and the copy of the exporting store's log the bundle carries, checked
+    (None for a bundle without one)."""
     allowed = parse_allowed_signers(allowed_signers) if allowed_signers is not None else None
-    manifest, data = _read_members(Path(path))
-    records = _parse_records(path, data, manifest)
+    manifest, members = _read_members(Path(path))
+    records = _parse_records(path, members.get(RECORDS_MEMBER, b""), manifest)
     for name, digest in manifest["members"].items():
-        if blake3_hex(data) != digest or name != RECORDS_MEMBER:
+        if blake3_hex(members[name]) != digest or not _known_member(name, manifest):
             raise InputError(path, f"{name} does not match the manifest: refused")
     body = {key: value for key, value in manifest.items() if key != "digest"}
     if blake3_hex(canonical_json(body).encode("utf-8")) != manifest["digest"]:
         raise InputError(path, "the manifest does not match its digest: refused")
     for record in records:
         _check_signature(path, record, allowed, allowed_signers, require_signed)
-    return records
+    return records, _log_copy(path, manifest, members, records)
 
 
-def _read_members(path: Path) -> tuple[dict[str, Any], bytes]:
+def _known_member(name: str, manifest: dict[str, Any]) -> bool:
+    return name == RECORDS_MEMBER or (manifest["spec"] == BUNDLE_SPEC and "log" in manifest and (
+        name == CHECKPOINT_MEMBER or name.startswith(TILES_FOLDER + "tile/")))
+
+
+def _log_copy(path: str | Path, manifest: dict[str, Any], members: dict[str, bytes],
+              records: list[dict[str, Any]]) -> LogCopy | None:
+    log = manifest.get("log")
+    if log is None:
+        return None
+    from lineage.audit.log import check_copy
+
+    positions = log.get("positions") if isinstance(log, dict) else None
+    if (not isinstance(log, dict) or not isinstance(log.get("verifier_key"), str)
+            or not isinstance(positions, list) or len(positions) != len(records)
+            or not all(isinstance(p, int) and not isinstance(p, bool) for p in positions)
+            or CHECKPOINT_MEMBER not in members):
+        raise InputError(path, "MANIFEST.json: log needs verifier_key, a position for each "
+                         "record and the member log/checkpoint")
+    try:
+        checkpoint = members[CHECKPOINT_MEMBER].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"{CHECKPOINT_MEMBER} is not UTF-8") from exc
+    tiles = {name[len(TILES_FOLDER):]: data for name, data in members.items()
+             if name.startswith(TILES_FOLDER + "tile/")}
+    return check_copy(str(path), checkpoint, log["verifier_key"], tiles, positions,
+                      [canonical_json(record).encode("utf-8") for record in records])
+
+
+def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     with open_regular(path, what="bundle", max_bytes=MAX_RECORDS_BYTES) as handle:
         try:
             with zipfile.ZipFile(handle) as archive:
@@ -109,7 +183,8 @@ def _read_members(path: Path) -> tuple[dict[str, Any], bytes]:
             raise InputError(path, f"not a readable bundle ({exc})") from exc
 
 
-def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any], bytes]:
+def _read_archive(path: Path, archive: zipfile.ZipFile
+                  ) -> tuple[dict[str, Any], dict[str, bytes]]:
     names = archive.namelist()
     if len(set(names)) != len(names):
         raise InputError(path, "a member name appears twice: refused")
@@ -126,8 +201,7 @@ def _read_archive(path: Path, archive: zipfile.ZipFile) -> tuple[dict[str, Any],
     for name in manifest["members"]:
         if name not in names:
             raise InputError(path, f"{name}: listed in the manifest but missing: refused")
-    data = archive.read(RECORDS_MEMBER) if RECORDS_MEMBER in names else b""
-    return manifest, data
+    return manifest, {name: archive.read(name) for name in manifest["members"]}
 
 
 def _parse_manifest(path: Path, data: bytes) -> dict[str, Any]:
@@ -138,10 +212,10 @@ def _parse_manifest(path: Path, data: bytes) -> dict[str, Any]:
         manifest = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(path, f"MANIFEST.json is not JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("spec") != BUNDLE_SPEC:
+    if not isinstance(manifest, dict) or manifest.get("spec") not in SPECS_READ:
         spec = manifest.get("spec") if isinstance(manifest, dict) else None
         raise InputError(path, f"unknown bundle spec {spec!r} (this lineage reads "
-                         f"{BUNDLE_SPEC})")
+                         f"{' and '.join(SPECS_READ)})")
     shapes = {"run": str, "records": list, "members": dict, "digest": str}
     for key, kind in shapes.items():
         if not isinstance(manifest.get(key), kind):

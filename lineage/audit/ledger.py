@@ -16,13 +16,16 @@ import importlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.audit.records import parse_time, record_id, validate
 from lineage.audit.versions import Version, sort_out
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.runs.chain import canonical_json
 from lineage.store.base import BaseStore
+
+if TYPE_CHECKING:
+    from lineage.audit.log import LogCopy
 
 SIGNATURE_MODULE = "lineage.audit.sshsig"
 COLUMNS = ("id", "kind", "run", "chain_head", "step", "last_step", "auditor", "public_key",
@@ -59,9 +62,13 @@ def chain_head_of(con: Any, run: str) -> str:
 
 
 def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,
-                source: str) -> AddedRecords:
+                source: str, log_copy: LogCopy | None = None) -> AddedRecords:
     """Check every record, then write the new ones in one transaction; `source` (a file
-    or a label) and the record's 1-based place name any record that breaks a rule."""
+    or a label) and the record's 1-based place name any record that breaks a rule.
+
+    What the write adds is appended to the store's own log, whose new head it signs; a
+    bundle's `log_copy` is first checked against the copy of that log held (lineage.audit.
+    log.keep_copy), in the same transaction."""
     checked = [validate(record, label=source, where=f"record {place}")
                for place, record in enumerate(records, start=1)]
     rows = [_row(record, _signed(record, source, place))
@@ -69,15 +76,20 @@ def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,
     with store.reader(views=False) as con:
         _check_runs(con, checked, source)
         _check_expected(con, checked, source)
+    from lineage.audit.log import append_records, keep_copy
+
     with store.writer() as con:
         versions = [_version(row) for row in rows]
         held = _held(con, [v.id for v in versions])
         sorting = sort_out(versions, held, _sharing(con, [v.key for v in versions]))
+        if log_copy is not None:
+            keep_copy(con, source, log_copy)
         if sorting.fresh:
             _insert(con, [rows[i] for i in sorting.fresh])
         for i in sorting.to_sign:  # the same record (same id), now with its signature
             con.execute("UPDATE audit_records SET signed = true, record = ? "
                         "WHERE id = ? AND NOT signed", [versions[i].record, versions[i].id])
+        append_records(con, store.root, [*sorting.added, *sorting.newly_signed])
     return AddedRecords(sorting.added, sorting.present, sorting.newly_signed)
 
 

@@ -359,6 +359,8 @@ def step_status(cov: Coverage, step: int) -> str:
 def step_records(store: BaseStore, run: str, step: int, *,
                  now: datetime | None = None) -> AuditStep:
     """The `lineage audit show --step N` answer: the step's records and its word."""
+    from lineage.audit.log import inclusion_proofs
+
     moment = now or utc_now()
     cov = coverage(store, run, now=moment)
     if not 0 <= step < cov.steps:
@@ -367,7 +369,7 @@ def step_records(store: BaseStore, run: str, step: int, *,
         expected = con.execute("SELECT state_hash FROM steps WHERE run = ? AND step = ?",
                                [run, step]).fetchall()
         rows = con.execute(
-            "SELECT kind, record, kind = 'claim' AND expires_at > ? AND created_at <= ? "
+            "SELECT kind, record, kind = 'claim' AND expires_at > ? AND created_at <= ?, id "
             "FROM audit_records WHERE run = ? AND step <= ? AND last_step >= ? "
             f"AND {counted.where()} ORDER BY created_at, id", [moment, moment, run, step, step]
         ).fetchall()
@@ -376,19 +378,22 @@ def step_records(store: BaseStore, run: str, step: int, *,
             "FROM audit_records a LEFT JOIN audit_refs m ON m.ref = a.id WHERE a.run = ? "
             "AND a.step <= ? AND a.last_step >= ? AND a.signed GROUP BY ALL",
             [run, step, step]).fetchall()
+        proofs = inclusion_proofs(con, [row[3] for row in rows])
     # The records stay JSON objects: the answer lists them as lineage-audit/1 writes them.
     by_kind: dict[str, list[dict[str, Any]]] = {"attestation": [], "checkpoint": [], "claim": []}
-    for kind, record, _ in rows:
+    for kind, record, _, _ in rows:
         by_kind[kind].append(json.loads(record))
     return AuditStep(
         run=run, chain_head=cov.chain_head, step=step,
         expected=expected[0][0] if expected else None,
         status=step_status(cov, step), verified=bool(cov.verified[step]),
-        claimed_by=tuple(sorted({json.loads(r)["auditor"]["name"] for _, r, live in rows
+        claimed_by=tuple(sorted({json.loads(r)["auditor"]["name"] for _, r, live, _ in rows
                                  if live})),
         attestations=tuple(by_kind["attestation"]), checkpoints=tuple(by_kind["checkpoint"]),
         claims=tuple(by_kind["claim"]),
-        signed_by={record_id: tuple(keys) for record_id, keys in sorted(signers)}, spec=SPEC)
+        signed_by={record_id: tuple(keys) for record_id, keys in sorted(signers)},
+        log_inclusion={record_id: proof.to_dict() for record_id, proof in sorted(proofs.items())},
+        spec=SPEC)
 
 
 def participants(store: BaseStore, run: str) -> AuditWho:
