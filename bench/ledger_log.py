@@ -124,8 +124,13 @@ def main() -> None:
                                                     Verifier.parse(head.verifier_key)))
             appender = M.TileAppender(0)
             appender.append(M.leaf_hash(entry) for entry in entries)
-            tiles = {(level, index): data for (level, index, _), data in appender.written.items()}
-            tree = M.TiledTree(len(entries), lambda lv, ix, w: tiles[(lv, ix)][:w * 32])
+            tiles = {(level, index): data
+                     for (level, index, _), data in appender.written.items()}
+
+            def read(level: int, index: int, width: int, tiles: dict = tiles) -> bytes:
+                return tiles[(level, index)][:width * 32]
+
+            tree = M.TiledTree(len(entries), read)
             assert tree.root() == checkpoint.root and checkpoint.size == len(entries)
             verify.append(time.perf_counter() - started)
         out["verify_offline_s"] = round(statistics.median(verify), 2)

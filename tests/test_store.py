@@ -136,8 +136,9 @@ def _catalog_before(version: int) -> str:
     assert "unicode_version" in ddl and "experiment_logs" in ddl  # schemas 5 and 6
     if version < 11:  # schema 11 added the ledger's log and audit_records.log_position
         ddl = ddl[:ddl.index("-- The ledger as a transparency log (schema 11")].replace(
-            "record      VARCHAR NOT NULL,     -- the whole", "record      VARCHAR NOT NULL      -- the whole"
-        ).replace("    log_position BIGINT ", "    -- log_position BIGINT ")
+            "record      VARCHAR NOT NULL,     -- the whole",
+            "record      VARCHAR NOT NULL      -- the whole").replace(
+            "    log_position BIGINT ", "    -- log_position BIGINT ")
     if version < 10:  # schema 10 added parquet_files.arrays_record
         ddl = ddl.replace("row_groups  VARCHAR,   ", "row_groups  VARCHAR    ").replace(
             "arrays_record VARCHAR", "-- arrays_record")
