@@ -111,7 +111,8 @@ def _end_now(message: str) -> None:
 @app.command("verify")
 def verify(ctx: typer.Context, json: JsonOption = False, csv: CsvOption = False,
         tsv: TsvOption = False, nl: NlOption = False) -> None:
-    """Re-hash every registered Parquet file against the catalog (exit 1 on a mismatch)."""
+    """Re-hash every registered Parquet file against the catalog and check the ledger's
+    log (exit 1 on a mismatch)."""
     fmt = rows_format(json=json, csv=csv, tsv=tsv, nl=nl)
     report = current_store(ctx).verify()
     if fmt:

@@ -231,10 +231,23 @@ class Store(BaseStore):
 
     def verify(self) -> StoreVerification:
         """`lineage store verify`: every registered file re-hashed against the catalog;
-        `ok` is False when one is missing or differs."""
+        `ok` is False when one is missing or differs, or the ledger's log does not hold
+        together (lineage.audit.log.check_logs)."""
+        import dataclasses
+
+        from lineage.audit.log import check_logs
+        from lineage.store.answers import PartProblem
         from lineage.store.integrity import verify_store
 
-        return verify_store(self)
+        verified = verify_store(self)
+        with self.reader(views=False) as con:
+            faults = check_logs(con)
+        if not faults:
+            return verified
+        problems = tuple(PartProblem(path=self.catalog_path.name, table=fault.table,
+                                     status="log-mismatch", message=fault.message,
+                                     owner=f"ledger log {fault.origin}") for fault in faults)
+        return dataclasses.replace(verified, ok=False, problems=verified.problems + problems)
 
     def sql(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
             max_memory: int | None = None, on_rows: RowSink | None = None) -> QueryResult:

@@ -250,7 +250,17 @@ CREATE TABLE audit_log_tiles (
     origin  VARCHAR NOT NULL,  -- the log (audit_logs.origin)
     level   INTEGER NOT NULL,  -- tile level L: hashes of nodes of height 8L
     idx     BIGINT  NOT NULL,  -- tile index N
-    width   INTEGER NOT NULL,  -- hashes in the tile (256 when full)
-    data    BLOB    NOT NULL,  -- the tile's bytes, as at tile/<L>/<N>[.p/<W>]
+    width   INTEGER NOT NULL,  -- hashes in the tile: 256 (a full tile)
+    data    BLOB    NOT NULL,  -- the tile's bytes, as at tile/<L>/<N>
     PRIMARY KEY (origin, level, idx)
+);
+-- The partial tile at the right edge of each level (full tiles never change; this one is
+-- rewritten by every append, so it lives in a table of a few rows).
+CREATE TABLE audit_log_edges (
+    origin  VARCHAR NOT NULL,  -- the log (audit_logs.origin)
+    level   INTEGER NOT NULL,  -- tile level L
+    idx     BIGINT  NOT NULL,  -- tile index N
+    width   INTEGER NOT NULL,  -- hashes in the tile, 1 to 255
+    data    BLOB    NOT NULL,  -- the tile's bytes, as at tile/<L>/<N>.p/<W>
+    PRIMARY KEY (origin, level)
 );

@@ -203,7 +203,8 @@ def test_migrated_catalogs_have_the_columns_of_a_new_one(tmp_path: Path) -> None
         init_store(store.root)
         for table in ("parquet_files", "runs", "checkpoints", "text_indexes",
                       "experiment_logs", "audit_records", "openlineage_events",
-                      "audit_logs", "audit_log_entries", "audit_log_tiles"):
+                      "audit_logs", "audit_log_entries", "audit_log_tiles",
+                      "audit_log_edges"):
             want = fresh.execute(f"DESCRIBE {table}").fetchall()
             assert [tuple(r[:2]) for r in store.sql(f"DESCRIBE {table}").rows] == \
                 [tuple(r[:2]) for r in want], (version, table)

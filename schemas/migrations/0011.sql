@@ -21,4 +21,12 @@ CREATE TABLE audit_log_tiles (
     data    BLOB    NOT NULL,
     PRIMARY KEY (origin, level, idx)
 );
+CREATE TABLE audit_log_edges (
+    origin  VARCHAR NOT NULL,
+    level   INTEGER NOT NULL,
+    idx     BIGINT  NOT NULL,
+    width   INTEGER NOT NULL,
+    data    BLOB    NOT NULL,
+    PRIMARY KEY (origin, level)
+);
 ALTER TABLE audit_records ADD COLUMN log_position BIGINT;

@@ -435,3 +435,25 @@ def test_the_specs_golden_vectors_are_rederived() -> None:
     assert str(signer.verifier) == vectors["verifier_key"]
     checkpoint = Checkpoint(signer.name, len(entries), ref_mth(entries))
     assert signer.sign(checkpoint.text) == vectors["checkpoint"]
+
+
+def test_store_verify_checks_the_log(fresh: tuple[Store, Chain]) -> None:
+    store, chain = fresh
+    add_records(store, ledger(chain), source="a")  # fewer than 256: one partial tile
+    assert Cli(store.root).json("store", "verify")["ok"]
+    with store.writer() as con:  # one leaf's hash in its tile flipped
+        data = bytearray(con.execute("SELECT data FROM audit_log_edges WHERE level = 0 AND "
+                                     "idx = 0").fetchall()[0][0])
+        data[40] ^= 1
+        con.execute("UPDATE audit_log_edges SET data = ? WHERE level = 0 AND idx = 0",
+                    [bytes(data)])
+    report = Cli(store.root).json("store", "verify", code=1)
+    assert [(p["table"], p["status"], p["owner"]) for p in report["problems"]] == [
+        ("audit_log_tiles", "log-mismatch", f"ledger log {_head(store).origin}")]
+    assert "tile/0/000" in report["problems"][0]["message"]
+    with store.writer() as con:  # an entry rewritten: the record no longer at its leaf
+        con.execute("UPDATE audit_log_edges SET data = ? WHERE level = 0 AND idx = 0",
+                    [bytes(data[:40]) + bytes([data[40] ^ 1]) + bytes(data[41:])])
+        con.execute("UPDATE audit_log_entries SET entry = entry || ' ' WHERE position = 1")
+    tables = {p["table"] for p in Cli(store.root).json("store", "verify", code=1)["problems"]}
+    assert tables == {"audit_log_tiles", "audit_records"}
