@@ -137,6 +137,7 @@ _COMMANDS: tuple[tuple[str, str, str, bool], ...] = (
     ("chain", "run", "chain_app", True),
     ("exp", "exp", "app", True),
     ("audit", "audit", "app", True),
+    ("attest", "attest", "app", True),
     ("export", "export", "app", True),
     ("store", "store", "app", True),
     ("init", "store", "init", False),

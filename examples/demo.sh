@@ -89,6 +89,20 @@ step lineage audit status audited
 step lineage audit who audited
 # Every record the ledger accepted is a leaf of the store's signed transparency log:
 step lineage audit show audited --step 4
+
+# What the store proves, as in-toto attestations signed with an ed25519 key, which
+# securesystemslib and in-toto's tools check without lineage (docs/attestations.md).
+rm -f demo-key demo-key.pub && ssh-keygen -q -t ed25519 -N "" -C demo -f demo-key
+record=$(lineage sql "SELECT id FROM audit_records WHERE kind = 'attestation' ORDER BY created_at, id LIMIT 1" --json \
+    | python -c "import json, sys; print(json.load(sys.stdin)[0]['id'])")
+step lineage attest corpus example --key demo-key -o demo-run/corpus.intoto.json
+step lineage attest stream main --key demo-key -o demo-run/stream.intoto.json
+step lineage attest run tiny --key demo-key -o demo-run/run.intoto.json
+step lineage attest audit "$record" --key demo-key -o demo-run/audit.intoto.json
+step lineage attest exp local-check --key demo-key -o demo-run/exp.intoto.json
+for kind in corpus stream run audit exp; do
+    step lineage attest verify "demo-run/$kind.intoto.json" --key demo-key.pub
+done
 step lineage store verify
 
 # The same store over HTTP: the JSON API (each answer exactly a command's --json) and the

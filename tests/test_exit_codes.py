@@ -21,6 +21,13 @@ from .conftest import AppRunner, Cli, run_lineage
 # {MISSING}: a path that does not exist; {FILE}: a regular file; {DIR}: an empty folder.
 S, NS = ("--store", "{STORE}"), ("--store", "{NOSTORE}")
 MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
+    **{f"attest {kind}": [(*S, "attest", kind, "nope", "--key", "{MISSING}", "-o",
+                           "{DIR}/a.json"),
+                          (*NS, "attest", kind, "nope", "--key", "{MISSING}", "-o",
+                           "{DIR}/a.json")]
+       for kind in ("corpus", "stream", "run", "audit", "exp")},
+    "attest verify": [(*S, "attest", "verify", "{MISSING}", "--key", "{FILE}"),
+                      (*NS, "attest", "verify", "{FILE}", "--key", "{FILE}")],
     "audit replay": [(*S, "audit", "replay", "nope", "--step", "1", "--replayer", "json:loads"),
                      (*NS, "audit", "replay", "nope", "--step", "1", "--replayer",
                       "json:loads", "--from", "{MISSING}")],

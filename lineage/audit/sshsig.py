@@ -46,7 +46,8 @@ MAX_KEY_BYTES = 64 << 10  # an ed25519 private key is about 400 bytes, an RSA on
 # --- keys ----------------------------------------------------------------------------
 
 
-def _load_private_key(path: str | Path) -> Any:
+def load_private_key(path: str | Path) -> Any:
+    """An unencrypted OpenSSH ed25519 private key (cryptography's Ed25519PrivateKey)."""
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
@@ -80,7 +81,7 @@ def public_key_line(private_key_path: str | Path) -> str:
     """The "ssh-ed25519 AAAA..." line of an OpenSSH ed25519 private key file."""
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    raw = _load_private_key(private_key_path).public_key().public_bytes(
+    raw = load_private_key(private_key_path).public_key().public_bytes(
         Encoding.Raw, PublicFormat.Raw)
     return key_line(raw)
 
@@ -94,7 +95,7 @@ def sign(data: bytes, private_key_path: str | Path, *, namespace: str = NAMESPAC
 
     if not namespace:
         raise InputError(private_key_path, "namespace: a signature needs a namespace")
-    key = _load_private_key(private_key_path)
+    key = load_private_key(private_key_path)
     raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = key.sign(signed_data(data, namespace, HASH_ALGORITHM))
     return armor(signature_blob(raw, signature, namespace))
