@@ -72,6 +72,32 @@ def exp(ctx: typer.Context,
     _write(ctx, "exp", experiment, key, out, json)
 
 
+@app.command("checkpoint")
+def checkpoint(
+    ctx: typer.Context, run: Annotated[str, typer.Argument(help="The run.")],
+    step: Annotated[int, typer.Option("--step", help="The checkpoint's step.", min=0)],
+    key: Annotated[Path, typer.Option(
+        "--key", metavar="KEY", help="An elliptic-curve private key (PEM, P-256/384/521), "
+        "as OpenSSF model signing takes.")],
+    out: Annotated[Path, typer.Option("-o", "--output", help="The model signature to write "
+                                      "(the lineage binding goes to OUTPUT.lineage.json).")],
+    path: Annotated[Path | None, typer.Option(
+        "--path", help="The checkpoint's folder, when it moved since it was ingested.")] = None,
+    json: JsonOption = False,
+) -> None:
+    """Sign a recorded checkpoint as OpenSSF model signing does (`model_signing verify`
+    checks it), with a lineage Statement binding the same files to the run's chain."""
+    from lineage.attest.actions import attest_checkpoint
+
+    written = attest_checkpoint(current_store(ctx), run, step, key=key, out=out, folder=path)
+    if json:
+        output.emit_json(written.to_dict())
+    else:
+        output.emit_lines([f"wrote {written.path} (model signing) and {written.path}"
+                           f".lineage.json: {run} step {step}, {written.subjects - 1} "
+                           "file(s)"])
+
+
 @app.command("verify")
 def verify(ctx: typer.Context,
            path: Annotated[Path, typer.Argument(help="An attestation (DSSE envelope).")],

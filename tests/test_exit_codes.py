@@ -26,6 +26,10 @@ MISSING_OBJECTS: dict[str, list[tuple[str, ...]]] = {
                           (*NS, "attest", kind, "nope", "--key", "{MISSING}", "-o",
                            "{DIR}/a.json")]
        for kind in ("corpus", "stream", "run", "audit", "exp")},
+    "attest checkpoint": [(*S, "attest", "checkpoint", "nope", "--step", "1", "--key",
+                           "{MISSING}", "-o", "{DIR}/a.sig"),
+                          (*NS, "attest", "checkpoint", "nope", "--step", "1", "--key",
+                           "{MISSING}", "-o", "{DIR}/a.sig")],
     "attest verify": [(*S, "attest", "verify", "{MISSING}", "--key", "{FILE}"),
                       (*NS, "attest", "verify", "{FILE}", "--key", "{FILE}")],
     "audit replay": [(*S, "audit", "replay", "nope", "--step", "1", "--replayer", "json:loads"),

@@ -23,14 +23,36 @@ from lineage.userfiles import read_regular
 MAX_ENVELOPE_BYTES = 256 << 20
 
 
+def private_key(path: str | Path) -> Any:
+    """An ed25519 key in OpenSSH form, or a PEM (PKCS#8) ed25519 or elliptic-curve key (the
+    keys OpenSSF model signing takes)."""
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    from lineage.audit.sshsig import load_private_key
+
+    data = read_regular(path, what="private key", max_bytes=1 << 20)
+    if b"OPENSSH PRIVATE KEY" in data or b"PRIVATE KEY" not in data:
+        return load_private_key(path)
+    try:
+        key = load_pem_private_key(data, password=None)
+    except TypeError as exc:
+        raise InputError(path, "encrypted-key: the key is protected by a passphrase") from exc
+    except ValueError as exc:
+        raise InputError(path, f"key-format: not a PEM private key ({exc})") from exc
+    if not isinstance(key, Ed25519PrivateKey | EllipticCurvePrivateKey):
+        raise InputError(path, "key-type: only ed25519 and elliptic-curve keys sign "
+                         "attestations")
+    return key
+
+
 def sign_statement(statement: dict[str, Any], key_path: str | Path) -> dict[str, Any]:
     """The DSSE envelope (JSON object) of `statement`, signed with the private key."""
     from securesystemslib.dsse import Envelope
     from securesystemslib.signer import CryptoSigner  # type: ignore[attr-defined]
 
-    from lineage.audit.sshsig import load_private_key
-
-    signer = CryptoSigner(load_private_key(key_path))
+    signer = CryptoSigner(private_key(key_path))
     envelope = Envelope(payload=canonical_json(statement).encode("utf-8"),
                         payload_type=PAYLOAD_TYPE, signatures={})
     envelope.sign(signer)
@@ -39,16 +61,27 @@ def sign_statement(statement: dict[str, Any], key_path: str | Path) -> dict[str,
 
 
 def public_key(path: str | Path) -> Any:
-    """An ed25519 public key from an OpenSSH public key file (`id_ed25519.pub`, or a line
-    of one) or from the private key itself."""
+    """A public key from an OpenSSH public key file (`id_ed25519.pub`, or a line of one),
+    a PEM public key, or the private key itself."""
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
-
-    from lineage.audit.sshsig import load_private_key
+    from cryptography.hazmat.primitives.serialization import (
+        load_pem_public_key,
+        load_ssh_public_key,
+    )
 
     data = read_regular(path, what="key", max_bytes=1 << 20)
     if b"PRIVATE KEY" in data:
-        return load_private_key(path).public_key()
+        return private_key(path).public_key()
+    if b"BEGIN PUBLIC KEY" in data:
+        try:
+            pem = load_pem_public_key(data)
+        except ValueError as exc:
+            raise InputError(path, f"key-format: not a PEM public key ({exc})") from exc
+        if not isinstance(pem, Ed25519PublicKey | EllipticCurvePublicKey):
+            raise InputError(path, "key-type: only ed25519 and elliptic-curve keys sign "
+                             "attestations")
+        return pem
     try:
         key = load_ssh_public_key(data.strip().split(b"\n")[0])
     except (ValueError, IndexError) as exc:

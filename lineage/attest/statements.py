@@ -11,7 +11,11 @@ Each kind names its subjects by digest and says the rest in its predicate:
 - `audit`: the state a step started from and the state it ended in (blake3); predicate:
   the lineage-audit/1 record and its leaf in the store's signed log;
 - `exp`: the experiment's weights files (sha256), or the record's digest when it names
-  none; predicate: the lineage-experiment record and its digest.
+  none; predicate: the lineage-experiment record and its digest;
+- `checkpoint` (`RUN@STEP`): the checkpoint as OpenSSF model signing names it (the
+  folder, by the SHA-256 of its files' SHA-256 digests in path order) and each file
+  (sha256); predicate: the chain's state at that step and the checkpoint's verdicts, which
+  bind the model signature of the same files to the run.
 
 A Statement is built from the catalog alone, so the same store gives the same bytes, and
 `attest verify` rebuilds it to compare.
@@ -29,7 +33,8 @@ from lineage.version import __version__
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_BASE = "https://github.com/lineage-dev/lineage/attestation/"
-KINDS = ("corpus", "stream", "run", "audit", "exp")
+KINDS = ("corpus", "stream", "run", "audit", "exp", "checkpoint")
+MODEL_SIGNING_TYPE = "https://model_signing/signature/v1.0"
 
 
 def predicate_type(kind: str) -> str:
@@ -48,7 +53,7 @@ def statement(store: BaseStore, kind: str, name: str) -> dict[str, Any]:
     """The Statement of `kind` about `name` (a corpus, stream or run name, a ledger record
     id, an experiment id), as a JSON object."""
     builders = {"corpus": _corpus, "stream": _stream, "run": _run, "audit": _audit,
-                "exp": _exp}
+                "exp": _exp, "checkpoint": _checkpoint}
     if kind not in builders:
         raise UsageError(f"no attestation of kind {kind!r} (kinds: {', '.join(KINDS)})")
     if kind == "exp":  # an id, a unique prefix, a name or NAME#N, as `exp show` takes it
@@ -173,3 +178,41 @@ def _exp(con: Any, exp_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         subjects = [{"name": f"experiment:{row[0]}", "digest": _blake3(row[2])}]
     return subjects, {"experiment": row[0], "record_digest": row[2], "record": record,
                       "lineage": __version__}
+
+
+def model_signing_digest(files: list[tuple[str, str]]) -> str:
+    """The subject digest OpenSSF model signing (v1.0, file serialization) gives a folder:
+    SHA-256 over its files' SHA-256 digests, as bytes, in path order."""
+    import hashlib
+
+    return hashlib.sha256(b"".join(bytes.fromhex(sha) for _, sha in sorted(files))).hexdigest()
+
+
+def _checkpoint(con: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    run, at, step_text = name.rpartition("@")
+    if not at or not step_text.isdigit():
+        raise UsageError(f"a checkpoint is named RUN@STEP, not {name!r}")
+    step = int(step_text)
+    row = con.execute("SELECT path, files, weights_digest, chain_weights_digest, "
+                      "matches_chain, state_digest, matches_state FROM checkpoints "
+                      "WHERE run = ? AND step = ?", [run, step]).fetchone()
+    if row is None:
+        held = [r[0] for r in con.execute("SELECT step FROM checkpoints WHERE run = ? "
+                                          "ORDER BY step", [run]).fetchall()]
+        raise UnknownObjectError(f"run {run!r} has no checkpoint at step {step} (checkpoints: "
+                                 f"{', '.join(map(str, held)) or 'none'})")
+    files = sorted((f["path"], f["sha256"]) for f in json.loads(row[1]))
+    state = con.execute("SELECT state_hash FROM steps WHERE run = ? AND step = ?",
+                        [run, step]).fetchone()
+    genesis = con.execute("SELECT genesis, chain FROM runs WHERE name = ?", [run]).fetchone()
+    folder = row[0].rstrip("/").rpartition("/")[2]
+    subjects = [{"name": folder, "digest": {"sha256": model_signing_digest(files)}},
+                *({"name": path, "digest": {"sha256": sha}} for path, sha in files)]
+    return subjects, {
+        "checkpoint": name, "run": run, "step": step, "chain": genesis[1],
+        "genesis": genesis[0], "state_hash": state[0] if state else None,
+        "weights_digest": row[2], "chain_weights_digest": row[3], "matches_chain": row[4],
+        "state_digest": row[5], "matches_state": row[6],
+        "model_signing": {"predicate_type": MODEL_SIGNING_TYPE, "serialization": "files",
+                          "hash_type": "sha256"},
+        "lineage": __version__}

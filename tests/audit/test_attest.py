@@ -166,3 +166,64 @@ def test_the_docs_program_verifies_without_lineage(
                               str(keys["bob"].with_suffix(".pub"))],
                              capture_output=True, text=True, check=False)
     assert refused.returncode != 0 and "VerificationError" in refused.stderr
+
+
+def test_a_checkpoint_signed_as_model_signing_does_and_bound_to_the_chain(
+        fresh: tuple[Store, Chain], tmp_path: Path) -> None:
+    """The real model_signing library verifies the signature (key-based, offline); the
+    binding names the same subject digest and the chain's state at that step."""
+    import shutil
+
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        PublicFormat,
+    )
+    from model_signing import verifying
+
+    store, chain = fresh
+    key = ec.generate_private_key(ec.SECP256R1())
+    (tmp_path / "ec.pem").write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8,
+                                                        NoEncryption()))
+    (tmp_path / "ec.pub").write_bytes(key.public_key().public_bytes(
+        Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
+    recorded = Path(store.sql(f"SELECT path FROM checkpoints WHERE run = '{RUN}' AND step = 7"
+                              ).rows[0][0])
+    folder = tmp_path / "checkpoint-7"
+    shutil.copytree(recorded, folder)
+    out = tmp_path / "model.sig"
+    cli = Cli(store.root)
+    written = cli.json("attest", "checkpoint", RUN, "--step", "7", "--key",
+                       str(tmp_path / "ec.pem"), "-o", str(out), "--path", str(folder))
+    assert written["kind"] == "checkpoint" and out.exists()
+    verifying.Config().use_elliptic_key_verifier(public_key=tmp_path / "ec.pub").verify(
+        folder, out)
+    bundle = json.loads(out.read_text())
+    signed = json.loads(__import__("base64").b64decode(bundle["dsseEnvelope"]["payload"]))
+    assert signed["predicateType"] == "https://model_signing/signature/v1.0"
+    binding = Path(f"{out}.lineage.json")
+    envelope = Envelope.from_dict(json.loads(binding.read_text()))
+    envelope.verify([SSlibKey.from_crypto(key.public_key())], 1)
+    statement = json.loads(envelope.payload)
+    assert statement["subject"][0] == signed["subject"][0]  # the same folder, by digest
+    assert {r["name"]: r["digest"] for r in signed["predicate"]["resources"]} == {
+        s["name"]: s["digest"]["sha256"] for s in statement["subject"][1:]}
+    assert statement["predicate"]["state_hash"] == chain.state[7]
+    schema = json.loads((REPO / "schemas" / "attestations" / "checkpoint.schema.json"
+                         ).read_text())
+    jsonschema.validate(statement["predicate"], schema)
+    assert cli.json("attest", "verify", str(binding), "--key", str(tmp_path / "ec.pub"))["ok"]
+    # docs/attestations.md's command: model_signing's own command line
+    done = subprocess.run([str(Path(sys.executable).parent / "model_signing"), "verify", "key",
+                           str(folder), "--signature", str(out), "--public_key",
+                           str(tmp_path / "ec.pub")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # a file changed since the ingest: nothing is signed
+    target = next(p for p in folder.rglob("*") if p.is_file())
+    target.write_bytes(target.read_bytes() + b"\0")
+    result = cli("attest", "checkpoint", RUN, "--step", "7", "--key", str(tmp_path / "ec.pem"),
+                 "-o", str(tmp_path / "again.sig"), "--path", str(folder), code=2)
+    assert "not the ones ingested at step 7" in result.stderr
+    assert not (tmp_path / "again.sig").exists()

@@ -457,3 +457,32 @@ def test_store_verify_checks_the_log(fresh: tuple[Store, Chain]) -> None:
         con.execute("UPDATE audit_log_entries SET entry = entry || ' ' WHERE position = 1")
     tables = {p["table"] for p in Cli(store.root).json("store", "verify", code=1)["problems"]}
     assert tables == {"audit_log_tiles", "audit_records"}
+
+
+def test_a_ledger_from_before_the_log_joins_it_at_the_next_write(
+        fresh: tuple[Store, Chain], tmp_path: Path) -> None:
+    store, chain = fresh
+    records = ledger(chain)
+    add_records(store, records[:6], source="a")
+    with store.writer() as con:  # as a store migrated to schema 11 holds its ledger
+        for table in ("audit_logs", "audit_log_entries", "audit_log_tiles", "audit_log_edges"):
+            con.execute(f"DELETE FROM {table}")
+        con.execute("UPDATE audit_records SET log_position = NULL")
+    shown = Cli(store.root).json("audit", "show", RUN, "--step", "0")
+    assert shown["log_inclusion"] == {}  # not yet in a log: no proof claimed
+    add_records(store, records[6:8], source="b")
+    held = sorted(records[:8], key=lambda r: (r["created_at"], record_id(r)))
+    assert _entries(store) == [canonical_json(r).encode() for r in held]
+    assert _head(store).size == 8
+
+
+def test_an_export_starts_the_log_of_a_store_that_has_none(
+        fresh: tuple[Store, Chain], tmp_path: Path) -> None:
+    store, chain = fresh
+    add_records(store, ledger(chain)[:3], source="a")
+    with store.writer() as con:
+        for table in ("audit_logs", "audit_log_entries", "audit_log_tiles", "audit_log_edges"):
+            con.execute(f"DELETE FROM {table}")
+        con.execute("UPDATE audit_records SET log_position = NULL")
+    records, copy = read_bundle_log(_export(store, tmp_path / "b.zip"))
+    assert copy is not None and copy.head.size == 3 == len(records)
