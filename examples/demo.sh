@@ -103,6 +103,17 @@ step lineage attest exp local-check --key demo-key -o demo-run/exp.intoto.json
 for kind in corpus stream run audit exp; do
     step lineage attest verify "demo-run/$kind.intoto.json" --key demo-key.pub
 done
+# A checkpoint, signed as OpenSSF model signing does (an elliptic-curve key), and checked
+# by model signing's own command; the binding to the chain is checked against the store.
+python -c "from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives import serialization as s
+k = ec.generate_private_key(ec.SECP256R1())
+open('demo-run/ec.pem', 'wb').write(k.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()))
+open('demo-run/ec.pub', 'wb').write(k.public_key().public_bytes(s.Encoding.PEM, s.PublicFormat.SubjectPublicKeyInfo))"
+step lineage attest checkpoint tiny --step 99 --key demo-run/ec.pem -o demo-run/checkpoint-99.sig
+step model_signing verify key demo-run/checkpoint-99 --signature demo-run/checkpoint-99.sig \
+    --public_key demo-run/ec.pub
+step lineage attest verify demo-run/checkpoint-99.sig.lineage.json --key demo-run/ec.pub
 step lineage store verify
 
 # The same store over HTTP: the JSON API (each answer exactly a command's --json) and the
