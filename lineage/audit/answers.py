@@ -174,7 +174,7 @@ class BundleWritten(Answer):
     """`lineage audit export`: the bundle written, its records and its digest."""
 
     bundle: str
-    spec: str  # lineage-audit-bundle/1
+    spec: str  # lineage-audit-bundle/2 (/1 when the store has no log to carry)
     run: str
     records: int
     digest: str  # the manifest's digest
