@@ -23,6 +23,7 @@ from lineage.audit.versions import Version, sort_out
 from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.runs.chain import canonical_json
 from lineage.store.base import BaseStore
+from lineage.store.durable import guarded_write
 
 if TYPE_CHECKING:
     from lineage.audit.log import LogCopy
@@ -61,6 +62,7 @@ def chain_head_of(con: Any, run: str) -> str:
     return str(rows[0][0])
 
 
+@guarded_write
 def add_records(store: BaseStore, records: Iterable[Mapping[str, Any]], *,
                 source: str, log_copy: LogCopy | None = None) -> AddedRecords:
     """Check every record, then write the new ones in one transaction; `source` (a file

@@ -36,6 +36,7 @@ from lineage.audit.merkle import (
 )
 from lineage.audit.note import Checkpoint, NoteError, Signer, Verifier, open_note
 from lineage.errors import EXIT_NO, InputError, StoreError
+from lineage.store.durable import publish, remove_quietly
 
 KEY_FILE = Path("keys") / "ledger.key"
 # Full tiles never change and are only ever added; the partial tile at each level's edge is
@@ -291,12 +292,16 @@ def _signer(root: Path, *, create: bool) -> Signer:
     signer = Signer.generate(ORIGIN_PREFIX + secrets.token_hex(16))
     path.parent.mkdir(exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(str(signer) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(str(signer) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        publish(temporary, path)
+    except BaseException:
+        remove_quietly(temporary)  # the key of a write that did not commit is not kept
+        raise
     return signer
 
 

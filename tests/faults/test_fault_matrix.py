@@ -52,6 +52,11 @@ VOLATILE = {
     "experiment_logs": {"experiment", "stream", "content", "n_bytes", "path", "stored_bytes",
                         "stored_sha256"},
     "audit_records": {"id", "record"},
+    # the ledger's log: its key is made at random, and its leaves are the records above
+    "audit_logs": {"origin", "verifier_key", "root", "checkpoint"},
+    "audit_log_entries": {"origin", "record_id", "entry"},
+    "audit_log_tiles": {"origin", "data"},
+    "audit_log_edges": {"origin", "data"},
 }
 
 
