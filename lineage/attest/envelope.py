@@ -21,6 +21,7 @@ from lineage.runs.chain import canonical_json
 from lineage.userfiles import read_regular
 
 MAX_ENVELOPE_BYTES = 256 << 20
+KEY_TYPES = "key-type: only ed25519 and elliptic-curve keys sign attestations"
 
 
 def private_key(path: str | Path) -> Any:
@@ -42,8 +43,7 @@ def private_key(path: str | Path) -> Any:
     except ValueError as exc:
         raise InputError(path, f"key-format: not a PEM private key ({exc})") from exc
     if not isinstance(key, Ed25519PrivateKey | EllipticCurvePrivateKey):
-        raise InputError(path, "key-type: only ed25519 and elliptic-curve keys sign "
-                         "attestations")
+        raise InputError(path, KEY_TYPES)
     return key
 
 
@@ -79,8 +79,7 @@ def public_key(path: str | Path) -> Any:
         except ValueError as exc:
             raise InputError(path, f"key-format: not a PEM public key ({exc})") from exc
         if not isinstance(pem, Ed25519PublicKey | EllipticCurvePublicKey):
-            raise InputError(path, "key-type: only ed25519 and elliptic-curve keys sign "
-                             "attestations")
+            raise InputError(path, KEY_TYPES)
         return pem
     try:
         key = load_ssh_public_key(data.strip().split(b"\n")[0])

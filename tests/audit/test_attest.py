@@ -140,6 +140,18 @@ def test_bad_input_is_one_line(fresh: tuple[Store, Chain], keys: dict[str, Path]
     result = cli("attest", "corpus", "example", "--key", str(keys["rsa"]), "-o",
                  str(tmp_path / "x.json"), code=2)
     assert "key-type" in result.stderr and not (tmp_path / "x.json").exists()
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    (tmp_path / "rsa.pem").write_bytes(rsa.generate_private_key(65537, 2048).private_bytes(
+        Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    result = cli("attest", "run", RUN, "--key", str(tmp_path / "rsa.pem"), "-o",
+                 str(tmp_path / "x.json"), code=2)
+    assert "key-type: only ed25519 and elliptic-curve keys" in result.stderr
     (tmp_path / "junk.json").write_text("{}")
     result = cli("attest", "verify", str(tmp_path / "junk.json"), "--key",
                  str(keys["alice"]), code=2)
