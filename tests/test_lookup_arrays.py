@@ -129,6 +129,9 @@ def test_arrays_registered_by_schema_9_are_used_after_the_migration(
     con.execute("UPDATE parquet_files SET row_groups = arrays_record, arrays_record = NULL "
                 "WHERE arrays_record IS NOT NULL")
     con.execute("ALTER TABLE parquet_files DROP COLUMN arrays_record")
+    for table in ("audit_logs", "audit_log_entries", "audit_log_tiles", "audit_log_edges"):
+        con.execute(f"DROP TABLE {table}")  # schema 11's, and its column below
+    con.execute("ALTER TABLE audit_records DROP COLUMN log_position")
     con.execute("UPDATE schema_info SET value = '9' WHERE key = 'schema_version'")
     con.close()
     assert init_store(copied.root).migrated_from == 9
