@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 _V, _I = "VARCHAR", "BIGINT"
 # Parquet-backed views and their columns with DuckDB types (used for views of tables that

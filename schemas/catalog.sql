@@ -247,12 +247,12 @@ CREATE TABLE audit_log_entries (
     entry      VARCHAR NOT NULL   -- the leaf's bytes: the record's canonical JSON as accepted
 );
 CREATE TABLE audit_log_tiles (
-    origin  VARCHAR NOT NULL,  -- the log (audit_logs.origin)
-    level   INTEGER NOT NULL,  -- tile level L: hashes of nodes of height 8L
-    idx     BIGINT  NOT NULL,  -- tile index N
-    width   INTEGER NOT NULL,  -- hashes in the tile: 256 (a full tile)
-    data    BLOB    NOT NULL,  -- the tile's bytes, as at tile/<L>/<N>
-    PRIMARY KEY (origin, level, idx)
+    tile_key VARCHAR PRIMARY KEY,  -- '<origin>#<L>/<N>': one value, found through its index
+    origin   VARCHAR NOT NULL,     -- the log (audit_logs.origin)
+    level    INTEGER NOT NULL,     -- tile level L: hashes of nodes of height 8L
+    idx      BIGINT  NOT NULL,     -- tile index N
+    width    INTEGER NOT NULL,     -- hashes in the tile: 256 (a full tile)
+    data     BLOB    NOT NULL      -- the tile's bytes, as at tile/<L>/<N>
 );
 -- The partial tile at the right edge of each level (full tiles never change; this one is
 -- rewritten by every append, so it lives in a table of a few rows).

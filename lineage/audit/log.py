@@ -42,7 +42,8 @@ KEY_FILE = Path("keys") / "ledger.key"
 # Full tiles never change and are only ever added; the partial tile at each level's edge is
 # rewritten by every append, in a table of a few rows: rewriting a row of the big table made
 # each commit of a catalog with a million records 0.6 s slower (DuckDB rewrote its blobs).
-TILES = "(SELECT * FROM audit_log_tiles UNION ALL SELECT * FROM audit_log_edges)"
+TILES = ("(SELECT origin, level, idx, width, data FROM audit_log_tiles UNION ALL "
+         "SELECT origin, level, idx, width, data FROM audit_log_edges)")
 ORIGIN_PREFIX = "lineage.ledger/"  # the store's log is named <prefix><32 hex of its own>
 
 
@@ -98,14 +99,17 @@ def own_head(con: Any) -> LogHead | None:
 
 
 def stored_tree(con: Any, origin: str, size: int, *, near: Iterable[int] = ()) -> TiledTree:
-    """The tree of the log `origin` at `size`, reading its tiles from the catalog; the
-    tiles a proof for each leaf in `near` needs are read at once, in one query."""
-    held = _read_tiles(con, origin, tiles_near(size, near)) if near else {}
+    """The tree of the log `origin` at `size`, reading its tiles from the catalog: the edge
+    tiles (a few rows) and, in one query by key, the full tiles that a proof for each leaf
+    in `near` needs; any other full tile when it is asked for."""
+    held = _read_edges(con, origin)
+    if near:
+        held.update(_read_full_tiles(con, origin, tiles_near(size, near) - held.keys()))
 
     def read(level: int, index: int, width: int) -> bytes:
         data = held.get((level, index))
         if data is None:
-            data = _read_tiles(con, origin, {(level, index)}).get((level, index), b"")
+            data = _read_full_tiles(con, origin, {(level, index)}).get((level, index), b"")
         if len(data) < width * HASH_BYTES:
             raise StoreError(f"the catalog's log {origin}: {tile_path(level, index, width)} "
                              "is missing or short; run lineage store verify")
@@ -129,12 +133,25 @@ def tiles_near(size: int, leaves: Iterable[int]) -> set[tuple[int, int]]:
     return keys
 
 
-def _read_tiles(con: Any, origin: str, keys: set[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-    codes = sorted(level << 48 | index for level, index in keys)
+def tile_key(origin: str, level: int, index: int) -> str:
+    """A full tile's key in `audit_log_tiles`: one value, so that DuckDB finds the tile
+    through the primary key's index instead of scanning every tile's row."""
+    return f"{origin}#{level}/{index}"
+
+
+def _read_full_tiles(con: Any, origin: str,
+                     keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    wanted = [tile_key(origin, level, index) for level, index in sorted(keys)]
+    if not wanted:
+        return {}
     return {(level, index): bytes(data) for level, index, data in con.execute(
-        f"SELECT level, idx, data FROM {TILES} WHERE origin = ? AND "
-        f"(level::BIGINT << 48 | idx) IN ({', '.join('?' * len(codes))})",
-        [origin, *codes]).fetchall()}
+        "SELECT level, idx, data FROM audit_log_tiles WHERE tile_key IN "
+        f"({', '.join('?' * len(wanted))})", wanted).fetchall()}
+
+
+def _read_edges(con: Any, origin: str) -> dict[tuple[int, int], bytes]:
+    return {(level, index): bytes(data) for level, index, data in con.execute(
+        "SELECT level, idx, data FROM audit_log_edges WHERE origin = ?", [origin]).fetchall()}
 
 
 def all_tiles(con: Any, origin: str) -> dict[str, bytes]:
@@ -150,19 +167,16 @@ def inclusion_proofs(con: Any, ids: list[str]) -> dict[str, InclusionProof]:
     the head it holds (records held before the log existed, not yet appended, have none)."""
     if not ids:
         return {}
-    # the head and the leaves in one query: each query costs a millisecond or two
-    rows = con.execute(
-        "SELECT l.origin, l.verifier_key, l.size, l.root, l.checkpoint, r.id, r.log_position "
-        "FROM audit_logs l, audit_records r WHERE l.own AND r.log_position IS NOT NULL AND "
-        f"r.id IN ({', '.join('?' * len(ids))})", ids).fetchall()
-    if not rows:
+    # four short queries, each from one table: a join costs more than another query
+    head = own_head(con)
+    if head is None:
         return {}
-    origin, key, size, root, checkpoint = rows[0][:5]
-    positions = {row[5]: int(row[6]) for row in rows}
-    tree = stored_tree(con, origin, int(size), near=positions.values())
+    positions = latest_positions(con, head.origin, ids)
+    tree = stored_tree(con, head.origin, head.size, near=positions.values())
     return {record_id: InclusionProof(
-                origin, index, int(size), tree.subtree_hash(0, index),
-                tuple(tree.inclusion_proof(index)), bytes.fromhex(root), checkpoint, key)
+                head.origin, index, head.size, tree.subtree_hash(0, index),
+                tuple(tree.inclusion_proof(index)), head.root, head.checkpoint,
+                head.verifier_key)
             for record_id, index in positions.items()}
 
 
@@ -258,10 +272,13 @@ def _write_tiles(con: Any, origin: str, tiles: Mapping[tuple[int, int, int], byt
     con.execute(f"DELETE FROM audit_log_edges WHERE origin = ? AND level IN "
                 f"({', '.join('?' * len(levels))})", [origin, *levels])
     for table, keys in (("audit_log_tiles", full), ("audit_log_edges", edges)):
-        _insert(con, table, {
+        columns: dict[str, list[Any]] = {
             "origin": [origin] * len(keys), "level": [key[0] for key in keys],
             "idx": [key[1] for key in keys], "width": [key[2] for key in keys],
-            "data": [tiles[key] for key in keys]})
+            "data": [tiles[key] for key in keys]}
+        if table == "audit_log_tiles":
+            columns["tile_key"] = [tile_key(origin, key[0], key[1]) for key in keys]
+        _insert(con, table, columns)
 
 
 def _insert(con: Any, table: str, columns: dict[str, list[Any]]) -> None:
@@ -272,7 +289,7 @@ def _insert(con: Any, table: str, columns: dict[str, list[Any]]) -> None:
 
     con.register("audit_log_incoming", pa.table(columns))
     try:
-        con.execute(f"INSERT INTO {table} "
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) "
                     f"SELECT {', '.join(columns)} FROM audit_log_incoming")
     finally:
         con.unregister("audit_log_incoming")

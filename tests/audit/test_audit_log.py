@@ -486,3 +486,52 @@ def test_an_export_starts_the_log_of_a_store_that_has_none(
         con.execute("UPDATE audit_records SET log_position = NULL")
     records, copy = read_bundle_log(_export(store, tmp_path / "b.zip"))
     assert copy is not None and copy.head.size == 3 == len(records)
+
+
+def _plain_records(store: Store, count: int) -> list[str]:
+    """`count` records held before the log existed, written straight into the ledger's
+    table (enough of them for full tiles at two levels in a second)."""
+    with store.writer() as con:
+        con.execute(
+            "INSERT INTO audit_records (id, kind, run, chain_head, step, last_step, auditor, "
+            "signed, created_at, record) SELECT 'r' || lpad(i::VARCHAR, 6, '0'), "
+            "'attestation', 'r', 'h', 0, 0, 'a', false, TIMESTAMP '2026-01-01' + "
+            "to_seconds(i), '{\"n\":' || i || '}' FROM range(?) t(i)", [count])
+    return [f"r{i:06d}" for i in range(count)]
+
+
+def _proofs(store: Store, ids: list[str]) -> dict[str, L.InclusionProof]:
+    with store.reader(views=False) as con:
+        return L.inclusion_proofs(con, ids)
+
+
+def test_proofs_read_full_tiles_by_key_and_survive_the_schema_12_migration(
+        fresh_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store = fresh_store(tmp_path / "store")
+    count = 256 * 256 + 300  # full tiles at levels 0 and 1, edges at levels 0, 1 and 2
+    ids = _plain_records(store, count)
+    with store.writer() as con:
+        head = L.append_records(con, store.root, [])
+    entries = [f'{{"n":{i}}}'.encode() for i in range(count)]
+    assert head.size == count and head.root == ref_mth(entries[:count])
+    picked = [0, 255, 256, 40_000, 65_535, 65_536, count - 1]
+    proofs = _proofs(store, [ids[i] for i in picked])
+    for i in picked:
+        proof = proofs[ids[i]]
+        assert proof.index == i and proof.leaf_hash == M.leaf_hash(entries[i])
+        assert list(proof.proof) == ref_path(i, entries)
+    keys = store.sql("SELECT tile_key, origin, level, idx FROM audit_log_tiles").rows
+    assert len(keys) == count // 256 + 1 and all(k == L.tile_key(*rest) for k, *rest in keys)
+
+    with store.writer() as con:  # back to schema 11's table: no key, a compound primary key
+        con.execute("CREATE TABLE old_tiles (origin VARCHAR NOT NULL, level INTEGER NOT NULL, "
+                    "idx BIGINT NOT NULL, width INTEGER NOT NULL, data BLOB NOT NULL, "
+                    "PRIMARY KEY (origin, level, idx))")
+        con.execute("INSERT INTO old_tiles SELECT origin, level, idx, width, data "
+                    "FROM audit_log_tiles")
+        con.execute("DROP TABLE audit_log_tiles")
+        con.execute("ALTER TABLE old_tiles RENAME TO audit_log_tiles")
+        con.execute("UPDATE schema_info SET value = '11' WHERE key = 'schema_version'")
+    Cli(store.root)("store", "migrate")
+    assert _proofs(store, [ids[i] for i in picked]) == proofs
+    assert Cli(store.root).json("store", "verify")["ok"]

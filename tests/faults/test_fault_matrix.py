@@ -55,7 +55,7 @@ VOLATILE = {
     # the ledger's log: its key is made at random, and its leaves are the records above
     "audit_logs": {"origin", "verifier_key", "root", "checkpoint"},
     "audit_log_entries": {"origin", "record_id", "entry"},
-    "audit_log_tiles": {"origin", "data"},
+    "audit_log_tiles": {"tile_key", "origin", "data"},
     "audit_log_edges": {"origin", "data"},
 }
 
