@@ -50,13 +50,18 @@ def olmo_core(
     tokenizer: Annotated[Path | None, typer.Option(
         help="The corpus's tokenizer.json, to re-read sampled documents of a corpus not "
         "counted in bytes.")] = None,
+    dataset: Annotated[str, typer.Option(
+        help="How the dataset cut the files into instances: fsl (NumpyFSLDataset, "
+        "sequence_length tokens each, across documents) or padded (NumpyPaddedFSLDataset, "
+        "one document each, cut to sequence_length and padded).")] = "fsl",
     verify: Annotated[str, typer.Option(
         help="sample: re-read 16 documents the windows read; all: every one, whole, "
         "against the corpus.")] = "sample",
     json: JsonOption = False,
 ) -> None:
-    """Import an OLMo-core run's order (NumpyFSLDataset, its data loader's global indices,
-    the batch-size warm-up), checked against the token files and the corpus.
+    """Import an OLMo-core run's order (NumpyFSLDataset or NumpyPaddedFSLDataset, its data
+    loader's global indices, the batch-size warm-up), checked against the token files and
+    the corpus.
 
     A broken rule exits 2 naming the file and what breaks it; nothing is stored."""
     from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
@@ -69,7 +74,7 @@ def olmo_core(
         sequence_length=sequence_length, global_batch_size=global_batch_size,
         global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
-        epochs=epochs)
+        epochs=epochs, dataset=dataset)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:

@@ -4,7 +4,8 @@ OLMo-core's `NumpyFSLDataset` concatenates nothing across files: instance `i` of
 is its tokens `[i·L, (i+1)·L)`, a file holds `⌊tokens/L⌋` instances (a source mixture,
 `NumpyFSLDatasetMixture`, takes the first `⌊allocated tokens/L⌋` of each of its path
 entries), and the dataset numbers the instances file after file in the order of its
-paths. The data loader's global indices (olmo_order.py) say which instance each step
+paths. `NumpyPaddedFSLDataset` makes one instance of each document instead
+(olmo_padded.py). The data loader's global indices (olmo_order.py) say which instance each step
 read. Documents are mapped to the corpus by the Dolma sidecars' ids or a doc_id list,
 and each must hold exactly the tokens the corpus counted for it (docs/importers.md).
 """
@@ -30,6 +31,7 @@ from lineage.ingest.orders.olmo_order import (
     rebuilt_epochs,
     training_order,
 )
+from lineage.ingest.orders.olmo_padded import padded_instances, padded_segments
 from lineage.ingest.orders.olmo_tokens import (
     Layout,
     TokenFile,
@@ -46,6 +48,8 @@ from lineage.stream.schedule import RankRule
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+DATASETS = {"fsl": "NumpyFSLDataset", "padded": "NumpyPaddedFSLDataset"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class OlmoRun:
     tokenizer: Path | None = None
     seed: int | None = None  # ... the loader's seed and the epochs run, to rebuild them
     epochs: int | None = None
+    dataset: str = "fsl"  # a key of DATASETS: how the files are cut into instances
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -76,9 +81,14 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     if run.sequence_length < 1:
         raise UsageError("--sequence-length must be at least 1")
     check_verify(verify)
+    _check_dataset(run)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
-    entries = _dataset_entries(files, run)
     layout = _layout(files, run)
+    held = None  # padded: the document each instance holds
+    if run.dataset == "padded":
+        entries, held = padded_instances(files, layout, run.eos_token_id)
+    else:
+        entries = _dataset_entries(files, run)
     manifest_hash = _manifest_hash(store, corpus)
     rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
                          lambda k: _place(files, layout, k))
@@ -87,7 +97,10 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
-    segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
+    segments, docs_read = (
+        padded_segments(order, held, layout, rids, run.sequence_length)
+        if held is not None else
+        segments_of(order, entries, layout, rids, run.sequence_length))
     reread = check_all(store, corpus, files, layout, segments, docs_read, rids,
                        run.tokenizer) if verify == "all" else \
         check_sample(store, corpus, files, layout, docs_read, run.tokenizer)
@@ -101,6 +114,14 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     answer = store_order(store, stream=stream, corpus=corpus, spec=spec, segments=segments,
                          origin=origin, progress=progress)
     return {**answer, "checked": checked}
+
+
+def _check_dataset(run: OlmoRun) -> None:
+    if run.dataset not in DATASETS:
+        raise UsageError(f"--dataset {run.dataset!r}: expected one of {', '.join(DATASETS)}")
+    if run.dataset == "padded" and run.mixture_index is not None:
+        raise UsageError("--mixture-index: a source mixture is cut into fixed-length "
+                         "instances (--dataset fsl), not padded ones")
 
 
 def _dataset_entries(files: list[TokenFile], run: OlmoRun) -> list[tuple[int, int]]:
@@ -284,7 +305,7 @@ def _artifacts(files: list[TokenFile], run: OlmoRun) -> dict[str, str]:
 def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFile],
               seed: int | None, boundaries: str) -> dict[str, Any]:
     return {
-        "dataset": "NumpyFSLDatasetMixture" if run.mixture_index else "NumpyFSLDataset",
+        "dataset": "NumpyFSLDatasetMixture" if run.mixture_index else DATASETS[run.dataset],
         "paths": [[short_names(files)[f], count] for f, count in entries],
         "dtype": run.dtype, "eos_token_id": run.eos_token_id,
         "sequence_length": run.sequence_length,

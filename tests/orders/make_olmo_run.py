@@ -5,13 +5,14 @@
 Token files are written here with numpy, as Dolma's tokenizer lays them out: one token
 per UTF-8 byte of each document's text, each document closed by EOS, in raw arrays (no
 header), with Dolma's `start,end,id,src,loc` sidecar for the uint16 files. Everything
-else is OLMo-core's: `NumpyFSLDatasetConfig` (plain and source-mixture) builds the
-dataset, `NumpyDataLoaderBase.wrap_numpy_dataset` the loader of each data-parallel rank,
-whose `reshuffle` writes the per-epoch global indices, and `BatchSizeSchedulerCallback`
-changes the batch size as a trainer would. Each case keeps its global indices (and
-mixture index) and `expected.json`: for every step and rank, the instances the loader
-yielded and the BLAKE3 of their tokens. Token files are rebuilt from the corpus by
-`write_token_files` (no framework needed), so the committed fixtures stay small.
+else is OLMo-core's: `NumpyFSLDatasetConfig` (plain and source-mixture) or
+`NumpyPaddedFSLDatasetConfig` builds the dataset, `NumpyDataLoaderBase.wrap_numpy_dataset`
+the loader of each data-parallel rank, whose `reshuffle` writes the per-epoch global
+indices, and `BatchSizeSchedulerCallback` changes the batch size as a trainer would.
+Each case keeps its global indices (and mixture index) and `expected.json`: for every step
+and rank, the instances the loader yielded and the BLAKE3 of their tokens. Token files
+are rebuilt from the corpus by `write_token_files` (no framework needed), so the committed
+fixtures stay small.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ CASES: dict[str, dict[str, Any]] = {
                 "mixture": {"sonnets": 0.7, "poems": 0.3, "requested_tokens": 6000},
                 "warmup": {"batch_sizes": [4 * SEQ_LEN, 8 * SEQ_LEN], "schedule": [0, 1024],
                            "unit": "tokens"}},
+    # NumpyPaddedFSLDataset: one document an instance, at 620 tokens some padded after
+    # their EOS, some cut (one exactly 620 long, its EOS cut off), two epochs.
+    "padded": {"dtype": "uint16", "seed": 13, "dataset": "padded", "sequence_length": 620,
+               "global_batch_size": 4 * 620, "epochs": 2},
 }
 
 
@@ -116,7 +121,8 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
             for file in scratch.iterdir():
                 file.unlink()
             scratch.rmdir()
-    expected = {"case": name, "settings": case, "sequence_length": SEQ_LEN,
+    expected = {"case": name, "settings": case,
+                "sequence_length": case.get("sequence_length", SEQ_LEN),
                 "world_size": WORLD, "dataset_size": len(dataset), "steps": steps}
     head = json.dumps({k: v for k, v in expected.items() if k != "steps"})[:-1]
     lines = ",\n".join(json.dumps(step, separators=(",", ":")) for step in steps)
@@ -125,14 +131,21 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
 
 
 def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
-    from olmo_core.data import NumpyDatasetDType, NumpyFSLDatasetConfig, TokenizerConfig
+    from olmo_core.data import (
+        NumpyDatasetDType,
+        NumpyFSLDatasetConfig,
+        NumpyPaddedFSLDatasetConfig,
+        TokenizerConfig,
+    )
 
     tokenizer = TokenizerConfig(vocab_size=EOS[case["dtype"]] + 2,
                                 eos_token_id=EOS[case["dtype"]],
                                 pad_token_id=EOS[case["dtype"]] + 1)
-    common = {"tokenizer": tokenizer, "sequence_length": SEQ_LEN,
+    common = {"tokenizer": tokenizer, "sequence_length": case.get("sequence_length", SEQ_LEN),
               "dtype": NumpyDatasetDType(case["dtype"]), "work_dir": str(work)}
-    if "mixture" not in case:
+    if case.get("dataset") == "padded":
+        config: Any = NumpyPaddedFSLDatasetConfig(paths=[str(p) for p in paths], **common)
+    elif "mixture" not in case:
         config = NumpyFSLDatasetConfig(paths=[str(p) for p in paths], **common)
     else:
         mix = _mixture(case, paths)

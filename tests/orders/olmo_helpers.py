@@ -67,6 +67,7 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "doc_ids": tokens_dir / "uint32" / "doc_ids.txt" if case["dtype"] == "uint32" else None,
         "warmup": Warmup(tuple(warmup["batch_sizes"]), tuple(warmup["schedule"]),
                          warmup["unit"]) if warmup else None,
+        "dataset": case.get("dataset", "fsl"),
     }
     fields.update(changes)
     return OlmoRun(**fields)
@@ -85,27 +86,40 @@ def expected_steps(case_dir: Path) -> list[list[dict[str, Any]]]:
     return steps
 
 
-def rank_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int) -> str:
+def rank_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int,
+                     padded: bool = False) -> str:
     """The tokens lineage's reader gives rank `rank` of step `step`, hashed as the
-    generator hashed OLMo-core's batch (separators are the run's EOS)."""
+    generator hashed OLMo-core's batch (separators are the run's EOS; in a padded
+    window, the separator right after the document is its EOS, the rest padding)."""
     windows = reader.windows(step, rank=rank, world_size=world)
-    tokens = np.concatenate([np.array(w, dtype=np.int64) for w in windows])
-    tokens[tokens == SEPARATOR] = eos
-    return input_ids_hash(tokens)
+    rows = [np.array(w, dtype=np.int64) for w in windows]
+    for tokens in rows:
+        if padded:
+            filler = np.flatnonzero(tokens == SEPARATOR)
+            tokens[filler] = eos + 1  # the generator's pad token
+            if len(filler):
+                tokens[filler[0]] = eos
+        tokens[tokens == SEPARATOR] = eos
+    return input_ids_hash(np.concatenate(rows))
 
 
 def segment_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, eos: int,
-                        texts: dict[str, bytes]) -> str:
+                        texts: dict[str, bytes], padded: bool = False) -> str:
     """The same from the rank's segments (window, stream position, token range) laid over
-    the documents' bytes: faster than the reader's re-read, for checking every step."""
+    the documents' bytes: faster than the reader's re-read, for checking every step. A
+    padded window is the pad token where no segment is, and EOS right after a segment
+    that reaches its document's end."""
     segments = reader.segments(step, rank=rank, world_size=world)
     windows = sorted({s.window for s in segments})
-    tokens = np.full((len(windows), reader.seq_len), eos, dtype=np.int64)
+    tokens = np.full((len(windows), reader.seq_len), eos + padded, dtype=np.int64)
     row = {window: i for i, window in enumerate(windows)}
     for s in segments:
         slot = s.position - s.window * reader.seq_len
-        chunk = np.frombuffer(texts[s.doc_id][s.token_start:s.token_end], dtype=np.uint8)
+        text = texts[s.doc_id]
+        chunk = np.frombuffer(text[s.token_start:s.token_end], dtype=np.uint8)
         tokens[row[s.window], slot:slot + len(chunk)] = chunk
+        if padded and s.token_end == len(text) and slot + len(chunk) < reader.seq_len:
+            tokens[row[s.window], slot + len(chunk)] = eos
     return input_ids_hash(tokens.reshape(-1))
 
 

@@ -44,7 +44,7 @@ def poetry(poetry_store: Path, tmp_path: Path) -> Store:
     return copy_of(poetry_store, tmp_path)
 
 
-@pytest.mark.parametrize("name", ["plain", "warmup", "mixture"])
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture", "padded"])
 def test_every_rank_of_the_checked_steps_reads_what_olmo_core_yielded(
         poetry: Store, tmp_path: Path, name: str) -> None:
     result = import_case(poetry, name, tmp_path)
@@ -54,15 +54,16 @@ def test_every_rank_of_the_checked_steps_reads_what_olmo_core_yielded(
     assert result["windows"] == sum(len(r["indices"]) for step in steps for r in step)
     assert result["rank_rule"] == {"rule": "strided"}
     reader = StreamReader(poetry, name)
-    eos = EOS[json.loads((FIXTURES / name / "expected.json").read_text())["settings"]["dtype"]]
+    settings = json.loads((FIXTURES / name / "expected.json").read_text())["settings"]
+    eos, padded = EOS[settings["dtype"]], settings.get("dataset") == "padded"
     texts = corpus_texts()
     for step, ranks in enumerate(steps):
         for rank in range(WORLD):
-            assert segment_tokens_hash(reader, step, rank, WORLD, eos, texts) == \
+            assert segment_tokens_hash(reader, step, rank, WORLD, eos, texts, padded) == \
                 ranks[rank]["input_ids"], (step, rank)
     for step in steps_to_check(len(steps))[::3]:  # the reader's own re-read tokens
         for rank in range(WORLD):
-            assert rank_tokens_hash(reader, step, rank, WORLD, eos) == \
+            assert rank_tokens_hash(reader, step, rank, WORLD, eos, padded) == \
                 steps[step][rank]["input_ids"], (step, rank)
 
 
@@ -413,3 +414,78 @@ def test_verify_all_re_reads_every_document_and_names_the_window(
     with pytest.raises(InputError, match=rf"sonnets-0.npy: window {window}: document 1 "
                        rf"\('{doc_id}'\): token 10 differs from the corpus document's"):
         import_olmo_core(poetry, corpus="poetry", stream="all", run=run, verify="all")
+
+
+def test_a_padded_run_through_the_command_holds_one_document_a_window(
+        poetry: Store, tmp_path: Path) -> None:
+    """NumpyPaddedFSLDataset: each window is the head of one document (620 tokens at
+    most), and `docs --step` names, per rank, the documents OLMo-core's batches held."""
+    run = run_of(FIXTURES / "padded", tmp_path)
+    cli = Cli(poetry.root)
+    args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+            "--stream", "padded", "--eos-token-id", str(run.eos_token_id),
+            "--sequence-length", "620", "--global-batch-size", str(4 * 620),
+            "--dataset", "padded"]
+    for path in run.global_indices:
+        args += ["--global-indices", str(path)]
+    result = cli.json(*args)
+    settings = result["settings"]
+    assert settings["dataset"] == "NumpyPaddedFSLDataset"
+    assert settings["paths"] == [["sonnets-0.npy", 6], ["sonnets-1.npy", 6], ["poems-0.npy", 3]]
+    expected = expected_steps(FIXTURES / "padded")
+    assert result["windows"] == 4 * len(expected) == result["segments"]
+    documents = [doc_id for _, doc_id, _ in corpus_documents()]  # instance i = document i
+    lengths = {doc_id: len(text.encode()) for _, doc_id, text in corpus_documents()}
+    for step, ranks in enumerate(expected):
+        for rank in range(WORLD):
+            answer = cli.json("docs", "--step", str(step), "--stream", "padded", "--rank",
+                              str(rank), "--world-size", str(WORLD))
+            held = [documents[i] for i in ranks[rank]["indices"]]
+            assert sorted((d["doc_id"], d["token_start"], d["token_end"])
+                          for d in answer["documents"]) == sorted(
+                (doc_id, 0, min(lengths[doc_id], 620)) for doc_id in held), (step, rank)
+
+
+def test_padded_settings_that_do_not_fit_are_refused(poetry: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--dataset 'vsl': expected one of fsl, padded"):
+        import_case(poetry, "padded", tmp_path, dataset="vsl")
+    with pytest.raises(UsageError, match="--mixture-index: a source mixture is cut into "
+                                         "fixed-length instances"):
+        import_case(poetry, "padded", tmp_path,
+                    mixture_index=FIXTURES / "mixture" / "mixture_index.json")
+
+
+def test_a_sidecar_whose_documents_are_not_the_eos_tokens_is_refused_when_padded(
+        poetry: Store, tmp_path: Path) -> None:
+    """An extra EOS between two documents: the sidecar still lists them right (a
+    fixed-length run reads the file as before), but OLMo-core's padded dataset would
+    make an instance of the empty document the EOS closes."""
+    import gzip
+
+    run = run_of(FIXTURES / "padded", tmp_path)
+    path = run.token_files[0]
+    tokens = np.fromfile(path, dtype=np.uint16)
+    first_eos = int(np.flatnonzero(tokens == EOS["uint16"])[0])
+    np.insert(tokens, first_eos + 1, EOS["uint16"]).astype(np.uint16).tofile(path)
+    sidecar = path.with_name("sonnets-0.csv.gz")
+    lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
+    shifted = [lines[0]] + [",".join([str(int(start) + 1), str(int(end) + 1), *rest])
+                            for start, end, *rest in (line.split(",") for line in lines[1:])]
+    sidecar.write_bytes(gzip.compress(("\n".join(shifted) + "\n").encode()))
+    fixed = import_case(poetry, "plain", tmp_path, token_files=run.token_files,
+                        stream="fixed-length")
+    assert fixed["status"] == "added"
+    with pytest.raises(InputError, match=r"sonnets-0.npy: document 1: the documents listed "
+                                         r"for the file are not the ones its EOS tokens close"):
+        import_case(poetry, "padded", tmp_path, token_files=run.token_files)
+
+
+def test_tokens_after_the_last_eos_are_in_no_padded_instance(poetry: Store,
+                                                             tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "padded", tmp_path)
+    path = run.token_files[2]
+    tokens = np.fromfile(path, dtype=np.uint16)
+    np.append(tokens, np.array([72, 105], dtype=np.uint16)).tofile(path)  # unlisted, unclosed
+    result = import_case(poetry, "padded", tmp_path, token_files=run.token_files)
+    assert result["settings"]["paths"][2] == ["poems-0.npy", 3]
+    assert result["windows"] == 4 * len(expected_steps(FIXTURES / "padded"))
