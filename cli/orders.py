@@ -43,6 +43,9 @@ def megatron(
         help="Steps the run took (default: every whole step the cached samples fill).",
         min=1)] = None,
     split: Annotated[str, typer.Option(help="The split the run trained on.")] = "train",
+    add_extra_token_to_sequence: Annotated[bool, typer.Option(
+        help="The GPTDatasetConfig's add_extra_token_to_sequence: a sample is "
+        "sequence_length + 1 tokens (the default), or sequence_length without it.")] = True,
     index_hash: Annotated[str | None, typer.Option(
         help="The MD5 in the cached files' names, when several runs share --cache.")] = None,
     tokenizer: Annotated[Path | None, typer.Option(
@@ -64,7 +67,8 @@ def megatron(
     """Import a Megatron-LM run's GPTDataset order (blends and batch ramp-up included),
     checked against its indexed datasets and the corpus.
 
-    Every sample is one window of sequence_length + 1 tokens; steps follow the run's
+    Every sample is one window of sequence_length + 1 tokens (sequence_length with
+    --no-add-extra-token-to-sequence); steps follow the run's
     batch ramp-up, ranks its micro-batches. A broken rule exits 2 naming the file;
     nothing is stored (docs/importers.md lists the rules)."""
     from lineage.ingest.orders.megatron import MegatronRun, import_megatron
@@ -73,7 +77,7 @@ def megatron(
     run = MegatronRun(
         global_batch_size, micro_batch_size, data_parallel_size,
         Rampup(*rampup_batch_size) if rampup_batch_size else None,
-        decrease_batch_size_if_needed, train_iters, split)
+        decrease_batch_size_if_needed, train_iters, split, add_extra_token_to_sequence)
     result = import_megatron(
         current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
         run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows,

@@ -76,7 +76,7 @@ def write_indexed(jsonl: Path, prefix: Path, *, split_stanzas: bool) -> None:
     builder.finalize(f"{prefix}.idx")
 
 
-def build_run(data: Path, cache: Path, run: str) -> Any:
+def build_run(data: Path, cache: Path, run: str, *, add_extra_token: bool = True) -> Any:
     """Build the run's training dataset with megatron-core (writes the cached indices)."""
     from megatron.core.datasets.blended_megatron_dataset_builder import (
         BlendedMegatronDatasetBuilder,
@@ -92,7 +92,8 @@ def build_run(data: Path, cache: Path, run: str) -> Any:
         random_seed=SEED, sequence_length=SEQUENCE_LENGTH,
         blend=(list(settings["prefixes"]), settings["weights"]),
         split="100,0,0", path_to_cache=str(cache.resolve()), tokenizer=NullTokenizer(EOD),
-        reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False)
+        reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False,
+        add_extra_token_to_sequence=add_extra_token)
     with contextlib.chdir(data):
         builder = BlendedMegatronDatasetBuilder(
             GPTDataset, [settings["samples"], 0, 0], lambda: True, config)

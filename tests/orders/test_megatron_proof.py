@@ -27,6 +27,7 @@ from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.megatron import MegatronRun, import_megatron
 from lineage.ingest.orders.megatron_schedule import Rampup, megatron_schedule
 from lineage.stream.reader import StreamReader
+from tests.conftest import Cli
 
 from .conftest import WITH_MEGATRON, holding
 
@@ -90,9 +91,9 @@ def pretraining_batches(total: int, rank: int) -> Iterator[list[int]]:
 
 
 def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.ndarray]]:
-    """Per step, per rank, the token arrays (tokens + the last label) the run trained on:
-    megatron-core's num-microbatches calculator says how many micro-batches each step
-    pulls from each rank's DataLoader."""
+    """Per step, per rank, the token arrays (tokens + the last label; tokens alone without
+    the extra token) the run trained on: megatron-core's num-microbatches calculator says
+    how many micro-batches each step pulls from each rank's DataLoader."""
     import torch
     from megatron.core import num_microbatches_calculator as calculator
 
@@ -111,7 +112,8 @@ def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.n
             samples = []
             for _ in range(calculator.get_num_microbatches()):
                 batch = next(loader)
-                text = torch.cat([batch["tokens"], batch["labels"][:, -1:]], dim=1)
+                text = torch.cat([batch["tokens"], batch["labels"][:, -1:]], dim=1) \
+                    if run.add_extra_token else batch["tokens"]
                 samples.extend(row.numpy() for row in text)
             per_rank.append(samples)
         out.append(per_rank)
@@ -305,3 +307,34 @@ def test_a_rebuild_that_differs_from_the_record_is_refused(
                         cache=tmp_path / "rebuilt", corpus="mg", stream="single", run=shorter,
                         rebuild=True)
     assert imported.streams().to_json() == before
+
+
+def test_samples_without_the_extra_token_through_the_command(
+        made: tuple[Any, Path], imported: Store, tmp_path: Path) -> None:
+    """A run whose GPTDatasetConfig says add_extra_token_to_sequence=False: samples of
+    sequence_length tokens, imported with --no-add-extra-token-to-sequence, are
+    Megatron's per step and rank; the default (the extra token) is refused on its cache."""
+    generator, folder = made
+    cache = tmp_path / "cache-short"
+    dataset = generator.build_run(folder, cache, "single", add_extra_token=False)
+    cli = Cli(imported.root)
+    args = ["ingest", "order", "megatron", "--data", str(folder / "sonnets"),
+            "--docs", str(folder / "sonnets.jsonl"), "--cache", str(cache), "--corpus", "mg",
+            "--stream", "short", "--global-batch-size", "8", "--micro-batch-size", str(MICRO),
+            "--data-parallel-size", str(DP)]
+    refused = cli(*args, code=2)
+    assert "sample_index.npy" in refused.stderr and "Traceback" not in refused.stderr
+    result = cli.json(*args, "--no-add-extra-token-to-sequence")
+    assert result["seq_len"] == generator.SEQUENCE_LENGTH
+    assert result["settings"]["add_extra_token_to_sequence"] is False
+    run = MegatronRun(global_batch_size=8, micro_batch_size=MICRO, data_parallel_size=DP,
+                      add_extra_token=False)
+    expected = megatron_steps(dataset, run, result["steps"])
+    reader = StreamReader(imported, "short")
+    for step in range(result["steps"]):
+        for rank in range(DP):
+            ours = [np.asarray(w, dtype=np.int64)
+                    for w in reader.windows(step, rank=rank, world_size=DP)]
+            assert len(ours) == len(expected[step][rank]) == 8 // DP, (step, rank)
+            for a, b in zip(ours, expected[step][rank], strict=True):
+                assert np.array_equal(a, b), (step, rank)
