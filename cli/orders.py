@@ -43,6 +43,12 @@ def megatron(
         help="Steps the run took (default: every whole step the cached samples fill).",
         min=1)] = None,
     split: Annotated[str, typer.Option(help="The split the run trained on.")] = "train",
+    dataloader_type: Annotated[str, typer.Option(
+        help="The run's --dataloader-type: single (samples in order) or cyclic (shuffled "
+        "anew each epoch by MegatronPretrainingRandomSampler).")] = "single",
+    data_sharding: Annotated[bool, typer.Option(
+        help="cyclic: the run's --data-sharding (each rank shuffles a bucket of its own; "
+        "Megatron-LM's default) or --no-data-sharding.")] = True,
     add_extra_token_to_sequence: Annotated[bool, typer.Option(
         help="The GPTDatasetConfig's add_extra_token_to_sequence: a sample is "
         "sequence_length + 1 tokens (the default), or sequence_length without it.")] = True,
@@ -77,7 +83,8 @@ def megatron(
     run = MegatronRun(
         global_batch_size, micro_batch_size, data_parallel_size,
         Rampup(*rampup_batch_size) if rampup_batch_size else None,
-        decrease_batch_size_if_needed, train_iters, split, add_extra_token_to_sequence)
+        decrease_batch_size_if_needed, train_iters, split, add_extra_token_to_sequence,
+        dataloader_type, data_sharding)
     result = import_megatron(
         current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
         run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows,

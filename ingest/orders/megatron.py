@@ -5,7 +5,8 @@ blend (`PREFIX.idx/.bin`), the GPTDataset and BlendedDataset index arrays megatr
 cached for the split, and for each dataset the corpus doc_id of every Megatron document
 (the JSONL given to Megatron's preprocessing, or a list of doc_ids, line i = document
 i). The global batch size, its ramp-up and the micro batch cut the samples into steps
-and ranks as Megatron's num-microbatches calculator and MegatronPretrainingSampler do.
+and ranks as Megatron's num-microbatches calculator and MegatronPretrainingSampler do
+(MegatronPretrainingRandomSampler's shuffles with `--dataloader-type cyclic`).
 Each sample is one window of `sequence_length + 1` tokens (docs/importers.md).
 """
 
@@ -23,6 +24,7 @@ from lineage.ingest.orders.common import artifact_hash, corpus_rows, store_order
 from lineage.ingest.orders.indexed import read_indexed
 from lineage.ingest.orders.megatron_cache import CachedRun, find_run
 from lineage.ingest.orders.megatron_check import check_tokens
+from lineage.ingest.orders.megatron_cyclic import cyclic_samples
 from lineage.ingest.orders.megatron_docs import (
     Dataset,
     TokenLookup,
@@ -41,6 +43,8 @@ from lineage.store.parts import Progress
 from lineage.stream.imported import ImportedSpec
 from lineage.stream.schedule import BatchSchedule, RankRule
 
+DATALOADER_TYPES = ("single", "cyclic")
+
 
 @dataclass(frozen=True)
 class MegatronRun:
@@ -54,6 +58,8 @@ class MegatronRun:
     train_iters: int | None = None
     split: str = "train"
     add_extra_token: bool = True
+    dataloader_type: str = "single"  # Megatron-LM's --dataloader-type: single or cyclic
+    data_sharding: bool = True  # cyclic: each rank shuffles a bucket of its own
 
     def schedule(self) -> BatchSchedule:
         return megatron_schedule(self.global_batch_size, self.micro_batch_size,
@@ -74,6 +80,9 @@ def import_megatron(
     if len(data) != len(docs) or not data:
         raise UsageError("give one --docs per --data, in the same order")
     check_verify(verify)
+    if run.dataloader_type not in DATALOADER_TYPES:
+        raise UsageError(f"--dataloader-type {run.dataloader_type!r}: expected one of "
+                         f"{', '.join(DATALOADER_TYPES)}")
     recorded = recorded_cache(store, stream) if rebuild else None
     if recorded is not None:
         rebuild_cache(recorded.description, data, cache, add_extra_token=run.add_extra_token)
@@ -85,8 +94,10 @@ def import_megatron(
     _check_indices(cached, datasets, int(run.add_extra_token))
     schedule = run.schedule()
     window_len = _sequence_length(cached) + int(run.add_extra_token)
-    windows = _windows(cached, schedule, run.train_iters)
-    parts = _all_parts(cached, datasets, windows, window_len, int(run.add_extra_token))
+    windows = _windows(cached, schedule, run.train_iters,
+                       cycles=run.dataloader_type == "cyclic")
+    parts = _all_parts(cached, datasets, _samples_read(cached, run, windows), window_len,
+                       int(run.add_extra_token))
     checked = check_tokens(store, corpus, datasets, parts, windows, sample=sample_windows,
                            tokenizer=tokenizer, verify=verify)
     spec = ImportedSpec(
@@ -151,17 +162,25 @@ def _sequence_length(cached: CachedRun) -> int:
     return lengths.pop()
 
 
-def _windows(cached: CachedRun, schedule: BatchSchedule, train_iters: int | None) -> int:
+def _built(cached: CachedRun) -> int:
+    """The samples of the dataset the run's sampler drew from (its `len`)."""
+    top = cached.blend or cached.datasets[0]
+    return len(top.arrays["dataset_index" if cached.blend else "shuffle_index"])
+
+
+def _windows(cached: CachedRun, schedule: BatchSchedule, train_iters: int | None, *,
+             cycles: bool = False) -> int:
     """Windows of the whole steps the run read: `train_iters` steps, else every whole
     step of the samples the run asked megatron-core for (a GPTDataset builds whole
-    epochs, so it may hold more than were asked for and trained on)."""
+    epochs, so it may hold more than were asked for and trained on). A cyclic loader
+    starts the dataset over when it runs out, so any number of steps can be read."""
     top = cached.blend or cached.datasets[0]
-    built = len(top.arrays["dataset_index" if cached.blend else "shuffle_index"])
+    built = _built(cached)
     asked = top.description.get("size" if cached.blend else "num_samples")
     available = min(built, int(asked)) if isinstance(asked, int) else built
     steps = schedule.step_of_window(available)
     if train_iters is not None:
-        if train_iters > steps:
+        if train_iters > steps and not cycles:
             raise UsageError(f"--train-iters {train_iters}: the run asked for {available} "
                              f"samples, {steps} whole steps")
         steps = train_iters
@@ -170,15 +189,26 @@ def _windows(cached: CachedRun, schedule: BatchSchedule, train_iters: int | None
     return schedule.first_window(steps)
 
 
-def _all_parts(cached: CachedRun, datasets: list[Dataset], windows: int, window_len: int,
+def _samples_read(cached: CachedRun, run: MegatronRun, windows: int) -> np.ndarray:
+    """The dataset's sample each window read: samples 0, 1, 2, ... for the `single`
+    loader; for `cyclic`, its shuffles epoch after epoch (megatron_cyclic.py)."""
+    if run.dataloader_type == "cyclic":
+        return cyclic_samples(_built(cached), run.micro_batch_size, run.data_parallel_size,
+                              windows, run.data_sharding)
+    return np.arange(windows, dtype=np.int64)
+
+
+def _all_parts(cached: CachedRun, datasets: list[Dataset], read: np.ndarray, window_len: int,
                extra: int) -> Parts:
-    """Every window's parts in training order, from whichever dataset fed it."""
+    """Every window's parts in training order, from whichever dataset fed it; window w
+    holds the dataset's sample `read[w]`."""
+    windows = len(read)
     everything = np.arange(windows, dtype=np.int64)
     if cached.blend is None:
-        choice, sample = np.zeros(windows, dtype=np.int64), everything
+        choice, sample = np.zeros(windows, dtype=np.int64), read
     else:
-        choice = cached.blend.arrays["dataset_index"][:windows].astype(np.int64)
-        sample = cached.blend.arrays["dataset_sample_index"][:windows].astype(np.int64)
+        choice = cached.blend.arrays["dataset_index"][read].astype(np.int64)
+        sample = cached.blend.arrays["dataset_sample_index"][read].astype(np.int64)
         if choice.min() < 0 or choice.max() >= len(datasets):
             raise InputError(cached.blend.files["dataset_index.npy"],
                              f"names datasets outside [0, {len(datasets)})")
@@ -249,4 +279,7 @@ def _settings(cached: CachedRun, datasets: list[Dataset], run: MegatronRun) -> d
         "split": run.split,
         "blend_weights": None if cached.blend is None else cached.blend.description.get("weights"),
         "train_iters": run.train_iters,
+        # only a cyclic loader says so: a `single` import's spec stays what it was
+        **({"dataloader_type": "cyclic", "data_sharding": run.data_sharding}
+           if run.dataloader_type == "cyclic" else {}),
     }

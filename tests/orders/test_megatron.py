@@ -450,3 +450,30 @@ def test_cli_verify_all_says_what_it_re_read(cli: Any, corpus: Store) -> None:
                  "--global-batch-size", "8", "--micro-batch-size", "2", "--verify", "all")
     assert "re-read every window (10 documents, 6,177 tokens): equal to the corpus's " \
         "tokens" in result.stdout
+
+
+def test_a_cyclic_loader_reads_past_one_epoch_and_bad_settings_are_usage_errors(
+        corpus: Store) -> None:
+    """Without torch: a cyclic run may train more steps than its samples fill (the
+    loader starts over), every rank reading whole shuffled epochs; an unknown loader
+    type, and a permutation too long for torch's short-range shuffle, are refused."""
+    from lineage.ingest.orders.megatron_cyclic import (
+        RANDPERM_LIMIT,
+        cyclic_samples,
+        torch_randperm,
+    )
+
+    cyclic = MegatronRun(global_batch_size=8, micro_batch_size=2, data_parallel_size=2,
+                         train_iters=120, dataloader_type="cyclic")
+    result = _import(corpus, "single", settings=cyclic, stream="cyclic")
+    assert result["steps"] == 120 and result["windows"] == 960
+    read = cyclic_samples(400, 2, 2, 800)  # two epochs of the sharded buckets
+    for epoch in read.reshape(2, 100, 2, 2):
+        for rank, bucket in enumerate(np.swapaxes(epoch, 0, 1)):
+            assert sorted(bucket.reshape(-1).tolist()) == list(range(rank * 200,
+                                                                     rank * 200 + 200))
+    with pytest.raises(UsageError, match="--dataloader-type 'external': expected one of "
+                                         "single, cyclic"):
+        _import(corpus, "single", settings=MegatronRun(8, 2, 2, dataloader_type="external"))
+    with pytest.raises(UsageError, match="torch draws those of 214,748,364 or more"):
+        torch_randperm(RANDPERM_LIMIT, 0)

@@ -90,6 +90,31 @@ def pretraining_batches(total: int, rank: int) -> Iterator[list[int]]:
             group = []
 
 
+def random_sampler_batches(total: int, rank: int, sharding: bool) -> Iterator[list[int]]:
+    """MegatronPretrainingRandomSampler as Megatron-LM's `cyclic_iter` drives it: started
+    again whenever it runs out, its count of consumed samples kept across the restarts;
+    each start draws the epoch's permutation with torch itself."""
+    import torch
+
+    per_round = MICRO * DP
+    active = total - total % per_round
+    consumed = 0
+    while True:
+        epoch, within = divmod(consumed, active)
+        generator = torch.Generator()
+        generator.manual_seed(epoch)
+        if sharding:
+            bucket = total // per_round * MICRO
+            drawn = torch.randperm(bucket, generator=generator).tolist()
+            order = [rank * bucket + i for i in drawn[within // DP:]]
+        else:
+            full = total // MICRO * MICRO
+            order = torch.randperm(full, generator=generator).tolist()[within:][rank::DP]
+        for first in range(0, len(order) - MICRO + 1, MICRO):
+            consumed += per_round
+            yield order[first:first + MICRO]
+
+
 def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.ndarray]]:
     """Per step, per rank, the token arrays (tokens + the last label; tokens alone without
     the extra token) the run trained on: megatron-core's num-microbatches calculator says
@@ -102,8 +127,11 @@ def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.n
     calculator.destroy_num_microbatches_calculator()
     calculator.init_num_microbatches_calculator(0, rampup, run.global_batch_size, MICRO, DP,
                                                 False)
-    loaders = [iter(torch.utils.data.DataLoader(
-        dataset, batch_sampler=pretraining_batches(len(dataset), rank))) for rank in range(DP)]
+    samplers = [random_sampler_batches(len(dataset), rank, run.data_sharding)
+                if run.dataloader_type == "cyclic" else pretraining_batches(len(dataset), rank)
+                for rank in range(DP)]
+    loaders = [iter(torch.utils.data.DataLoader(dataset, batch_sampler=sampler))
+               for sampler in samplers]
     consumed, out = 0, []
     for _ in range(steps):
         calculator.update_num_microbatches(consumed, consistency_check=True)
@@ -338,3 +366,54 @@ def test_samples_without_the_extra_token_through_the_command(
             assert len(ours) == len(expected[step][rank]) == 8 // DP, (step, rank)
             for a, b in zip(ours, expected[step][rank], strict=True):
                 assert np.array_equal(a, b), (step, rank)
+
+
+@pytest.mark.parametrize("name,sharding", [("single", True), ("single", False),
+                                           ("blend", True)])
+def test_a_cyclic_loaders_windows_are_megatrons_over_several_epochs(
+        made: tuple[Any, Path], imported: Store, name: str, sharding: bool) -> None:
+    """--dataloader-type cyclic: every step and rank of a run that went more than twice
+    through its dataset, each epoch shuffled anew by torch, against megatron-core's
+    samples as the sampler above draws them."""
+    generator, folder = made
+    dataset = generator.build_run(folder, folder / f"cache-{name}", name)
+    base = RUNS[name]
+    steps = base.schedule().step_of_window(2 * len(dataset)) + 3
+    run = MegatronRun(global_batch_size=base.global_batch_size, micro_batch_size=MICRO,
+                      data_parallel_size=DP, rampup=base.rampup, train_iters=steps,
+                      dataloader_type="cyclic", data_sharding=sharding)
+    names = ["sonnets"] if name == "single" else ["sonnets", "poems"]
+    args = ["ingest", "order", "megatron", "--cache", str(folder / f"cache-{name}"),
+            "--corpus", "mg", "--stream", "cyclic", "--global-batch-size",
+            str(run.global_batch_size), "--micro-batch-size", str(MICRO),
+            "--data-parallel-size", str(DP), "--train-iters", str(steps),
+            "--dataloader-type", "cyclic", "--data-sharding" if sharding else
+            "--no-data-sharding"]
+    for member in names:
+        args += ["--data", str(folder / member), "--docs", str(folder / f"{member}.jsonl")]
+    if run.rampup is not None:
+        args += ["--rampup-batch-size", *map(str, (run.rampup.start, run.rampup.increment,
+                                                  run.rampup.samples))]
+    result = Cli(imported.root).json(*args)
+    assert result["steps"] == steps and result["settings"]["dataloader_type"] == "cyclic"
+    assert result["settings"]["data_sharding"] is sharding
+    expected = megatron_steps(dataset, run, steps)
+    reader = StreamReader(imported, "cyclic")
+    for step in range(steps):
+        for rank in range(DP):
+            ours = [np.asarray(w, dtype=np.int64)
+                    for w in reader.windows(step, rank=rank, world_size=DP)]
+            assert len(ours) == len(expected[step][rank]), (step, rank)
+            for a, b in zip(ours, expected[step][rank], strict=True):
+                assert np.array_equal(a, b), (name, sharding, step, rank)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 3000), seed=st.integers(0, 2**32 - 1))
+def test_lineages_randperm_is_torchs(n: int, seed: int) -> None:
+    import torch
+
+    from lineage.ingest.orders.megatron_cyclic import torch_randperm
+
+    drawn = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).numpy()
+    assert np.array_equal(torch_randperm(n, seed), drawn)
