@@ -54,6 +54,11 @@ def olmo_core(
         help="How the dataset cut the files into instances: fsl (NumpyFSLDataset, "
         "sequence_length tokens each, across documents) or padded (NumpyPaddedFSLDataset, "
         "one document each, cut to sequence_length and padded).")] = "fsl",
+    instance_filter: Annotated[str | None, typer.Option(
+        metavar="MAX_PERIOD:MIN_PERIOD:MAX_COUNT",
+        help="The dataset's instance_filter_config (repetition_max_period, _min_period, "
+        "_max_count; OLMo-core's defaults are 13:1:32): instances it masks are stored as "
+        "windows holding no document.")] = None,
     verify: Annotated[str, typer.Option(
         help="sample: re-read 16 documents the windows read; all: every one, whole, "
         "against the corpus.")] = "sample",
@@ -65,6 +70,7 @@ def olmo_core(
 
     A broken rule exits 2 naming the file and what breaks it; nothing is stored."""
     from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
+    from lineage.ingest.orders.olmo_filter import InstanceFilter
     from lineage.ingest.orders.olmo_order import Warmup
 
     warmup = (Warmup.parse(batch_size_schedule, schedule_unit)
@@ -74,7 +80,8 @@ def olmo_core(
         sequence_length=sequence_length, global_batch_size=global_batch_size,
         global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
-        epochs=epochs, dataset=dataset)
+        epochs=epochs, dataset=dataset,
+        instance_filter=InstanceFilter.parse(instance_filter) if instance_filter else None)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:
@@ -88,5 +95,7 @@ def _summary(result: dict[str, Any]) -> list[str]:
     every = "every one of the " if checked.get("verify") == "all" else ""
     reread = (f"re-read {every}{checked['re_read']} documents against the corpus text"
               if checked["re_read"] else f"not re-read: {checked['re_read_skipped']}")
+    masked = (f"; {checked['masked_windows']:,} masked by the instance filter (windows "
+              "holding no document)" if "masked_windows" in checked else "")
     return order_summary(result, f"{checked['documents']:,} documents, every token count "
-                                 f"checked; {reread}")
+                                 f"checked; {reread}{masked}")

@@ -102,9 +102,12 @@ def store_order(
     segments: pa.Table,
     origin: Path,
     progress: Progress = None,
+    windows: int | None = None,
 ) -> dict[str, Any]:
     """Check the segments of an imported order and store them as stream `stream`.
 
+    `windows`, given by an importer whose windows may hold no document (an instance its
+    trainer masked), is the run's number of windows: segments may then skip windows.
     Importing the same order again answers "unchanged"; another order under the same
     name is a conflict. On any broken rule nothing is stored and the `InputError`
     names `origin` and the first rows that break each rule."""
@@ -134,7 +137,8 @@ def store_order(
     table = _conformed(segments, origin)
     staging = new_staging_dir(store.staging_dir)
     try:
-        built = _build(store, stream, corpus, files, spec, table, origin, staging, progress)
+        built = _build(store, stream, corpus, files, spec, table, origin, staging, progress,
+                       windows)
         # commit_stream reads the fields every spec shares (spec, spec_hash,
         # canonical_json, manifest_hash, seed, seq_len, batch, separator_tokens,
         # token_budget); ImportedSpec has them all.
@@ -194,7 +198,7 @@ def _conformed(segments: pa.Table, origin: Path) -> pa.Table:
 
 def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], list[str]],
            spec: ImportedSpec, table: pa.Table, origin: Path, staging: Path,
-           progress: Progress) -> Built:
+           progress: Progress, windows: int | None = None) -> Built:
     """Checks and epochs with numpy on whole columns, on each segment's row in the
     corpus (its rid: given, or found once by doc_id); the two tables then written as
     `stream build` writes its own (`write_segments`): joined to the corpus's parts by
@@ -204,7 +208,7 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
         # DuckDB decodes the content hashes on its threads while numpy checks (one core)
         with ThreadPoolExecutor(1, thread_name_prefix="hash-words") as pool:
             words = pool.submit(content_hash_words, con.cursor(), files[0])
-            handed, windows = _segments(con.cursor(), files[0], spec, table, origin)
+            handed, windows = _segments(con.cursor(), files[0], spec, table, origin, windows)
             corpus_parts = CorpusParts(files[0], files[1], words.result())
         # handed over in a list that write_segments empties: the arrays go as soon as
         # the occurrence lists hold them
@@ -218,7 +222,8 @@ def _build(store: BaseStore, stream: str, corpus: str, files: tuple[list[str], l
 
 
 def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: ImportedSpec,
-              table: pa.Table, origin: Path) -> tuple[list[Segments], int]:
+              table: pa.Table, origin: Path, windows: int | None = None
+              ) -> tuple[list[Segments], int]:
     """The checked segments as occurrences (with their epochs), and the windows."""
     import numpy as np
 
@@ -226,7 +231,7 @@ def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: Import
                                     params=[documents]).fetchnumpy()["n_tokens"])
     doc = _doc_rows(con, table, documents, len(doc_tokens))
     problems = _problems(table, doc, doc_tokens, spec.seq_len,
-                         lambda rows: _names(con, documents, table, doc, rows))
+                         lambda rows: _names(con, documents, table, doc, rows), windows)
     if problems:
         raise InputError(origin, "; ".join(problems) + " (nothing stored)")
     window = table.column("window").to_numpy()
@@ -234,7 +239,8 @@ def _segments(con: duckdb.DuckDBPyConnection, documents: list[str], spec: Import
         doc, window * spec.seq_len + table.column("slot").to_numpy(),
         table.column("doc_offset").to_numpy(), table.column("n_tokens").to_numpy())
     epoch, within = _epochs(doc, n_tokens, doc_tokens)
-    windows = int(window[-1]) + 1 if len(window) else 0
+    if windows is None:
+        windows = int(window[-1]) + 1 if len(window) else 0
     return [Segments(doc, within, epoch, n_tokens, start, offset)], windows
 
 
@@ -336,8 +342,10 @@ def _epochs(doc: np.ndarray[Any, Any], n_tokens: np.ndarray[Any, Any],
 
 
 def _problems(table: pa.Table, doc: np.ndarray[Any, Any], doc_tokens: np.ndarray[Any, Any],
-              seq_len: int, names: Callable[[np.ndarray[Any, Any]], list[str]]) -> list[str]:
-    """Every rule on whole columns; each broken one names its first rows."""
+              seq_len: int, names: Callable[[np.ndarray[Any, Any]], list[str]],
+              windows: int | None = None) -> list[str]:
+    """Every rule on whole columns; each broken one names its first rows. With `windows`
+    (the run's count), windows holding no segment are allowed."""
     import numpy as np
 
     window, slot = table.column("window").to_numpy(), table.column("slot").to_numpy()
@@ -356,7 +364,10 @@ def _problems(table: pa.Table, doc: np.ndarray[Any, Any], doc_tokens: np.ndarray
         ((slot < 0) | (slot + n > seq_len),
          f"segment outside its window: 0 <= slot and slot + n_tokens <= seq_len {seq_len}"),
         (~same & (window != previous + 1),
-         "windows must run 0..N-1 in training order without gaps"),
+         "windows must run 0..N-1 in training order without gaps")
+        if windows is None else
+        (~same & (window <= previous) | (window >= windows),
+         f"windows must run in training order within 0..{windows - 1}"),
         (same & (slot < previous_end), "segments of a window must follow each other without "
          "overlapping (rows in training order)"),
     ]

@@ -12,6 +12,7 @@ and each must hold exactly the tokens the corpus counted for it (docs/importers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from lineage.errors import InputError, UnknownObjectError, UsageError
 from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.json_input import parse_json
 from lineage.ingest.orders.olmo_checks import check_all, check_lengths, check_sample
+from lineage.ingest.orders.olmo_filter import InstanceFilter, masked_windows
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
@@ -70,6 +72,7 @@ class OlmoRun:
     seed: int | None = None  # ... the loader's seed and the epochs run, to rebuild them
     epochs: int | None = None
     dataset: str = "fsl"  # a key of DATASETS: how the files are cut into instances
+    instance_filter: InstanceFilter | None = None  # masks repetitive instances
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -101,10 +104,19 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
         padded_segments(order, held, layout, rids, run.sequence_length)
         if held is not None else
         segments_of(order, entries, layout, rids, run.sequence_length))
+    masked = 0
+    if run.instance_filter is not None:
+        windows_masked = masked_windows(
+            order, _instance_tokens(files, layout, entries, held, run.sequence_length),
+            run.instance_filter)
+        keep = ~windows_masked[segments.column("window").to_numpy()]
+        segments, docs_read = segments.filter(keep), docs_read[keep]
+        masked = int(windows_masked.sum())
     reread = check_all(store, corpus, files, layout, segments, docs_read, rids,
                        run.tokenizer) if verify == "all" else \
         check_sample(store, corpus, files, layout, docs_read, run.tokenizer)
-    checked = {**reread, "global_indices": shuffle}
+    checked = {**reread, "global_indices": shuffle,
+               **({"masked_windows": masked} if run.instance_filter is not None else {})}
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
         rank_rule=RankRule("strided"), framework="olmo-core",
@@ -112,8 +124,29 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
                                                              layout.boundaries))
     origin = run.global_indices[0] if run.global_indices else run.token_files[0]
     answer = store_order(store, stream=stream, corpus=corpus, spec=spec, segments=segments,
-                         origin=origin, progress=progress)
+                         origin=origin, progress=progress, windows=len(order))
     return {**answer, "checked": checked}
+
+
+def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple[int, int]],
+                     held: np.ndarray | None, seq_len: int) -> Callable[[int], np.ndarray]:
+    """The tokens the dataset yields for instance i, before any padding: L tokens of its
+    file (fixed-length), or its document's tokens and closing EOS, L at most (padded)."""
+    maps = [file.tokens() for file in files]
+    firsts = np.cumsum([0] + [count for _, count in entries])
+
+    def tokens_of(i: int) -> np.ndarray:
+        if held is not None:
+            k = int(held[i])
+            f, _ = layout.where(k)
+            start = int(layout.starts[k] - layout.bases[f])
+            length = int(layout.ends[k] - layout.starts[k]) + 1  # its EOS
+            return np.asarray(maps[f][start:start + min(length, seq_len)])
+        entry = int(np.searchsorted(firsts, i, side="right")) - 1
+        start = (i - int(firsts[entry])) * seq_len
+        return np.asarray(maps[entries[entry][0]][start:start + seq_len])
+
+    return tokens_of
 
 
 def _check_dataset(run: OlmoRun) -> None:
@@ -314,4 +347,7 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
         "global_indices": "files" if run.global_indices else "rebuilt",
         "batch_size_schedule": run.warmup.to_json() if run.warmup else None,
         "document_boundaries": boundaries,
+        # only a filtered run says so: an unfiltered import's spec stays what it was
+        **({"instance_filter": run.instance_filter.to_json()}
+           if run.instance_filter is not None else {}),
     }

@@ -52,27 +52,43 @@ CASES: dict[str, dict[str, Any]] = {
     # their EOS, some cut (one exactly 620 long, its EOS cut off), two epochs.
     "padded": {"dtype": "uint16", "seed": 13, "dataset": "padded", "sequence_length": 620,
                "global_batch_size": 4 * 620, "epochs": 2},
+    # The instance filter (max period 13, min period 1, a count of 3) over all the poems,
+    # some of which repeat themselves: OLMo-core masks 26 of the 869 instances.
+    "filtered": {"dtype": "uint16", "seed": 19, "documents": "poems",
+                 "global_batch_size": 4 * SEQ_LEN, "epochs": 1, "instance_filter": [13, 1, 3]},
 }
 
 
 def corpus_documents() -> list[tuple[str, str, str]]:
     """(source, id, text) of the documents the runs read: the first sonnets and poems."""
-    import pyarrow.parquet as pq
-
     with gzip.open(SHARDS / "sonnets.jsonl.gz", "rt", encoding="utf-8") as handle:
         sonnets = [json.loads(line) for _, line in zip(range(SONNETS), handle, strict=False)]
-    poems = pq.read_table(SHARDS / "poems.parquet").slice(0, POEMS).to_pylist()
-    return ([("sonnets", r["id"], r["text"]) for r in sonnets]
-            + [("poems", r["id"], r["text"]) for r in poems])
+    return [("sonnets", r["id"], r["text"]) for r in sonnets] + all_poems()[:POEMS]
 
 
-def write_token_files(folder: Path, dtype: str) -> list[Path]:
-    """`sonnets-0.npy`, `sonnets-1.npy`, `poems-0.npy` (uint16 with sidecars; uint32 with
-    `doc_ids.txt` instead), documents in corpus order."""
+def all_poems() -> list[tuple[str, str, str]]:
+    import pyarrow.parquet as pq
+
+    return [("poems", r["id"], r["text"])
+            for r in pq.read_table(SHARDS / "poems.parquet").to_pylist()]
+
+
+def token_groups(documents: str = "poetry") -> dict[str, list[tuple[str, str, str]]]:
+    """The token files of a case and the documents in each, in order."""
+    if documents == "poems":
+        poems = all_poems()
+        return {"poems-a": poems[:9], "poems-b": poems[9:]}
+    chosen = corpus_documents()
+    return {"sonnets-0": chosen[:SONNETS // 2], "sonnets-1": chosen[SONNETS // 2:SONNETS],
+            "poems-0": chosen[SONNETS:]}
+
+
+def write_token_files(folder: Path, dtype: str, documents: str = "poetry") -> list[Path]:
+    """`sonnets-0.npy`, `sonnets-1.npy`, `poems-0.npy` (or, for "poems", `poems-a.npy`
+    and `poems-b.npy`; uint16 with sidecars, uint32 with `doc_ids.txt` instead),
+    documents in corpus order."""
     folder.mkdir(parents=True, exist_ok=True)
-    documents = corpus_documents()
-    groups = {"sonnets-0": documents[:SONNETS // 2], "sonnets-1": documents[SONNETS // 2:SONNETS],
-              "poems-0": documents[SONNETS:]}
+    groups = token_groups(documents)
     paths, listed = [], []
     for name, docs in groups.items():
         path = folder / f"{name}.npy"
@@ -108,7 +124,9 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     for stale in work.glob("global_indices_*.npy"):
         stale.unlink()
-    dataset = _dataset(case, write_token_files(tokens / case["dtype"], case["dtype"]), work)
+    documents = case.get("documents", "poetry")
+    dataset = _dataset(case, write_token_files(tokens / f"{case['dtype']}-{documents}",
+                                               case["dtype"], documents), work)
     steps: list[list[dict[str, Any]]] = []
     for rank in range(WORLD):
         for number, batch in enumerate(_batches(dataset, case, work, rank)):
@@ -116,6 +134,8 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
                 steps.append([])
             steps[number].append({"indices": [int(i) for i in batch["index"]],
                                   "input_ids": input_ids_hash(batch["input_ids"])})
+            if "instance_mask" in batch:
+                steps[number][-1]["instance_mask"] = [bool(m) for m in batch["instance_mask"]]
     for scratch in (work / "dataset-common",):
         if scratch.is_dir():
             for file in scratch.iterdir():
@@ -137,12 +157,18 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
         NumpyPaddedFSLDatasetConfig,
         TokenizerConfig,
     )
+    from olmo_core.data.numpy_dataset import InstanceFilterConfig
 
     tokenizer = TokenizerConfig(vocab_size=EOS[case["dtype"]] + 2,
                                 eos_token_id=EOS[case["dtype"]],
                                 pad_token_id=EOS[case["dtype"]] + 1)
     common = {"tokenizer": tokenizer, "sequence_length": case.get("sequence_length", SEQ_LEN),
               "dtype": NumpyDatasetDType(case["dtype"]), "work_dir": str(work)}
+    if "instance_filter" in case:
+        max_period, min_period, max_count = case["instance_filter"]
+        common["instance_filter_config"] = InstanceFilterConfig(
+            repetition_max_period=max_period, repetition_min_period=min_period,
+            repetition_max_count=max_count)
     if case.get("dataset") == "padded":
         config: Any = NumpyPaddedFSLDatasetConfig(paths=[str(p) for p in paths], **common)
     elif "mixture" not in case:

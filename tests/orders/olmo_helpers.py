@@ -14,6 +14,7 @@ import pytest
 from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
+from lineage.ingest.orders.olmo_filter import InstanceFilter
 from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import SEPARATOR, StreamReader
 
@@ -21,8 +22,11 @@ from .make_olmo_run import (
     EOS,
     FIXTURES,
     SHARDS,
+    WORLD,
+    all_poems,
     corpus_documents,
     input_ids_hash,
+    token_groups,
     write_token_files,
 )
 
@@ -53,9 +57,12 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
     in `tokens_dir` (a test may have changed them) are kept."""
     expected = json.loads((case_dir / "expected.json").read_text())
     case = expected["settings"]
-    folder = tokens_dir / case["dtype"]
-    paths = (write_token_files(folder, case["dtype"]) if not folder.is_dir() else
-             [folder / f"{name}.npy" for name in ("sonnets-0", "sonnets-1", "poems-0")])
+    documents = case.get("documents", "poetry")
+    folder = tokens_dir / (case["dtype"] if documents == "poetry" else
+                           f"{case['dtype']}-{documents}")
+    paths = (write_token_files(folder, case["dtype"], documents) if not folder.is_dir() else
+             [folder / f"{name}.npy" for name in token_groups(documents)])
+    rule = case.get("instance_filter")
     warmup = case.get("warmup")
     mixture = case_dir / "mixture_index.json"
     fields: dict[str, Any] = {
@@ -68,6 +75,7 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "warmup": Warmup(tuple(warmup["batch_sizes"]), tuple(warmup["schedule"]),
                          warmup["unit"]) if warmup else None,
         "dataset": case.get("dataset", "fsl"),
+        "instance_filter": InstanceFilter(*rule) if rule else None,
     }
     fields.update(changes)
     return OlmoRun(**fields)
@@ -124,7 +132,35 @@ def segment_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, 
 
 
 def corpus_texts() -> dict[str, bytes]:
-    return {doc_id: text.encode("utf-8") for _, doc_id, text in corpus_documents()}
+    return {doc_id: text.encode("utf-8")
+            for _, doc_id, text in corpus_documents() + all_poems()}
+
+
+def filtered_rank_tokens_hash(reader: StreamReader, step: int, rank: int, batch: dict[str, Any],
+                              run: OlmoRun, texts: dict[str, bytes]) -> str:
+    """A rank's tokens of one step of a run with the instance filter, hashed as the
+    generator hashed OLMo-core's batch: each window the loader kept is laid out from
+    lineage's segments (EOS between documents); a masked one must hold no segment, and
+    its tokens are taken from the token files (what OLMo-core read and masked)."""
+    eos, length = run.eos_token_id, run.sequence_length
+    files = [np.fromfile(path, dtype=run.dtype) for path in run.token_files]
+    instances = [tokens[i * length:(i + 1) * length].astype(np.int64)
+                 for tokens in files for i in range(len(tokens) // length)]
+    segments = reader.segments(step, rank=rank, world_size=WORLD)
+    first = step * len(batch["indices"]) * WORLD  # a fixed batch: steps are alike
+    rows = []
+    for j, (index, kept) in enumerate(zip(batch["indices"], batch["instance_mask"],
+                                          strict=True)):
+        window = first + rank + WORLD * j
+        mine = [s for s in segments if s.window == window]
+        assert bool(mine) == kept, (step, rank, window)
+        tokens = instances[index].copy() if not kept else np.full(length, eos, np.int64)
+        for s in mine:
+            slot = s.position - window * length
+            chunk = np.frombuffer(texts[s.doc_id][s.token_start:s.token_end], dtype=np.uint8)
+            tokens[slot:slot + len(chunk)] = chunk
+        rows.append(tokens)
+    return input_ids_hash(np.concatenate(rows))
 
 
 def steps_to_check(count: int) -> list[int]:

@@ -24,6 +24,7 @@ from .olmo_helpers import (
     copy_of,
     corpus_texts,
     expected_steps,
+    filtered_rank_tokens_hash,
     import_case,
     poetry_template,
     rank_tokens_hash,
@@ -489,3 +490,41 @@ def test_tokens_after_the_last_eos_are_in_no_padded_instance(poetry: Store,
     result = import_case(poetry, "padded", tmp_path, token_files=run.token_files)
     assert result["settings"]["paths"][2] == ["poems-0.npy", 3]
     assert result["windows"] == 4 * len(expected_steps(FIXTURES / "padded"))
+
+
+def test_instances_olmo_core_masks_hold_no_document(poetry: Store, tmp_path: Path) -> None:
+    """The instance filter: the windows of the instances OLMo-core's dataset masked (a
+    run of 1 to 13 tokens repeated 3 times or more) hold no document, every other window
+    is token for token the instance the loader yielded, for every step and rank."""
+    result = import_case(poetry, "filtered", tmp_path)
+    steps = expected_steps(FIXTURES / "filtered")
+    masked = sum(not kept for step in steps for batch in step
+                 for kept in batch["instance_mask"])
+    assert result["checked"]["masked_windows"] == masked == 26
+    assert result["settings"]["instance_filter"] == {
+        "repetition_max_period": 13, "repetition_min_period": 1, "repetition_max_count": 3}
+    run = run_of(FIXTURES / "filtered", tmp_path)
+    reader, texts = StreamReader(poetry, "filtered"), corpus_texts()
+    for step, ranks in enumerate(steps):
+        for rank in range(WORLD):
+            assert filtered_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts) == \
+                ranks[rank]["input_ids"], (step, rank)
+    unfiltered = import_case(poetry, "filtered", tmp_path, stream="unfiltered",
+                             instance_filter=None)
+    assert unfiltered["segments"] > result["segments"] and "instance_filter" not in \
+        unfiltered["settings"]
+
+
+def test_the_command_takes_the_instance_filter(poetry: Store, tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "filtered", tmp_path)
+    cli = Cli(poetry.root)
+    args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+            "--stream", "filtered", "--eos-token-id", str(run.eos_token_id),
+            "--sequence-length", "32", "--global-batch-size", "128",
+            "--global-indices", str(run.global_indices[0])]
+    result = cli.json(*args, "--instance-filter", "13:1:3")
+    assert result["checked"]["masked_windows"] == 26
+    assert "26 masked" in cli(*args, "--instance-filter", "13:1:3").stdout
+    wrong = cli(*args, "--instance-filter", "13:1", code=2)
+    assert "--instance-filter '13:1': give MAX_PERIOD:MIN_PERIOD:MAX_COUNT" in wrong.stderr
+    assert "Traceback" not in wrong.stderr

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lineage.api import Store
 from lineage.stream.reader import StreamReader
@@ -17,9 +19,11 @@ from .make_olmo_run import CASES, EOS, FIXTURES, WORLD, make_case
 from .olmo_helpers import (
     copy_of,
     corpus_texts,
+    filtered_rank_tokens_hash,
     import_case,
     poetry_template,
     rank_tokens_hash,
+    run_of,
     segment_tokens_hash,
     steps_to_check,
 )
@@ -65,10 +69,15 @@ def test_every_step_and_rank_of_a_fresh_run(poetry: Store, fresh_runs: Path, tmp
     reader = StreamReader(store, name)
     eos, texts = EOS[CASES[name]["dtype"]], corpus_texts()
     padded = CASES[name].get("dataset") == "padded"
+    run = run_of(fresh_runs / name, tmp_path)
     for step, ranks in enumerate(expected["steps"]):
         for rank in range(WORLD):
-            assert segment_tokens_hash(reader, step, rank, WORLD, eos, texts, padded) == \
-                ranks[rank]["input_ids"], (step, rank)
+            ours = (filtered_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts)
+                    if "instance_filter" in CASES[name] else
+                    segment_tokens_hash(reader, step, rank, WORLD, eos, texts, padded))
+            assert ours == ranks[rank]["input_ids"], (step, rank)
+    if "instance_filter" in CASES[name]:
+        return  # the reader's tokens of a masked window are no instance's
     for step in steps_to_check(len(expected["steps"]))[::4]:  # the reader's own tokens
         assert rank_tokens_hash(reader, step, 1, WORLD, eos, padded) == \
             expected["steps"][step][1]["input_ids"], step
@@ -94,3 +103,27 @@ def test_the_shuffle_lineage_checks_is_olmo_cores_loaders(tmp_path: Path, chunk:
         theirs = np.asarray(loader._build_global_indices())
         ours = olmo_shuffle(len(dataset), case["seed"], epoch, chunk)
         assert np.array_equal(ours, theirs), epoch
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.integers(0, 3), max_size=120), repeat=st.tuples(
+    st.integers(0, 119), st.lists(st.integers(0, 60), min_size=1, max_size=7),
+    st.integers(0, 20)), periods=st.tuples(st.integers(1, 13), st.integers(1, 13)),
+    count=st.integers(1, 12))
+def test_the_instance_filter_masks_what_olmo_cores_does(
+        tokens: list[int], repeat: tuple[int, list[int], int], periods: tuple[int, int],
+        count: int) -> None:
+    """`is_masked` against OLMo-core's `find_periodic_sequences` as its dataset's
+    `_validate_instance` uses it, on short arrays with a planted repetition."""
+    from olmo_core.data.utils import find_periodic_sequences
+
+    from lineage.ingest.orders.olmo_filter import InstanceFilter, is_masked
+
+    at, pattern, times = repeat
+    values = np.array(tokens, dtype=np.int64)
+    planted = np.tile(np.array(pattern, dtype=np.int64), times)[:max(0, len(values) - at)]
+    values[at:at + len(planted)] = planted
+    low, high = sorted(periods)
+    theirs = any(found.times >= count for found in find_periodic_sequences(
+        values, max_period=high, min_period=low))
+    assert is_masked(values, InstanceFilter(high, low, count)) == theirs
