@@ -61,9 +61,9 @@ def is_masked(tokens: np.ndarray, rule: InstanceFilter) -> bool:
     n = len(values)
     for period in range(rule.min_period, min(rule.max_period, n // 3) + 1):
         rows = n // period + 1  # one more row than whole ones: padding always follows
-        grid = np.full(rows * period, -1, dtype=np.int64)
-        grid[:n] = values
-        grid = grid.reshape(rows, period)
+        flat = np.full(rows * period, -1, dtype=np.int64)
+        flat[:n] = values
+        grid = flat.reshape(rows, period)
         same = grid == np.roll(grid, 1, axis=0)
         equal_rows = np.flatnonzero(same.all(axis=1))
         if not len(equal_rows):
