@@ -54,6 +54,9 @@ def olmo_core(
         help="How the dataset cut the files into instances: fsl (NumpyFSLDataset, "
         "sequence_length tokens each, across documents) or padded (NumpyPaddedFSLDataset, "
         "one document each, cut to sequence_length and padded).")] = "fsl",
+    max_target_sequence_length: Annotated[int | None, typer.Option(
+        help="The fixed-length dataset's max_target_sequence_length: a file holds the "
+        "instances of its whole chunks of that many tokens.", min=1)] = None,
     instance_filter: Annotated[str | None, typer.Option(
         metavar="MAX_PERIOD:MIN_PERIOD:MAX_COUNT",
         help="The dataset's instance_filter_config (repetition_max_period, _min_period, "
@@ -81,7 +84,8 @@ def olmo_core(
         global_indices=tuple(global_indices or ()), mixture_index=mixture_index,
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
         epochs=epochs, dataset=dataset,
-        instance_filter=InstanceFilter.parse(instance_filter) if instance_filter else None)
+        instance_filter=InstanceFilter.parse(instance_filter) if instance_filter else None,
+        max_target_sequence_length=max_target_sequence_length)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:

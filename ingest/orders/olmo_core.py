@@ -73,6 +73,7 @@ class OlmoRun:
     epochs: int | None = None
     dataset: str = "fsl"  # a key of DATASETS: how the files are cut into instances
     instance_filter: InstanceFilter | None = None  # masks repetitive instances
+    max_target_sequence_length: int | None = None  # fixed-length: instances per file
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -155,20 +156,33 @@ def _check_dataset(run: OlmoRun) -> None:
     if run.dataset == "padded" and run.mixture_index is not None:
         raise UsageError("--mixture-index: a source mixture is cut into fixed-length "
                          "instances (--dataset fsl), not padded ones")
+    target = run.max_target_sequence_length
+    if target is not None and run.dataset == "padded":
+        raise UsageError("--max-target-sequence-length: a padded dataset makes one instance "
+                         "of each document; it takes no target length")
+    if target is not None and (target < run.sequence_length or target % run.sequence_length):
+        raise UsageError(f"--max-target-sequence-length {target}: must be a multiple of "
+                         f"--sequence-length {run.sequence_length}")
 
 
 def _dataset_entries(files: list[TokenFile], run: OlmoRun) -> list[tuple[int, int]]:
-    """(file, instances) of each path entry of the dataset, in its order."""
-    length = run.sequence_length
+    """(file, instances) of each path entry of the dataset, in its order: ⌊tokens/L⌋, or,
+    with a max_target_sequence_length M, the instances of ⌊tokens/M⌋ whole M-token
+    chunks (OLMo-core keeps token boundaries fixed for a later, longer L)."""
+    length, target = run.sequence_length, run.max_target_sequence_length or run.sequence_length
+
+    def instances(tokens: int) -> int:
+        return tokens // target * (target // length)
+
     if run.mixture_index is None:
-        return [(f, file.n_tokens // length) for f, file in enumerate(files)]
+        return [(f, instances(file.n_tokens)) for f, file in enumerate(files)]
     entries = []
     for path, tokens in _read_mixture(run.mixture_index):
         f = _find_file(files, path, run.mixture_index)
         if tokens > files[f].n_tokens:
             raise InputError(run.mixture_index, f"{path}: {tokens} tokens allocated, but "
                              f"{files[f].path.name} holds {files[f].n_tokens}")
-        entries.append((f, tokens // length))
+        entries.append((f, instances(tokens)))
     return entries
 
 
@@ -350,4 +364,6 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
         # only a filtered run says so: an unfiltered import's spec stays what it was
         **({"instance_filter": run.instance_filter.to_json()}
            if run.instance_filter is not None else {}),
+        **({"max_target_sequence_length": run.max_target_sequence_length}
+           if run.max_target_sequence_length is not None else {}),
     }

@@ -76,6 +76,7 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
                          warmup["unit"]) if warmup else None,
         "dataset": case.get("dataset", "fsl"),
         "instance_filter": InstanceFilter(*rule) if rule else None,
+        "max_target_sequence_length": case.get("max_target_sequence_length"),
     }
     fields.update(changes)
     return OlmoRun(**fields)

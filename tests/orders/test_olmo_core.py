@@ -45,7 +45,7 @@ def poetry(poetry_store: Path, tmp_path: Path) -> Store:
     return copy_of(poetry_store, tmp_path)
 
 
-@pytest.mark.parametrize("name", ["plain", "warmup", "mixture", "padded"])
+@pytest.mark.parametrize("name", ["plain", "warmup", "mixture", "padded", "target"])
 def test_every_rank_of_the_checked_steps_reads_what_olmo_core_yielded(
         poetry: Store, tmp_path: Path, name: str) -> None:
     result = import_case(poetry, name, tmp_path)
@@ -528,3 +528,23 @@ def test_the_command_takes_the_instance_filter(poetry: Store, tmp_path: Path) ->
     wrong = cli(*args, "--instance-filter", "13:1", code=2)
     assert "--instance-filter '13:1': give MAX_PERIOD:MIN_PERIOD:MAX_COUNT" in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+def test_a_max_target_sequence_length_keeps_whole_chunks_of_it(poetry: Store,
+                                                                tmp_path: Path) -> None:
+    """max_target_sequence_length 160 with sequence_length 32: each file holds the five
+    instances of each whole 160-token chunk, so the tail past the last one is not read
+    (715 instances, where the 32-token cut alone gives 719)."""
+    result = import_case(poetry, "target", tmp_path)
+    run = run_of(FIXTURES / "target", tmp_path)
+    sizes = [np.fromfile(path, dtype=np.uint16).size for path in run.token_files]
+    assert result["settings"]["paths"] == [
+        [path.name, size // 160 * 5] for path, size in zip(run.token_files, sizes, strict=True)]
+    assert sum(size // 160 * 5 for size in sizes) == 715 < sum(size // 32 for size in sizes)
+    assert result["settings"]["max_target_sequence_length"] == 160
+    with pytest.raises(UsageError, match="--max-target-sequence-length 48: must be a multiple "
+                                         "of --sequence-length 32"):
+        import_case(poetry, "target", tmp_path, max_target_sequence_length=48)
+    with pytest.raises(UsageError, match="a padded dataset makes one instance of each "
+                                         "document"):
+        import_case(poetry, "padded", tmp_path, max_target_sequence_length=1240)
