@@ -24,6 +24,8 @@ def olmo_core(
         help="The data loader's global_batch_size, in tokens.", min=1)],
     eos_token_id: Annotated[int, typer.Option(help="The tokenizer's eos_token_id.",
                                               min=0)],
+    bos_token_id: Annotated[int | None, typer.Option(
+        help="The tokenizer's bos_token_id, when each document opens with it.", min=0)] = None,
     global_indices: Annotated[list[Path] | None, typer.Option(
         help="The loader's global_indices_*.npy of each epoch, epoch 1 first (repeat "
         "the option); without them, --seed and --epochs rebuild them.")] = None,
@@ -85,7 +87,7 @@ def olmo_core(
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
         epochs=epochs, dataset=dataset,
         instance_filter=InstanceFilter.parse(instance_filter) if instance_filter else None,
-        max_target_sequence_length=max_target_sequence_length)
+        max_target_sequence_length=max_target_sequence_length, bos_token_id=bos_token_id)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:

@@ -74,6 +74,7 @@ class OlmoRun:
     dataset: str = "fsl"  # a key of DATASETS: how the files are cut into instances
     instance_filter: InstanceFilter | None = None  # masks repetitive instances
     max_target_sequence_length: int | None = None  # fixed-length: instances per file
+    bos_token_id: int | None = None  # each document opened by it (not the corpus's token)
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -90,7 +91,7 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     layout = _layout(files, run)
     held = None  # padded: the document each instance holds
     if run.dataset == "padded":
-        entries, held = padded_instances(files, layout, run.eos_token_id)
+        entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
     else:
         entries = _dataset_entries(files, run)
     manifest_hash = _manifest_hash(store, corpus)
@@ -102,13 +103,15 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
     segments, docs_read = (
-        padded_segments(order, held, layout, rids, run.sequence_length)
+        padded_segments(order, held, layout, rids, run.sequence_length,
+                        bos=run.bos_token_id is not None)
         if held is not None else
         segments_of(order, entries, layout, rids, run.sequence_length))
     masked = 0
     if run.instance_filter is not None:
         windows_masked = masked_windows(
-            order, _instance_tokens(files, layout, entries, held, run.sequence_length),
+            order, _instance_tokens(files, layout, entries, held, run.sequence_length,
+                                    int(run.bos_token_id is not None)),
             run.instance_filter)
         keep = ~windows_masked[segments.column("window").to_numpy()]
         segments, docs_read = segments.filter(keep), docs_read[keep]
@@ -130,9 +133,11 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
 
 
 def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple[int, int]],
-                     held: np.ndarray | None, seq_len: int) -> Callable[[int], np.ndarray]:
+                     held: np.ndarray | None, seq_len: int,
+                     opener: int = 0) -> Callable[[int], np.ndarray]:
     """The tokens the dataset yields for instance i, before any padding: L tokens of its
-    file (fixed-length), or its document's tokens and closing EOS, L at most (padded)."""
+    file (fixed-length), or its document's BOS (`opener` 1), tokens and closing EOS, L at
+    most (padded)."""
     maps = [file.tokens() for file in files]
     firsts = np.cumsum([0] + [count for _, count in entries])
 
@@ -140,8 +145,8 @@ def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple
         if held is not None:
             k = int(held[i])
             f, _ = layout.where(k)
-            start = int(layout.starts[k] - layout.bases[f])
-            length = int(layout.ends[k] - layout.starts[k]) + 1  # its EOS
+            start = int(layout.starts[k] - layout.bases[f]) - opener
+            length = int(layout.ends[k] - layout.starts[k]) + opener + 1  # BOS and EOS
             return np.asarray(maps[f][start:start + min(length, seq_len)])
         entry = int(np.searchsorted(firsts, i, side="right")) - 1
         start = (i - int(firsts[entry])) * seq_len
@@ -226,7 +231,7 @@ def _layout(files: list[TokenFile], run: OlmoRun) -> Layout:
     ids: list[pa.ChunkedArray | None] = []
     kinds: set[str] = set()
     for f in range(len(files)):
-        found = documents_of(files[f], run.eos_token_id)
+        found = documents_of(files[f], run.eos_token_id, run.bos_token_id)
         starts.append(found.starts + bases[f])
         ends.append(found.ends + bases[f])
         ids.append(found.ids)
@@ -366,4 +371,5 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
            if run.instance_filter is not None else {}),
         **({"max_target_sequence_length": run.max_target_sequence_length}
            if run.max_target_sequence_length is not None else {}),
+        **({"bos_token_id": run.bos_token_id} if run.bos_token_id is not None else {}),
     }

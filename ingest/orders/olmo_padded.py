@@ -8,9 +8,9 @@ of a local file by its EOS tokens, numbers the instances file after file, and it
 loader shuffles and batches them as it does fixed-length instances. Tokens after a file's
 last EOS belong to no instance.
 
-In lineage's terms each window holds one segment from slot 0: the document's first
-min(length, sequence_length) tokens; the closing EOS and the padding hold no document's
-token, as a separator does.
+In lineage's terms each window holds one segment from slot 0 (slot 1 after a BOS): the
+document's first min(length, sequence_length) tokens (one fewer after a BOS); the BOS,
+the closing EOS and the padding hold no document's token, as a separator does.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lineage.errors import InputError
+from lineage.ingest.orders.olmo_tokens import closing_eos
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
 
 
-def padded_instances(files: list[TokenFile], layout: Layout, eos_token_id: int
+def padded_instances(files: list[TokenFile], layout: Layout, eos_token_id: int,
+                     bos_token_id: int | None = None
                      ) -> tuple[list[tuple[int, int]], np.ndarray]:
     """(file, instances) of each file, in the dataset's order, and the layout's document
     that each instance holds. The documents lineage maps to the corpus (from the sidecar,
@@ -35,10 +37,11 @@ def padded_instances(files: list[TokenFile], layout: Layout, eos_token_id: int
     entries: list[tuple[int, int]] = []
     held: list[np.ndarray] = []
     bounds = [*map(int, layout.firsts), len(layout.starts)]
+    opener = int(bos_token_id is not None)  # a document's BOS comes before its content
     for f, file in enumerate(files):
-        closing = np.flatnonzero(file.tokens() == eos_token_id).astype(np.int64)
+        closing = closing_eos(file.tokens(), eos_token_id, bos_token_id)
         first, end = bounds[f], bounds[f + 1]
-        starts = layout.starts[first:end] - layout.bases[f]
+        starts = layout.starts[first:end] - layout.bases[f] - opener
         ends = layout.ends[first:end] - layout.bases[f]
         count = len(closing)
         opening = np.concatenate(([0], closing[:-1] + 1)).astype(np.int64)
@@ -58,16 +61,17 @@ def padded_instances(files: list[TokenFile], layout: Layout, eos_token_id: int
 
 
 def padded_segments(order: np.ndarray, held: np.ndarray, layout: Layout, rids: np.ndarray,
-                    seq_len: int) -> tuple[pa.Table, np.ndarray]:
+                    seq_len: int, bos: bool = False) -> tuple[pa.Table, np.ndarray]:
     """Window w (the w-th instance read) as its one segment, with its document's corpus
-    row; with them, the layout's index of each row's document (as `segments_of`)."""
+    row; with them, the layout's index of each row's document (as `segments_of`). With a
+    BOS, the content starts at slot 1."""
     import pyarrow as pa
 
     doc = held[np.asarray(order, dtype=np.int64)]
-    n_tokens = np.minimum(layout.ends[doc] - layout.starts[doc], seq_len)
-    keep = n_tokens > 0  # an empty document's instance is its EOS alone
+    n_tokens = np.minimum(layout.ends[doc] - layout.starts[doc], seq_len - int(bos))
+    keep = n_tokens > 0  # an empty document's instance is its EOS (and BOS) alone
     window = np.arange(len(doc), dtype=np.int64)[keep]
     zeros = np.zeros(len(window), dtype=np.int64)
-    table = pa.table({"window": window, "slot": zeros, "rid": rids[doc[keep]],
+    table = pa.table({"window": window, "slot": zeros + int(bos), "rid": rids[doc[keep]],
                       "doc_offset": zeros, "n_tokens": n_tokens[keep]})
     return table, doc[keep]

@@ -4,8 +4,10 @@ A token file is a raw array of token IDs (what `np.memmap` reads: no header, des
 `.npy` name), documents back to back, each ended by the EOS token. Document boundaries
 come from Dolma's metadata sidecar beside the file (`<name>.csv.gz`, one line
 `start,end[,id,...]` per document, `end` just past its EOS) when there is one, else from
-the EOS tokens themselves, as OLMo-core's `iter_document_indices` finds them. A
-document's content is its tokens without the closing EOS: what the corpus counted.
+the EOS tokens themselves, as OLMo-core's `iter_document_indices` finds them (with a BOS
+token, an EOS closes a document only when a BOS follows it). A document's content is its
+tokens without the closing EOS (and without the opening BOS, when the run has one): what
+the corpus counted.
 """
 
 from __future__ import annotations
@@ -85,20 +87,47 @@ class FileDocuments:
     source: str  # "sidecar" or "eos"
 
 
-def documents_of(file: TokenFile, eos_token_id: int) -> FileDocuments:
-    if file.sidecar.is_file():
-        return _from_sidecar(file, eos_token_id)
-    return _from_eos(file, eos_token_id)
+def documents_of(file: TokenFile, eos_token_id: int,
+                 bos_token_id: int | None = None) -> FileDocuments:
+    found = (_from_sidecar(file, eos_token_id) if file.sidecar.is_file() else
+             _from_eos(file, eos_token_id, bos_token_id))
+    return found if bos_token_id is None else _without_bos(file, found, bos_token_id)
 
 
-def _from_eos(file: TokenFile, eos_token_id: int) -> FileDocuments:
-    """Each EOS closes a document; tokens after the last EOS are a last, unclosed one."""
-    eos = np.flatnonzero(file.tokens() == eos_token_id).astype(np.int64)
+def closing_eos(tokens: np.ndarray, eos_token_id: int, bos_token_id: int | None = None
+                ) -> np.ndarray:
+    """The positions of the EOS tokens that close a document, as OLMo-core's
+    `iter_document_indices` finds them: every EOS, or, with a BOS token, an EOS followed
+    by a BOS (or ending the file)."""
+    closing = tokens == eos_token_id
+    if bos_token_id is not None and len(tokens):
+        closing[:-1] &= tokens[1:] == bos_token_id
+    return np.flatnonzero(closing).astype(np.int64)
+
+
+def _from_eos(file: TokenFile, eos_token_id: int,
+              bos_token_id: int | None = None) -> FileDocuments:
+    """Each closing EOS ends a document; tokens after the last are a last, unclosed one."""
+    eos = closing_eos(file.tokens(), eos_token_id, bos_token_id)
     starts = np.concatenate(([0], eos + 1)).astype(np.int64)
     ends = np.concatenate((eos, [file.n_tokens])).astype(np.int64)
     if starts[-1] >= file.n_tokens:  # the file ends with an EOS: no unclosed tail
         starts, ends = starts[:-1], ends[:-1]
     return FileDocuments(starts, ends, None, "eos")
+
+
+def _without_bos(file: TokenFile, found: FileDocuments, bos_token_id: int) -> FileDocuments:
+    """A document opened by BOS holds its content from the token after it."""
+    if not len(found.starts):
+        return found
+    spans = found.starts < found.ends  # the BOS is the first of a span's tokens
+    first = file.tokens()[np.where(spans, found.starts, 0)]
+    missing = np.flatnonzero(~spans | (first != bos_token_id))
+    if len(missing):
+        d = int(missing[0])
+        raise InputError(file.path, f"document {d} (from token {int(found.starts[d])}) does "
+                         f"not open with the BOS token {bos_token_id}")
+    return FileDocuments(found.starts + 1, found.ends, found.ids, found.source)
 
 
 def _from_sidecar(file: TokenFile, eos_token_id: int) -> FileDocuments:

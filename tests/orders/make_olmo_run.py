@@ -60,7 +60,14 @@ CASES: dict[str, dict[str, Any]] = {
     # 160 tokens (fewer than with 32 alone), two epochs.
     "target": {"dtype": "uint16", "seed": 23, "global_batch_size": 8 * SEQ_LEN, "epochs": 2,
                "max_target_sequence_length": 5 * SEQ_LEN},
+    # Every document opened by a BOS token (EOS + 2), cut into fixed-length instances, and
+    # padded (one document an instance, the BOS first).
+    "bos": {"dtype": "uint16", "seed": 29, "global_batch_size": 8 * SEQ_LEN, "epochs": 1,
+            "bos": True},
+    "bos-padded": {"dtype": "uint16", "seed": 31, "dataset": "padded", "sequence_length": 620,
+                   "global_batch_size": 4 * 620, "epochs": 1, "bos": True},
 }
+BOS = {dtype: eos + 2 for dtype, eos in EOS.items()}  # EOS + 1 is the padding
 
 
 def corpus_documents() -> list[tuple[str, str, str]]:
@@ -87,10 +94,11 @@ def token_groups(documents: str = "poetry") -> dict[str, list[tuple[str, str, st
             "poems-0": chosen[SONNETS:]}
 
 
-def write_token_files(folder: Path, dtype: str, documents: str = "poetry") -> list[Path]:
+def write_token_files(folder: Path, dtype: str, documents: str = "poetry",
+                      bos: bool = False) -> list[Path]:
     """`sonnets-0.npy`, `sonnets-1.npy`, `poems-0.npy` (or, for "poems", `poems-a.npy`
     and `poems-b.npy`; uint16 with sidecars, uint32 with `doc_ids.txt` instead),
-    documents in corpus order."""
+    documents in corpus order; with `bos`, each document opened by BOS."""
     folder.mkdir(parents=True, exist_ok=True)
     groups = token_groups(documents)
     paths, listed = [], []
@@ -99,6 +107,8 @@ def write_token_files(folder: Path, dtype: str, documents: str = "poetry") -> li
         arrays, lines, position = [], [], 0
         for source, doc_id, text in docs:
             tokens = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(dtype)
+            if bos:
+                tokens = np.concatenate((np.array([BOS[dtype]], dtype=dtype), tokens))
             arrays.append(np.append(tokens, np.array([EOS[dtype]], dtype=dtype)))
             end = position + len(tokens) + 1  # just past the EOS, as Dolma records it
             lines.append(f"{position},{end},{doc_id},{source},{len(lines)}\n")
@@ -129,8 +139,9 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
     for stale in work.glob("global_indices_*.npy"):
         stale.unlink()
     documents = case.get("documents", "poetry")
-    dataset = _dataset(case, write_token_files(tokens / f"{case['dtype']}-{documents}",
-                                               case["dtype"], documents), work)
+    folder = tokens / f"{case['dtype']}-{documents}{'-bos' if case.get('bos') else ''}"
+    dataset = _dataset(case, write_token_files(folder, case["dtype"], documents,
+                                               bool(case.get("bos"))), work)
     steps: list[list[dict[str, Any]]] = []
     for rank in range(WORLD):
         for number, batch in enumerate(_batches(dataset, case, work, rank)):
@@ -163,9 +174,10 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
     )
     from olmo_core.data.numpy_dataset import InstanceFilterConfig
 
-    tokenizer = TokenizerConfig(vocab_size=EOS[case["dtype"]] + 2,
+    tokenizer = TokenizerConfig(vocab_size=EOS[case["dtype"]] + 2 + int(bool(case.get("bos"))),
                                 eos_token_id=EOS[case["dtype"]],
-                                pad_token_id=EOS[case["dtype"]] + 1)
+                                pad_token_id=EOS[case["dtype"]] + 1,
+                                bos_token_id=BOS[case["dtype"]] if case.get("bos") else None)
     common = {"tokenizer": tokenizer, "sequence_length": case.get("sequence_length", SEQ_LEN),
               "dtype": NumpyDatasetDType(case["dtype"]), "work_dir": str(work)}
     if "max_target_sequence_length" in case:

@@ -19,6 +19,7 @@ from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import SEPARATOR, StreamReader
 
 from .make_olmo_run import (
+    BOS,
     EOS,
     FIXTURES,
     SHARDS,
@@ -57,11 +58,11 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
     in `tokens_dir` (a test may have changed them) are kept."""
     expected = json.loads((case_dir / "expected.json").read_text())
     case = expected["settings"]
-    documents = case.get("documents", "poetry")
-    folder = tokens_dir / (case["dtype"] if documents == "poetry" else
-                           f"{case['dtype']}-{documents}")
-    paths = (write_token_files(folder, case["dtype"], documents) if not folder.is_dir() else
-             [folder / f"{name}.npy" for name in token_groups(documents)])
+    documents, bos = case.get("documents", "poetry"), bool(case.get("bos"))
+    folder = tokens_dir / (f"{case['dtype']}-{documents}" if documents != "poetry" else
+                           case["dtype"]) if not bos else tokens_dir / f"{case['dtype']}-bos"
+    paths = (write_token_files(folder, case["dtype"], documents, bos) if not folder.is_dir()
+             else [folder / f"{name}.npy" for name in token_groups(documents)])
     rule = case.get("instance_filter")
     warmup = case.get("warmup")
     mixture = case_dir / "mixture_index.json"
@@ -77,6 +78,7 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "dataset": case.get("dataset", "fsl"),
         "instance_filter": InstanceFilter(*rule) if rule else None,
         "max_target_sequence_length": case.get("max_target_sequence_length"),
+        "bos_token_id": BOS[case["dtype"]] if bos else None,
     }
     fields.update(changes)
     return OlmoRun(**fields)
@@ -137,31 +139,53 @@ def corpus_texts() -> dict[str, bytes]:
             for _, doc_id, text in corpus_documents() + all_poems()}
 
 
-def filtered_rank_tokens_hash(reader: StreamReader, step: int, rank: int, batch: dict[str, Any],
-                              run: OlmoRun, texts: dict[str, bytes]) -> str:
-    """A rank's tokens of one step of a run with the instance filter, hashed as the
-    generator hashed OLMo-core's batch: each window the loader kept is laid out from
-    lineage's segments (EOS between documents); a masked one must hold no segment, and
-    its tokens are taken from the token files (what OLMo-core read and masked)."""
+def checked_rank_tokens_hash(reader: StreamReader, step: int, rank: int,
+                             batch: dict[str, Any], run: OlmoRun, texts: dict[str, bytes]
+                             ) -> str:
+    """A rank's tokens of one step, hashed as the generator hashed OLMo-core's batch, from
+    the instances this test cuts from the token files itself (fixed-length slices, or one
+    document an instance, padded). On the way, lineage's segments of each window must be,
+    token for token, the corpus text at those places of the instance, every other token
+    of it must be BOS, EOS or padding, and a window OLMo-core masked holds no segment."""
     eos, length = run.eos_token_id, run.sequence_length
-    files = [np.fromfile(path, dtype=run.dtype) for path in run.token_files]
-    instances = [tokens[i * length:(i + 1) * length].astype(np.int64)
-                 for tokens in files for i in range(len(tokens) // length)]
+    pad, bos = eos + 1, run.bos_token_id
+    instances = _instances(run)
     segments = reader.segments(step, rank=rank, world_size=WORLD)
     first = step * len(batch["indices"]) * WORLD  # a fixed batch: steps are alike
+    kept_all = batch.get("instance_mask", [True] * len(batch["indices"]))
     rows = []
-    for j, (index, kept) in enumerate(zip(batch["indices"], batch["instance_mask"],
-                                          strict=True)):
+    for j, (index, kept) in enumerate(zip(batch["indices"], kept_all, strict=True)):
         window = first + rank + WORLD * j
+        tokens = instances[index]
+        covered = np.zeros(length, dtype=bool)
         mine = [s for s in segments if s.window == window]
         assert bool(mine) == kept, (step, rank, window)
-        tokens = instances[index].copy() if not kept else np.full(length, eos, np.int64)
         for s in mine:
             slot = s.position - window * length
             chunk = np.frombuffer(texts[s.doc_id][s.token_start:s.token_end], dtype=np.uint8)
-            tokens[slot:slot + len(chunk)] = chunk
+            assert np.array_equal(tokens[slot:slot + len(chunk)], chunk), (step, window)
+            covered[slot:slot + len(chunk)] = True
+        if kept:
+            assert np.isin(tokens[~covered], [eos, pad, -1 if bos is None else bos]).all(), \
+                (step, window)
         rows.append(tokens)
     return input_ids_hash(np.concatenate(rows))
+
+
+def _instances(run: OlmoRun) -> list[np.ndarray]:
+    eos, length, bos = run.eos_token_id, run.sequence_length, run.bos_token_id
+    files = [np.fromfile(path, dtype=run.dtype).astype(np.int64) for path in run.token_files]
+    if run.dataset != "padded":
+        return [tokens[i * length:(i + 1) * length] for tokens in files
+                for i in range(len(tokens) // length)]
+    out = []
+    for tokens in files:  # a document ends at an EOS (followed by a BOS, when there is one)
+        ends = [i for i in range(len(tokens)) if tokens[i] == eos and (
+            bos is None or i + 1 == len(tokens) or tokens[i + 1] == bos)]
+        for start, end in zip([0] + [e + 1 for e in ends[:-1]], ends, strict=True):
+            body = tokens[start:min(end + 1, start + length)]
+            out.append(np.concatenate((body, np.full(length - len(body), eos + 1))))
+    return out
 
 
 def steps_to_check(count: int) -> list[int]:

@@ -21,10 +21,10 @@ from tests.conftest import Cli
 
 from .make_olmo_run import EOS, FIXTURES, SEQ_LEN, WORLD, corpus_documents
 from .olmo_helpers import (
+    checked_rank_tokens_hash,
     copy_of,
     corpus_texts,
     expected_steps,
-    filtered_rank_tokens_hash,
     import_case,
     poetry_template,
     rank_tokens_hash,
@@ -507,7 +507,7 @@ def test_instances_olmo_core_masks_hold_no_document(poetry: Store, tmp_path: Pat
     reader, texts = StreamReader(poetry, "filtered"), corpus_texts()
     for step, ranks in enumerate(steps):
         for rank in range(WORLD):
-            assert filtered_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts) == \
+            assert checked_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts) == \
                 ranks[rank]["input_ids"], (step, rank)
     unfiltered = import_case(poetry, "filtered", tmp_path, stream="unfiltered",
                              instance_filter=None)
@@ -548,3 +548,50 @@ def test_a_max_target_sequence_length_keeps_whole_chunks_of_it(poetry: Store,
     with pytest.raises(UsageError, match="a padded dataset makes one instance of each "
                                          "document"):
         import_case(poetry, "padded", tmp_path, max_target_sequence_length=1240)
+
+
+@pytest.mark.parametrize("name", ["bos", "bos-padded"])
+def test_every_window_is_the_instance_olmo_core_cut_from_the_token_files(
+        poetry: Store, tmp_path: Path, name: str) -> None:
+    """Runs whose windows hold tokens of no document besides EOS: documents opened by a
+    BOS token (fixed-length and padded), and masked instances. Every step and rank: each
+    window is the instance cut from the token files, lineage's segments are its document
+    tokens exactly, and the batch hashes as OLMo-core's did."""
+    result = import_case(poetry, name, tmp_path)
+    run = run_of(FIXTURES / name, tmp_path)
+    if run.bos_token_id is not None:
+        assert result["settings"]["bos_token_id"] == run.bos_token_id
+    reader, texts = StreamReader(poetry, name), corpus_texts()
+    for step, ranks in enumerate(expected_steps(FIXTURES / name)):
+        for rank in range(WORLD):
+            assert checked_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts) == \
+                ranks[rank]["input_ids"], (step, rank)
+
+
+def test_a_document_without_its_bos_is_named(poetry: Store, tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "bos", tmp_path)
+    tokens = np.fromfile(run.token_files[1], dtype=np.uint16)
+    second = int(np.flatnonzero(tokens == EOS["uint16"])[0]) + 1
+    tokens[second] = ord("x")  # the second document's BOS overwritten
+    tokens.tofile(run.token_files[1])
+    with pytest.raises(InputError, match=r"sonnets-1.npy: document 1 \(from token \d+\) does "
+                                         r"not open with the BOS token 258"):
+        import_case(poetry, "bos", tmp_path, token_files=run.token_files)
+
+
+@pytest.mark.parametrize("name", ["bos", "bos-padded"])
+def test_without_sidecars_bos_runs_split_where_an_eos_meets_a_bos(
+        poetry: Store, tmp_path: Path, name: str) -> None:
+    """The same runs with their sidecars gone and a doc_id list instead: the documents
+    are found as OLMo-core finds them, at an EOS followed by a BOS, and the stream is the
+    same occurrence for occurrence."""
+    with_sidecars = import_case(poetry, name, tmp_path)
+    run = run_of(FIXTURES / name, tmp_path)
+    listed = tmp_path / "doc_ids.txt"
+    listed.write_text("".join(f"{doc_id}\n" for _, doc_id, _ in corpus_documents()))
+    for path in run.token_files:
+        path.with_name(path.name.replace(".npy", ".csv.gz")).unlink()
+    without = import_case(poetry, name, tmp_path, stream=f"{name}-listed", doc_ids=listed,
+                          token_files=run.token_files)
+    assert without["settings"]["document_boundaries"] == "eos"
+    assert without["occurrences_digest"] == with_sidecars["occurrences_digest"]
