@@ -10,6 +10,7 @@ import typer
 from lineage.cli import orders_olmo, output
 from lineage.cli.common import JsonOption, current_store
 from lineage.cli.order_summary import order_summary
+from lineage.errors import UsageError
 
 app = typer.Typer(help="Import the data order a trainer recorded, as a stream every query "
                   "reads (docs/importers.md).", no_args_is_help=True)
@@ -43,6 +44,10 @@ def megatron(
         help="Steps the run took (default: every whole step the cached samples fill).",
         min=1)] = None,
     split: Annotated[str, typer.Option(help="The split the run trained on.")] = "train",
+    resumed_at: Annotated[list[str] | None, typer.Option(
+        metavar="STEP:GLOBAL_BATCH",
+        help="The run was resumed from a checkpoint at STEP with --global-batch-size "
+        "GLOBAL_BATCH (repeat the option for each resume, in order).")] = None,
     dataloader_type: Annotated[str, typer.Option(
         help="The run's --dataloader-type: single (samples in order) or cyclic (shuffled "
         "anew each epoch by MegatronPretrainingRandomSampler).")] = "single",
@@ -84,7 +89,7 @@ def megatron(
         global_batch_size, micro_batch_size, data_parallel_size,
         Rampup(*rampup_batch_size) if rampup_batch_size else None,
         decrease_batch_size_if_needed, train_iters, split, add_extra_token_to_sequence,
-        dataloader_type, data_sharding)
+        dataloader_type, data_sharding, tuple(_resume(text) for text in resumed_at or ()))
     result = import_megatron(
         current_store(ctx), data=data, docs=docs, cache=cache, corpus=corpus, stream=stream,
         run=run, index_hash=index_hash, tokenizer=tokenizer, sample_windows=sample_windows,
@@ -144,3 +149,10 @@ def _summary(result: dict[str, Any]) -> list[str]:
 
 
 app.command("olmo-core")(orders_olmo.olmo_core)
+
+
+def _resume(text: str) -> tuple[int, int]:
+    step, _, batch = text.partition(":")
+    if not (step.strip().isdigit() and batch.strip().isdigit()):
+        raise UsageError(f"--resumed-at {text!r}: give STEP:GLOBAL_BATCH, e.g. 1000:512")
+    return int(step), int(batch)

@@ -60,11 +60,12 @@ class MegatronRun:
     add_extra_token: bool = True
     dataloader_type: str = "single"  # Megatron-LM's --dataloader-type: single or cyclic
     data_sharding: bool = True  # cyclic: each rank shuffles a bucket of its own
+    resumes: tuple[tuple[int, int], ...] = ()  # (step, global batch) of each restart
 
     def schedule(self) -> BatchSchedule:
         return megatron_schedule(self.global_batch_size, self.micro_batch_size,
                                  self.data_parallel_size, self.rampup,
-                                 self.decrease_batch_size_if_needed)
+                                 self.decrease_batch_size_if_needed, self.resumes)
 
 
 def import_megatron(
@@ -282,4 +283,5 @@ def _settings(cached: CachedRun, datasets: list[Dataset], run: MegatronRun) -> d
         # only a cyclic loader says so: a `single` import's spec stays what it was
         **({"dataloader_type": "cyclic", "data_sharding": run.data_sharding}
            if run.dataloader_type == "cyclic" else {}),
+        **({"resumes": [list(resume) for resume in run.resumes]} if run.resumes else {}),
     }

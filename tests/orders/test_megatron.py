@@ -477,3 +477,21 @@ def test_a_cyclic_loader_reads_past_one_epoch_and_bad_settings_are_usage_errors(
         _import(corpus, "single", settings=MegatronRun(8, 2, 2, dataloader_type="external"))
     with pytest.raises(UsageError, match="torch draws those of 214,748,364 or more"):
         torch_randperm(RANDPERM_LIMIT, 0)
+
+
+def test_resumes_that_do_not_fit_are_usage_errors(corpus: Store) -> None:
+    from tests.conftest import Cli
+
+    with pytest.raises(UsageError, match="a resume at step 0 with global batch 8"):
+        megatron_schedule(8, 2, 2, resumes=((0, 8),))
+    with pytest.raises(UsageError, match="a resume at step 3 with global batch 8"):
+        megatron_schedule(8, 2, 2, resumes=((5, 16), (3, 8)))
+    assert megatron_schedule(8, 2, 2, resumes=((5, 16), (9, 8))).segments == (
+        (0, 8), (5, 16), (9, 8))
+    wrong = Cli(corpus.root)(
+        "ingest", "order", "megatron", "--data", str(FIXTURES / "sonnets"), "--docs",
+        str(FIXTURES / "sonnets.jsonl"), "--cache", str(FIXTURES / "cache-single"),
+        "--corpus", "mg", "--stream", "s", "--global-batch-size", "8",
+        "--micro-batch-size", "2", "--resumed-at", "ten:16", code=2)
+    assert "--resumed-at 'ten:16': give STEP:GLOBAL_BATCH" in wrong.stderr
+    assert "Traceback" not in wrong.stderr

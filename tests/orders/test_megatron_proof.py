@@ -124,6 +124,7 @@ def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.n
 
     rampup = None if run.rampup is None else [run.rampup.start, run.rampup.increment,
                                               run.rampup.samples]
+    resumes = dict(run.resumes)
     calculator.destroy_num_microbatches_calculator()
     calculator.init_num_microbatches_calculator(0, rampup, run.global_batch_size, MICRO, DP,
                                                 False)
@@ -133,7 +134,12 @@ def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.n
     loaders = [iter(torch.utils.data.DataLoader(dataset, batch_sampler=sampler))
                for sampler in samplers]
     consumed, out = 0, []
-    for _ in range(steps):
+    for step in range(steps):
+        if step in resumes:  # restarted from a checkpoint with another global batch: the
+            # samplers go on from the samples consumed, as Megatron-LM's do
+            calculator.destroy_num_microbatches_calculator()
+            calculator.init_num_microbatches_calculator(0, rampup, resumes[step], MICRO, DP,
+                                                        False)
         calculator.update_num_microbatches(consumed, consistency_check=True)
         per_rank = []
         for loader in loaders:
@@ -417,3 +423,67 @@ def test_lineages_randperm_is_torchs(n: int, seed: int) -> None:
 
     drawn = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).numpy()
     assert np.array_equal(torch_randperm(n, seed), drawn)
+
+
+@given(start=st.integers(1, 4), increment=st.integers(1, 3), samples=st.integers(1, 200),
+       finals=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+       gaps=st.lists(st.integers(1, 40), min_size=3, max_size=3))
+@settings(max_examples=60, deadline=None)
+def test_resumed_schedules_are_megatron_cores_step_sizes(
+        start: int, increment: int, samples: int, finals: list[int], gaps: list[int]) -> None:
+    """A run resumed (once or twice) with another --global-batch-size: megatron_schedule
+    against megatron-core's calculator made anew at each resume, the consumed samples
+    carried on, ramp-up or not."""
+    from megatron.core import num_microbatches_calculator as calculator
+
+    unit = MICRO * DP
+    start, increment = start * unit, increment * unit
+    batches = [start + increment * k for k in finals]
+    resumes = tuple((sum(gaps[:i + 1]), batch) for i, batch in enumerate(batches[1:]))
+    for ramp in (None, Rampup(start, increment, samples)):
+        ours = megatron_schedule(batches[0], MICRO, DP, ramp, resumes=resumes)
+        at = dict(resumes)
+        consumed = 0
+        try:
+            for step in range(sum(gaps) + 10):
+                if step == 0 or step in at:
+                    calculator.destroy_num_microbatches_calculator()
+                    calculator.init_num_microbatches_calculator(
+                        0, None if ramp is None else [start, increment, samples],
+                        at.get(step, batches[0]), MICRO, DP, False)
+                calculator.update_num_microbatches(consumed, consistency_check=True)
+                size = calculator.get_current_running_global_batch_size()
+                assert ours.windows_of(step) == size, (step, ramp)
+                consumed += size
+        finally:
+            calculator.destroy_num_microbatches_calculator()
+
+
+def test_a_resumed_runs_windows_are_megatrons(made: tuple[Any, Path], imported: Store) -> None:
+    """The blended run resumed at step 6 with a global batch of 16 and at step 11 with 8
+    (--resumed-at): every step and rank against megatron-core's samples."""
+    generator, folder = made
+    dataset = generator.build_run(folder, folder / "cache-blend", "blend")
+    run = MegatronRun(global_batch_size=12, micro_batch_size=MICRO, data_parallel_size=DP,
+                      rampup=Rampup(4, 4, 40), resumes=((6, 16), (11, 8)))
+    args = ["ingest", "order", "megatron", "--cache", str(folder / "cache-blend"),
+            "--corpus", "mg", "--stream", "resumed", "--global-batch-size", "12",
+            "--micro-batch-size", str(MICRO), "--data-parallel-size", str(DP),
+            "--rampup-batch-size", "4", "4", "40", "--resumed-at", "6:16",
+            "--resumed-at", "11:8"]
+    for member in ("sonnets", "poems"):
+        args += ["--data", str(folder / member), "--docs", str(folder / f"{member}.jsonl")]
+    result = Cli(imported.root).json(*args)
+    # at step 6 only 28 of the ramp's 40 samples are consumed: the new calculator still
+    # ramps, towards 16 (12 at step 6, 16 from step 7), and 8 from the second resume on
+    assert result["schedule"] == [[0, 4], [5, 8], [6, 12], [7, 16], [11, 8]]
+    assert result["settings"]["resumes"] == [[6, 16], [11, 8]]
+    expected = megatron_steps(dataset, run, result["steps"])
+    reader = StreamReader(imported, "resumed")
+    for step in range(result["steps"]):
+        for rank in range(DP):
+            ours = [np.asarray(w, dtype=np.int64)
+                    for w in reader.windows(step, rank=rank, world_size=DP)]
+            assert len(ours) == len(expected[step][rank]), (step, rank)
+            for a, b in zip(ours, expected[step][rank], strict=True):
+                assert np.array_equal(a, b), (step, rank)
