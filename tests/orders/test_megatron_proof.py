@@ -156,6 +156,20 @@ def megatron_steps(dataset: Any, run: MegatronRun, steps: int) -> list[list[np.n
     return out
 
 
+def assert_windows_are_megatrons(store: Store, stream: str,
+                                 expected: list[list[list[np.ndarray]]]) -> None:
+    """Every step's windows, rank by rank, token for token Megatron's samples."""
+    reader = StreamReader(store, stream)
+    assert store.stream(stream).steps == len(expected)
+    for step, ranks in enumerate(expected):
+        for rank in range(DP):
+            ours = [np.asarray(w, dtype=np.int64)
+                    for w in reader.windows(step, rank=rank, world_size=DP)]
+            assert len(ours) == len(ranks[rank]), (stream, step, rank)
+            for window, (a, b) in enumerate(zip(ours, ranks[rank], strict=True)):
+                assert np.array_equal(a, b), (stream, step, rank, window)
+
+
 @pytest.mark.parametrize("run", list(RUNS))
 def test_windows_are_megatrons_samples_per_step_and_rank(
         made: tuple[Any, Path], imported: Store, run: str) -> None:
@@ -163,16 +177,7 @@ def test_windows_are_megatrons_samples_per_step_and_rank(
     dataset = generator.build_run(folder, folder / f"cache-{run}", run)
     steps = imported.stream(run).steps
     assert steps >= 10
-    reader = StreamReader(imported, run)
-    expected = megatron_steps(dataset, RUNS[run], steps)
-    for step in range(steps):
-        for rank in range(DP):
-            ours = [np.asarray(w, dtype=np.int64)
-                    for w in reader.windows(step, rank=rank, world_size=DP)]
-            theirs = expected[step][rank]
-            assert len(ours) == len(theirs), (step, rank)
-            for window, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-                assert np.array_equal(a, b), (run, step, rank, window)
+    assert_windows_are_megatrons(imported, run, megatron_steps(dataset, RUNS[run], steps))
 
 
 def test_the_ramp_is_megatrons(imported: Store) -> None:
@@ -364,14 +369,8 @@ def test_samples_without_the_extra_token_through_the_command(
     run = MegatronRun(global_batch_size=8, micro_batch_size=MICRO, data_parallel_size=DP,
                       add_extra_token=False)
     expected = megatron_steps(dataset, run, result["steps"])
-    reader = StreamReader(imported, "short")
-    for step in range(result["steps"]):
-        for rank in range(DP):
-            ours = [np.asarray(w, dtype=np.int64)
-                    for w in reader.windows(step, rank=rank, world_size=DP)]
-            assert len(ours) == len(expected[step][rank]) == 8 // DP, (step, rank)
-            for a, b in zip(ours, expected[step][rank], strict=True):
-                assert np.array_equal(a, b), (step, rank)
+    assert {len(ranks[rank]) for ranks in expected for rank in range(DP)} == {8 // DP}
+    assert_windows_are_megatrons(imported, "short", expected)
 
 
 @pytest.mark.parametrize("name,sharding", [("single", True), ("single", False),
@@ -403,15 +402,7 @@ def test_a_cyclic_loaders_windows_are_megatrons_over_several_epochs(
     result = Cli(imported.root).json(*args)
     assert result["steps"] == steps and result["settings"]["dataloader_type"] == "cyclic"
     assert result["settings"]["data_sharding"] is sharding
-    expected = megatron_steps(dataset, run, steps)
-    reader = StreamReader(imported, "cyclic")
-    for step in range(steps):
-        for rank in range(DP):
-            ours = [np.asarray(w, dtype=np.int64)
-                    for w in reader.windows(step, rank=rank, world_size=DP)]
-            assert len(ours) == len(expected[step][rank]), (step, rank)
-            for a, b in zip(ours, expected[step][rank], strict=True):
-                assert np.array_equal(a, b), (name, sharding, step, rank)
+    assert_windows_are_megatrons(imported, "cyclic", megatron_steps(dataset, run, steps))
 
 
 @settings(max_examples=40, deadline=None)
@@ -478,12 +469,5 @@ def test_a_resumed_runs_windows_are_megatrons(made: tuple[Any, Path], imported: 
     # ramps, towards 16 (12 at step 6, 16 from step 7), and 8 from the second resume on
     assert result["schedule"] == [[0, 4], [5, 8], [6, 12], [7, 16], [11, 8]]
     assert result["settings"]["resumes"] == [[6, 16], [11, 8]]
-    expected = megatron_steps(dataset, run, result["steps"])
-    reader = StreamReader(imported, "resumed")
-    for step in range(result["steps"]):
-        for rank in range(DP):
-            ours = [np.asarray(w, dtype=np.int64)
-                    for w in reader.windows(step, rank=rank, world_size=DP)]
-            assert len(ours) == len(expected[step][rank]), (step, rank)
-            for a, b in zip(ours, expected[step][rank], strict=True):
-                assert np.array_equal(a, b), (step, rank)
+    assert_windows_are_megatrons(imported, "resumed",
+                                 megatron_steps(dataset, run, result["steps"]))

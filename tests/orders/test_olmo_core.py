@@ -5,6 +5,7 @@ step read are, token for token, the batches OLMo-core's loader yielded."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -32,6 +33,17 @@ from .olmo_helpers import (
     segment_tokens_hash,
     steps_to_check,
 )
+
+
+def sidecar_lines(tokens: Path) -> list[str]:
+    """The lines of a token file's Dolma sidecar (`start,end,id,...`)."""
+    return gzip.decompress(tokens.with_name(tokens.name.replace(".npy", ".csv.gz"))
+                           .read_bytes()).decode().splitlines()
+
+
+def write_sidecar(tokens: Path, lines: list[str]) -> None:
+    tokens.with_name(tokens.name.replace(".npy", ".csv.gz")).write_bytes(
+        gzip.compress(("\n".join(lines) + "\n").encode()))
 
 
 @pytest.fixture(scope="module")
@@ -236,14 +248,12 @@ def test_trained_on_names_the_steps_whose_olmo_batches_held_the_document(
 
 
 def test_a_sidecar_line_outside_its_file_is_named(poetry: Store, tmp_path: Path) -> None:
-    import gzip
 
     run = run_of(FIXTURES / "plain", tmp_path)
-    sidecar = run.token_files[0].with_name("sonnets-0.csv.gz")
-    lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
+    lines = sidecar_lines(run.token_files[0])
     start, _, rest = lines[2].split(",", 2)
     lines[2] = f"{start},99999999,{rest}"
-    sidecar.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    write_sidecar(run.token_files[0], lines)
     with pytest.raises(InputError, match=r"sonnets-0.csv.gz:line 3: document \[\d+, 99999999\) "
                                          r"is not inside the \d+ tokens of sonnets-0.npy"):
         import_case(poetry, "plain", tmp_path, token_files=run.token_files)
@@ -461,18 +471,16 @@ def test_a_sidecar_whose_documents_are_not_the_eos_tokens_is_refused_when_padded
     """An extra EOS between two documents: the sidecar still lists them right (a
     fixed-length run reads the file as before), but OLMo-core's padded dataset would
     make an instance of the empty document the EOS closes."""
-    import gzip
 
     run = run_of(FIXTURES / "padded", tmp_path)
     path = run.token_files[0]
     tokens = np.fromfile(path, dtype=np.uint16)
     first_eos = int(np.flatnonzero(tokens == EOS["uint16"])[0])
     np.insert(tokens, first_eos + 1, EOS["uint16"]).astype(np.uint16).tofile(path)
-    sidecar = path.with_name("sonnets-0.csv.gz")
-    lines = gzip.decompress(sidecar.read_bytes()).decode().splitlines()
-    shifted = [lines[0]] + [",".join([str(int(start) + 1), str(int(end) + 1), *rest])
-                            for start, end, *rest in (line.split(",") for line in lines[1:])]
-    sidecar.write_bytes(gzip.compress(("\n".join(shifted) + "\n").encode()))
+    lines = sidecar_lines(path)
+    write_sidecar(path, [lines[0]] + [",".join([str(int(start) + 1), str(int(end) + 1), *rest])
+                                      for start, end, *rest in (line.split(",")
+                                                                for line in lines[1:])])
     fixed = import_case(poetry, "plain", tmp_path, token_files=run.token_files,
                         stream="fixed-length")
     assert fixed["status"] == "added"
