@@ -54,8 +54,21 @@ def olmo_core(
         "counted in bytes.")] = None,
     dataset: Annotated[str, typer.Option(
         help="How the dataset cut the files into instances: fsl (NumpyFSLDataset, "
-        "sequence_length tokens each, across documents) or padded (NumpyPaddedFSLDataset, "
-        "one document each, cut to sequence_length and padded).")] = "fsl",
+        "sequence_length tokens each, across documents), padded (NumpyPaddedFSLDataset, "
+        "one document each, cut to sequence_length and padded) or interleaved "
+        "(NumpyInterleavedFSLDataset: chunks of several documents, interleaved).")] = "fsl",
+    docs_per_instance: Annotated[int | None, typer.Option(
+        help="interleaved: the config's docs_per_instance.", min=1)] = None,
+    chunks_per_doc: Annotated[int | None, typer.Option(
+        help="interleaved: the config's chunks_per_doc.", min=1)] = None,
+    interleaving_seed: Annotated[int | None, typer.Option(
+        help="interleaved: the config's seed (which documents share an instance).",
+        min=0)] = None,
+    interleaving_exempt: Annotated[list[Path] | None, typer.Option(
+        help="interleaved: a token file in interleaving_exempt_paths (repeat the "
+        "option); its documents keep instances of their own.")] = None,
+    pad_token_id: Annotated[int | None, typer.Option(
+        help="interleaved: the tokenizer's pad_token_id.", min=0)] = None,
     max_target_sequence_length: Annotated[int | None, typer.Option(
         help="The fixed-length dataset's max_target_sequence_length: a file holds the "
         "instances of its whole chunks of that many tokens.", min=1)] = None,
@@ -87,13 +100,35 @@ def olmo_core(
         doc_ids=doc_ids, warmup=warmup, max_steps=steps, tokenizer=tokenizer, seed=seed,
         epochs=epochs, dataset=dataset,
         instance_filter=InstanceFilter.parse(instance_filter) if instance_filter else None,
-        max_target_sequence_length=max_target_sequence_length, bos_token_id=bos_token_id)
+        max_target_sequence_length=max_target_sequence_length, bos_token_id=bos_token_id,
+        interleaving=_interleaving(tokens, docs_per_instance, chunks_per_doc,
+                                   interleaving_seed, interleaving_exempt),
+        pad_token_id=pad_token_id)
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:
         output.emit_json(result)
         return
     output.emit_lines(_summary(result))
+
+
+def _interleaving(tokens: list[Path], docs: int | None, chunks: int | None, seed: int | None,
+                  exempt: list[Path] | None) -> Any:
+    """The interleaving settings, when any is given (all three are then needed)."""
+    from lineage.errors import UsageError
+    from lineage.ingest.orders.olmo_interleaved import Interleaving
+
+    if docs is None and chunks is None and seed is None and not exempt:
+        return None
+    if docs is None or chunks is None or seed is None:
+        raise UsageError("--dataset interleaved takes --docs-per-instance, --chunks-per-doc "
+                         "and --interleaving-seed together")
+    resolved = [path.resolve() for path in tokens]
+    for path in exempt or ():
+        if path.resolve() not in resolved:
+            raise UsageError(f"--interleaving-exempt {path}: not one of the token files given")
+    return Interleaving(docs, chunks, seed, tuple(sorted(
+        resolved.index(path.resolve()) for path in exempt or ())))
 
 
 def _summary(result: dict[str, Any]) -> list[str]:

@@ -25,6 +25,11 @@ from lineage.ingest.orders.common import artifact_hash, store_order
 from lineage.ingest.orders.json_input import parse_json
 from lineage.ingest.orders.olmo_checks import check_all, check_lengths, check_sample
 from lineage.ingest.orders.olmo_filter import InstanceFilter, masked_windows
+from lineage.ingest.orders.olmo_interleaved import (
+    Interleaving,
+    interleave,
+    interleaved_segments,
+)
 from lineage.ingest.orders.olmo_order import (
     EpochIndices,
     Warmup,
@@ -51,7 +56,8 @@ from lineage.stream.schedule import RankRule
 if TYPE_CHECKING:
     import pyarrow as pa
 
-DATASETS = {"fsl": "NumpyFSLDataset", "padded": "NumpyPaddedFSLDataset"}
+DATASETS = {"fsl": "NumpyFSLDataset", "padded": "NumpyPaddedFSLDataset",
+            "interleaved": "NumpyInterleavedFSLDataset"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ class OlmoRun:
     instance_filter: InstanceFilter | None = None  # masks repetitive instances
     max_target_sequence_length: int | None = None  # fixed-length: instances per file
     bos_token_id: int | None = None  # each document opened by it (not the corpus's token)
+    interleaving: Interleaving | None = None  # dataset "interleaved": how documents mix
+    pad_token_id: int | None = None  # interleaved: a token its documents must not hold
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -89,24 +97,33 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     _check_dataset(run)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
     layout = _layout(files, run)
-    held = None  # padded: the document each instance holds
-    if run.dataset == "padded":
-        entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
-    else:
+    held = mixed = None  # padded: each instance's document; interleaved: its instances
+    if run.dataset == "fsl":
         entries = _dataset_entries(files, run)
+    else:
+        entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
+    if run.interleaving is not None:
+        mixed = interleave([count for _, count in entries], run.interleaving)
     manifest_hash = _manifest_hash(store, corpus)
     rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
                          lambda k: _place(files, layout, k))
-    dataset_size = sum(count for _, count in entries)
+    dataset_size = mixed.size if mixed is not None else sum(count for _, count in entries)
     epochs, seed, shuffle = _epochs(run, dataset_size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
-    segments, docs_read = (
-        padded_segments(order, held, layout, rids, run.sequence_length,
-                        bos=run.bos_token_id is not None)
-        if held is not None else
-        segments_of(order, entries, layout, rids, run.sequence_length))
+    bos = run.bos_token_id is not None
+    if mixed is not None and held is not None and run.interleaving is not None:
+        segments, docs_read = interleaved_segments(
+            order, mixed, held, layout, rids, run.sequence_length, run.interleaving, bos)
+        grouped = order[order >= len(mixed.exempt)] - len(mixed.exempt)
+        _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
+                         run.sequence_length // run.interleaving.docs_per_instance - bos)
+    elif held is not None:
+        segments, docs_read = padded_segments(order, held, layout, rids, run.sequence_length,
+                                              bos=bos)
+    else:
+        segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
     masked = 0
     if run.instance_filter is not None:
         windows_masked = masked_windows(
@@ -155,14 +172,42 @@ def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple
     return tokens_of
 
 
+def _check_unspecial(files: list[TokenFile], layout: Layout, docs: np.ndarray,
+                     run: OlmoRun, kept: int) -> None:
+    """Interleaving drops every EOS, padding and BOS token from the `kept` first tokens of
+    a document it mixes: a document holding one there would not be read as one run."""
+    special = [t for t in (run.eos_token_id, run.pad_token_id, run.bos_token_id)
+               if t is not None]
+    maps = [file.tokens() for file in files]
+    for k in np.unique(docs).tolist():
+        f, d = layout.where(k)
+        start = int(layout.starts[k] - layout.bases[f])
+        end = min(int(layout.ends[k] - layout.bases[f]), start + kept)
+        found = np.flatnonzero(np.isin(maps[f][start:end], special))
+        if len(found):
+            raise InputError(files[f].path, f"document {d} holds the special token "
+                             f"{int(maps[f][start + found[0]])} at its token {int(found[0])}, "
+                             "which interleaving would drop (nothing stored)")
+
+
 def _check_dataset(run: OlmoRun) -> None:
     if run.dataset not in DATASETS:
         raise UsageError(f"--dataset {run.dataset!r}: expected one of {', '.join(DATASETS)}")
-    if run.dataset == "padded" and run.mixture_index is not None:
+    if run.dataset != "fsl" and run.mixture_index is not None:
         raise UsageError("--mixture-index: a source mixture is cut into fixed-length "
                          "instances (--dataset fsl), not padded ones")
+    if (run.dataset == "interleaved") != (run.interleaving is not None):
+        raise UsageError("--dataset interleaved takes --docs-per-instance, --chunks-per-doc "
+                         "and --interleaving-seed (and only it does)")
+    if run.interleaving is not None:
+        run.interleaving.check(run.sequence_length)
+        if run.instance_filter is not None:
+            raise UsageError("--instance-filter with --dataset interleaved: not supported "
+                             "(OLMo-core masks an interleaved instance by its documents')")
+        if any(not 0 <= f < len(run.token_files) for f in run.interleaving.exempt_files):
+            raise UsageError("--interleaving-exempt: name token files given")
     target = run.max_target_sequence_length
-    if target is not None and run.dataset == "padded":
+    if target is not None and run.dataset != "fsl":
         raise UsageError("--max-target-sequence-length: a padded dataset makes one instance "
                          "of each document; it takes no target length")
     if target is not None and (target < run.sequence_length or target % run.sequence_length):
@@ -372,4 +417,6 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
         **({"max_target_sequence_length": run.max_target_sequence_length}
            if run.max_target_sequence_length is not None else {}),
         **({"bos_token_id": run.bos_token_id} if run.bos_token_id is not None else {}),
+        **({"interleaving": run.interleaving.to_json(), "pad_token_id": run.pad_token_id}
+           if run.interleaving is not None else {}),
     }

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -66,6 +67,14 @@ CASES: dict[str, dict[str, Any]] = {
             "bos": True},
     "bos-padded": {"dtype": "uint16", "seed": 31, "dataset": "padded", "sequence_length": 620,
                    "global_batch_size": 4 * 620, "epochs": 1, "bos": True},
+    # NumpyInterleavedFSLDataset over every sonnet, each opened by a BOS: two documents an
+    # instance, four chunks each (31 tokens a document: chunks of 8, 8, 8 and 7), the second
+    # file exempt (its sonnets keep padded instances of their own).
+    "interleaved": {"dtype": "uint16", "seed": 37, "dataset": "interleaved",
+                    "documents": "sonnets", "sequence_length": 64, "bos": True,
+                    "global_batch_size": 4 * 64, "epochs": 1,
+                    "interleaving": {"docs_per_instance": 2, "chunks_per_doc": 4, "seed": 43,
+                                     "exempt": ["sonnets-b"]}},
 }
 BOS = {dtype: eos + 2 for dtype, eos in EOS.items()}  # EOS + 1 is the padding
 
@@ -75,6 +84,11 @@ def corpus_documents() -> list[tuple[str, str, str]]:
     with gzip.open(SHARDS / "sonnets.jsonl.gz", "rt", encoding="utf-8") as handle:
         sonnets = [json.loads(line) for _, line in zip(range(SONNETS), handle, strict=False)]
     return [("sonnets", r["id"], r["text"]) for r in sonnets] + all_poems()[:POEMS]
+
+
+def all_sonnets() -> list[tuple[str, str, str]]:
+    with gzip.open(SHARDS / "sonnets.jsonl.gz", "rt", encoding="utf-8") as handle:
+        return [("sonnets", r["id"], r["text"]) for r in map(json.loads, handle)]
 
 
 def all_poems() -> list[tuple[str, str, str]]:
@@ -89,6 +103,9 @@ def token_groups(documents: str = "poetry") -> dict[str, list[tuple[str, str, st
     if documents == "poems":
         poems = all_poems()
         return {"poems-a": poems[:9], "poems-b": poems[9:]}
+    if documents == "sonnets":
+        sonnets = all_sonnets()
+        return {"sonnets-a": sonnets[:77], "sonnets-b": sonnets[77:]}
     chosen = corpus_documents()
     return {"sonnets-0": chosen[:SONNETS // 2], "sonnets-1": chosen[SONNETS // 2:SONNETS],
             "poems-0": chosen[SONNETS:]}
@@ -151,11 +168,9 @@ def make_case(name: str, out: Path, tokens: Path) -> dict[str, Any]:
                                   "input_ids": input_ids_hash(batch["input_ids"])})
             if "instance_mask" in batch:
                 steps[number][-1]["instance_mask"] = [bool(m) for m in batch["instance_mask"]]
-    for scratch in (work / "dataset-common",):
+    for scratch in work.glob("dataset-*"):  # OLMo-core's caches, named after absolute paths
         if scratch.is_dir():
-            for file in scratch.iterdir():
-                file.unlink()
-            scratch.rmdir()
+            shutil.rmtree(scratch)
     expected = {"case": name, "settings": case,
                 "sequence_length": case.get("sequence_length", SEQ_LEN),
                 "world_size": WORLD, "dataset_size": len(dataset), "steps": steps}
@@ -169,6 +184,7 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
     from olmo_core.data import (
         NumpyDatasetDType,
         NumpyFSLDatasetConfig,
+        NumpyInterleavedFSLDatasetConfig,
         NumpyPaddedFSLDatasetConfig,
         TokenizerConfig,
     )
@@ -189,6 +205,13 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
             repetition_max_count=max_count)
     if case.get("dataset") == "padded":
         config: Any = NumpyPaddedFSLDatasetConfig(paths=[str(p) for p in paths], **common)
+    elif case.get("dataset") == "interleaved":
+        mixing = case["interleaving"]
+        config = NumpyInterleavedFSLDatasetConfig(
+            paths=[str(p) for p in paths], docs_per_instance=mixing["docs_per_instance"],
+            chunks_per_doc=mixing["chunks_per_doc"], seed=mixing["seed"],
+            interleaving_exempt_paths=[str(p) for p in paths if p.stem in mixing["exempt"]],
+            **common)
     elif "mixture" not in case:
         config = NumpyFSLDatasetConfig(paths=[str(p) for p in paths], **common)
     else:

@@ -15,6 +15,7 @@ from lineage.api import Store, init_store, open_store
 from lineage.ingest import ingest_corpus
 from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
 from lineage.ingest.orders.olmo_filter import InstanceFilter
+from lineage.ingest.orders.olmo_interleaved import Interleaving
 from lineage.ingest.orders.olmo_order import Warmup
 from lineage.stream.reader import SEPARATOR, StreamReader
 
@@ -25,6 +26,7 @@ from .make_olmo_run import (
     SHARDS,
     WORLD,
     all_poems,
+    all_sonnets,
     corpus_documents,
     input_ids_hash,
     token_groups,
@@ -59,8 +61,8 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
     expected = json.loads((case_dir / "expected.json").read_text())
     case = expected["settings"]
     documents, bos = case.get("documents", "poetry"), bool(case.get("bos"))
-    folder = tokens_dir / (f"{case['dtype']}-{documents}" if documents != "poetry" else
-                           case["dtype"]) if not bos else tokens_dir / f"{case['dtype']}-bos"
+    folder = tokens_dir / (case["dtype"] + (f"-{documents}" if documents != "poetry" else "")
+                           + ("-bos" if bos else ""))
     paths = (write_token_files(folder, case["dtype"], documents, bos) if not folder.is_dir()
              else [folder / f"{name}.npy" for name in token_groups(documents)])
     rule = case.get("instance_filter")
@@ -79,9 +81,19 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "instance_filter": InstanceFilter(*rule) if rule else None,
         "max_target_sequence_length": case.get("max_target_sequence_length"),
         "bos_token_id": BOS[case["dtype"]] if bos else None,
+        "interleaving": _interleaving(case, paths),
+        "pad_token_id": EOS[case["dtype"]] + 1 if "interleaving" in case else None,
     }
     fields.update(changes)
     return OlmoRun(**fields)
+
+
+def _interleaving(case: dict[str, Any], paths: list[Path]) -> Interleaving | None:
+    mixing = case.get("interleaving")
+    if mixing is None:
+        return None
+    return Interleaving(mixing["docs_per_instance"], mixing["chunks_per_doc"], mixing["seed"],
+                        tuple(i for i, p in enumerate(paths) if p.stem in mixing["exempt"]))
 
 
 def import_case(store: Store, name: str, tokens_dir: Path, case_dir: Path | None = None,
@@ -136,7 +148,7 @@ def segment_tokens_hash(reader: StreamReader, step: int, rank: int, world: int, 
 
 def corpus_texts() -> dict[str, bytes]:
     return {doc_id: text.encode("utf-8")
-            for _, doc_id, text in corpus_documents() + all_poems()}
+            for _, doc_id, text in corpus_documents() + all_poems() + all_sonnets()}
 
 
 def checked_rank_tokens_hash(reader: StreamReader, step: int, rank: int,
@@ -175,16 +187,45 @@ def checked_rank_tokens_hash(reader: StreamReader, step: int, rank: int,
 def _instances(run: OlmoRun) -> list[np.ndarray]:
     eos, length, bos = run.eos_token_id, run.sequence_length, run.bos_token_id
     files = [np.fromfile(path, dtype=run.dtype).astype(np.int64) for path in run.token_files]
-    if run.dataset != "padded":
+    if run.dataset == "fsl":
         return [tokens[i * length:(i + 1) * length] for tokens in files
                 for i in range(len(tokens) // length)]
-    out = []
-    for tokens in files:  # a document ends at an EOS (followed by a BOS, when there is one)
+    out, file_of = [], []
+    for f, tokens in enumerate(files):  # a document ends at an EOS (before a BOS, if any)
         ends = [i for i in range(len(tokens)) if tokens[i] == eos and (
             bos is None or i + 1 == len(tokens) or tokens[i + 1] == bos)]
         for start, end in zip([0] + [e + 1 for e in ends[:-1]], ends, strict=True):
-            body = tokens[start:min(end + 1, start + length)]
-            out.append(np.concatenate((body, np.full(length - len(body), eos + 1))))
+            out.append(_padded(tokens[start:min(end + 1, start + length)], length, eos + 1))
+            file_of.append(f)
+    return out if run.interleaving is None else _interleaved(out, file_of, run)
+
+
+def _padded(tokens: np.ndarray, length: int, pad: int) -> np.ndarray:
+    return np.concatenate((tokens, np.full(length - len(tokens), pad, dtype=np.int64)))
+
+
+def _interleaved(padded: list[np.ndarray], file_of: list[int], run: OlmoRun
+                 ) -> list[np.ndarray]:
+    """NumpyInterleavedFSLDataset's instances, as its docstring and settings say."""
+    rule, eos, length, bos = run.interleaving, run.eos_token_id, run.sequence_length, \
+        run.bos_token_id
+    assert rule is not None
+    exempt = [i for i, f in enumerate(file_of) if f in rule.exempt_files]
+    rest = sorted(set(range(len(padded))) - set(exempt))
+    mixed = np.random.Generator(np.random.PCG64(rule.seed)).permutation(rest)
+    special = [eos, eos + 1] + ([] if bos is None else [bos])
+    out = [padded[i] for i in exempt]
+    for first in range(0, len(mixed) - rule.docs_per_instance + 1, rule.docs_per_instance):
+        pieces = []
+        for i in mixed[first:first + rule.docs_per_instance]:
+            cut = padded[i][:length // rule.docs_per_instance]
+            pieces.append(np.array_split(cut[~np.isin(cut, special)], rule.chunks_per_doc))
+        body = np.concatenate([doc[k] for k in range(rule.chunks_per_doc) for doc in pieces])
+        if bos is not None and len(body) < length:
+            body = np.concatenate(([bos], body))
+        if len(body) < length:
+            body = np.concatenate((body, [eos]))
+        out.append(_padded(body.astype(np.int64), length, eos + 1))
     return out
 
 

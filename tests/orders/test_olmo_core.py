@@ -558,7 +558,7 @@ def test_a_max_target_sequence_length_keeps_whole_chunks_of_it(poetry: Store,
         import_case(poetry, "padded", tmp_path, max_target_sequence_length=1240)
 
 
-@pytest.mark.parametrize("name", ["bos", "bos-padded"])
+@pytest.mark.parametrize("name", ["bos", "bos-padded", "interleaved"])
 def test_every_window_is_the_instance_olmo_core_cut_from_the_token_files(
         poetry: Store, tmp_path: Path, name: str) -> None:
     """Runs whose windows hold tokens of no document besides EOS: documents opened by a
@@ -603,3 +603,44 @@ def test_without_sidecars_bos_runs_split_where_an_eos_meets_a_bos(
                           token_files=run.token_files)
     assert without["settings"]["document_boundaries"] == "eos"
     assert without["occurrences_digest"] == with_sidecars["occurrences_digest"]
+
+
+def test_the_command_imports_an_interleaved_run(poetry: Store, tmp_path: Path) -> None:
+    run = run_of(FIXTURES / "interleaved", tmp_path)
+    cli = Cli(poetry.root)
+    args = ["ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+            "--stream", "mixed", "--eos-token-id", str(run.eos_token_id),
+            "--bos-token-id", str(run.bos_token_id), "--pad-token-id", str(run.pad_token_id),
+            "--sequence-length", "64", "--global-batch-size", "256",
+            "--global-indices", str(run.global_indices[0]), "--dataset", "interleaved",
+            "--docs-per-instance", "2", "--chunks-per-doc", "4"]
+    missing = cli(*args, code=2)
+    assert "takes --docs-per-instance, --chunks-per-doc and --interleaving-seed together" in \
+        missing.stderr
+    result = cli.json(*args, "--interleaving-seed", "43",
+                      "--interleaving-exempt", str(run.token_files[1]))
+    assert result["settings"]["dataset"] == "NumpyInterleavedFSLDataset"
+    assert result["settings"]["interleaving"] == {
+        "docs_per_instance": 2, "chunks_per_doc": 4, "seed": 43, "exempt_files": [1]}
+    assert result["spec_hash"] == import_case(poetry, "interleaved", tmp_path,
+                                              stream="again")["spec_hash"]
+
+
+def test_interleaved_settings_that_do_not_fit_are_refused(poetry: Store,
+                                                          tmp_path: Path) -> None:
+    from lineage.ingest.orders.olmo_filter import InstanceFilter
+    from lineage.ingest.orders.olmo_interleaved import Interleaving
+
+    with pytest.raises(UsageError, match="--sequence-length 64 must be a multiple of"):
+        import_case(poetry, "interleaved", tmp_path, interleaving=Interleaving(3, 4, 43))
+    with pytest.raises(UsageError, match="--instance-filter with --dataset interleaved"):
+        import_case(poetry, "interleaved", tmp_path, instance_filter=InstanceFilter())
+    with pytest.raises(UsageError, match="--dataset interleaved takes"):
+        import_case(poetry, "padded", tmp_path, interleaving=Interleaving(2, 4, 43))
+    run = run_of(FIXTURES / "interleaved", tmp_path)
+    tokens = np.fromfile(run.token_files[0], dtype=np.uint16)
+    tokens[5] = EOS["uint16"] + 1  # the padding token inside the first sonnet's first line
+    tokens.tofile(run.token_files[0])
+    with pytest.raises(InputError, match=r"sonnets-a.npy: document 0 holds the special token "
+                                         r"257 at its token 4, which interleaving would drop"):
+        import_case(poetry, "interleaved", tmp_path, token_files=run.token_files)
