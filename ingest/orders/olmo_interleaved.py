@@ -81,34 +81,39 @@ def interleaved_segments(order: np.ndarray, dataset: Interleaved, held: np.ndarr
                          layout: Layout, rids: np.ndarray, seq_len: int, rule: Interleaving,
                          bos: bool = False) -> tuple[pa.Table, np.ndarray]:
     """The segments of each window (window w read instance order[w]), with each row's
-    document's corpus row; and the layout's index of each row's document."""
+    document's corpus row; and the layout's index of each row's document. On whole
+    columns: a run reads millions of windows, each of K x C pieces."""
     import pyarrow as pa
 
+    order = np.asarray(order, dtype=np.int64)
     lengths = layout.ends - layout.starts
-    kept_of = seq_len // rule.docs_per_instance - int(bos)  # content left of a cut instance
-    rows: list[tuple[int, int, int, int, int]] = []  # window, slot, doc, offset, n
-    for window, instance in enumerate(np.asarray(order, dtype=np.int64).tolist()):
-        if instance < len(dataset.exempt):  # a padded instance, whole
-            doc = int(held[dataset.exempt[instance]])
-            rows.append((window, int(bos), doc, 0, min(int(lengths[doc]), seq_len - int(bos))))
-            continue
-        docs = [int(held[i]) for i in dataset.groups[instance - len(dataset.exempt)]]
-        kept = [min(int(lengths[doc]), kept_of) for doc in docs]
-        pieces = [_split(n, rule.chunks_per_doc) for n in kept]
-        slot = int(bos and sum(kept) < seq_len)  # a BOS in front when there is room
-        done = [0] * len(docs)
-        for chunk in range(rule.chunks_per_doc):
-            for d, doc in enumerate(docs):
-                n = pieces[d][chunk]
-                rows.append((window, slot, doc, done[d], n))
-                slot, done[d] = slot + n, done[d] + n
-    table = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    table = table[table[:, 4] > 0]
-    docs_read = table[:, 2]
-    return pa.table({"window": table[:, 0], "slot": table[:, 1], "rid": rids[docs_read],
-                     "doc_offset": table[:, 3], "n_tokens": table[:, 4]}), docs_read
-
-
-def _split(n: int, parts: int) -> list[int]:
-    """Sizes of `tensor_split(n, parts)`: the first n % parts one longer."""
-    return [n // parts + (1 if k < n % parts else 0) for k in range(parts)]
+    exempt_count = len(dataset.exempt)
+    whole = np.flatnonzero(order < exempt_count)  # windows of a padded instance, whole
+    whole_doc = held[dataset.exempt[order[whole]]] if len(whole) else whole
+    mixed = np.flatnonzero(order >= exempt_count)
+    docs = held[dataset.groups[order[mixed] - exempt_count]]  # [windows, K]
+    kept = np.minimum(lengths[docs], seq_len // rule.docs_per_instance - int(bos))
+    chunks = np.arange(rule.chunks_per_doc)
+    sizes = kept[:, :, None] // rule.chunks_per_doc + (
+        chunks[None, None, :] < kept[:, :, None] % rule.chunks_per_doc)  # [windows, K, C]
+    offsets = np.cumsum(sizes, axis=2) - sizes  # where each piece starts in its document
+    laid = sizes.transpose(0, 2, 1).reshape(len(mixed), -1)  # piece order: chunk, then doc
+    front = (bos & (kept.sum(axis=1) < seq_len)).astype(np.int64)  # a BOS when there is room
+    slots = np.cumsum(laid, axis=1) - laid + front[:, None]
+    columns = {
+        "window": np.concatenate((whole, np.repeat(mixed, laid.shape[1]))),
+        "slot": np.concatenate((np.full(len(whole), int(bos)), slots.reshape(-1))),
+        "doc": np.concatenate((whole_doc, np.repeat(docs[:, None, :], rule.chunks_per_doc,
+                                                    axis=1).reshape(-1))),
+        "doc_offset": np.concatenate((np.zeros(len(whole), dtype=np.int64),
+                                      offsets.transpose(0, 2, 1).reshape(-1))),
+        "n_tokens": np.concatenate((np.minimum(lengths[whole_doc], seq_len - int(bos)),
+                                    laid.reshape(-1))),
+    }
+    rank = np.lexsort((columns["slot"], columns["window"]))
+    rank = rank[columns["n_tokens"][rank] > 0]
+    doc = columns["doc"][rank].astype(np.int64)
+    return pa.table({"window": columns["window"][rank].astype(np.int64),
+                     "slot": columns["slot"][rank].astype(np.int64), "rid": rids[doc],
+                     "doc_offset": columns["doc_offset"][rank].astype(np.int64),
+                     "n_tokens": columns["n_tokens"][rank].astype(np.int64)}), doc
