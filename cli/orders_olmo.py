@@ -55,8 +55,15 @@ def olmo_core(
     dataset: Annotated[str, typer.Option(
         help="How the dataset cut the files into instances: fsl (NumpyFSLDataset, "
         "sequence_length tokens each, across documents), padded (NumpyPaddedFSLDataset, "
-        "one document each, cut to sequence_length and padded) or interleaved "
-        "(NumpyInterleavedFSLDataset: chunks of several documents, interleaved).")] = "fsl",
+        "one document each, cut to sequence_length and padded), interleaved "
+        "(NumpyInterleavedFSLDataset: chunks of several documents, interleaved) or packed "
+        "(NumpyPackedFSLDataset: whole documents packed best-fit).")] = "fsl",
+    long_doc_strategy: Annotated[str | None, typer.Option(
+        help="packed: the config's long_doc_strategy, truncate (the default) or fragment.")
+    ] = None,
+    source_group_size: Annotated[int | None, typer.Option(
+        help="packed: the config's source_group_size (files packed together; default 1).",
+        min=1)] = None,
     docs_per_instance: Annotated[int | None, typer.Option(
         help="interleaved: the config's docs_per_instance.", min=1)] = None,
     chunks_per_doc: Annotated[int | None, typer.Option(
@@ -103,13 +110,26 @@ def olmo_core(
         max_target_sequence_length=max_target_sequence_length, bos_token_id=bos_token_id,
         interleaving=_interleaving(tokens, docs_per_instance, chunks_per_doc,
                                    interleaving_seed, interleaving_exempt),
-        pad_token_id=pad_token_id)
+        pad_token_id=pad_token_id, packing=_packing(dataset, long_doc_strategy,
+                                                    source_group_size))
     result = import_olmo_core(current_store(ctx), corpus=corpus, stream=stream, run=run,
                               verify=verify)
     if json:
         output.emit_json(result)
         return
     output.emit_lines(_summary(result))
+
+
+def _packing(dataset: str, strategy: str | None, group_size: int | None) -> Any:
+    from lineage.errors import UsageError
+    from lineage.ingest.orders.olmo_packed import Packing
+
+    if dataset != "packed":
+        if strategy is not None or group_size is not None:
+            raise UsageError("--long-doc-strategy and --source-group-size are settings of "
+                             "--dataset packed")
+        return None
+    return Packing(strategy or "truncate", group_size or 1)
 
 
 def _interleaving(tokens: list[Path], docs: int | None, chunks: int | None, seed: int | None,

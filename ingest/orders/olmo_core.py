@@ -38,6 +38,7 @@ from lineage.ingest.orders.olmo_order import (
     rebuilt_epochs,
     training_order,
 )
+from lineage.ingest.orders.olmo_packed import Packing, pack, packed_segments
 from lineage.ingest.orders.olmo_padded import padded_instances, padded_segments
 from lineage.ingest.orders.olmo_tokens import (
     Layout,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DATASETS = {"fsl": "NumpyFSLDataset", "padded": "NumpyPaddedFSLDataset",
-            "interleaved": "NumpyInterleavedFSLDataset"}
+            "interleaved": "NumpyInterleavedFSLDataset", "packed": "NumpyPackedFSLDataset"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class OlmoRun:
     bos_token_id: int | None = None  # each document opened by it (not the corpus's token)
     interleaving: Interleaving | None = None  # dataset "interleaved": how documents mix
     pad_token_id: int | None = None  # interleaved: a token its documents must not hold
+    packing: Packing | None = None  # dataset "packed": how documents are packed
 
 
 def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun,
@@ -97,17 +99,21 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     _check_dataset(run)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
     layout = _layout(files, run)
-    held = mixed = None  # padded: each instance's document; interleaved: its instances
-    if run.dataset == "fsl":
+    held = mixed = packed = None  # padded: each instance's document; interleaved: its
+    if run.dataset == "fsl":      # padded instances; packed: its pieces
         entries = _dataset_entries(files, run)
-    else:
+    else:  # (packed: checks that the listed documents are the EOS tokens')
         entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
     if run.interleaving is not None:
         mixed = interleave([count for _, count in entries], run.interleaving)
+    if run.packing is not None:
+        packed = pack(files, layout, run.sequence_length, run.packing, run.eos_token_id,
+                      run.bos_token_id)
     manifest_hash = _manifest_hash(store, corpus)
     rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
                          lambda k: _place(files, layout, k))
-    dataset_size = mixed.size if mixed is not None else sum(count for _, count in entries)
+    dataset_size = (mixed.size if mixed is not None else packed.size if packed is not None
+                    else sum(count for _, count in entries))
     epochs, seed, shuffle = _epochs(run, dataset_size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
@@ -119,6 +125,8 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
         grouped = order[order >= len(mixed.exempt)] - len(mixed.exempt)
         _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
                          run.sequence_length // run.interleaving.docs_per_instance - bos)
+    elif packed is not None:
+        segments, docs_read = packed_segments(order, packed, layout, rids, bos)
     elif held is not None:
         segments, docs_read = padded_segments(order, held, layout, rids, run.sequence_length,
                                               bos=bos)
@@ -196,6 +204,12 @@ def _check_dataset(run: OlmoRun) -> None:
     if run.dataset != "fsl" and run.mixture_index is not None:
         raise UsageError("--mixture-index: a source mixture is cut into fixed-length "
                          "instances (--dataset fsl), not padded ones")
+    if (run.dataset == "packed") != (run.packing is not None):
+        raise UsageError("--dataset packed takes the packing settings (and only it does)")
+    if run.packing is not None:
+        run.packing.check(run.sequence_length)
+        if run.instance_filter is not None:
+            raise UsageError("--instance-filter with --dataset packed: not supported")
     if (run.dataset == "interleaved") != (run.interleaving is not None):
         raise UsageError("--dataset interleaved takes --docs-per-instance, --chunks-per-doc "
                          "and --interleaving-seed (and only it does)")
@@ -419,4 +433,5 @@ def _settings(run: OlmoRun, entries: list[tuple[int, int]], files: list[TokenFil
         **({"bos_token_id": run.bos_token_id} if run.bos_token_id is not None else {}),
         **({"interleaving": run.interleaving.to_json(), "pad_token_id": run.pad_token_id}
            if run.interleaving is not None else {}),
+        **({"packing": run.packing.to_json()} if run.packing is not None else {}),
     }

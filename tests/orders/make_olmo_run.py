@@ -75,6 +75,15 @@ CASES: dict[str, dict[str, Any]] = {
                     "global_batch_size": 4 * 64, "epochs": 1,
                     "interleaving": {"docs_per_instance": 2, "chunks_per_doc": 4, "seed": 43,
                                      "exempt": ["sonnets-b"]}},
+    # NumpyPackedFSLDataset over all the poems at 512 tokens, long ones cut into fragments
+    # (many of exactly 512: the sort's order of equal lengths matters), each file alone; and
+    # over the sonnets and poems, documents cut at 2,048, the three files packed together.
+    "packed": {"dtype": "uint16", "seed": 47, "dataset": "packed", "documents": "poems",
+               "sequence_length": 512, "global_batch_size": 2 * 512, "epochs": 2,
+               "packing": {"long_doc_strategy": "fragment", "source_group_size": 1}},
+    "packed-grouped": {"dtype": "uint16", "seed": 53, "dataset": "packed",
+                       "sequence_length": 2048, "global_batch_size": 2 * 2048, "epochs": 1,
+                       "packing": {"long_doc_strategy": "truncate", "source_group_size": 3}},
 }
 BOS = {dtype: eos + 2 for dtype, eos in EOS.items()}  # EOS + 1 is the padding
 
@@ -185,6 +194,7 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
         NumpyDatasetDType,
         NumpyFSLDatasetConfig,
         NumpyInterleavedFSLDatasetConfig,
+        NumpyPackedFSLDatasetConfig,
         NumpyPaddedFSLDatasetConfig,
         TokenizerConfig,
     )
@@ -205,6 +215,13 @@ def _dataset(case: dict[str, Any], paths: list[Path], work: Path) -> Any:
             repetition_max_count=max_count)
     if case.get("dataset") == "padded":
         config: Any = NumpyPaddedFSLDatasetConfig(paths=[str(p) for p in paths], **common)
+    elif case.get("dataset") == "packed":
+        from olmo_core.data.types import LongDocStrategy
+
+        packing = case["packing"]
+        config = NumpyPackedFSLDatasetConfig(
+            paths=[str(p) for p in paths], source_group_size=packing["source_group_size"],
+            long_doc_strategy=LongDocStrategy(packing["long_doc_strategy"]), **common)
     elif case.get("dataset") == "interleaved":
         mixing = case["interleaving"]
         config = NumpyInterleavedFSLDatasetConfig(

@@ -17,6 +17,7 @@ from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
 from lineage.ingest.orders.olmo_filter import InstanceFilter
 from lineage.ingest.orders.olmo_interleaved import Interleaving
 from lineage.ingest.orders.olmo_order import Warmup
+from lineage.ingest.orders.olmo_packed import Packing
 from lineage.stream.reader import SEPARATOR, StreamReader
 
 from .make_olmo_run import (
@@ -83,6 +84,7 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "bos_token_id": BOS[case["dtype"]] if bos else None,
         "interleaving": _interleaving(case, paths),
         "pad_token_id": EOS[case["dtype"]] + 1 if "interleaving" in case else None,
+        "packing": Packing(**case["packing"]) if "packing" in case else None,
     }
     fields.update(changes)
     return OlmoRun(**fields)
@@ -190,6 +192,8 @@ def _instances(run: OlmoRun) -> list[np.ndarray]:
     if run.dataset == "fsl":
         return [tokens[i * length:(i + 1) * length] for tokens in files
                 for i in range(len(tokens) // length)]
+    if run.dataset == "packed":
+        return _packed(files, run)
     out, file_of = [], []
     for f, tokens in enumerate(files):  # a document ends at an EOS (before a BOS, if any)
         ends = [i for i in range(len(tokens)) if tokens[i] == eos and (
@@ -198,6 +202,25 @@ def _instances(run: OlmoRun) -> list[np.ndarray]:
             out.append(_padded(tokens[start:min(end + 1, start + length)], length, eos + 1))
             file_of.append(f)
     return out if run.interleaving is None else _interleaved(out, file_of, run)
+
+
+def _packed(files: list[np.ndarray], run: OlmoRun) -> list[np.ndarray]:
+    """The instances as lineage packs them (what the batch hash then holds to OLMo-core's)."""
+    from types import SimpleNamespace
+
+    from lineage.ingest.orders.olmo_packed import pack
+    from lineage.ingest.orders.olmo_tokens import open_token_file
+
+    assert run.packing is not None
+    tokens = np.concatenate(files)
+    bases = np.cumsum([0] + [len(f) for f in files[:-1]])
+    packed = pack([open_token_file(path, run.dtype) for path in run.token_files],
+                  SimpleNamespace(bases=bases), run.sequence_length, run.packing,
+                  run.eos_token_id, run.bos_token_id)  # type: ignore[arg-type]
+    return [_padded(np.concatenate([tokens[a:b] for a, b in zip(
+                packed.start[lo:hi], packed.end[lo:hi], strict=True)]),
+                run.sequence_length, run.eos_token_id + 1)
+            for lo, hi in zip(packed.first[:-1], packed.first[1:], strict=True)]
 
 
 def _padded(tokens: np.ndarray, length: int, pad: int) -> np.ndarray:

@@ -558,7 +558,8 @@ def test_a_max_target_sequence_length_keeps_whole_chunks_of_it(poetry: Store,
         import_case(poetry, "padded", tmp_path, max_target_sequence_length=1240)
 
 
-@pytest.mark.parametrize("name", ["bos", "bos-padded", "interleaved"])
+@pytest.mark.parametrize("name", ["bos", "bos-padded", "interleaved", "packed",
+                                  "packed-grouped"])
 def test_every_window_is_the_instance_olmo_core_cut_from_the_token_files(
         poetry: Store, tmp_path: Path, name: str) -> None:
     """Runs whose windows hold tokens of no document besides EOS: documents opened by a
@@ -644,3 +645,32 @@ def test_interleaved_settings_that_do_not_fit_are_refused(poetry: Store,
     with pytest.raises(InputError, match=r"sonnets-a.npy: document 0 holds the special token "
                                          r"257 at its token 4, which interleaving would drop"):
         import_case(poetry, "interleaved", tmp_path, token_files=run.token_files)
+
+
+def test_packed_settings_that_do_not_fit_are_refused(poetry: Store, tmp_path: Path) -> None:
+    from lineage.ingest.orders.olmo_filter import InstanceFilter
+    from lineage.ingest.orders.olmo_packed import Packing
+
+    with pytest.raises(UsageError, match="--sequence-length 620: packing needs a power of 2"):
+        import_case(poetry, "padded", tmp_path, dataset="packed", packing=Packing())
+    with pytest.raises(UsageError, match="--long-doc-strategy 'drop': expected one of"):
+        import_case(poetry, "packed", tmp_path, packing=Packing("drop"))
+    with pytest.raises(UsageError, match="--instance-filter with --dataset packed"):
+        import_case(poetry, "packed", tmp_path, instance_filter=InstanceFilter())
+    run = run_of(FIXTURES / "packed", tmp_path)
+    refused = Cli(poetry.root)(
+        "ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+        "--stream", "p", "--eos-token-id", "256", "--sequence-length", "512",
+        "--global-batch-size", "1024", "--long-doc-strategy", "fragment", code=2)
+    assert "--long-doc-strategy and --source-group-size are settings of --dataset packed" in \
+        refused.stderr
+    result = Cli(poetry.root).json(
+        "ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
+        "--stream", "p", "--eos-token-id", "256", "--sequence-length", "512",
+        "--global-batch-size", "1024", "--dataset", "packed", "--long-doc-strategy",
+        "fragment", *[arg for path in run.global_indices
+                      for arg in ("--global-indices", str(path))])
+    assert result["settings"]["packing"] == {"long_doc_strategy": "fragment",
+                                             "source_group_size": 1}
+    assert result["spec_hash"] == import_case(poetry, "packed", tmp_path,
+                                              stream="again")["spec_hash"]

@@ -73,10 +73,10 @@ def test_every_step_and_rank_of_a_fresh_run(poetry: Store, fresh_runs: Path, tmp
     for step, ranks in enumerate(expected["steps"]):
         for rank in range(WORLD):
             ours = (checked_rank_tokens_hash(reader, step, rank, ranks[rank], run, texts)
-                    if {"instance_filter", "bos", "interleaving"} & set(CASES[name]) else
+                    if {"instance_filter", "bos", "interleaving", "packing"} & set(CASES[name]) else
                     segment_tokens_hash(reader, step, rank, WORLD, eos, texts, padded))
             assert ours == ranks[rank]["input_ids"], (step, rank)
-    if {"instance_filter", "bos", "interleaving"} & set(CASES[name]):
+    if {"instance_filter", "bos", "interleaving", "packing"} & set(CASES[name]):
         return  # the reader's windows hold no masked instance, BOS or interleaving's EOS
     for step in steps_to_check(len(expected["steps"]))[::4]:  # the reader's own tokens
         assert rank_tokens_hash(reader, step, 1, WORLD, eos, padded) == \
@@ -127,3 +127,21 @@ def test_the_instance_filter_masks_what_olmo_cores_does(
     theirs = any(found.times >= count for found in find_periodic_sequences(
         values, max_period=high, min_period=low))
     assert is_masked(values, InstanceFilter(high, low, count)) == theirs
+
+
+@settings(max_examples=200, deadline=None)
+@given(lengths=st.lists(st.integers(1, 64), min_size=1, max_size=200),
+       height=st.integers(6, 8))
+def test_best_fit_packs_as_olmo_cores_instance_packer(lengths: list[int], height: int) -> None:
+    """lineage's best fit against OLMo-core's `InstancePacker` (segment tree, bins by free
+    space, oldest first) on documents already sorted longest first, many of equal length
+    and many leaving equal space."""
+    from olmo_core.data.utils import InstancePacker
+
+    from lineage.ingest.orders.olmo_packed import _best_fit
+
+    size = 2 ** height
+    ordered = np.array(sorted(lengths, reverse=True), dtype=np.int64)
+    spans = np.stack((np.zeros(len(ordered), np.uint64), ordered.astype(np.uint64)), axis=1)
+    theirs, _, _ = InstancePacker(size).pack_documents(spans)
+    assert _best_fit(ordered, size) == theirs
