@@ -99,43 +99,19 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     _check_dataset(run)
     files = [open_token_file(path, run.dtype) for path in run.token_files]
     layout = _layout(files, run)
-    held = mixed = packed = None  # padded: each instance's document; interleaved: its
-    if run.dataset == "fsl":      # padded instances; packed: its pieces
-        entries = _dataset_entries(files, run)
-    else:  # (packed: checks that the listed documents are the EOS tokens')
-        entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
-    if run.interleaving is not None:
-        mixed = interleave([count for _, count in entries], run.interleaving)
-    if run.packing is not None:
-        packed = pack(files, layout, run.sequence_length, run.packing, run.eos_token_id,
-                      run.bos_token_id)
+    cut = _cut(files, layout, run)
     manifest_hash = _manifest_hash(store, corpus)
     rids = check_lengths(store, corpus, layout.doc_ids, layout.ends - layout.starts,
                          lambda k: _place(files, layout, k))
-    dataset_size = (mixed.size if mixed is not None else packed.size if packed is not None
-                    else sum(count for _, count in entries))
-    epochs, seed, shuffle = _epochs(run, dataset_size)
+    epochs, seed, shuffle = _epochs(run, cut.size)
     order, schedule = training_order(
         epochs, seq_len=run.sequence_length, global_batch_size=run.global_batch_size,
         warmup=run.warmup, max_steps=run.max_steps)
-    bos = run.bos_token_id is not None
-    if mixed is not None and held is not None and run.interleaving is not None:
-        segments, docs_read = interleaved_segments(
-            order, mixed, held, layout, rids, run.sequence_length, run.interleaving, bos)
-        grouped = order[order >= len(mixed.exempt)] - len(mixed.exempt)
-        _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
-                         run.sequence_length // run.interleaving.docs_per_instance - bos)
-    elif packed is not None:
-        segments, docs_read = packed_segments(order, packed, layout, rids, bos)
-    elif held is not None:
-        segments, docs_read = padded_segments(order, held, layout, rids, run.sequence_length,
-                                              bos=bos)
-    else:
-        segments, docs_read = segments_of(order, entries, layout, rids, run.sequence_length)
+    segments, docs_read = cut.segments(order, rids)
     masked = 0
     if run.instance_filter is not None:
         windows_masked = masked_windows(
-            order, _instance_tokens(files, layout, entries, held, run.sequence_length,
+            order, _instance_tokens(files, layout, cut.entries, cut.held, run.sequence_length,
                                     int(run.bos_token_id is not None)),
             run.instance_filter)
         keep = ~windows_masked[segments.column("window").to_numpy()]
@@ -149,12 +125,51 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     spec = ImportedSpec(
         manifest_hash=manifest_hash, seq_len=run.sequence_length, schedule=schedule,
         rank_rule=RankRule("strided"), framework="olmo-core",
-        artifacts=_artifacts(files, run), settings=_settings(run, entries, files, seed,
+        artifacts=_artifacts(files, run), settings=_settings(run, cut.entries, files, seed,
                                                              layout.boundaries))
     origin = run.global_indices[0] if run.global_indices else run.token_files[0]
     answer = store_order(store, stream=stream, corpus=corpus, spec=spec, segments=segments,
                          origin=origin, progress=progress, windows=len(order))
     return {**answer, "checked": checked}
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """How the run's dataset cut the token files into instances: how many there are, and
+    the segments (with each row's document) of the windows that read `order`."""
+
+    size: int
+    segments: Callable[[np.ndarray, np.ndarray], tuple[pa.Table, np.ndarray]]
+    entries: list[tuple[int, int]]  # (file, instances), or documents when each is one
+    held: np.ndarray | None = None  # padded: the document of each padded instance
+
+
+def _cut(files: list[TokenFile], layout: Layout, run: OlmoRun) -> _Cut:
+    seq_len, bos = run.sequence_length, run.bos_token_id is not None
+    if run.dataset == "fsl":
+        entries = _dataset_entries(files, run)
+        return _Cut(sum(count for _, count in entries), lambda order, rids: segments_of(
+            order, entries, layout, rids, seq_len), entries)
+    # every other dataset starts from the documents the EOS tokens close: checked here
+    entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
+    if run.packing is not None:
+        packed = pack(files, layout, seq_len, run.packing, run.eos_token_id,
+                      run.bos_token_id)
+        return _Cut(packed.size, lambda order, rids: packed_segments(
+            order, packed, layout, rids, bos), entries)
+    if run.interleaving is not None:
+        rule, mixed = run.interleaving, interleave([n for _, n in entries], run.interleaving)
+
+        def interleaved(order: np.ndarray, rids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+            found = interleaved_segments(order, mixed, held, layout, rids, seq_len, rule, bos)
+            grouped = order[order >= len(mixed.exempt)] - len(mixed.exempt)
+            _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
+                             seq_len // rule.docs_per_instance - bos)
+            return found
+
+        return _Cut(mixed.size, interleaved, entries)
+    return _Cut(len(held), lambda order, rids: padded_segments(
+        order, held, layout, rids, seq_len, bos=bos), entries, held)
 
 
 def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple[int, int]],
