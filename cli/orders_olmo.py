@@ -75,7 +75,8 @@ def olmo_core(
         help="interleaved: a token file in interleaving_exempt_paths (repeat the "
         "option); its documents keep instances of their own.")] = None,
     pad_token_id: Annotated[int | None, typer.Option(
-        help="interleaved: the tokenizer's pad_token_id.", min=0)] = None,
+        help="interleaved, and packed with --instance-filter: the tokenizer's "
+        "pad_token_id.", min=0)] = None,
     max_target_sequence_length: Annotated[int | None, typer.Option(
         help="The fixed-length dataset's max_target_sequence_length: a file holds the "
         "instances of its whole chunks of that many tokens.", min=1)] = None,

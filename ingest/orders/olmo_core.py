@@ -110,10 +110,7 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
     segments, docs_read = cut.segments(order, rids)
     masked = 0
     if run.instance_filter is not None:
-        windows_masked = masked_windows(
-            order, _instance_tokens(files, layout, cut.entries, cut.held, run.sequence_length,
-                                    int(run.bos_token_id is not None)),
-            run.instance_filter)
+        windows_masked = cut.masked(order, run.instance_filter)
         keep = ~windows_masked[segments.column("window").to_numpy()]
         segments, docs_read = segments.filter(keep), docs_read[keep]
         masked = int(windows_masked.sum())
@@ -135,64 +132,98 @@ def import_olmo_core(store: BaseStore, *, corpus: str, stream: str, run: OlmoRun
 
 @dataclass(frozen=True)
 class _Cut:
-    """How the run's dataset cut the token files into instances: how many there are, and
-    the segments (with each row's document) of the windows that read `order`."""
+    """How the run's dataset cut the token files into instances: how many there are, the
+    segments (with each row's document) of the windows that read `order`, and which of
+    those windows the instance filter masks."""
 
     size: int
     segments: Callable[[np.ndarray, np.ndarray], tuple[pa.Table, np.ndarray]]
+    masked: Callable[[np.ndarray, InstanceFilter], np.ndarray]
     entries: list[tuple[int, int]]  # (file, instances), or documents when each is one
-    held: np.ndarray | None = None  # padded: the document of each padded instance
 
 
 def _cut(files: list[TokenFile], layout: Layout, run: OlmoRun) -> _Cut:
-    seq_len, bos = run.sequence_length, run.bos_token_id is not None
+    seq_len, bos = run.sequence_length, int(run.bos_token_id is not None)
+    maps = [file.tokens() for file in files]
     if run.dataset == "fsl":
         entries = _dataset_entries(files, run)
-        return _Cut(sum(count for _, count in entries), lambda order, rids: segments_of(
-            order, entries, layout, rids, seq_len), entries)
+        firsts = np.cumsum([0] + [count for _, count in entries])
+
+        def fixed(i: int) -> np.ndarray:  # L tokens of its file
+            entry = int(np.searchsorted(firsts, i, side="right")) - 1
+            start = (i - int(firsts[entry])) * seq_len
+            return np.asarray(maps[entries[entry][0]][start:start + seq_len])
+
+        return _Cut(int(firsts[-1]), lambda order, rids: segments_of(
+            order, entries, layout, rids, seq_len),
+            lambda order, rule: masked_windows(order, fixed, rule), entries)
     # every other dataset starts from the documents the EOS tokens close: checked here
     entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
+
+    def document(i: int) -> np.ndarray:  # padded instance i as tested: before its padding
+        k = int(held[i])
+        f, _ = layout.where(k)
+        start = int(layout.starts[k] - layout.bases[f]) - bos
+        length = int(layout.ends[k] - layout.starts[k]) + bos + 1  # its BOS and EOS
+        return np.asarray(maps[f][start:start + min(length, seq_len)])
+
     if run.packing is not None:
-        packed = pack(files, layout, seq_len, run.packing, run.eos_token_id,
-                      run.bos_token_id)
-        return _Cut(packed.size, lambda order, rids: packed_segments(
-            order, packed, layout, rids, bos), entries)
+        return _packed_cut(files, layout, run, entries)
     if run.interleaving is not None:
-        rule, mixed = run.interleaving, interleave([n for _, n in entries], run.interleaving)
-
-        def interleaved(order: np.ndarray, rids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-            found = interleaved_segments(order, mixed, held, layout, rids, seq_len, rule, bos)
-            grouped = order[order >= len(mixed.exempt)] - len(mixed.exempt)
-            _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
-                             seq_len // rule.docs_per_instance - bos)
-            return found
-
-        return _Cut(mixed.size, interleaved, entries)
+        return _interleaved_cut(files, layout, run, entries, held, document)
     return _Cut(len(held), lambda order, rids: padded_segments(
-        order, held, layout, rids, seq_len, bos=bos), entries, held)
+        order, held, layout, rids, seq_len, bos=bool(bos)),
+        lambda order, rule: masked_windows(order, document, rule), entries)
 
 
-def _instance_tokens(files: list[TokenFile], layout: Layout, entries: list[tuple[int, int]],
-                     held: np.ndarray | None, seq_len: int,
-                     opener: int = 0) -> Callable[[int], np.ndarray]:
-    """The tokens the dataset yields for instance i, before any padding: L tokens of its
-    file (fixed-length), or its document's BOS (`opener` 1), tokens and closing EOS, L at
-    most (padded)."""
-    maps = [file.tokens() for file in files]
-    firsts = np.cumsum([0] + [count for _, count in entries])
+def _packed_cut(files: list[TokenFile], layout: Layout, run: OlmoRun,
+                entries: list[tuple[int, int]]) -> _Cut:
+    seq_len, bos = run.sequence_length, run.bos_token_id is not None
+    assert run.packing is not None
+    packed = pack(files, layout, seq_len, run.packing, run.eos_token_id, run.bos_token_id)
+    whole = np.concatenate([np.asarray(file.tokens()) for file in files])
+    pad = -1 if run.pad_token_id is None else run.pad_token_id
 
-    def tokens_of(i: int) -> np.ndarray:
-        if held is not None:
-            k = int(held[i])
-            f, _ = layout.where(k)
-            start = int(layout.starts[k] - layout.bases[f]) - opener
-            length = int(layout.ends[k] - layout.starts[k]) + opener + 1  # BOS and EOS
-            return np.asarray(maps[f][start:start + min(length, seq_len)])
-        entry = int(np.searchsorted(firsts, i, side="right")) - 1
-        start = (i - int(firsts[entry])) * seq_len
-        return np.asarray(maps[entries[entry][0]][start:start + seq_len])
+    def filled(i: int) -> np.ndarray:  # OLMo-core tests a packed instance with its padding
+        lo, hi = int(packed.first[i]), int(packed.first[i + 1])
+        body = np.concatenate([whole[a:b] for a, b in zip(
+            packed.start[lo:hi].tolist(), packed.end[lo:hi].tolist(), strict=True)])
+        return np.concatenate((body.astype(np.int64),
+                               np.full(seq_len - len(body), pad, dtype=np.int64)))
 
-    return tokens_of
+    return _Cut(packed.size, lambda order, rids: packed_segments(
+        order, packed, layout, rids, bos),
+        lambda order, rule: masked_windows(order, filled, rule), entries)
+
+
+def _interleaved_cut(files: list[TokenFile], layout: Layout, run: OlmoRun,
+                     entries: list[tuple[int, int]], held: np.ndarray,
+                     document: Callable[[int], np.ndarray]) -> _Cut:
+    seq_len, bos = run.sequence_length, run.bos_token_id is not None
+    rule = run.interleaving
+    assert rule is not None
+    mixed = interleave([count for _, count in entries], rule)
+    exempt = len(mixed.exempt)
+
+    def segments(order: np.ndarray, rids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        found = interleaved_segments(order, mixed, held, layout, rids, seq_len, rule, bos)
+        grouped = order[order >= exempt] - exempt
+        _check_unspecial(files, layout, held[mixed.groups[grouped].reshape(-1)], run,
+                         seq_len // rule.docs_per_instance - bos)
+        return found
+
+    def masked(order: np.ndarray, filter_rule: InstanceFilter) -> np.ndarray:
+        # OLMo-core masks an interleaved instance when any of its documents' padded
+        # instances is masked, each tested whole before it is cut
+        flags = np.zeros(len(order), dtype=bool)
+        alone = order < exempt
+        flags[alone] = masked_windows(mixed.exempt[order[alone]], document, filter_rule)
+        members = mixed.groups[order[~alone] - exempt]
+        flags[~alone] = masked_windows(members.reshape(-1), document,
+                                       filter_rule).reshape(members.shape).any(axis=1)
+        return flags
+
+    return _Cut(mixed.size, segments, masked, entries)
 
 
 def _check_unspecial(files: list[TokenFile], layout: Layout, docs: np.ndarray,
@@ -223,16 +254,14 @@ def _check_dataset(run: OlmoRun) -> None:
         raise UsageError("--dataset packed takes the packing settings (and only it does)")
     if run.packing is not None:
         run.packing.check(run.sequence_length)
-        if run.instance_filter is not None:
-            raise UsageError("--instance-filter with --dataset packed: not supported")
+        if run.instance_filter is not None and run.pad_token_id is None:
+            raise UsageError("--instance-filter with --dataset packed needs --pad-token-id "
+                             "(OLMo-core tests a packed instance with its padding)")
     if (run.dataset == "interleaved") != (run.interleaving is not None):
         raise UsageError("--dataset interleaved takes --docs-per-instance, --chunks-per-doc "
                          "and --interleaving-seed (and only it does)")
     if run.interleaving is not None:
         run.interleaving.check(run.sequence_length)
-        if run.instance_filter is not None:
-            raise UsageError("--instance-filter with --dataset interleaved: not supported "
-                             "(OLMo-core masks an interleaved instance by its documents')")
         if any(not 0 <= f < len(run.token_files) for f in run.interleaving.exempt_files):
             raise UsageError("--interleaving-exempt: name token files given")
     target = run.max_target_sequence_length

@@ -84,6 +84,19 @@ CASES: dict[str, dict[str, Any]] = {
     "packed-grouped": {"dtype": "uint16", "seed": 53, "dataset": "packed",
                        "sequence_length": 2048, "global_batch_size": 2 * 2048, "epochs": 1,
                        "packing": {"long_doc_strategy": "truncate", "source_group_size": 3}},
+    # The instance filter on packed and on interleaved instances: OLMo-core tests a packed
+    # instance with its padding (a run of 32 pad tokens masks it), an interleaved one by
+    # its documents' padded instances.
+    "packed-filtered": {"dtype": "uint16", "seed": 59, "dataset": "packed",
+                        "documents": "poems", "sequence_length": 512,
+                        "global_batch_size": 2 * 512, "epochs": 1, "instance_filter": [13, 1, 32],
+                        "packing": {"long_doc_strategy": "fragment", "source_group_size": 1}},
+    "interleaved-filtered": {"dtype": "uint16", "seed": 61, "dataset": "interleaved",
+                             "documents": "poems", "sequence_length": 64,
+                             "global_batch_size": 2 * 64, "epochs": 1,
+                             "instance_filter": [13, 1, 3],
+                             "interleaving": {"docs_per_instance": 2, "chunks_per_doc": 2,
+                                              "seed": 67, "exempt": ["poems-a"]}},
 }
 BOS = {dtype: eos + 2 for dtype, eos in EOS.items()}  # EOS + 1 is the padding
 

@@ -83,7 +83,8 @@ def run_of(case_dir: Path, tokens_dir: Path, **changes: Any) -> OlmoRun:
         "max_target_sequence_length": case.get("max_target_sequence_length"),
         "bos_token_id": BOS[case["dtype"]] if bos else None,
         "interleaving": _interleaving(case, paths),
-        "pad_token_id": EOS[case["dtype"]] + 1 if "interleaving" in case else None,
+        "pad_token_id": EOS[case["dtype"]] + 1
+        if "interleaving" in case or "packing" in case else None,
         "packing": Packing(**case["packing"]) if "packing" in case else None,
     }
     fields.update(changes)

@@ -559,7 +559,8 @@ def test_a_max_target_sequence_length_keeps_whole_chunks_of_it(poetry: Store,
 
 
 @pytest.mark.parametrize("name", ["bos", "bos-padded", "interleaved", "packed",
-                                  "packed-grouped"])
+                                  "packed-grouped", "packed-filtered",
+                                  "interleaved-filtered"])
 def test_every_window_is_the_instance_olmo_core_cut_from_the_token_files(
         poetry: Store, tmp_path: Path, name: str) -> None:
     """Runs whose windows hold tokens of no document besides EOS: documents opened by a
@@ -629,13 +630,10 @@ def test_the_command_imports_an_interleaved_run(poetry: Store, tmp_path: Path) -
 
 def test_interleaved_settings_that_do_not_fit_are_refused(poetry: Store,
                                                           tmp_path: Path) -> None:
-    from lineage.ingest.orders.olmo_filter import InstanceFilter
     from lineage.ingest.orders.olmo_interleaved import Interleaving
 
     with pytest.raises(UsageError, match="--sequence-length 64 must be a multiple of"):
         import_case(poetry, "interleaved", tmp_path, interleaving=Interleaving(3, 4, 43))
-    with pytest.raises(UsageError, match="--instance-filter with --dataset interleaved"):
-        import_case(poetry, "interleaved", tmp_path, instance_filter=InstanceFilter())
     with pytest.raises(UsageError, match="--dataset interleaved takes"):
         import_case(poetry, "padded", tmp_path, interleaving=Interleaving(2, 4, 43))
     run = run_of(FIXTURES / "interleaved", tmp_path)
@@ -655,8 +653,10 @@ def test_packed_settings_that_do_not_fit_are_refused(poetry: Store, tmp_path: Pa
         import_case(poetry, "padded", tmp_path, dataset="packed", packing=Packing())
     with pytest.raises(UsageError, match="--long-doc-strategy 'drop': expected one of"):
         import_case(poetry, "packed", tmp_path, packing=Packing("drop"))
-    with pytest.raises(UsageError, match="--instance-filter with --dataset packed"):
-        import_case(poetry, "packed", tmp_path, instance_filter=InstanceFilter())
+    with pytest.raises(UsageError, match="--instance-filter with --dataset packed needs "
+                                         "--pad-token-id"):
+        import_case(poetry, "packed", tmp_path, instance_filter=InstanceFilter(),
+                    pad_token_id=None)
     run = run_of(FIXTURES / "packed", tmp_path)
     refused = Cli(poetry.root)(
         "ingest", "order", "olmo-core", *map(str, run.token_files), "--corpus", "poetry",
