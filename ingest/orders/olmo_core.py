@@ -43,6 +43,7 @@ from lineage.ingest.orders.olmo_padded import padded_instances, padded_segments
 from lineage.ingest.orders.olmo_tokens import (
     Layout,
     TokenFile,
+    closing_eos,
     documents_of,
     open_token_file,
     read_doc_ids,
@@ -158,7 +159,8 @@ def _cut(files: list[TokenFile], layout: Layout, run: OlmoRun) -> _Cut:
             order, entries, layout, rids, seq_len),
             lambda order, rule: masked_windows(order, fixed, rule), entries)
     # every other dataset starts from the documents the EOS tokens close: checked here
-    entries, held = padded_instances(files, layout, run.eos_token_id, run.bos_token_id)
+    closing = [closing_eos(file_map, run.eos_token_id, run.bos_token_id) for file_map in maps]
+    entries, held = padded_instances(files, layout, closing, bool(bos))
 
     def document(i: int) -> np.ndarray:  # padded instance i as tested: before its padding
         k = int(held[i])
@@ -168,7 +170,7 @@ def _cut(files: list[TokenFile], layout: Layout, run: OlmoRun) -> _Cut:
         return np.asarray(maps[f][start:start + min(length, seq_len)])
 
     if run.packing is not None:
-        return _packed_cut(files, layout, run, entries)
+        return _packed_cut(maps, closing, layout, run, entries)
     if run.interleaving is not None:
         return _interleaved_cut(files, layout, run, entries, held, document)
     return _Cut(len(held), lambda order, rids: padded_segments(
@@ -176,20 +178,23 @@ def _cut(files: list[TokenFile], layout: Layout, run: OlmoRun) -> _Cut:
         lambda order, rule: masked_windows(order, document, rule), entries)
 
 
-def _packed_cut(files: list[TokenFile], layout: Layout, run: OlmoRun,
-                entries: list[tuple[int, int]]) -> _Cut:
+def _packed_cut(maps: list[np.ndarray], closing: list[np.ndarray], layout: Layout,
+                run: OlmoRun, entries: list[tuple[int, int]]) -> _Cut:
     seq_len, bos = run.sequence_length, run.bos_token_id is not None
     assert run.packing is not None
-    packed = pack(files, layout, seq_len, run.packing, run.eos_token_id, run.bos_token_id)
-    whole = np.concatenate([np.asarray(file.tokens()) for file in files])
+    packed = pack(closing, layout.bases, seq_len, run.packing)
     pad = -1 if run.pad_token_id is None else run.pad_token_id
 
     def filled(i: int) -> np.ndarray:  # OLMo-core tests a packed instance with its padding
         lo, hi = int(packed.first[i]), int(packed.first[i + 1])
-        body = np.concatenate([whole[a:b] for a, b in zip(
-            packed.start[lo:hi].tolist(), packed.end[lo:hi].tolist(), strict=True)])
-        return np.concatenate((body.astype(np.int64),
-                               np.full(seq_len - len(body), pad, dtype=np.int64)))
+        pieces = []
+        for start, end in zip(packed.start[lo:hi].tolist(), packed.end[lo:hi].tolist(),
+                              strict=True):  # a piece lies within one file
+            f = int(np.searchsorted(layout.bases, start, side="right")) - 1
+            base = int(layout.bases[f])
+            pieces.append(np.asarray(maps[f][start - base:end - base], dtype=np.int64))
+        body = np.concatenate(pieces)
+        return np.concatenate((body, np.full(seq_len - len(body), pad, dtype=np.int64)))
 
     return _Cut(packed.size, lambda order, rids: packed_segments(
         order, packed, layout, rids, bos),

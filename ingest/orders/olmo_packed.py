@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lineage.errors import UsageError
-from lineage.ingest.orders.olmo_tokens import closing_eos
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
+    from lineage.ingest.orders.olmo_tokens import Layout
 
 LONG_DOCUMENTS = ("truncate", "fragment")
 
@@ -73,14 +72,14 @@ class Packed:
         return len(self.first) - 1
 
 
-def pack(files: list[TokenFile], layout: Layout, seq_len: int, rule: Packing,
-         eos_token_id: int, bos_token_id: int | None) -> Packed:
-    """The instances of every group of files, as OLMo-core packs them."""
+def pack(closing: list[np.ndarray], bases: np.ndarray, seq_len: int, rule: Packing) -> Packed:
+    """The instances of every group of files, as OLMo-core packs them, from each file's
+    closing EOS positions (`closing_eos`) and where each file starts in the layout."""
     firsts, starts, ends = [0], [], []
-    for group in range(0, len(files), rule.source_group_size):
-        members = range(group, min(group + rule.source_group_size, len(files)))
-        spans = np.concatenate([_spans(files[f], int(layout.bases[f]), seq_len, rule,
-                                       eos_token_id, bos_token_id) for f in members])
+    for group in range(0, len(closing), rule.source_group_size):
+        members = range(group, min(group + rule.source_group_size, len(closing)))
+        spans = np.concatenate([_spans(closing[f], int(bases[f]), seq_len, rule)
+                                for f in members])
         order = np.argsort(-1 * (spans[:, 1] - spans[:, 0]).astype(np.int64))
         spans = np.take(spans, order, axis=0)
         for instance in _best_fit(spans[:, 1] - spans[:, 0], seq_len):
@@ -91,10 +90,8 @@ def pack(files: list[TokenFile], layout: Layout, seq_len: int, rule: Packing,
                   np.array(ends, dtype=np.int64))
 
 
-def _spans(file: TokenFile, base: int, seq_len: int, rule: Packing, eos_token_id: int,
-           bos_token_id: int | None) -> np.ndarray:
-    """The file's documents, EOS included, cut as the long-document strategy says."""
-    closing = closing_eos(file.tokens(), eos_token_id, bos_token_id)
+def _spans(closing: np.ndarray, base: int, seq_len: int, rule: Packing) -> np.ndarray:
+    """A file's documents, EOS included, cut as the long-document strategy says."""
     begin = np.concatenate(([0], closing[:-1] + 1)).astype(np.int64)[:len(closing)]
     end = closing + 1
     if rule.long_doc_strategy == "truncate":

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lineage.errors import InputError
-from lineage.ingest.orders.olmo_tokens import closing_eos
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,18 +27,17 @@ if TYPE_CHECKING:
     from lineage.ingest.orders.olmo_tokens import Layout, TokenFile
 
 
-def padded_instances(files: list[TokenFile], layout: Layout, eos_token_id: int,
-                     bos_token_id: int | None = None
-                     ) -> tuple[list[tuple[int, int]], np.ndarray]:
+def padded_instances(files: list[TokenFile], layout: Layout, closings: list[np.ndarray],
+                     bos: bool = False) -> tuple[list[tuple[int, int]], np.ndarray]:
     """(file, instances) of each file, in the dataset's order, and the layout's document
-    that each instance holds. The documents lineage maps to the corpus (from the sidecar,
-    when there is one) must be the ones the file's EOS tokens close."""
+    that each instance holds, from each file's closing EOS positions (`closing_eos`). The
+    documents lineage maps to the corpus (from the sidecar, when there is one) must be the
+    ones those EOS tokens close."""
     entries: list[tuple[int, int]] = []
     held: list[np.ndarray] = []
     bounds = [*map(int, layout.firsts), len(layout.starts)]
-    opener = int(bos_token_id is not None)  # a document's BOS comes before its content
-    for f, file in enumerate(files):
-        closing = closing_eos(file.tokens(), eos_token_id, bos_token_id)
+    opener = int(bos)  # a document's BOS comes before its content
+    for f, (file, closing) in enumerate(zip(files, closings, strict=True)):
         first, end = bounds[f], bounds[f + 1]
         starts = layout.starts[first:end] - layout.bases[f] - opener
         ends = layout.ends[first:end] - layout.bases[f]

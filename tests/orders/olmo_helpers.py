@@ -207,17 +207,14 @@ def _instances(run: OlmoRun) -> list[np.ndarray]:
 
 def _packed(files: list[np.ndarray], run: OlmoRun) -> list[np.ndarray]:
     """The instances as lineage packs them (what the batch hash then holds to OLMo-core's)."""
-    from types import SimpleNamespace
-
     from lineage.ingest.orders.olmo_packed import pack
-    from lineage.ingest.orders.olmo_tokens import open_token_file
+    from lineage.ingest.orders.olmo_tokens import closing_eos
 
     assert run.packing is not None
     tokens = np.concatenate(files)
     bases = np.cumsum([0] + [len(f) for f in files[:-1]])
-    packed = pack([open_token_file(path, run.dtype) for path in run.token_files],
-                  SimpleNamespace(bases=bases), run.sequence_length, run.packing,
-                  run.eos_token_id, run.bos_token_id)  # type: ignore[arg-type]
+    packed = pack([closing_eos(f, run.eos_token_id, run.bos_token_id) for f in files],
+                  bases, run.sequence_length, run.packing)
     return [_padded(np.concatenate([tokens[a:b] for a, b in zip(
                 packed.start[lo:hi], packed.end[lo:hi], strict=True)]),
                 run.sequence_length, run.eos_token_id + 1)
