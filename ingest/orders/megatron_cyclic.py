@@ -75,8 +75,8 @@ def cyclic_samples(total: int, micro_batch: int, data_parallel: int, windows: in
     ranks = []
     for rank in range(data_parallel):
         batches: list[np.ndarray] = []
-        consumed = 0
-        while sum(len(b) for b in batches) < rounds:
+        consumed = taken = 0
+        while taken < rounds:
             epoch, within = divmod(consumed, active)
             if data_sharding:
                 bucket = total // per_round * micro_batch
@@ -88,6 +88,6 @@ def cyclic_samples(total: int, micro_batch: int, data_parallel: int, windows: in
             if usable == 0:  # cannot happen from a whole epoch's start; kept as a guard
                 raise UsageError(f"rank {rank} has no whole micro-batch left in epoch {epoch}")
             batches.append(listed[:usable * micro_batch].reshape(usable, micro_batch))
-            consumed += usable * per_round
+            consumed, taken = consumed + usable * per_round, taken + usable
         ranks.append(np.concatenate(batches)[:rounds])
     return np.stack(ranks, axis=1).reshape(-1)[:windows]
