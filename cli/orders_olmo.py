@@ -90,9 +90,9 @@ def olmo_core(
         "against the corpus.")] = "sample",
     json: JsonOption = False,
 ) -> None:
-    """Import an OLMo-core run's order (NumpyFSLDataset or NumpyPaddedFSLDataset, its data
-    loader's global indices, the batch-size warm-up), checked against the token files and
-    the corpus.
+    """Import an OLMo-core run's order (its dataset's instances: fixed-length, padded,
+    interleaved or packed; its data loader's global indices, the batch-size warm-up),
+    checked against the token files and the corpus.
 
     A broken rule exits 2 naming the file and what breaks it; nothing is stored."""
     from lineage.ingest.orders.olmo_core import OlmoRun, import_olmo_core
