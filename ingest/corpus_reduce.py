@@ -224,7 +224,8 @@ def _write_both(con: duckdb.DuckDBPyConnection, reduced: ReducedCorpus, *, corpu
         return parts
 
     if lookup_arrays:
-        reduced.arrays = CorpusColumns(staging / "corpus-arrays")
+        # the row rules (`check_rows`) held every content hash to 64 lowercase hex digits
+        reduced.arrays = CorpusColumns(staging / "corpus-arrays", hashes_checked=True)
     try:
         reduced.parts, reduced.hash_parts = write_overlapped(documents, content_hashes)
         after_last_pass()

@@ -155,6 +155,7 @@ def test_the_ingests_corpus_file_is_the_one_made_from_its_parts(
 
     if ranges:
         monkeypatch.setattr("lineage.ingest.sort_ranges.RANGE_ROWS", 700)
+        monkeypatch.setattr("lineage.ingest.sort_ranges.WHOLE_SORT_ROWS", 700)
         monkeypatch.setattr("lineage.ingest.corpus_reduce.LOOKUP_PART_ROWS", 900)
     rows = [{"doc_id": f"d{(i * 7919) % 3001:05d}", "source": ("web", "code", "books")[i % 3],
              "uri": None if i % 11 == 0 else f"s3://b/{i}", "n_bytes": 10 + i,

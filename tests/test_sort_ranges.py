@@ -87,6 +87,7 @@ def test_an_ingest_writes_the_same_bytes_whatever_the_threads_and_ranges(
 
             monkeypatch.setattr(duckdb, "connect", with_threads)
             monkeypatch.setattr(ranges, "RANGE_ROWS", range_rows)
+            monkeypatch.setattr(ranges, "WHOLE_SORT_ROWS", range_rows)
             root = tmp_path / f"store-{threads}-{range_rows}"
             init_store(root)
             store = open_store(root)

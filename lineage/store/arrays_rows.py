@@ -56,11 +56,14 @@ class CorpusColumns:
     in the file's row order as they pass (`update`, the `digests` protocol of
     `write_parts`): an ingest feeds them from its own content-hash sort while it writes
     `document_hashes`, where `corpus_file` reads and sorts the parts' rows again.
-    Spooled in `folder`; `write` makes the file, None when the rows cannot be searched."""
+    Spooled in `folder`; `write` makes the file, None when the rows cannot be searched.
+    `hashes_checked`: every content hash is known to be 64 lowercase hex digits (an
+    ingest's row rules held them to it), so the batches are not checked again."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, hashes_checked: bool = False) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
+        self.hashes_checked = hashes_checked
         self.spools: list[Spool] = [HashSpool("content_hash", folder),
                                     StrSpool("doc_id", folder), DictSpool("source", folder),
                                     StrSpool("uri", folder)]
@@ -74,7 +77,8 @@ class CorpusColumns:
             return
         try:
             hashes = batch.column("content_hash")
-            _check_hashes(hashes)
+            if not self.hashes_checked:
+                _check_hashes(hashes)
             self._last = _ascending(hashes, self._last)
         except _Unsearchable:
             self.searchable = False
