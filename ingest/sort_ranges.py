@@ -138,19 +138,27 @@ class _RangeFiles:
         self.flush_rows = max(2_048, min(BATCH_ROWS, _PENDING_ROWS // ranges))
         self.pending: list[list[pa.RecordBatch]] = [[] for _ in range(ranges)]
         self.held = [0] * ranges
-        self.writers: dict[int, Any] = {}
+        self.writers: dict[int, tuple[Any, Any]] = {}  # range: (IPC writer, its file)
 
     def __enter__(self) -> _RangeFiles:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        failure: BaseException | None = None
         try:
             if exc[0] is None:
                 for k in range(self.ranges):
                     self._flush(k)
-        finally:
-            for writer in self.writers.values():
-                writer.close()
+        except BaseException as error:
+            failure = error
+        for writer, sink in self.writers.values():  # all, even after a failure (full disk)
+            for closing in (writer, sink):  # a writer that fails to close leaves its file open
+                try:
+                    closing.close()
+                except OSError as error:
+                    failure = failure or error
+        if failure is not None and exc[0] is None:
+            raise failure
 
     def deal(self, batch: pa.RecordBatch) -> None:
         import numpy as np
@@ -177,11 +185,16 @@ class _RangeFiles:
         if not self.held[k]:
             return
         if k not in self.writers:
-            self.writers[k] = ipc.new_stream(
-                str(self.scratch / f"{k}.arrow"), self.schema,
-                options=ipc.IpcWriteOptions(compression=_COMPRESSION))
+            sink = pa.OSFile(str(self.scratch / f"{k}.arrow"), "wb")
+            try:
+                self.writers[k] = (ipc.new_stream(
+                    sink, self.schema, options=ipc.IpcWriteOptions(compression=_COMPRESSION)),
+                    sink)
+            except BaseException:
+                sink.close()
+                raise
         rows = pa.Table.from_batches(self.pending[k], self.schema).combine_chunks()
-        self.writers[k].write_table(rows)
+        self.writers[k][0].write_table(rows)
         self.pending[k], self.held[k] = [], 0
 
 
