@@ -1,4 +1,5 @@
-"""One ORDER BY over a table, run as several sorts of key ranges, one after another.
+"""One ORDER BY over a table, run as several sorts of key ranges, one after another
+(tables of up to `WHOLE_SORT_ROWS` rows are sorted whole).
 
 A single ORDER BY of a 100M-row table holds every row's sort keys and payload at once:
 beyond the memory limit DuckDB spills them, uncompressed, to its temp directory (a
@@ -48,6 +49,8 @@ _SAMPLE_SEED = 33
 _PENDING_ROWS = 1_048_576
 _RANGE_COLUMN = "lineage_range"
 _RANGE_ROWS_VIEW = "lineage_range_rows"
+# The scratch files' codec: 1.3 GB for 10M manifest rows, against 3.0 GB uncompressed for
+# 1.5 s less CPU; a range's rows are read back at once, so the disk is what counts.
 _COMPRESSION: str | None = "lz4"
 
 
