@@ -102,3 +102,41 @@ def test_an_ingest_writes_the_same_bytes_whatever_the_threads_and_ranges(
     assert len(first) >= 3  # documents, content-hash index, lookup arrays
     for label, parts in made.items():
         assert parts == first, label
+
+
+def test_documents_with_text_give_the_same_store_sorted_whole_or_in_ranges(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents whose text the store can read back keep their file and line in the
+    documents table; dealt into key ranges, the rows carry them through: 300 lines of a
+    play, as files, give the same parts (text index included) sorted whole and in ranges
+    of 40."""
+    import lineage.ingest.sort_ranges as ranges
+    from lineage.api import init_store, open_store
+    from lineage.ingest import ingest_corpus
+
+    from .conftest import EXAMPLES
+
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    play = (EXAMPLES / "corpus" / "shakespeare" / "julius_caesar.txt").read_text("utf-8")
+    for i, line in enumerate([line for line in play.splitlines() if line.strip()][:300]):
+        (folder / f"line-{i:03d}.txt").write_text(line + "\n", encoding="utf-8")
+
+    def parts(label: str) -> list[tuple[Any, ...]]:
+        root = tmp_path / label
+        init_store(root)
+        store = open_store(root)
+        ingest_corpus(store, [folder], corpus="c")
+        return store.sql("SELECT table_name, row_groups, sha256 FROM parquet_files "
+                         "ORDER BY path").rows
+
+    whole = parts("whole")
+    monkeypatch.setattr(ranges, "RANGE_ROWS", 40)
+    monkeypatch.setattr(ranges, "WHOLE_SORT_ROWS", 40)
+    dealt: list[int] = []
+    deal = ranges._RangeFiles.deal
+    monkeypatch.setattr(ranges._RangeFiles, "deal",
+                        lambda self, batch: (dealt.append(batch.num_rows), deal(self, batch)))
+    assert parts("ranges") == whole
+    assert sum(dealt) >= 2 * 300  # both sorts went through ranges
+    assert any(name == "documents" for name, _, _ in whole)
