@@ -20,7 +20,8 @@ sum of the resident sets of the whole tree sampled every 0.1 s from /proc. Measu
   ingest's budget ($LINEAGE_MEMORY_LIMIT): the strict floor, one COPY of the manifest
   sorted by doc_id to Parquet (zstd), and the same work, the two sorted copies an ingest
   writes (that one, then content_hash, doc_id and source sorted by content hash, as the
-  content-hash index), one after the other in one process;
+  content-hash index), one after the other in one process; the floors run first, while
+  the disk does not yet hold the store (at 100M their spill passes 20 GB);
 * `stream build` with Open-1B's budget; DuckDB alone: the stream's keys (SHA-256 of
   source, epoch and doc_id, as the spec) computed from the documents' parts and sorted
   by (source, key) to Parquet, in 1 GB (the build's default --memory-limit);
