@@ -83,7 +83,7 @@ def write_canonical(
     """The first `kept` occurrences of the placed arrays (ordinal order) as the stream's
     tables. `handed` holds the arrays and is emptied, and `corpus_parts.hash_words`
     dropped, as soon as the occurrence lists are built: memory is what bounds a build.
-    With `arrays_folder`, the lookup arrays file's columns are spooled there too.
+    With `arrays_folder`, the lookup arrays file's columns are spooled there first.
 
     The content-hash copy needs no sort and is encoded on one core while DuckDB sorts
     the occurrences on both (the two writes: 13.9 s -> 11-13 s at 10M); its lists are
@@ -129,7 +129,7 @@ def write_segments(
     its own (`write_canonical`): the rows, and so the bytes, are those a sort of the rows
     by ordinal and by (content hash, doc_id, epoch, ordinal) gives. `handed` is emptied
     and `corpus_parts.hash_words` dropped once the occurrence lists are built; with
-    `arrays_folder`, the lookup arrays file's columns are spooled there too."""
+    `arrays_folder`, the lookup arrays file's columns are spooled there first."""
     import numpy as np
 
     documents = len(corpus_parts.hash_words)
