@@ -86,8 +86,7 @@ def write_canonical(
     With `arrays_folder`, the lookup arrays file's columns are spooled there first.
 
     The content-hash copy needs no sort and is encoded on one core while DuckDB sorts
-    the occurrences on both (the two writes: 13.9 s -> 11-13 s at 10M); its lists are
-    built in numpy while that sort has begun."""
+    the occurrences on both (the two writes: 13.9 s -> 11-13 s at 10M)."""
     import numpy as np
 
     documents = len(corpus_parts.hash_words)
@@ -99,10 +98,13 @@ def write_canonical(
               "stream_start": placed.stream_start[:kept]}
     by_rid = _occurrence_lists(rid, epoch, values, documents)
     values["n_tokens"] = placed.n_tokens[:kept]
-    later = _LaterLists(rid, epoch, values, corpus_parts, arrays_folder)
-    del placed, rid, epoch, values  # `later` drops them once its lists are built
-    return later.written(lambda: _write_lists(
-        con, store, name, corpus, by_rid, later.hash_lists, kept, corpus_parts, progress,
+    by_hash = content_hash_order(corpus_parts.hash_words)
+    columns = _spooled_columns(arrays_folder, rid, epoch, values, by_hash)
+    held = [_hash_lists(rid, epoch, values, corpus_parts.hash_words, by_hash)]
+    del placed, rid, epoch, values, by_hash  # held is dropped once written
+    corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
+    return _written_with(columns, lambda: _write_lists(
+        con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
         whole_documents=True, occurrences=OCCURRENCES_SPEC))
 
 
@@ -139,46 +141,16 @@ def write_segments(
               "stream_start": segments.stream_start, "n_tokens": segments.n_tokens,
               "doc_offset": segments.doc_offset}
     by_rid = _occurrence_lists(segments.rid, segments.within, values, documents)
-    later = _LaterLists(segments.rid, segments.within, values, corpus_parts, arrays_folder)
-    del segments, values
-    return later.written(lambda: _write_lists(
-        con, store, name, corpus, by_rid, later.hash_lists, kept, corpus_parts, progress,
+    by_hash = content_hash_order(corpus_parts.hash_words)
+    columns = _spooled_columns(arrays_folder, segments.rid, segments.within, values,
+                               by_hash)
+    held = [_hash_lists(segments.rid, segments.within, values, corpus_parts.hash_words,
+                        by_hash)]
+    del segments, values, by_hash
+    corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
+    return _written_with(columns, lambda: _write_lists(
+        con, store, name, corpus, by_rid, held, kept, corpus_parts, progress,
         whole_documents=False, occurrences=OCCURRENCES_SPEC_2))
-
-
-class _LaterLists:
-    """What is built from the occurrences once the ordinal sort has begun: their lists in
-    `document_hashes` order and, with `folder`, the lookup arrays file's spooled columns.
-    Holds the occurrence arrays until then, and `corpus_parts.hash_words` (dropped)."""
-
-    def __init__(self, rid: IntArray, within: IntArray, values: dict[str, IntArray],
-                 corpus_parts: CorpusParts, folder: Path | None) -> None:
-        self.held: list[Any] = [rid, within, values]
-        self.corpus_parts, self.folder = corpus_parts, folder
-        self.columns: StreamColumns | None = None
-
-    def hash_lists(self) -> pa.Table:
-        import numpy as np
-
-        rid, within, values = self.held
-        self.held.clear()
-        by_hash = content_hash_order(self.corpus_parts.hash_words)
-        self.columns = _spooled_columns(self.folder, rid, within, values, by_hash)
-        lists = _hash_lists(rid, within, values, self.corpus_parts.hash_words, by_hash)
-        self.corpus_parts.hash_words = np.zeros((0, 4), dtype=np.uint64)
-        return lists
-
-    def written(self, write: Callable[[], StreamTables]) -> StreamTables:
-        """`write()`'s tables carrying the spooled columns (discarded if it fails)."""
-        try:
-            written = write()
-        except BaseException:
-            self.held.clear()
-            if self.columns is not None:
-                self.columns.discard()
-            raise
-        written.columns = self.columns
-        return written
 
 
 def _spooled_columns(folder: Path | None, rid: IntArray, within: IntArray,
@@ -204,17 +176,28 @@ def _spooled_columns(folder: Path | None, rid: IntArray, within: IntArray,
         doc_offset=np.zeros(len(rid), dtype=np.int64) if offsets is None else offsets)
 
 
+def _written_with(columns: StreamColumns | None,
+                  write: Callable[[], StreamTables]) -> StreamTables:
+    """`write()`'s tables carrying `columns` (discarded if it fails)."""
+    try:
+        written = write()
+    except BaseException:
+        if columns is not None:
+            columns.discard()
+        raise
+    written.columns = columns
+    return written
+
+
 def _write_lists(
     con: duckdb.DuckDBPyConnection, store: BaseStore, name: str, corpus: str,
-    by_rid: pa.Table, hash_lists: Callable[[], pa.Table], kept: int,
-    corpus_parts: CorpusParts, progress: Progress, *, whole_documents: bool,
-    occurrences: str,
+    by_rid: pa.Table, held: list[pa.Table], kept: int, corpus_parts: CorpusParts,
+    progress: Progress, *, whole_documents: bool, occurrences: str,
 ) -> StreamTables:
     """Both tables from the occurrence lists, in rid order (`by_rid`) and in
-    `document_hashes` order (`hash_lists()`, built on the copy's thread while DuckDB
-    sorts the occurrences). Whole documents take their n_tokens from the corpus and
-    start at offset 0; segments carry both in their lists. The digest is of spec
-    `occurrences` (/1 for whole documents, /2 for segments)."""
+    `document_hashes` order (`held`, emptied once written). Whole documents take their
+    n_tokens from the corpus and start at offset 0; segments carry both in their lists.
+    The digest is of spec `occurrences` (/1 for whole documents, /2 for segments)."""
     digest = LineHasher(occurrences, digest_columns(occurrences))
     whole = ("d.n_tokens, ", "0::BIGINT AS doc_offset, ") if whole_documents else ("", "")
 
@@ -227,14 +210,17 @@ def _write_lists(
             "unnest(p.occurrences, recursive := true) "
             "FROM read_parquet(?) h POSITIONAL JOIN placed p)"
         )
-        return _write(con, store, "occurrence_hashes", name, corpus, source=source,
-                      params=[corpus_parts.document_hashes], registered=hash_lists(),
-                      order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
-                      total=kept, progress=progress, stage="indexing occurrences",
-                      checks=["misaligned"])
+        try:
+            return _write(con, store, "occurrence_hashes", name, corpus, source=source,
+                          params=[corpus_parts.document_hashes], registered=held[0],
+                          order=None, digests=[_Aligned(corpus_parts.document_hashes[0])],
+                          total=kept, progress=progress, stage="indexing occurrences",
+                          checks=["misaligned"])
+        finally:
+            held.clear()
 
     def in_order(start_copy: Callable[[], None]) -> list[WrittenPart]:
-        start_copy()  # it builds its lists, then encodes on one core, while DuckDB sorts
+        start_copy()  # it encodes on one core while DuckDB sorts on both
         source = (f"(SELECT d.doc_id, d.source, {whole[0]}d.content_hash, d.uri, {whole[1]}"
                   "unnest(p.occurrences, recursive := true) "
                   "FROM read_parquet(?) d POSITIONAL JOIN placed p)")
