@@ -425,13 +425,12 @@ def write_sorted_parts(
     where_text = ("CASE WHEN has_text THEN origin END AS origin, "
                   "CASE WHEN has_text THEN record END AS record" if any_text else
                   "NULL::VARCHAR AS origin, NULL::BIGINT AS record")
+    written = "doc_id, source, uri, n_bytes, n_tokens, content_hash, license, metadata"
     # What the sort reads: dealt into key ranges, the rows carry nothing else (a ready
     # manifest's rows would carry their file's path and record number for nothing)
-    carried = ("doc_id, source, uri, n_bytes, n_tokens, content_hash, license, metadata"
-               + (", has_text, origin, record" if any_text else ""))
+    carried = written + (", has_text, origin, record" if any_text else "")
     sql = (f"SELECT ?::VARCHAR AS corpus, *, {hasher.sql_line()} AS {LINE_COLUMN} FROM ("
-           "SELECT doc_id, source, uri, n_bytes, n_tokens, content_hash, license, metadata, "
-           f"{where_text} FROM {{rows}} ORDER BY doc_id)")
+           f"SELECT {written}, {where_text} FROM {{rows}} ORDER BY doc_id)")
     reader = sorted_by_ranges(con, sql, [corpus], "doc_id", total, after_first=after_sort,
                               scratch=scratch, columns=carried)
     parts = write_parts(
